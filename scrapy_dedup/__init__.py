@@ -1,0 +1,57 @@
+"""scrapy-dedup: stop Scrapy crawlers from fetching and storing the same page twice.
+
+Public names are loaded lazily, so that using the core (``canonicalize``,
+``simhash``, the seen sets, the content index) never imports Scrapy.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    # URL core
+    "canonicalize": "scrapy_dedup.url.canonical",
+    "Canonicalizer": "scrapy_dedup.url.canonical",
+    "UrlPolicy": "scrapy_dedup.url.policy",
+    # seen-URL stores
+    "BloomSeenSet": "scrapy_dedup.seen.bloom",
+    "RedisSeenSet": "scrapy_dedup.seen.redis",
+    "RedisBloomSeenSet": "scrapy_dedup.seen.redis",
+    # content core
+    "page_text": "scrapy_dedup.content.text",
+    "simhash": "scrapy_dedup.content.simhash",
+    "SimhashIndex": "scrapy_dedup.content.index",
+    "RedisSimhashIndex": "scrapy_dedup.content.redis_index",
+    "DuplicationReport": "scrapy_dedup.report",
+    # Scrapy layer
+    "Addon": "scrapy_dedup.addon",
+    "CanonicalRequestFingerprinter": "scrapy_dedup.fingerprinter",
+    "BloomDupeFilter": "scrapy_dedup.dupefilters",
+    "RedisDupeFilter": "scrapy_dedup.dupefilters",
+    "RedisBloomDupeFilter": "scrapy_dedup.dupefilters",
+    "NearDuplicatePipeline": "scrapy_dedup.pipelines",
+    "ContentFingerprintMiddleware": "scrapy_dedup.middlewares",
+    "DuplicationReportExtension": "scrapy_dedup.extensions",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'scrapy_dedup' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: the next access skips __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from scrapy_dedup.url.canonical import Canonicalizer, canonicalize  # noqa: F401

@@ -1,0 +1,1 @@
+"""Content core: page text, simhash, banded index, clusters. Imports nothing from Scrapy."""

@@ -1,0 +1,1 @@
+"""URL core: canonicalization, per-domain policies, DUST rules. Imports nothing from Scrapy."""

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite (pytest), with its own set-up: Debian's redis-server
+# (the Redis tests start a real one on loopback), a virtualenv with the test
+# extras. Extra arguments go to pytest, e.g. scripts/test.sh -k bloom
+source "$(dirname "$0")/_env.sh"
+need_package "command -v redis-server" redis-server
+setup_venv test
+cd "$ROOT"
+set +e
+python -m pytest "$@"
+rc=$?
+# pytest's 5 means "no tests collected": that is a failure of this command.
+exit $rc

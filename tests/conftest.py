@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.support.redis_server import RedisServer, redis_required
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """A real redis-server on a free loopback port, for the whole session."""
+    if shutil.which("redis-server") is None:
+        if redis_required():
+            pytest.fail("redis-server is required (CI=true) but not installed: apt-get install redis-server")
+        pytest.skip("redis-server not installed (run the README's test command, which installs it)")
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """URL of the session's Redis, emptied before the test."""
+    if redis_server.proc is None or redis_server.proc.poll() is not None:
+        redis_server.start()  # a fault test may have stopped it
+    client = redis_server.client()
+    client.flushall()
+    client.close()
+    return redis_server.url
+
+
+@pytest.fixture
+def redis_client(redis_url):
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+def pytest_configure(config):
+    # Hypothesis: a stable profile for CI (deterministic, no deadline flakiness on a shared machine).
+    try:
+        from hypothesis import settings as hsettings
+
+        hsettings.register_profile("ci", deadline=None, derandomize=True, max_examples=300)
+        hsettings.register_profile("dev", deadline=None, max_examples=200)
+        hsettings.load_profile("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
+    except ImportError:  # pragma: no cover
+        pass

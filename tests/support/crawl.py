@@ -1,0 +1,29 @@
+"""Run a real Scrapy crawl in the test's reactor (pytest-twisted)."""
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.crawler import Crawler, CrawlerRunner
+from twisted.internet.defer import inlineCallbacks
+
+from tests.support.localsite import install_loopback_resolver
+
+BASE_SETTINGS: dict[str, Any] = {
+    "TELNETCONSOLE_ENABLED": False,
+    "ROBOTSTXT_OBEY": False,
+    "LOG_LEVEL": "INFO",
+    "CONCURRENT_REQUESTS": 8,
+    "DOWNLOAD_DELAY": 0,
+    "RETRY_ENABLED": False,
+    "COOKIES_ENABLED": False,
+}
+
+
+@inlineCallbacks
+def run_crawl(spidercls, settings: dict[str, Any] | None = None, **spider_kwargs) -> Crawler:
+    """Crawl with ``spidercls`` until it closes; return the crawler (stats, spider)."""
+    install_loopback_resolver()
+    runner = CrawlerRunner({**BASE_SETTINGS, **(settings or {})})
+    crawler = runner.create_crawler(spidercls)
+    yield crawler.crawl(**spider_kwargs)
+    return crawler

@@ -1,0 +1,81 @@
+"""A real redis-server on loopback, started and stopped by the tests.
+
+Tests that involve Redis talk to this server, never to a mock. Under CI=true a
+missing redis-server binary is an error, never a silent skip.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RedisServer:
+    """One redis-server process; ``stop()`` / ``start()`` simulate an outage on the same port."""
+
+    def __init__(self, port: int | None = None, *, password: str | None = None,
+                 extra_args: tuple[str, ...] = ()):
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("redis-server not found: install Debian's 'redis-server' package")
+        self.binary = binary
+        self.port = port or free_port()
+        self.password = password
+        self.extra_args = extra_args
+        self.dir = Path(tempfile.mkdtemp(prefix="dedup-redis-"))
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    def start(self) -> "RedisServer":
+        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", str(self.dir),
+                "--daemonize", "no", "--loglevel", "warning", *self.extra_args]
+        if self.password:
+            args += ["--requirepass", self.password]
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"redis-server exited: {self.proc.stderr.read().decode(errors='replace')}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
+                    sock.sendall(b"PING\r\n" if not self.password else
+                                 f"AUTH {self.password}\r\nPING\r\n".encode())
+                    if b"PONG" in sock.recv(100) or self.password:
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start within 10 s")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def client(self):
+        import redis
+
+        return redis.Redis.from_url(self.url)
+
+
+def redis_required() -> bool:
+    return os.environ.get("CI", "").lower() == "true" or bool(os.environ.get("DEDUP_REQUIRE_REDIS"))
