@@ -264,7 +264,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_STRIP_SELECTORS", (), to_str_tuple, "content",
        "Extra CSS selectors left out of the main text."),
     _s("DEDUP_CONTENT_POLICIES", {}, _per_domain(_content_overrides), "content",
-       "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, ...}."),
+       "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, max_bytes}."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
        "JSON Lines file: one line per duplicate found (url, kept_url, distance, kind, cluster)."),
     _s("DEDUP_LOG_FILE", None, to_optional_str, "report",
@@ -278,7 +278,7 @@ BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 #: settings that DEDUP_CONTENT_POLICIES may override per domain
 CONTENT_OVERRIDABLE: dict[str, Setting] = {
     name: BY_NAME[f"DEDUP_{name}"]
-    for name in ("STRIP_TAGS", "STRIP_SELECTORS", "MIN_WORDS", "SHINGLE_SIZE", "HAMMING_THRESHOLD", "MAX_BYTES")
+    for name in ("STRIP_TAGS", "STRIP_SELECTORS", "MIN_WORDS", "MAX_BYTES")
 }
 
 
