@@ -373,5 +373,24 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
+def update_readme(path: str) -> None:
+    """Rewrite the table between the ``settings-table`` markers of ``path`` (a README)."""
+    import re
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    new = re.sub(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)",
+                 lambda m: m.group(1) + markdown_table() + "\n" + m.group(2), text, flags=re.S)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(new)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    print(markdown_table())
+    import sys
+
+    # python -m scrapy_dedup.settings            -> print the table
+    # python -m scrapy_dedup.settings README.md  -> rewrite the README's table in place
+    if len(sys.argv) > 1:
+        update_readme(sys.argv[1])
+    else:
+        print(markdown_table())

@@ -1,0 +1,78 @@
+"""The DEDUP_* settings table: defaults, validation at start-up, and the README kept in sync."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from scrapy_dedup.settings import SETTINGS, DedupConfigError, markdown_table, read_settings
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_defaults_are_valid_and_read_once_into_a_frozen_object():
+    cfg = read_settings({})
+    for setting in SETTINGS:
+        assert setting.name in cfg
+    assert cfg.hamming_threshold == 3 and cfg.bands == 4 and cfg.shingle_size == 5
+    assert cfg.fingerprint_bits == 64 and cfg.bloom_error_rate == 1e-6
+    with pytest.raises(AttributeError):
+        cfg.bands = 5
+
+
+def test_readme_settings_table_matches_the_code():
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"<!-- settings-table:start -->\n(.*?)\n<!-- settings-table:end -->", text, re.S)
+    assert block, "README.md lost its settings-table markers"
+    assert block.group(1) == markdown_table(), "regenerate it: python -m scrapy_dedup.settings README.md"
+
+
+def test_every_setting_is_documented_and_prefixed():
+    for setting in SETTINGS:
+        assert setting.name.startswith("DEDUP_")
+        assert len(setting.doc) > 20, setting.name
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"DEDUP_BLOOM_ERROR_RATE": 0}, "DEDUP_BLOOM_ERROR_RATE"),
+        ({"DEDUP_BLOOM_ERROR_RATE": "often"}, "DEDUP_BLOOM_ERROR_RATE"),
+        ({"DEDUP_BLOOM_CAPACITY": -5}, "DEDUP_BLOOM_CAPACITY"),
+        ({"DEDUP_BLOOM_CAPACITY": 2.5}, "DEDUP_BLOOM_CAPACITY"),
+        ({"DEDUP_HAMMING_THRESHOLD": 4}, "DEDUP_BANDS"),  # 4 bands cannot guarantee k=4
+        ({"DEDUP_FINGERPRINT_BITS": 96}, "DEDUP_FINGERPRINT_BITS"),
+        ({"DEDUP_MIN_WORDS": 2}, "DEDUP_MIN_WORDS"),
+        ({"DEDUP_CONTENT_ACTION": "delete"}, "DEDUP_CONTENT_ACTION"),
+        ({"DEDUP_CONTENT_BACKEND": "mongo"}, "DEDUP_CONTENT_BACKEND"),
+        ({"DEDUP_REDIS_URL": "http://localhost"}, "DEDUP_REDIS_URL"),
+        ({"DEDUP_ENABLED": "maybe"}, "DEDUP_ENABLED"),
+        ({"DEDUP_STRIP_TAGS": [1, 2]}, "DEDUP_STRIP_TAGS"),
+        ({"DEDUP_CONTENT_POLICIES": {"shop.test": {"colour": 1}}}, "DEDUP_CONTENT_POLICIES.*colour"),
+        ({"DEDUP_CONTENT_POLICIES": {"shop.test": {"min_words": "x"}}}, "DEDUP_CONTENT_POLICIES.*min_words"),
+        ({"DEDUP_BLOOM_CAPACTY": 10}, "unknown setting DEDUP_BLOOM_CAPACTY.*DEDUP_BLOOM_CAPACITY"),
+    ],
+)
+def test_bad_values_fail_naming_the_setting(settings, message):
+    with pytest.raises(DedupConfigError, match=message):
+        read_settings(settings)
+
+
+def test_values_from_the_command_line_are_converted():
+    cfg = read_settings({"DEDUP_ENABLED": "0", "DEDUP_BANDS": "6", "DEDUP_HAMMING_THRESHOLD": "5",
+                         "DEDUP_STRIP_SELECTORS": ".ad, .promo",
+                         "DEDUP_CONTENT_POLICIES": '{"Shop.Test.": {"min_words": 30}}'})
+    assert cfg.enabled is False and cfg.bands == 6 and cfg.hamming_threshold == 5
+    assert cfg.strip_selectors == (".ad", ".promo")
+    assert cfg.content_policies == {"shop.test": {"min_words": 30}}
+
+
+def test_scrapy_settings_object_is_accepted():
+    from scrapy.settings import Settings
+
+    cfg = read_settings(Settings({"DEDUP_REDIS_URL": "redis://:secret@127.0.0.1:6379/1"}))
+    assert cfg.redis_url.endswith("/1")
+    with pytest.raises(DedupConfigError) as info:
+        read_settings(Settings({"DEDUP_REDIS_URL": "ftp://:secret@host/"}))
+    assert "secret" not in str(info.value)
