@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
 from twisted.internet.defer import inlineCallbacks
 
@@ -25,5 +26,7 @@ def run_crawl(spidercls, settings: dict[str, Any] | None = None, **spider_kwargs
     install_loopback_resolver()
     runner = CrawlerRunner({**BASE_SETTINGS, **(settings or {})})
     crawler = runner.create_crawler(spidercls)
+    crawler.items = []  # every item that left the pipelines, in order
+    crawler.signals.connect(lambda item, **kw: crawler.items.append(item), signal=signals.item_scraped, weak=False)
     yield crawler.crawl(**spider_kwargs)
     return crawler
