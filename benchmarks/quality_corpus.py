@@ -1,0 +1,450 @@
+"""A labelled near-duplicate corpus built from real HTML documentation pages that Debian ships.
+
+Why real pages: a near-duplicate detector is only as good as its behaviour on real
+templates (navigation, sidebars, tables of contents, code listings). Debian's
+``*-doc`` packages give thousands of real HTML pages with distinct templates,
+installed by apt with no other network access.
+
+Every page carries a ground-truth ``group``: an original page and its generated
+duplicates share one; every other page (templated siblings, degenerate pages)
+has a group of its own. Duplicate kinds (issue 4):
+
+``tracking``   the same bytes under a URL with tracking parameters
+``csrf``       a re-fetch with a new CSRF token (meta + hidden form field) and cache-buster
+``generated``  a visible "generated at <time>" line
+``banner``     a rotated banner in ``<header>``
+``footer``     a different ``<footer>`` (one of the site's footers)
+``divfooter``  a different footer in a plain ``<div>`` (one of the site's footers)
+``edit``       one or two words changed in the main text
+``number``     one number changed in the main text
+``reformat``   the markup re-serialized and re-indented, same text
+
+Hard negatives: the real pages themselves, ``sibling`` pages (a page's main block
+replaced by paragraphs of another page of the same site, template kept) and
+``degenerate`` pages (empty, "Access denied", "Coming soon", several copies each,
+each its own group: ten identical 403 pages at ten URLs are not duplicates of
+each other in any useful sense).
+
+Originals that are themselves near-identical (5-word-shingle Jaccard >= 0.5 on the
+plain text, computed exactly here, independently of every algorithm measured) are
+left out, so that the ground truth "these real pages are distinct" holds.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+import lxml.html
+from lxml import etree
+
+DUP_KINDS = ("tracking", "csrf", "generated", "banner", "footer", "divfooter", "edit", "number", "reformat")
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    package: str
+    pattern: str  # glob, recursive
+
+
+SOURCES = (
+    Source("sqlite", "sqlite3-doc", "/usr/share/doc/sqlite3/*.html"),
+    Source("git", "git-doc", "/usr/share/doc/git-doc/*.html"),
+    Source("python", "python3-doc", "/usr/share/doc/python3-doc/html/**/*.html"),
+    Source("postgres", "postgresql-doc", "/usr/share/doc/postgresql-doc-*/html/*.html"),
+)
+
+MAX_PAGE_BYTES = 400_000  # a few sqlite pages embed megabytes of SVG syntax diagrams
+
+
+@dataclass
+class Page:
+    url: str
+    html: bytes
+    group: int
+    kind: str  # "original", one of DUP_KINDS, "sibling", "degenerate"
+    source: str
+
+
+def source_files(source: Source) -> list[str]:
+    return sorted(p for p in glob.glob(source.pattern, recursive=True)
+                  if os.path.getsize(p) <= MAX_PAGE_BYTES)
+
+
+def ensure_sources(install: bool = True, sources: tuple[Source, ...] = SOURCES) -> list[Source]:
+    """Return the sources whose pages are installed; install missing ones with apt-get if allowed."""
+    missing = [s for s in sources if not source_files(s)]
+    if missing and install and shutil.which("apt-get") and os.geteuid() == 0:
+        pkgs = [s.package for s in missing]
+        print(f"installing Debian documentation packages: {' '.join(pkgs)}", file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", *pkgs],
+                       check=False, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    present = [s for s in sources if source_files(s)]
+    absent = [s.package for s in sources if s not in present]
+    if absent:
+        print(f"note: documentation packages not installed: {' '.join(absent)} "
+              f"(apt-get install -y {' '.join(absent)})", file=sys.stderr)
+    return present
+
+
+# -- plain text used only to clean the ground truth -------------------------------------------
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def plain_words(html: bytes) -> list[str]:
+    try:
+        doc = lxml.html.fromstring(html)
+    except (etree.ParserError, ValueError):
+        return []
+    for bad in doc.xpath("//script|//style"):
+        bad.drop_tree()
+    return _WORD.findall(doc.text_content().lower())
+
+
+def shingles(words: list[str], k: int = 5) -> set[str]:
+    return {" ".join(words[i:i + k]) for i in range(max(1, len(words) - k + 1))}
+
+
+def distinct_originals(paths: list[str], want: int, rng: random.Random, max_jaccard: float = 0.5,
+                       min_words: int = 80) -> list[tuple[str, bytes]]:
+    """Pick up to ``want`` pages, skipping any whose shingles overlap an already picked one too much."""
+    order = paths[:]
+    rng.shuffle(order)
+    picked: list[tuple[str, bytes]] = []
+    sets: list[set] = []
+    postings: dict[str, list[int]] = {}
+    for path in order:
+        if len(picked) >= want:
+            break
+        with open(path, "rb") as fh:
+            html = fh.read()
+        words = plain_words(html)
+        if len(words) < min_words:
+            continue
+        sh = shingles(words)
+        overlap: dict[int, int] = {}
+        for s in sh:
+            for j in postings.get(s, ()):
+                overlap[j] = overlap.get(j, 0) + 1
+        if any(n / (len(sh) + len(sets[j]) - n) >= max_jaccard for j, n in overlap.items()):
+            continue
+        idx = len(sets)
+        sets.append(sh)
+        for s in sh:
+            postings.setdefault(s, []).append(idx)
+        picked.append((path, html))
+    return picked
+
+
+# -- the duplicate generators ----------------------------------------------------------------
+_BODY_OPEN = re.compile(rb"<body[^>]*>", re.I)
+_BODY_CLOSE = re.compile(rb"</body\s*>", re.I)
+_HEAD_OPEN = re.compile(rb"<head[^>]*>", re.I)
+_ASSET = re.compile(rb"""(\.(?:css|js))(["'])""", re.I)
+
+BANNERS = [
+    "Spring sale: 30% off every annual plan until Friday",
+    "New: our conference tickets are now on sale, book early",
+    "We are hiring engineers in Berlin, Lisbon and Toronto",
+    "Scheduled maintenance on Sunday from 02:00 to 04:00 UTC",
+    "Try the new dark theme from the settings menu today",
+    "Join 40,000 readers: subscribe to the monthly newsletter",
+]
+
+
+def site_footers(source: str) -> list[str]:
+    rng = random.Random(f"footer-{source}")
+    words = ("privacy policy terms of use contact us about careers press security status "
+             "accessibility cookies sitemap community forum support licence trademarks donate").split()
+    out = []
+    for year in (2023, 2024, 2025):
+        links = " | ".join(" ".join(rng.sample(words, 2)).title() for _ in range(7))
+        out.append(f"Copyright {year} The {source.title()} Documentation Project and contributors. "
+                   f"All rights reserved. {links}. Hosted by Example Networks.")
+    return out
+
+
+def _insert_after_body(html: bytes, snippet: bytes) -> bytes:
+    m = _BODY_OPEN.search(html)
+    return html[:m.end()] + snippet + html[m.end():] if m else snippet + html
+
+
+def _insert_before_body_end(html: bytes, snippet: bytes) -> bytes:
+    matches = list(_BODY_CLOSE.finditer(html))
+    if not matches:
+        return html + snippet
+    pos = matches[-1].start()
+    return html[:pos] + snippet + html[pos:]
+
+
+def _token(rng: random.Random, n: int = 32) -> str:
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") for _ in range(n))
+
+
+def _main_text_nodes(doc) -> list:
+    """Text-bearing elements of the body that a reader sees as content (not script/style/pre)."""
+    out = []
+    for el in doc.iter("p", "li", "dd", "td"):
+        if el.text and len(_WORD.findall(el.text)) >= 6:
+            out.append(el)
+    return out
+
+
+def _serialize(doc) -> bytes:
+    return lxml.html.tostring(doc, encoding="utf-8", doctype="<!DOCTYPE html>")
+
+
+def edit_words(html: bytes, rng: random.Random, n_words: int) -> Optional[bytes]:
+    doc = lxml.html.fromstring(html)
+    nodes = _main_text_nodes(doc)
+    if not nodes:
+        return None
+    vocab = ["quickly", "however", "carefully", "usually", "basic", "simple", "later", "green"]
+    for _ in range(n_words):
+        el = rng.choice(nodes)
+        words = [m for m in re.finditer(r"[A-Za-z]{4,}", el.text)]
+        if not words:
+            return None
+        m = rng.choice(words)
+        repl = rng.choice([v for v in vocab if v != m.group(0).lower()])
+        el.text = el.text[:m.start()] + repl + el.text[m.end():]
+    return _serialize(doc)
+
+
+def change_number(html: bytes, rng: random.Random) -> Optional[bytes]:
+    doc = lxml.html.fromstring(html)
+    cands = []
+    for el in doc.find("body").iter() if doc.find("body") is not None else ():
+        if el.tag in ("script", "style") or not isinstance(el.tag, str):
+            continue
+        for attr in ("text", "tail"):
+            value = getattr(el, attr)
+            if value and re.search(r"\d+", value):
+                cands.append((el, attr))
+    if not cands:
+        return None
+    el, attr = rng.choice(cands)
+    value = getattr(el, attr)
+    nums = list(re.finditer(r"\d+", value))
+    m = rng.choice(nums)
+    new = str(int(m.group(0)) + rng.randint(1, 9))
+    setattr(el, attr, value[:m.start()] + new + value[m.end():])
+    return _serialize(doc)
+
+
+def reformat(html: bytes, rng: random.Random) -> bytes:
+    """Same text, different markup: lxml re-serialization, re-indentation, added attributes."""
+    doc = lxml.html.fromstring(html)
+    for el in doc.iter("div", "p", "span", "a", "li", "table"):
+        if rng.random() < 0.5:
+            el.set("data-v", str(rng.randint(1, 99)))
+    out = _serialize(doc)
+    # whitespace between tags that already had whitespace: renders the same
+    out = re.sub(rb">[ \t]*\n\s*<", b">\r\n      <", out)
+    return out
+
+
+def add_csrf(html: bytes, rng: random.Random) -> bytes:
+    token = _token(rng)
+    m = _HEAD_OPEN.search(html)
+    meta = f'<meta name="csrf-token" content="{token}">'.encode()
+    html = html[:m.end()] + meta + html[m.end():] if m else meta + html
+    form = (f'<form action="/search" method="post"><input type="hidden" name="csrfmiddlewaretoken" '
+            f'value="{_token(rng)}"><input type="text" name="q"></form>').encode()
+    html = _insert_after_body(html, form)
+    return _ASSET.sub(lambda mm: mm.group(1) + f"?v={rng.randint(10**6, 10**7)}".encode() + mm.group(2), html, count=3)
+
+
+def add_generated(html: bytes, rng: random.Random) -> bytes:
+    line = (f'<p class="generated">Page generated on 2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} '
+            f'at {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} UTC '
+            f'in {rng.random():.4f} seconds</p>')
+    return _insert_before_body_end(html, line.encode())
+
+
+def add_banner(html: bytes, rng: random.Random) -> bytes:
+    snippet = f'<header><div class="promo"><a href="/promo">{rng.choice(BANNERS)}</a></div></header>'
+    return _insert_after_body(html, snippet.encode())
+
+
+def add_footer(html: bytes, rng: random.Random, source: str, tag: str) -> bytes:
+    text = rng.choice(site_footers(source))
+    snippet = f"<footer><p>{text}</p></footer>" if tag == "footer" else \
+        f'<div class="site-footer"><p>{text}</p></div>'
+    return _insert_before_body_end(html, snippet.encode())
+
+
+def make_duplicate(kind: str, html: bytes, rng: random.Random, source: str) -> Optional[bytes]:
+    if kind == "tracking":
+        return html
+    if kind == "csrf":
+        return add_csrf(html, rng)
+    if kind == "generated":
+        return add_generated(html, rng)
+    if kind == "banner":
+        return add_banner(html, rng)
+    if kind in ("footer", "divfooter"):
+        return add_footer(html, rng, source, "footer" if kind == "footer" else "div")
+    if kind == "edit":
+        return edit_words(html, rng, rng.choice((1, 2)))
+    if kind == "number":
+        return change_number(html, rng)
+    if kind == "reformat":
+        return reformat(html, rng)
+    raise ValueError(kind)
+
+
+# -- hard negatives ----------------------------------------------------------------------------
+def _main_block(doc):
+    body = doc.find("body")
+    if body is None:
+        return None
+    total = len(body.text_content()) or 1
+    el = body
+    while True:
+        kids = [c for c in el if isinstance(c.tag, str) and c.tag not in ("script", "style")]
+        best = max(kids, key=lambda c: len(c.text_content()), default=None)
+        if best is None or len(best.text_content()) < 0.8 * total:
+            return el
+        el = best
+
+
+def donor_paragraphs(html: bytes, rng: random.Random, min_words: int = 60, max_words: int = 160) -> list[str]:
+    doc = lxml.html.fromstring(html)
+    main = _main_block(doc)
+    if main is None:
+        return []
+    paras = [" ".join(p.text_content().split()) for p in main.iter("p")]
+    paras = [p for p in paras if len(p.split()) >= 8]
+    if not paras:
+        return []
+    start = rng.randrange(len(paras))
+    out, n = [], 0
+    for p in paras[start:] + paras[:start]:
+        out.append(p)
+        n += len(p.split())
+        if n >= min_words:
+            break
+    if n < min_words // 2:
+        return []
+    words = " ".join(out).split()[:max_words]
+    return [" ".join(words)]
+
+
+def make_sibling(html: bytes, donor: list[str]) -> Optional[bytes]:
+    """The template of ``html`` with its main block replaced by ``donor`` paragraphs."""
+    doc = lxml.html.fromstring(html)
+    main = _main_block(doc)
+    if main is None or not donor:
+        return None
+    if main.tag == "body":
+        kids = [c for c in main if isinstance(c.tag, str)]
+        first = next((i for i, c in enumerate(kids) if c.tag in ("h1", "h2", "p", "section", "article")), 1)
+        for c in kids[first:]:
+            main.remove(c)
+    else:
+        for c in list(main):
+            main.remove(c)
+        main.text = None
+    for text in donor:
+        p = etree.SubElement(main, "p")
+        p.text = text
+    return _serialize(doc)
+
+
+DEGENERATE = [
+    b"",
+    b"<html><head><title></title></head><body></body></html>",
+    b"<!DOCTYPE html><html><head><title>403 Forbidden</title></head><body><h1>Access denied</h1>"
+    b"<p>You don't have permission to access this resource.</p></body></html>",
+    b"<!DOCTYPE html><html><head><title>Coming soon</title></head><body><div class=\"c\"><h1>Coming soon"
+    b"</h1><p>This page is under construction. Check back later!</p></div></body></html>",
+    b"<html><body><h1>Not Found</h1><p>The requested URL was not found on this server.</p><hr>"
+    b"<address>Apache Server at example.test Port 80</address></body></html>",
+]
+
+
+# -- the corpus ----------------------------------------------------------------------------------
+def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, install: bool = True,
+                 sources: Optional[tuple[Source, ...]] = None) -> list[Page]:
+    """Pages in crawl order (shuffled, seeded), each with its ground-truth group."""
+    rng = random.Random(seed)
+    pages: list[Page] = []
+    group = 0
+    available = ensure_sources(install, sources or SOURCES)
+    for src in available:
+        originals = distinct_originals(source_files(src), per_source, rng)
+        host = f"{src.name}.example.test"
+        for i, (path, html) in enumerate(originals):
+            group += 1
+            rel = os.path.basename(path)
+            pages.append(Page(f"https://{host}/{rel}", html, group, "original", src.name))
+            for kind in DUP_KINDS:
+                dup = make_duplicate(kind, html, rng, src.name)
+                if dup is None:
+                    continue
+                url = f"https://{host}/{rel}?utm_source=news&utm_medium={kind}&ref={i}"
+                pages.append(Page(url, dup, group, kind, src.name))
+            donor_path, donor_html = originals[(i + 1 + rng.randrange(len(originals) - 1)) % len(originals)] \
+                if len(originals) > 1 else (path, html)
+            sib = make_sibling(html, donor_paragraphs(donor_html, rng)) if donor_path != path else None
+            if sib is not None:
+                group += 1
+                pages.append(Page(f"https://{host}/sibling/{rel}", sib, group, "sibling", src.name))
+    pages.extend(degenerate_pages(degenerate_copies, start_group=group + 1))
+    rng.shuffle(pages)
+    return pages
+
+
+def degenerate_pages(copies: int, start_group: int) -> list[Page]:
+    out = []
+    group = start_group
+    for j, html in enumerate(DEGENERATE):
+        for c in range(copies):
+            out.append(Page(f"https://errors.example.test/p{j}/{c}", html, group, "degenerate", "errors"))
+            group += 1
+    return out
+
+
+def tiny_corpus(seed: int = 7) -> list[Page]:
+    """A generated corpus (no Debian packages needed) for the smoke test: few pages, all kinds."""
+    rng = random.Random(seed)
+    vocab = ("alpha beta gamma delta index table query page value column row select insert update "
+             "delete commit branch merge module function class method return result error server "
+             "client network request response cache token header footer layout design record").split()
+
+    def article(n_paras: int) -> str:
+        return "".join("<p>" + " ".join(rng.choice(vocab) for _ in range(rng.randint(25, 45)))
+                       + f" in {rng.randint(1990, 2030)}.</p>\n" for _ in range(n_paras))
+
+    template = ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>{t}</title>'
+                '<link rel="stylesheet" href="/s.css"></head><body><nav><a href="/">Home</a> '
+                '<a href="/docs">Docs</a></nav><div class="sidebar">Contents: intro usage reference '
+                'faq</div><div id="content"><h1>{t}</h1>\n{a}</div></body></html>')
+    pages: list[Page] = []
+    group = 0
+    arts = [article(5) for _ in range(6)]
+    for i, art in enumerate(arts):
+        group += 1
+        html = template.format(t=f"Page {i}", a=art).encode()
+        pages.append(Page(f"https://tiny.example.test/{i}", html, group, "original", "tiny"))
+        for kind in DUP_KINDS:
+            dup = make_duplicate(kind, html, rng, "tiny")
+            if dup is not None:
+                pages.append(Page(f"https://tiny.example.test/{i}?k={kind}", dup, group, kind, "tiny"))
+        group += 1
+        donor = arts[(i + 1) % len(arts)]
+        sib = make_sibling(html, donor_paragraphs(template.format(t="d", a=donor).encode(), rng))
+        if sib is not None:
+            pages.append(Page(f"https://tiny.example.test/sib/{i}", sib, group, "sibling", "tiny"))
+    pages.extend(degenerate_pages(2, start_group=group + 1))
+    rng.shuffle(pages)
+    return pages

@@ -1,0 +1,331 @@
+"""The banded simhash index and the content store over Redis, shared by many processes.
+
+Why: a crawl spread over several processes or machines must agree on which page
+came first. Each call that decides ("is this page new? if so, record it") is ONE
+Lua script run by Redis (``EVALSHA``), so two processes fetching near-duplicate
+pages at the same moment cannot both keep theirs: Redis runs scripts one at a
+time, and the check and the insert happen inside the same script.
+
+Layout (``P`` is the key prefix, e.g. ``dedup:myspider:content``; every key
+carries the hash tag ``{P}``):
+
+``{P}:meta``            hash: ``config`` (bits and bands; a mismatch is refused),
+                        ``seq`` (last page id handed out)
+``{P}:keys``            hash: page id -> the caller's key (URL, or tagged int)
+``{P}:exact``           hash: exact hash of the normalized text -> page id
+``{P}:b<i>:<hex>``      string: band bucket ``i`` for block value ``hex``; a
+                        concatenation of fixed-size entries, each the whole
+                        fingerprint (8 or 16 bytes, big-endian) and the page id
+                        (4 bytes, big-endian). Appending is O(1), and verifying a
+                        candidate needs no second lookup.
+
+Lua numbers are doubles (53-bit mantissa), so a 64-bit fingerprint never
+becomes a Lua number: it stays an 8-byte string and is compared in 32-bit
+halves with ``bit.bxor`` and a Kernighan popcount that stops as soon as the
+distance passes the threshold. The script receives every key it touches in
+``KEYS`` (the bucket names are computed here, from the fingerprint) and all
+data in ``ARGV``.
+
+Redis Cluster: because every key of one index shares the hash tag ``{P}``, the
+whole index lives in one hash slot, hence on one shard: its memory and its
+script calls are not spread over the cluster. To spread the load, use one
+index per spider or per site (``DEDUP_REDIS_INDEX_KEY`` contains ``%(spider)s``
+by default): different prefixes hash to different slots. Duplicates are then
+only found within one index, which is the usual need (near-duplicate pages of
+one site).
+
+TTL: with ``ttl`` set, every key a call reads or writes gets its expiry
+refreshed, so an index that is no longer used disappears ``ttl`` seconds
+after its last call. A bucket that receives no traffic for ``ttl`` seconds
+while the crawl still runs expires on its own; choose a TTL much longer than
+the crawl's quiet periods (as for the dupefilters' ``DEDUP_REDIS_TTL``).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Optional, Union
+
+from scrapy_dedup.redis_conn import connect, mask_url
+
+Key = Union[str, int]
+
+#: bump when the layout of the Redis keys changes (part of the stored config)
+LAYOUT_VERSION = 1
+#: bytes of the page id stored in each bucket entry
+ID_BYTES = 4
+MAX_ID = 2 ** (8 * ID_BYTES) - 1
+
+# KEYS[1] meta, KEYS[2] keys, KEYS[3] exact, KEYS[4..] band buckets
+# ARGV[1] mode: "a" add, "n" add_if_new, "c" check_and_add (exact hash first)
+# ARGV[2] fingerprint (W bytes)   ARGV[3] threshold   ARGV[4] encoded key
+# ARGV[5] exact hash bytes ("" for none)   ARGV[6] ttl seconds (0: none)
+# ARGV[7] config string (bits, bands, layout version)
+# Returns {kind, kept_key or false, distance or false}; kind "unique", "exact", "near".
+LUA_CHECK_AND_ADD = r"""
+local meta, keyhash, exacthash = KEYS[1], KEYS[2], KEYS[3]
+local mode, fp, threshold = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local ukey, exact, ttl, config = ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
+
+local stored = redis.call('HGET', meta, 'config')
+if not stored then
+  redis.call('HSET', meta, 'config', config)
+elseif stored ~= config then
+  return redis.error_reply('DEDUPCONFIG index was created with ' .. stored .. ', not ' .. config)
+end
+
+local function touch()
+  if ttl > 0 then
+    for i = 1, #KEYS do redis.call('EXPIRE', KEYS[i], ttl) end
+  end
+end
+
+local W = #fp
+local E = W + 4
+local halves = W / 4
+local q = {}
+for h = 0, halves - 1 do
+  local a, b, c, d = string.byte(fp, 4 * h + 1, 4 * h + 4)
+  q[h + 1] = ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+if mode == 'c' and exact ~= '' then
+  local id = redis.call('HGET', exacthash, exact)
+  if id then
+    touch()
+    return {'exact', redis.call('HGET', keyhash, id), 0}
+  end
+end
+
+local best_d, best_id = nil, nil
+if mode ~= 'a' then
+  local bxor, band = bit.bxor, bit.band
+  for i = 4, #KEYS do
+    local s = redis.call('GET', KEYS[i])
+    if s then
+      for o = 1, #s, E do
+        local dist = 0
+        for h = 0, halves - 1 do
+          local p = o + 4 * h
+          local a, b, c, d = string.byte(s, p, p + 3)
+          local x = bxor(((a * 256 + b) * 256 + c) * 256 + d, q[h + 1])
+          while x ~= 0 and dist <= threshold do
+            x = band(x, x - 1)
+            dist = dist + 1
+          end
+          if dist > threshold then break end
+        end
+        if dist <= threshold then
+          local a, b, c, d = string.byte(s, o + W, o + W + 3)
+          local id = ((a * 256 + b) * 256 + c) * 256 + d
+          if best_d == nil or dist < best_d or (dist == best_d and id < best_id) then
+            best_d, best_id = dist, id
+          end
+        end
+      end
+    end
+  end
+end
+
+if best_d ~= nil then
+  touch()
+  local kept = redis.call('HGET', keyhash, tostring(best_id))
+  return {'near', kept, best_d}
+end
+
+local id = redis.call('HINCRBY', meta, 'seq', 1)
+if id > MAX_ID then
+  return redis.error_reply('DEDUPFULL index holds the maximum number of pages')
+end
+local idbytes = string.char(math.floor(id / 16777216) % 256, math.floor(id / 65536) % 256,
+                      math.floor(id / 256) % 256, id % 256)
+redis.call('HSET', keyhash, tostring(id), ukey)
+if mode == 'c' and exact ~= '' then
+  redis.call('HSET', exacthash, exact, id)
+end
+local entry = fp .. idbytes
+for i = 4, #KEYS do
+  redis.call('APPEND', KEYS[i], entry)
+end
+touch()
+return {'unique', false, false}
+""".replace("MAX_ID", str(MAX_ID))
+
+
+def _popcount(x: int) -> int:
+    return bin(x).count("1")  # int.bit_count needs Python 3.10
+
+
+def hash_tagged(prefix: str) -> str:
+    """Return the key prefix with a Redis Cluster hash tag: ``p`` -> ``{p}``.
+
+    A prefix that already contains a ``{...}`` tag is used unchanged, so a user
+    can choose which part decides the slot.
+    """
+    start = prefix.find("{")
+    if start != -1 and prefix.find("}", start + 2) != -1:
+        return prefix
+    return "{" + prefix + "}"
+
+
+def band_widths(bits: int, bands: int) -> list[int]:
+    """Widths of the ``bands`` blocks a ``bits``-bit fingerprint is cut into (as even as possible)."""
+    base, extra = divmod(bits, bands)
+    return [base + (1 if i < extra else 0) for i in range(bands)]
+
+
+def encode_key(key: Key) -> str:
+    """Store ints and strings apart so that ``7`` and ``"7"`` stay different keys."""
+    if isinstance(key, bool) or not isinstance(key, (int, str)):
+        raise TypeError(f"index keys are str or int, got {type(key).__name__}")
+    return f"i:{key}" if isinstance(key, int) else f"s:{key}"
+
+
+def decode_key(raw: Any) -> Key:
+    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else str(raw)
+    return int(text[2:]) if text.startswith("i:") else text[2:]
+
+
+class RedisSimhashIndex:
+    """The banded simhash index of :class:`scrapy_dedup.SimhashIndex`, stored in Redis.
+
+    Same guarantee: with ``bands >= threshold + 1``, every stored fingerprint
+    within ``threshold`` bits of a query is found (two fingerprints that
+    differ in at most ``threshold`` bits agree on at least one of the
+    ``threshold + 1`` blocks, and that block's bucket is read). Configurations
+    that break it are refused unless ``allow_approximate=True``.
+
+    ``add_if_new`` and :meth:`check_and_add` are one Lua script call each:
+    atomic across every process and machine using the same Redis and prefix.
+    """
+
+    def __init__(self, client: Any, prefix: str, *, threshold: int = 3, bands: int = 4,
+                 bits: int = 64, ttl: Optional[int] = None, allow_approximate: bool = False):
+        if bits not in (64, 128):
+            raise ValueError(f"bits must be 64 or 128, got {bits}")
+        if not 1 <= bands <= bits:
+            raise ValueError(f"bands must be between 1 and {bits}, got {bands}")
+        if threshold < 0 or threshold > bits:
+            raise ValueError(f"threshold must be between 0 and {bits}, got {threshold}")
+        if bands <= threshold and not allow_approximate:
+            raise ValueError(
+                f"bands ({bands}) must be greater than threshold ({threshold}): otherwise two "
+                "fingerprints within the threshold may share no band and be missed; pass "
+                "allow_approximate=True to accept probabilistic recall")
+        if ttl is not None and ttl < 1:
+            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl}")
+        if not prefix:
+            raise ValueError("the key prefix must not be empty")
+        self.client = client
+        self.prefix = prefix
+        self.threshold = threshold
+        self.bands = bands
+        self.bits = bits
+        self.ttl = ttl
+        self.allow_approximate = allow_approximate
+        self._fp_bytes = bits // 8
+        self._tag = hash_tagged(prefix)
+        self.meta_key = f"{self._tag}:meta"
+        self.keys_key = f"{self._tag}:keys"
+        self.exact_key = f"{self._tag}:exact"
+        self._config = f"bits={bits};bands={bands};layout={LAYOUT_VERSION}"
+        # (shift, mask) of each band, top band first
+        self._bands: list[tuple[int, int]] = []
+        shift = bits
+        for width in band_widths(bits, bands):
+            shift -= width
+            self._bands.append((shift, (1 << width) - 1))
+        self._hexwidths = [(w + 3) // 4 for w in band_widths(bits, bands)]
+        self._script = client.register_script(LUA_CHECK_AND_ADD)
+        self._lock = threading.Lock()
+
+    # -- constructors -------------------------------------------------------
+    @classmethod
+    def from_redis(cls, client_or_url: Any, prefix: str, threshold: int = 3, bands: int = 4,
+                   bits: int = 64, ttl: Optional[int] = None, *,
+                   params: Optional[dict[str, Any]] = None, allow_approximate: bool = False
+                   ) -> "RedisSimhashIndex":
+        """Build from a redis-py client, or a URL opened with :func:`scrapy_dedup.redis_conn.connect`."""
+        client = connect(client_or_url, params) if isinstance(client_or_url, str) else client_or_url
+        return cls(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                   allow_approximate=allow_approximate)
+
+    @classmethod
+    def from_settings(cls, cfg: Any, spider_name: str, client: Any = None) -> "RedisSimhashIndex":
+        """Build from a :class:`scrapy_dedup.settings.DedupSettings` (``DEDUP_REDIS_*`` values)."""
+        prefix = cfg.redis_index_key % {"spider": spider_name}
+        return cls.from_redis(client if client is not None else cfg.redis_url, prefix,
+                              cfg.hamming_threshold, cfg.bands, cfg.fingerprint_bits,
+                              cfg.redis_ttl, params=cfg.redis_params)
+
+    # -- the index interface ------------------------------------------------
+    def bucket_keys(self, fp: int) -> list[str]:
+        """Names of the band buckets of ``fp`` (all share the index's hash tag)."""
+        return [f"{self._tag}:b{i}:{(fp >> shift) & mask:0{hw}x}"
+                for i, ((shift, mask), hw) in enumerate(zip(self._bands, self._hexwidths))]
+
+    def _fp_to_bytes(self, fp: int) -> bytes:
+        if isinstance(fp, bool) or not isinstance(fp, int):
+            raise TypeError(f"fingerprints are ints, got {type(fp).__name__}")
+        if fp < 0 or fp >> self.bits:
+            raise ValueError(f"fingerprint does not fit in {self.bits} bits: {fp!r}")
+        return fp.to_bytes(self._fp_bytes, "big")
+
+    def _call(self, mode: str, key: Key, fp: int, exact: bytes = b"",
+              threshold: Optional[int] = None) -> tuple[str, Optional[Key], Optional[int]]:
+        keys = [self.meta_key, self.keys_key, self.exact_key, *self.bucket_keys(fp)]
+        args = [mode, self._fp_to_bytes(fp), self.threshold if threshold is None else threshold,
+                encode_key(key), exact, self.ttl or 0, self._config]
+        kind, kept, distance = self._script(keys=keys, args=args)
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        if kind == "unique":
+            return "unique", None, None
+        return kind, decode_key(kept) if kept is not None else None, int(distance)
+
+    def add(self, key: Key, fp: int) -> None:
+        """Insert ``fp`` under ``key`` without checking for near duplicates."""
+        self._call("a", key, fp)
+
+    def add_if_new(self, key: Key, fp: int) -> Optional[tuple[Key, int]]:
+        """Atomically: return ``(kept_key, distance)`` of the closest stored fingerprint within
+        the threshold (first stored wins a tie), or insert ``fp`` under ``key`` and return None."""
+        kind, kept, distance = self._call("n", key, fp)
+        return None if kind == "unique" else (kept, distance)  # type: ignore[return-value]
+
+    def query(self, fp: int) -> list[tuple[Key, int]]:
+        """Every stored ``(key, distance)`` within the threshold of ``fp``, closest first."""
+        self._fp_to_bytes(fp)  # validates
+        buckets = self.client.mget(self.bucket_keys(fp))
+        width = self._fp_bytes + ID_BYTES
+        found: dict[int, int] = {}
+        for blob in buckets:
+            if not blob:
+                continue
+            for off in range(0, len(blob), width):
+                cand = int.from_bytes(blob[off:off + self._fp_bytes], "big")
+                dist = _popcount(cand ^ fp)
+                if dist <= self.threshold:
+                    found[int.from_bytes(blob[off + self._fp_bytes:off + width], "big")] = dist
+        if not found:
+            return []
+        ids = sorted(found, key=lambda i: (found[i], i))
+        keys = self.client.hmget(self.keys_key, [str(i) for i in ids])
+        return [(decode_key(k), found[i]) for i, k in zip(ids, keys) if k is not None]
+
+    def __len__(self) -> int:
+        return int(self.client.hlen(self.keys_key))
+
+    def clear(self) -> None:
+        """Delete every key of this index (buckets are found with SCAN on the prefix)."""
+        pattern = "".join("\\" + ch if ch in "*?[]\\" else ch for ch in self._tag) + ":*"
+        batch: list[Any] = []
+        for name in self.client.scan_iter(match=pattern, count=1000):
+            batch.append(name)
+            if len(batch) >= 500:
+                self.client.delete(*batch)
+                batch = []
+        if batch:
+            self.client.delete(*batch)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(prefix={self.prefix!r}, threshold={self.threshold}, "
+                f"bands={self.bands}, bits={self.bits}, ttl={self.ttl})")
