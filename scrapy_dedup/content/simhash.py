@@ -1,0 +1,176 @@
+"""Charikar's simhash over word shingles, and the exact hash of the same words.
+
+Definitions (stable: identical across processes, platforms and Python versions,
+pinned by golden values in ``tests/test_simhash.py``):
+
+* **Words** (:func:`words`): the text lowercased (``str.lower``), then every
+  maximal run of Unicode word characters (``re`` ``\\w+``: letters, digits,
+  underscore). Punctuation and whitespace separate words and are otherwise
+  ignored. Numbers are words: ``"$19.99 on 2024-01-05"`` gives
+  ``["19", "99", "on", "2024", "01", "05"]``, so a changed price or date
+  changes the fingerprints.
+* **Word hash**: the first 8 bytes of BLAKE2b (``digest_size=8``) of the word's
+  UTF-8 bytes, read little-endian, as an unsigned 64-bit integer.
+* **Shingle hash** of ``k`` consecutive words ``w1..wk`` with word hashes
+  ``h1..hk`` (arithmetic modulo 2**64): ``s = h1; s = s * 0x9E3779B97F4A7C15 + hj``
+  for ``j = 2..k``, then the MurmurHash3 64-bit finalizer ``fmix64(s)``. For
+  128-bit fingerprints, the high 64 bits come from
+  ``fmix64(s ^ 0x5851F42D4C957F2D)``. A text with fewer than ``k`` words has
+  one shingle made of all its words; a text without words has fingerprint 0.
+* **Vote**: each *distinct* shingle votes once on every bit (Broder's set
+  resemblance: a phrase repeated on the page does not outvote the rest);
+  fingerprint bit ``i`` is 1 when strictly more than half of the shingles
+  have bit ``i`` set.
+* **Exact hash** (:func:`exact_hash`): the 16-byte BLAKE2b digest of the words
+  joined by single spaces (UTF-8): case, punctuation and whitespace changes do
+  not change it; any changed word or number does.
+
+Everything after tokenizing runs in numpy (one vectorized pass per shingle
+position, ``unpackbits`` for the vote); word hashes are cached per process, so
+a crawl's template vocabulary is hashed once.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "words",
+    "simhash",
+    "simhash_words",
+    "exact_hash",
+    "exact_hash_words",
+    "hamming",
+    "word_hash",
+    "SUPPORTED_BITS",
+]
+
+SUPPORTED_BITS = (64, 128)
+
+_WORD = re.compile(r"\w+")
+_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+_HIGH_SALT = np.uint64(0x5851F42D4C957F2D)
+_FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
+_FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
+_SHIFT = np.uint64(33)
+_LITTLE_U64 = np.dtype("<u8")
+
+_WORD_CACHE: dict[str, int] = {}
+_WORD_CACHE_LIMIT = 1 << 18  # ~30 MB at worst; cleared when full (numbers, ids make it grow)
+_blake2b = hashlib.blake2b
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``: lowercased runs of Unicode word characters (numbers kept)."""
+    return _WORD.findall(text.lower())
+
+
+def word_hash(word: str) -> int:
+    """Stable 64-bit hash of one word: BLAKE2b-64 of its UTF-8 bytes, little-endian."""
+    return int.from_bytes(_blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def _word_hashes(tokens: Sequence[str]) -> np.ndarray:
+    cache = _WORD_CACHE
+    if len(cache) > _WORD_CACHE_LIMIT:
+        cache.clear()
+    unique = dict.fromkeys(tokens)
+    for word in unique:
+        value = cache.get(word)
+        if value is None:
+            value = cache[word] = word_hash(word)
+        unique[word] = value
+    return np.fromiter(map(unique.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+
+
+def _fmix64(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finalizer, in place (full avalanche of the combined shingle state)."""
+    x ^= x >> _SHIFT
+    x *= _FMIX_C1
+    x ^= x >> _SHIFT
+    x *= _FMIX_C2
+    x ^= x >> _SHIFT
+    return x
+
+
+def _shingle_states(tokens: Sequence[str], shingle_size: int) -> np.ndarray:
+    hashes = _word_hashes(tokens)
+    k = min(shingle_size, len(hashes))
+    count = len(hashes) - k + 1
+    state = hashes[:count].copy()
+    with np.errstate(over="ignore"):
+        for j in range(1, k):
+            state *= _MULTIPLIER
+            state += hashes[j : j + count]
+    return state
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    values = np.sort(values)
+    if len(values) > 1:
+        keep = np.empty(len(values), dtype=bool)
+        keep[0] = True
+        np.not_equal(values[1:], values[:-1], out=keep[1:])
+        values = values[keep]
+    return values
+
+
+def _vote(hashes: np.ndarray) -> int:
+    """Bit i of the result is 1 when more than half of ``hashes`` have bit i set."""
+    bits = np.unpackbits(hashes.astype(_LITTLE_U64, copy=False).view(np.uint8), bitorder="little")
+    counts = np.add.reduce(bits.reshape(-1, 64), axis=0, dtype=np.int64)
+    majority = np.packbits(counts * 2 > len(hashes), bitorder="little")
+    return int.from_bytes(majority.tobytes(), "little")
+
+
+def _check(shingle_size: int, bits: int) -> None:
+    if bits not in SUPPORTED_BITS:
+        raise ValueError(f"bits must be 64 or 128, got {bits!r}")
+    if not isinstance(shingle_size, int) or shingle_size < 1:
+        raise ValueError(f"shingle_size must be a positive integer, got {shingle_size!r}")
+
+
+def simhash_words(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64) -> int:
+    """Simhash of already tokenized ``tokens`` (the output of :func:`words`)."""
+    _check(shingle_size, bits)
+    if not tokens:
+        return 0
+    with np.errstate(over="ignore"):
+        states = _distinct(_shingle_states(tokens, shingle_size))
+        low = _vote(_fmix64(states.copy()))
+        if bits == 64:
+            return low
+        states ^= _HIGH_SALT
+        high = _vote(_fmix64(states))
+    return (high << 64) | low
+
+
+def simhash(text: str, shingle_size: int = 5, bits: int = 64) -> int:
+    """Charikar simhash of ``text`` over shingles of ``shingle_size`` words (see the module doc)."""
+    return simhash_words(words(text), shingle_size, bits)
+
+
+def exact_hash_words(tokens: Sequence[str]) -> bytes:
+    """16-byte BLAKE2b of the words joined by spaces: the exact-duplicate key."""
+    return _blake2b(" ".join(tokens).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def exact_hash(text: str) -> bytes:
+    """16-byte hash of the normalized words of ``text`` (case, punctuation, spacing ignored)."""
+    return exact_hash_words(words(text))
+
+
+if hasattr(int, "bit_count"):  # Python >= 3.10
+
+    def hamming(a: int, b: int) -> int:
+        """Number of differing bits between two fingerprints."""
+        return (a ^ b).bit_count()
+
+else:  # pragma: no cover - Python 3.9
+
+    def hamming(a: int, b: int) -> int:
+        """Number of differing bits between two fingerprints."""
+        return bin(a ^ b).count("1")
