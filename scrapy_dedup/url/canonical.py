@@ -1,0 +1,612 @@
+"""URL canonicalization: collapse different strings of one URL before fetch.
+
+The pipeline, in order (see the README's switches table):
+
+1. **Safe steps** (always; RFC 3986 section 6.2.2 and RFC 3987): lowercase
+   scheme and host; IDN host to punycode with IDNA2008 / UTS #46
+   *non-transitional* semantics (``faß.de`` stays ``xn--fa-hia.de``, it is not
+   ``fass.de``); drop the scheme's default port and an empty port; canonical
+   IPv6 text; uppercase the hex of percent-escapes and decode escapes of
+   unreserved characters only (reserved escapes such as ``%2F`` are data);
+   never decode twice; a ``%`` that starts no escape becomes ``%25``; non-ASCII
+   and characters not allowed in a URL become UTF-8 percent-escapes (no
+   Unicode normalization of paths); remove dot segments (``%2e`` ones too);
+   empty path to ``/``; keep userinfo case. For http(s), ws(s) and ftp a ``\\``
+   before the query is a ``/``, as browsers and ``scrapy.Request`` read it.
+2. **DUST rules** of the host (a later feature: the hook is marked below).
+3. **Optional switches** of the host's :class:`~scrapy_dedup.url.policy.UrlPolicy`,
+   each touching only its own component.
+
+It never raises on bad input: what it cannot parse comes back stripped of
+surrounding whitespace and is flagged ``unparsable``. It is idempotent:
+``canonicalize(canonicalize(u)) == canonicalize(u)``.
+
+This module imports nothing from Scrapy.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any, NamedTuple, Union
+
+from scrapy_dedup.url.policy import SWITCHES, DomainMap, PolicyMap, UrlPolicy
+
+__all__ = [
+    "canonicalize",
+    "Canonicalizer",
+    "CanonicalResult",
+    "TRACKING_PARAMS",
+    "SESSION_PARAMS",
+    "INDEX_PAGES",
+    "looks_like_session_token",
+]
+
+# --------------------------------------------------------------------------- tables
+
+#: tracking parameters stripped by ``strip_tracking``: vendor click IDs and campaign tags only,
+#: never generic words (``source``, ``ref``, ``id``, ``session`` ...). ``prefix*`` is a prefix.
+TRACKING_PARAMS: tuple[str, ...] = (
+    "utm_*", "gclid", "gclsrc", "fbclid", "msclkid", "dclid", "yclid", "gbraid", "wbraid",
+    "mc_cid", "mc_eid", "_ga", "_gl", "igshid", "ttclid", "twclid", "li_fat_id",
+    "_hsenc", "_hsmi", "mkt_tok",
+)
+
+#: session parameters stripped by ``strip_session`` (query and ``;name=`` path parameters),
+#: only when the value looks like a session token: name -> (minimum length, exact length or 0).
+#: The rule (after Heritrix's StripSessionIDs): the value is 16+ (here: the minimum) characters
+#: of [A-Za-z0-9_-] (an optional ``.route`` / ``!route`` server suffix allowed) with at least one
+#: letter and one digit; ``sid`` needs exactly 32 alphanumerics (with a letter and a digit). So ``sid=04/12/05/1736239``
+#: (a story ID) and ``jsessionid=abc`` (too short) stay.
+SESSION_PARAMS: dict[str, tuple[int, int]] = {
+    "jsessionid": (16, 0),
+    "phpsessid": (20, 0),
+    "aspsessionid*": (24, 0),
+    "asp.net_sessionid": (24, 0),
+    "sid": (32, 32),
+    "sessionid": (16, 0),
+    "session_id": (16, 0),
+    "sessid": (16, 0),
+    "ytsession": (16, 0),
+    "oscsid": (26, 0),
+    "zenid": (26, 0),
+}
+_USER_SESSION_RULE = (16, 0)
+
+#: last path segments dropped by ``drop_index`` (compared case-insensitively)
+INDEX_PAGES: frozenset[str] = frozenset({
+    "index.html", "index.htm", "index.shtml", "index.php", "index.asp", "index.aspx", "index.jsp",
+    "index.cfm", "index.cgi", "index.pl", "default.aspx", "default.asp", "default.htm", "default.html",
+})
+
+DEFAULT_PORTS: dict[str, str] = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
+#: schemes that need a host, and where a backslash is a slash (WHATWG "special" schemes)
+_SPECIAL = frozenset(DEFAULT_PORTS)
+
+# --------------------------------------------------------------------------- compiled patterns
+
+_URL_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?\Z", re.S)
+_TAB_NEWLINE_RE = re.compile(r"[\t\n\r]")
+_C0_AND_SPACE = "".join(map(chr, range(0x21)))
+#: a percent-escape (group 1: its hex), or a lone "%" (group 1 is None), in one left-to-right pass
+_PCT_RE = re.compile(r"%([0-9A-Fa-f]{2})?")
+#: runs of characters that must be escaped in path, query and fragment (RFC 3986 pchar, "/", "?";
+#: "#" inside a fragment is left alone); "[" and "]" are not allowed there, so they are escaped
+_UNSAFE_RE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/%?#]+")
+_UNSAFE_USERINFO_RE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:%]+")
+_REG_NAME_RE = re.compile(r"[a-z0-9\-._~!$&'()*+,;=]*\Z")
+_IPVFUTURE_RE = re.compile(r"v[0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+\Z")
+_PATH_PARAM_RE = re.compile(r";([^;/=]*)=([^;/]*)")
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_\-]+(?:[.!][A-Za-z0-9_\-.]+)?\Z")
+_ALNUM_RE = re.compile(r"[A-Za-z0-9]+\Z")
+_HAS_LETTER_RE = re.compile(r"[A-Za-z]")
+_HAS_DIGIT_RE = re.compile(r"[0-9]")
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_HEX = "0123456789abcdefABCDEF"
+#: "4a" -> "J", "2f" -> "%2F": every hex pair in every case, precomputed
+_PCT_MAP: dict[str | None, str] = {}
+for _a in _HEX:
+    for _b in _HEX:
+        _char = chr(int(_a + _b, 16))
+        _PCT_MAP[_a + _b] = _char if _char in _UNRESERVED else "%" + (_a + _b).upper()
+_PCT_MAP[None] = "%25"
+_BYTE_ESCAPES = tuple(f"%{i:02X}" for i in range(256))
+del _a, _b, _char
+
+
+def _pct_sub(match: re.Match) -> str:
+    return _PCT_MAP[match.group(1)]
+
+
+def _escape_sub(match: re.Match) -> str:
+    escapes = _BYTE_ESCAPES
+    return "".join([escapes[b] for b in match.group().encode("utf-8", "surrogatepass")])
+
+
+def _normalize_escapes(text: str, unsafe: re.Pattern = _UNSAFE_RE) -> str:
+    """RFC 3986 6.2.2.1-2 on one component: one pass over escapes, then escape what is not allowed."""
+    if "%" in text:
+        text = _PCT_RE.sub(_pct_sub, text)
+    if unsafe.search(text) is not None:
+        text = unsafe.sub(_escape_sub, text)
+    return text
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4 for an absolute path (one starting with "/")."""
+    segments = path.split("/")
+    output: list[str] = []
+    for segment in segments[1:]:
+        if segment == "..":
+            if output:
+                output.pop()
+        elif segment != ".":
+            output.append(segment)
+    if segments[-1] in (".", ".."):
+        output.append("")
+    return "/" + "/".join(output)
+
+
+def _has_dot_segment(path: str) -> bool:
+    if "/." not in path:
+        return False
+    return any(s == "." or s == ".." for s in path.split("/"))
+
+
+# --------------------------------------------------------------------------- host
+
+def _idna_host(name: str) -> str:
+    """Non-ASCII host to punycode, IDNA2008 + UTS #46 non-transitional; per-label fallback, never raises."""
+    import idna
+
+    try:
+        return idna.encode(name, uts46=True, transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError, ValueError, IndexError):
+        pass
+    # Labels idna rejects (underscores, symbols, empty labels...): map what UTS #46 maps, then
+    # encode each remaining non-ASCII label with plain punycode, as browsers do for such hosts.
+    try:
+        name = idna.uts46_remap(name, std3_rules=False, transitional=False)
+    except (idna.IDNAError, UnicodeError, ValueError, IndexError):
+        name = unicodedata.normalize("NFC", name).lower()
+    labels = []
+    for label in name.split("."):
+        if label.isascii():
+            labels.append(label.lower())
+            continue
+        try:
+            labels.append(idna.alabel(label).decode("ascii"))
+        except (idna.IDNAError, UnicodeError, ValueError, IndexError):
+            label = unicodedata.normalize("NFC", label.lower())
+            labels.append("xn--" + label.encode("punycode").decode("ascii").lower())
+    return ".".join(labels)
+
+
+def _ipv6_host(text: str) -> str | None:
+    """Canonical text of a bracketed IP literal (without the brackets), or None if invalid."""
+    text = text.lower()
+    if text.startswith("v"):
+        return text if _IPVFUTURE_RE.match(text) else None
+    address, sep, zone = text.partition("%25")
+    try:
+        canonical = ipaddress.IPv6Address(address).compressed
+    except ValueError:
+        return None
+    if sep:
+        zone = _normalize_escapes(zone, _UNSAFE_USERINFO_RE)
+        if not zone or ":" in zone:
+            return None
+        return f"{canonical}%25{zone}"
+    return canonical
+
+
+def _reg_name(name: str) -> str | None:
+    """Lowercase ASCII (punycode) host, or None if it has characters a host cannot have."""
+    if "%" in name:  # as browsers do: decode escapes in a host, then treat it as text
+        from urllib.parse import unquote
+
+        name = unquote(name, errors="surrogateescape")
+        if "%" in name:
+            return None
+    if not name.isascii():
+        try:
+            name = _idna_host(name)
+        except Exception:  # noqa: BLE001 - a host we cannot encode is an unparsable URL, never a crash
+            return None
+    name = name.lower()
+    return name if _REG_NAME_RE.match(name) else None
+
+
+class _Authority(NamedTuple):
+    userinfo: str  # "" or "user:pass@"
+    host: str  # "example.com", "[::1]"
+    port: str  # "" or "8080"
+
+
+@lru_cache(maxsize=16384)
+def _authority(scheme: str, netloc: str) -> _Authority | None:
+    """Normalized authority, or None if unparsable. Cached: a crawl sees few distinct authorities."""
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at:
+        userinfo = _normalize_escapes(userinfo, _UNSAFE_USERINFO_RE) + "@"
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end == -1:
+            return None
+        literal = _ipv6_host(hostport[1:end])
+        if literal is None:
+            return None
+        host = f"[{literal}]"
+        rest = hostport[end + 1:]
+        if rest and rest[0] != ":":
+            return None
+        port = rest[1:]
+    else:
+        name, _, port = hostport.partition(":")
+        host = _reg_name(name)
+        if host is None:
+            return None
+    if port:
+        if not (port.isascii() and port.isdigit()) or int(port) > 65535:
+            return None
+        port = str(int(port))
+        if DEFAULT_PORTS.get(scheme) == port:
+            port = ""
+    if not host and scheme in _SPECIAL:
+        return None
+    return _Authority(userinfo, host, port)
+
+
+@lru_cache(maxsize=1)
+def _suffix_extractor() -> Any:
+    """tldextract with its bundled Public Suffix List snapshot: no network, no cache directory."""
+    try:
+        import tldextract
+    except ImportError:  # pragma: no cover - tldextract comes with Scrapy and with this package
+        return None
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True)
+
+
+@lru_cache(maxsize=16384)
+def _is_registrable(host: str) -> bool:
+    """True if ``host`` is itself a registrable domain or under one (not a public suffix, not an IP)."""
+    if not host or host.startswith("[") or "." not in host.strip("."):
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return False
+    except ValueError:
+        pass
+    extractor = _suffix_extractor()
+    if extractor is None:  # pragma: no cover
+        return False
+    parts = extractor(host)
+    return bool(parts.domain) and bool(parts.suffix)
+
+
+@lru_cache(maxsize=16384)
+def _strip_www(host: str) -> str:
+    while host.startswith("www.") and _is_registrable(host[4:]):
+        host = host[4:]
+    return host
+
+
+# --------------------------------------------------------------------------- session tokens
+
+def looks_like_session_token(value: str, min_length: int = 16, exact_length: int = 0) -> bool:
+    """Heritrix-style test of a session ID value (see :data:`SESSION_PARAMS`).
+
+    Random tokens mix letters and digits; story IDs, dates and words do not look like this.
+    """
+    if exact_length:
+        if len(value) != exact_length or _ALNUM_RE.match(value) is None:
+            return False
+        token = value
+    else:
+        token = value.split(".", 1)[0].split("!", 1)[0]
+        if len(token) < min_length or _TOKEN_RE.match(value) is None:
+            return False
+    return _HAS_LETTER_RE.search(token) is not None and _HAS_DIGIT_RE.search(token) is not None
+
+
+# --------------------------------------------------------------------------- compiled policy
+
+class _Plan:
+    """A :class:`UrlPolicy` compiled for the hot path."""
+
+    __slots__ = (
+        "policy", "strip_tracking", "strip_session", "sort_query", "drop_fragment",
+        "strip_trailing_slash", "strip_www", "ignore_scheme", "drop_index", "query_work",
+        "path_work", "tracking_exact", "tracking_prefixes", "session_exact", "session_prefixes",
+        "dust",
+    )
+
+    def __init__(self, policy: UrlPolicy):
+        self.policy = policy
+        for name in SWITCHES:
+            setattr(self, name, getattr(policy, name))
+        self.query_work = policy.strip_tracking or policy.strip_session or policy.sort_query
+        self.path_work = policy.strip_trailing_slash or policy.drop_index
+        names = TRACKING_PARAMS + policy.tracking_params
+        self.tracking_exact = frozenset(n for n in names if not n.endswith("*"))
+        self.tracking_prefixes = tuple(sorted({n[:-1] for n in names if n.endswith("*")}))
+        rules = dict(SESSION_PARAMS)
+        for name in policy.session_params:
+            rules.setdefault(name, _USER_SESSION_RULE)
+        self.session_exact = {n: r for n, r in rules.items() if not n.endswith("*")}
+        self.session_prefixes = tuple((n[:-1], r) for n, r in sorted(rules.items()) if n.endswith("*"))
+        # DUST rules of the host (a later issue): an object with apply(host, path, query) -> (path, query)
+        self.dust = None
+
+    def is_tracking(self, lowered_key: str) -> bool:
+        return lowered_key in self.tracking_exact or (
+            bool(self.tracking_prefixes) and lowered_key.startswith(self.tracking_prefixes))
+
+    def is_session(self, lowered_key: str, value: str) -> bool:
+        rule = self.session_exact.get(lowered_key)
+        if rule is None:
+            for prefix, prefix_rule in self.session_prefixes:
+                if lowered_key.startswith(prefix):
+                    rule = prefix_rule
+                    break
+            else:
+                return False
+        return looks_like_session_token(value, *rule)
+
+
+class CanonicalResult(NamedTuple):
+    """The canonical URL, the switches that changed it (in pipeline order), and whether it was unparsable."""
+
+    url: str
+    fired: tuple[str, ...]
+    unparsable: bool
+
+
+_NO_FIRED: tuple[str, ...] = ()
+
+
+class Canonicalizer:
+    """A precompiled canonicalizer for one policy, or one policy per domain.
+
+    ``Canonicalizer(UrlPolicy(strip_www=True))`` or ``Canonicalizer(PolicyMap(...))``:
+    with a map, the policy of each URL's host is looked up (most specific domain wins,
+    cached per host). :meth:`canonicalize_with_info` is the hot-path form that also
+    says which switches fired, so counting them costs no second pass.
+    """
+
+    def __init__(self, policy: UrlPolicy | PolicyMap | None = None, *, dust_rules: Any = None):
+        if dust_rules is not None:
+            raise ValueError("dust_rules: DUST rules are not supported yet; pass None")
+        if policy is None:
+            policy = UrlPolicy()
+        if isinstance(policy, UrlPolicy):
+            self.policies: DomainMap[UrlPolicy] = PolicyMap(policy)
+        elif isinstance(policy, DomainMap):
+            self.policies = policy
+        else:
+            raise TypeError(f"policy must be a UrlPolicy or a PolicyMap, got {type(policy).__name__}")
+        compiled: dict[UrlPolicy, _Plan] = {}
+        for p in self.policies.values():
+            compiled.setdefault(p, _Plan(p))
+        self._single: _Plan | None = compiled[self.policies.default] if not self.policies.per_domain else None
+        self._plans: DomainMap[_Plan] = DomainMap(
+            compiled[self.policies.default], {d: compiled[p] for d, p in self.policies.per_domain.items()}
+        )
+
+    def policy_for(self, host: str) -> UrlPolicy:
+        """The policy that applies to ``host``."""
+        return self.policies.lookup(host)
+
+    def canonicalize(self, url: str) -> str:
+        """The canonical form of ``url``; unparsable URLs come back stripped."""
+        return self.canonicalize_with_info(url).url
+
+    __call__ = canonicalize
+
+    def canonicalize_with_info(self, url: str) -> CanonicalResult:
+        """The canonical URL, the switches that changed it, and whether it was unparsable. Never raises."""
+        if not isinstance(url, str):
+            if isinstance(url, (bytes, bytearray)):
+                url = bytes(url).decode("utf-8", "replace")
+            else:
+                return CanonicalResult(str(url), _NO_FIRED, True)
+        stripped = url.strip(_C0_AND_SPACE)
+        try:
+            result = self._canonicalize(stripped)
+        except Exception:  # noqa: BLE001 - the contract is "never raises"; flagged instead
+            result = None
+        if result is None:
+            return CanonicalResult(stripped, _NO_FIRED, True)
+        return result
+
+    # The pipeline. Returns None when the URL cannot be parsed.
+    def _canonicalize(self, url: str) -> CanonicalResult | None:
+        if "\t" in url or "\n" in url or "\r" in url:
+            url = _TAB_NEWLINE_RE.sub("", url)
+        match = _URL_RE.match(url)
+        if match is None:
+            return None
+        scheme, netloc, path, query, fragment = match.groups()
+        scheme = scheme.lower()
+        if netloc is None:
+            if scheme in _SPECIAL:
+                if "\\" in url and url.find("\\") < len(scheme) + 3:
+                    return self._canonicalize(self._backslashes_to_slashes(url, len(scheme) + 1))
+                return None  # "http:foo": a special scheme needs a host
+            # opaque URL (mailto:, data:, javascript:...): only the scheme is normalized
+            return CanonicalResult(scheme + url[len(scheme):], _NO_FIRED, False)
+        if scheme in _SPECIAL and "\\" in url:
+            end = len(url) if query is None and fragment is None else url.find("?" if query is not None else "#")
+            if "\\" in url[:end]:
+                return self._canonicalize(self._backslashes_to_slashes(url, len(scheme) + 1))
+
+        # --- 1. safe steps
+        authority = _authority(scheme, netloc)
+        if authority is None:
+            return None
+        userinfo, host, port = authority
+        if path:
+            path = _normalize_escapes(path)
+            if _has_dot_segment(path):
+                path = _remove_dot_segments(path)
+        else:
+            path = "/"
+        if query:
+            query = _normalize_escapes(query)
+        if fragment:
+            fragment = _normalize_escapes(fragment)
+
+        plan = self._single or self._plans.lookup(host)
+        fired: list[str] | None = None
+
+        # --- 2. DUST rules of the host go here (a later issue):
+        #     if plan.dust is not None: path, query = plan.dust.apply(host, path, query)
+
+        # --- 3. optional switches, each on its own component
+        if plan.strip_session and ";" in path:
+            new_path = _PATH_PARAM_RE.sub(
+                lambda m: "" if plan.is_session(m.group(1).lower(), m.group(2)) else m.group(), path)
+            if new_path != path:
+                path = new_path
+                if _has_dot_segment(path):
+                    path = _remove_dot_segments(path)
+                fired = ["strip_session"]
+        if query is not None and plan.query_work:
+            query, query_fired = self._query(plan, query)
+            if query_fired:
+                if fired is None:
+                    fired = query_fired
+                else:
+                    fired.extend(n for n in query_fired if n not in fired)
+        if fragment is not None and plan.drop_fragment and not fragment.startswith(("!", "/")):
+            fragment = None
+            fired = (fired or []) + ["drop_fragment"]
+        if plan.path_work and path != "/":
+            path, path_fired = self._path(plan, path)
+            if path_fired:
+                fired = (fired or []) + path_fired
+        if plan.strip_www and host.startswith("www."):
+            new_host = _strip_www(host)
+            if new_host != host:
+                host = new_host
+                fired = (fired or []) + ["strip_www"]
+        if plan.ignore_scheme and scheme == "https":
+            scheme = "http"
+            if port == "80":
+                port = ""
+            fired = (fired or []) + ["ignore_scheme"]
+
+        parts = [scheme, "://", userinfo, host]
+        if port:
+            parts.append(":" + port)
+        parts.append(path)
+        if query is not None:
+            parts.append("?" + query)
+        if fragment is not None:
+            parts.append("#" + fragment)
+        return CanonicalResult("".join(parts), tuple(fired) if fired else _NO_FIRED, False)
+
+    @staticmethod
+    def _backslashes_to_slashes(url: str, start: int) -> str:
+        """``\\`` is ``/`` before the query in special schemes (as browsers and ``scrapy.Request`` read it)."""
+        end = len(url)
+        for delimiter in "?#":
+            i = url.find(delimiter, start)
+            if i != -1:
+                end = min(end, i)
+        return url[:start] + url[start:end].replace("\\", "/") + url[end:]
+
+    @staticmethod
+    def _query(plan: _Plan, query: str) -> tuple[str | None, list[str]]:
+        fired: list[str] = []
+        params = query.split("&")
+        kept: list[tuple[str, str]] = []
+        strip_tracking, strip_session, sort_query = plan.strip_tracking, plan.strip_session, plan.sort_query
+        for param in params:
+            if not param and sort_query:  # "a=1&&b=2", or a bare "?"
+                if "sort_query" not in fired:
+                    fired.append("sort_query")
+                continue
+            key, _, value = param.partition("=")
+            if strip_tracking or strip_session:
+                lowered = key.lower()
+                if strip_tracking and plan.is_tracking(lowered):
+                    if "strip_tracking" not in fired:
+                        fired.append("strip_tracking")
+                    continue
+                if strip_session and plan.is_session(lowered, value):
+                    if "strip_session" not in fired:
+                        fired.append("strip_session")
+                    continue
+            kept.append((key, param))
+        if sort_query and len(kept) > 1:
+            ordered = sorted(kept, key=_first)  # stable: repeated keys keep their values' order
+            if ordered != kept:
+                kept = ordered
+                if "sort_query" not in fired:
+                    fired.append("sort_query")
+        if not fired:
+            return query, fired
+        if not kept:
+            return None, fired
+        return "&".join([param for _, param in kept]), fired
+
+    @staticmethod
+    def _path(plan: _Plan, path: str) -> tuple[str, list[str]]:
+        fired: list[str] = []
+        while True:  # to a fixed point, so the result is idempotent ("/a/index.html/" ...)
+            before = path
+            if plan.strip_trailing_slash and len(path) > 1 and path.endswith("/"):
+                path = path.rstrip("/") or "/"
+                if "strip_trailing_slash" not in fired:
+                    fired.append("strip_trailing_slash")
+            if plan.drop_index:
+                segment = path[path.rfind("/") + 1:]
+                if segment and segment.lower() in INDEX_PAGES:
+                    path = path[: len(path) - len(segment)]
+                    if "drop_index" not in fired:
+                        fired.append("drop_index")
+            if path == before:
+                return path, fired
+
+
+def _first(pair: tuple[str, str]) -> str:
+    return pair[0]
+
+
+# --------------------------------------------------------------------------- function form
+
+_DEFAULT = Canonicalizer(UrlPolicy())
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (list, set, frozenset, tuple)):
+        return tuple(sorted(value)) if isinstance(value, (set, frozenset)) else tuple(value)
+    return value
+
+
+@lru_cache(maxsize=128)
+def _canonicalizer_for(items: tuple[tuple[str, Any], ...]) -> Canonicalizer:
+    return Canonicalizer(UrlPolicy.from_mapping(dict(items), setting="canonicalize()"))
+
+
+def canonicalize(url: str, *, dust_rules: Any = None, **switches: Union[bool, list, tuple]) -> str:
+    """The canonical form of ``url``; optional steps are keyword switches.
+
+    >>> canonicalize("HTTP://Example.COM:80/a/./b/../c?utm_source=x&b=2&a=1#top")
+    'http://example.com/a/c?a=1&b=2'
+
+    Switches (defaults in brackets): ``strip_tracking`` [on], ``strip_session`` [on],
+    ``sort_query`` [on], ``drop_fragment`` [on], ``strip_trailing_slash``, ``strip_www``,
+    ``ignore_scheme``, ``drop_index`` [off]; ``tracking_params`` / ``session_params`` extend
+    the built-in lists. An unknown switch raises ``ValueError``; a bad URL never does.
+    ``dust_rules`` is reserved for DUST rule sets (a later feature) and must be None.
+    """
+    if dust_rules is not None:
+        raise ValueError("dust_rules: DUST rules are not supported yet; pass None")
+    if not switches:
+        return _DEFAULT.canonicalize(url)
+    key = tuple(sorted((k, _hashable(v)) for k, v in switches.items()))
+    return _canonicalizer_for(key).canonicalize(url)
