@@ -186,10 +186,10 @@ def _idna_host(name: str) -> str:
 
 def _ipv6_host(text: str) -> str | None:
     """Canonical text of a bracketed IP literal (without the brackets), or None if invalid."""
-    text = text.lower()
-    if text.startswith("v"):
+    if text[:1] in ("v", "V"):
+        text = text.lower()
         return text if _IPVFUTURE_RE.match(text) else None
-    address, sep, zone = text.partition("%25")
+    address, sep, zone = text.partition("%25")  # the zone ID keeps its case (interface names)
     try:
         canonical = ipaddress.IPv6Address(address).compressed
     except ValueError:
