@@ -1,0 +1,566 @@
+"""DUST rules: per-host URL rewrites learned from a crawl ("Different URLs with Similar Text").
+
+Bar-Yossef, Keidar and Schonfeld ("Do Not Crawl in the DUST", WWW 2007) showed
+that many sites serve one page under many URLs for site-specific reasons no
+generic normalization can know (``/story?id=7`` is ``/story/7``, ``print=1`` is
+chrome only, ``sid=00544`` is a session number). :mod:`scrapy_dedup.url.mining`
+learns such rules from a crawl log; this module holds them, loads and saves the
+human-editable rules file, validates it, and applies the rules fast.
+
+Rules are *typed and literal*: every rule is one of the kinds below with
+literal strings and fixed token shapes; a rules file never carries a regular
+expression (a regex learned from a log is impossible to review and easy to
+make catastrophic). The kinds, in the order they are applied:
+
+``drop_segment``     remove every path segment of a token shape (``(S(<alnum:24>))``) under a prefix
+``case_insensitive`` lowercase the path of this host (percent-escapes keep uppercase hex)
+``drop_param``       a query parameter is irrelevant under a path prefix (``print``, ``sid``)
+``default_param``    a query parameter with its default value is the same as no parameter (``page=1``)
+``query_to_path``    ``/story?id=N`` -> ``/story/N`` (a captured value of a fixed shape)
+``substitute``       a literal substring at the start or end of the path (``/~editors/`` -> ``/people/editors/``,
+                     ``.htm`` -> ``.html``)
+
+Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
+its optional switches, so a rule mined on raw log URLs fires however the switches
+are set. A rule set is applied to a fixed point (at most :data:`MAX_PASSES`
+passes), so rules compose (``/story?id=7&print=1`` -> ``/story/7``) and the
+result is idempotent; a file whose rules undo each other is refused at load.
+
+This module imports nothing from Scrapy.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = [
+    "DustRule", "HostRules", "RuleSet", "DustRulesError", "RULE_KINDS", "VALUE_SHAPES",
+    "shape_of_segment", "compile_shape", "load_rules", "FORMAT",
+]
+
+FORMAT = "scrapy-dedup-dust/1"
+MAX_PASSES = 4
+
+RULE_KINDS: tuple[str, ...] = (
+    "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
+)
+
+#: value shapes a ``query_to_path`` rule may capture; none can contain ``/``, ``?``, ``#`` or ``%``
+VALUE_SHAPES: dict[str, str] = {
+    "digits": r"[0-9]{1,20}",
+    "alnum": r"[A-Za-z0-9]{1,64}",
+    "slug": r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}",
+}
+
+#: token classes of segment shapes: ``<digits:5>`` (exactly 5) or ``<hex>`` (1 or more)
+_TOKEN_CLASSES: dict[str, str] = {
+    "digits": "0-9",
+    "hex": "0-9a-fA-F",
+    "alpha": "A-Za-z",
+    "alnum": "A-Za-z0-9",
+}
+_TOKEN = re.compile(r"<(digits|hex|alpha|alnum)(?::([0-9]{1,3}))?>")
+
+
+class DustRulesError(ValueError):
+    """A rules file or rule that cannot be used; the message names the file and the rule."""
+
+
+def compile_shape(shape: str) -> re.Pattern[str]:
+    """The matcher of a segment shape: literal characters and ``<class[:length]>`` tokens.
+
+    The regex is built by us from the typed tokens, never taken from input:
+    every literal is escaped. Raises ``ValueError`` on an unknown token.
+    """
+    parts: list[str] = []
+    pos = 0
+    for match in _TOKEN.finditer(shape):
+        parts.append(re.escape(shape[pos:match.start()]))
+        chars = _TOKEN_CLASSES[match.group(1)]
+        parts.append(f"[{chars}]{{{int(match.group(2))}}}" if match.group(2) else f"[{chars}]+")
+        pos = match.end()
+    rest = shape[pos:]
+    if "<" in rest or ">" in rest:
+        raise ValueError(f"unknown token in shape {shape!r} (known: <digits>, <hex>, <alpha>, <alnum>, with :length)")
+    parts.append(re.escape(rest))
+    if "/" in shape or not shape:
+        raise ValueError(f"a segment shape cannot be empty or contain '/': {shape!r}")
+    return re.compile("".join(parts) + r"\Z")
+
+
+_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+def shape_of_segment(segment: str) -> str | None:
+    """The token shape of a path segment that looks like a generated token, else None.
+
+    Runs of letters and digits become typed tokens with their exact length when
+    they contain a digit or are 16 characters or longer (``(S(a1b2...))`` ->
+    ``(S(<alnum:24>))``, ``00544`` -> ``<digits:5>``); short words stay literal,
+    so ``story`` or ``en`` never become a shape.
+    """
+    out: list[str] = []
+    pos = 0
+    tokens = 0
+    for match in _RUN.finditer(segment):
+        run = match.group()
+        out.append(segment[pos:match.start()])
+        if run.isdigit():
+            out.append(f"<digits:{len(run)}>")
+            tokens += 1
+        elif any(c.isdigit() for c in run) or len(run) >= 16:
+            klass = "hex" if all(c in "0123456789abcdef" for c in run) or all(
+                c in "0123456789ABCDEF" for c in run) else "alnum"
+            out.append(f"<{klass}:{len(run)}>")
+            tokens += 1
+        else:
+            out.append(run)
+        pos = match.end()
+    out.append(segment[pos:])
+    if not tokens or "<" in segment or ">" in segment:
+        return None
+    return "".join(out)
+
+
+def _lower_path(path: str) -> str:
+    """Lowercase a path but keep percent-escapes' hex uppercase (the safe steps' form)."""
+    if "%" not in path:
+        return path.lower()
+    return re.sub(r"%[0-9a-fA-F]{2}", lambda m: m.group().upper(), path.lower())
+
+
+def _params(query: str) -> list[str]:
+    return query.split("&") if query else []
+
+
+def _param_name(part: str) -> str:
+    eq = part.find("=")
+    return part if eq == -1 else part[:eq]
+
+
+def _under(path: str, prefix: str) -> bool:
+    return prefix == "/" or path.startswith(prefix)
+
+
+@dataclass(frozen=True)
+class DustRule:
+    """One typed, literal rewrite rule with the evidence it was kept on.
+
+    ``support`` counts URL pairs that agree with the rule (distinct pages in
+    ``support_pages``), ``violations`` pairs where the rewrite would have merged
+    different content; ``examples`` are (from, to) pairs. Evidence fields are
+    informational: applying a rule never reads them.
+    """
+
+    kind: str
+    param: str = ""
+    value: str = ""
+    prefix: str = "/"
+    path: str = ""
+    to: str = ""
+    from_: str = ""
+    anchor: str = ""
+    shape: str = ""
+    support: int = 0
+    support_pages: int = 0
+    violations: int = 0
+    examples: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+    # --- file form ---
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        for name in _FIELDS[self.kind]:
+            data["from" if name == "from_" else name] = getattr(self, name)
+        data["support"] = self.support
+        data["support_pages"] = self.support_pages
+        data["violations"] = self.violations
+        if self.examples:
+            data["examples"] = [list(e) for e in self.examples]
+        if self.note:
+            data["note"] = self.note
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> DustRule:
+        """Build and validate a rule from its JSON object; ``where`` names the file and the rule."""
+        if not isinstance(data, Mapping):
+            raise DustRulesError(f"{where}: a rule must be a JSON object, got {type(data).__name__}")
+        kind = data.get("kind")
+        if kind not in _FIELDS:
+            raise DustRulesError(f"{where}: unknown rule kind {kind!r}; known kinds: {', '.join(RULE_KINDS)}")
+        allowed = set(_FIELDS[kind]) | {"kind", "support", "support_pages", "violations", "examples", "note"}
+        allowed = {"from" if a == "from_" else a for a in allowed}
+        unknown = sorted(set(data) - allowed)
+        if unknown:
+            raise DustRulesError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} for a {kind} rule; "
+                                 f"allowed: {', '.join(sorted(allowed))}")
+        values: dict[str, Any] = {"kind": kind}
+        for name in _FIELDS[kind]:
+            key = "from" if name == "from_" else name
+            if key not in data:
+                if name == "prefix":
+                    continue
+                raise DustRulesError(f"{where}: a {kind} rule needs {key!r}")
+            if not isinstance(data[key], str):
+                raise DustRulesError(f"{where}: {key!r} must be a string, got {data[key]!r}")
+            values[name] = data[key]
+        for name in ("support", "support_pages", "violations"):
+            value = data.get(name, 0)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise DustRulesError(f"{where}: {name!r} must be a non-negative integer, got {value!r}")
+            values[name] = value
+        examples = data.get("examples", [])
+        if not isinstance(examples, list) or not all(
+                isinstance(e, (list, tuple)) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in examples):
+            raise DustRulesError(f"{where}: 'examples' must be a list of [from, to] URL pairs")
+        values["examples"] = tuple(tuple(e) for e in examples)
+        if not isinstance(data.get("note", ""), str):
+            raise DustRulesError(f"{where}: 'note' must be a string")
+        values["note"] = data.get("note", "")
+        rule = cls(**values)
+        try:
+            rule.check()
+        except ValueError as exc:
+            raise DustRulesError(f"{where}: {exc}") from None
+        return rule
+
+    def check(self) -> None:
+        """Raise ``ValueError`` if the rule cannot be applied safely (would not terminate, or is void)."""
+        if self.kind in ("drop_param", "default_param", "drop_segment") or self.prefix != "/":
+            if not self.prefix.startswith("/"):
+                raise ValueError(f"prefix must start with '/', got {self.prefix!r}")
+        if self.kind in ("drop_param", "default_param", "query_to_path"):
+            if not self.param or any(c in self.param for c in "&=#?"):
+                raise ValueError(f"param must be a query parameter name, got {self.param!r}")
+        if self.kind == "query_to_path":
+            if not self.path.startswith("/"):
+                raise ValueError(f"path must start with '/', got {self.path!r}")
+            if self.value not in VALUE_SHAPES:
+                raise ValueError(f"value must be one of {', '.join(VALUE_SHAPES)}, got {self.value!r}")
+            if self.to.count("{value}") != 1 or not self.to.startswith("/"):
+                raise ValueError(f"to must be a path starting with '/' holding '{{value}}' once, got {self.to!r}")
+            if any(c in self.to for c in "?#") or "{" in self.to.replace("{value}", ""):
+                raise ValueError(f"to must be a plain path, got {self.to!r}")
+        elif self.kind == "substitute":
+            if self.anchor not in ("prefix", "suffix"):
+                raise ValueError(f"anchor must be 'prefix' or 'suffix', got {self.anchor!r}")
+            if self.from_ == self.to or not self.from_:
+                raise ValueError("from must be non-empty and differ from to")
+            if any(c in self.from_ + self.to for c in "?#"):
+                raise ValueError("from and to are path pieces: no '?' or '#'")
+            if self.anchor == "prefix":
+                if not (self.from_.startswith("/") and self.to.startswith("/")):
+                    raise ValueError("a prefix substitution maps a path start to a path start ('/...')")
+                if self.to.startswith(self.from_):
+                    raise ValueError(f"{self.from_!r} -> {self.to!r} would fire again on its own result")
+            elif self.to.endswith(self.from_):
+                raise ValueError(f"{self.from_!r} -> {self.to!r} would fire again on its own result")
+        elif self.kind == "drop_segment":
+            compile_shape(self.shape)
+
+    def describe(self) -> str:
+        """One line for logs and reports."""
+        k = self.kind
+        if k == "drop_param":
+            return f"drop ?{self.param}= under {self.prefix}"
+        if k == "default_param":
+            return f"?{self.param}={self.value} is the default under {self.prefix}"
+        if k == "query_to_path":
+            return f"{self.path}?{self.param}=<{self.value}> -> {self.to.replace('{value}', '<' + self.value + '>')}"
+        if k == "substitute":
+            return f"path {self.anchor} {self.from_!r} -> {self.to!r}"
+        if k == "drop_segment":
+            return f"drop path segment {self.shape} under {self.prefix}"
+        return "paths are case-insensitive"
+
+    @property
+    def key(self) -> tuple:
+        """Identity of the rule regardless of its evidence."""
+        return (self.kind, self.param, self.value, self.prefix, self.path, self.to, self.from_, self.anchor,
+                self.shape)
+
+
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "drop_segment": ("shape", "prefix"),
+    "case_insensitive": (),
+    "drop_param": ("param", "prefix"),
+    "default_param": ("param", "value", "prefix"),
+    "query_to_path": ("path", "param", "value", "to"),
+    "substitute": ("anchor", "from_", "to"),
+}
+
+
+class HostRules:
+    """The rules of one host, compiled for the hot path: ``apply(path, query) -> (path, query)``."""
+
+    __slots__ = ("host", "rules", "_segments", "_lowercase", "_params", "_q2p", "_prefix_subs", "_suffix_subs",
+                 "_param_names", "_has_path_rules")
+
+    def __init__(self, host: str, rules: Sequence[DustRule]):
+        self.host = host
+        self.rules = tuple(rules)
+        self._segments = [(r.prefix, compile_shape(r.shape).match) for r in rules if r.kind == "drop_segment"]
+        self._lowercase = any(r.kind == "case_insensitive" for r in rules)
+        # param name -> [(prefix, default value or None)]
+        self._params: dict[str, list[tuple[str, str | None]]] = {}
+        for r in rules:
+            if r.kind == "drop_param":
+                self._params.setdefault(r.param, []).append((r.prefix, None))
+            elif r.kind == "default_param":
+                self._params.setdefault(r.param, []).append((r.prefix, r.value))
+        # path -> [(param, compiled value shape, template head, template tail)]
+        self._q2p: dict[str, list[tuple[str, Any, str, str]]] = {}
+        for r in rules:
+            if r.kind == "query_to_path":
+                head, tail = r.to.split("{value}")
+                self._q2p.setdefault(r.path, []).append(
+                    (r.param, re.compile(VALUE_SHAPES[r.value] + r"\Z").match, head, tail))
+        self._prefix_subs = [(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "prefix"]
+        self._suffix_subs = [(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "suffix"]
+        # longest literal first: the most specific substitution wins
+        self._prefix_subs.sort(key=lambda ft: -len(ft[0]))
+        self._suffix_subs.sort(key=lambda ft: -len(ft[0]))
+        self._param_names = frozenset(self._params) | {p for lst in self._q2p.values() for p, *_ in lst}
+        self._has_path_rules = bool(self._segments or self._lowercase or self._prefix_subs or self._suffix_subs)
+
+    def apply(self, path: str, query: str) -> tuple[str, str]:
+        """Rewrite (path, query) to a fixed point; ``query`` without ``?`` ('' when none)."""
+        for _ in range(MAX_PASSES):
+            new_path, new_query = self._once(path, query)
+            if new_path == path and new_query == query:
+                break
+            path, query = new_path, new_query
+        return path, query
+
+    def _once(self, path: str, query: str) -> tuple[str, str]:
+        if self._segments and path.count("/") > 1:
+            segs = path.split("/")
+            kept = [s for s in segs[1:-1] if not any(_under(path, p) and m(s) for p, m in self._segments)]
+            if len(kept) != len(segs) - 2:
+                path = "/" + "/".join(kept + [segs[-1]]) if kept else "/" + segs[-1]
+        if self._lowercase:
+            path = _lower_path(path)
+        if query and self._param_names:
+            parts = query.split("&")
+            if self._params:
+                kept_parts = []
+                for part in parts:
+                    name, _, value = part.partition("=")
+                    rules = self._params.get(name)
+                    if rules and any(_under(path, p) and (d is None or d == value) for p, d in rules):
+                        continue
+                    kept_parts.append(part)
+                parts = kept_parts
+            candidates = self._q2p.get(path)
+            if candidates:
+                for param, match, head, tail in candidates:
+                    found = [i for i, part in enumerate(parts) if _param_name(part) == param]
+                    if len(found) == 1:
+                        value = parts[found[0]].partition("=")[2]
+                        if match(value):
+                            path = head + value + tail
+                            del parts[found[0]]
+                            break
+            query = "&".join(parts)
+        for old, new in self._prefix_subs:
+            if path.startswith(old):
+                path = new + path[len(old):]
+                break
+        for old, new in self._suffix_subs:
+            if path.endswith(old):
+                path = path[: len(path) - len(old)] + new
+                break
+        return path, query
+
+    def fired(self, path: str, query: str) -> bool:
+        return self.apply(path, query) != (path, query)
+
+
+PathOrRules = Union[str, "os.PathLike[str]", "RuleSet", Sequence[Union[str, "os.PathLike[str]"]], None]
+
+
+@dataclass
+class RuleSet:
+    """Per-host DUST rules: load/save the rules file, apply them per host.
+
+    ``apply(host, path, query)`` is the canonicalizer's hook; ``rewrite(url)``
+    the stand-alone form for URLs that already went through the safe steps.
+    Hosts match exactly (host name without port, lowercase, as the safe steps
+    write it): rules learned on ``www.example.com`` say nothing about ``example.com``.
+    """
+
+    hosts: dict[str, list[DustRule]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    source: str = "<memory>"
+
+    def __post_init__(self) -> None:
+        self._compiled: dict[str, HostRules] = {}
+        self.recompile()
+
+    def recompile(self) -> None:
+        """Rebuild the compiled per-host form (after editing ``hosts``)."""
+        self._compiled = {host.lower(): HostRules(host.lower(), rules) for host, rules in self.hosts.items() if rules}
+
+    # --- hot path ---
+
+    def for_host(self, host: str) -> HostRules | None:
+        """The compiled rules of ``host`` or None (one dict lookup: hosts without rules cost nothing)."""
+        return self._compiled.get(host)
+
+    def apply(self, host: str, path: str, query: str) -> tuple[str, str]:
+        rules = self._compiled.get(host)
+        if rules is None:
+            return path, query
+        return rules.apply(path, query)
+
+    def rewrite(self, url: str) -> str:
+        """Apply the rules of the URL's host to ``url`` (a URL after the safe steps); never raises."""
+        try:
+            parts = urlsplit(url)
+            host = (parts.hostname or "").lower()
+        except ValueError:
+            return url
+        rules = self._compiled.get(host)
+        if rules is None:
+            return url
+        path, query = rules.apply(parts.path or "/", parts.query)
+        return urlunsplit((parts.scheme, parts.netloc, path, query, parts.fragment))
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.hosts.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._compiled)
+
+    # --- composition ---
+
+    def add(self, host: str, rule: DustRule) -> bool:
+        """Add ``rule`` to ``host`` unless an equal rule is there; recompiles that host. True if added."""
+        host = host.lower()
+        rules = self.hosts.setdefault(host, [])
+        if any(r.key == rule.key for r in rules):
+            return False
+        rules.append(rule)
+        self._compiled[host] = HostRules(host, rules)
+        return True
+
+    def remove(self, host: str, rule: DustRule) -> bool:
+        host = host.lower()
+        rules = self.hosts.get(host, [])
+        kept = [r for r in rules if r.key != rule.key]
+        if len(kept) == len(rules):
+            return False
+        self.hosts[host] = kept
+        if kept:
+            self._compiled[host] = HostRules(host, kept)
+        else:
+            self._compiled.pop(host, None)
+        return True
+
+    def merged(self, other: RuleSet) -> RuleSet:
+        hosts = {h: list(r) for h, r in self.hosts.items()}
+        for host, rules in other.hosts.items():
+            have = {r.key for r in hosts.get(host, [])}
+            hosts.setdefault(host, []).extend(r for r in rules if r.key not in have)
+        return RuleSet(hosts, {**self.meta, **other.meta}, f"{self.source} + {other.source}")
+
+    # --- file ---
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            **({"meta": self.meta} if self.meta else {}),
+            "hosts": {host: [r.to_json() for r in rules] for host, rules in sorted(self.hosts.items()) if rules},
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the rules file (JSON, one rule per object, sorted hosts) atomically."""
+        text = json.dumps(self.to_json(), indent=2, ensure_ascii=False)
+        tmp = f"{os.fspath(path)}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, path)
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "<memory>") -> RuleSet:
+        if not isinstance(data, Mapping):
+            raise DustRulesError(f"{source}: a rules file is a JSON object with 'format' and 'hosts'")
+        if data.get("format", FORMAT) != FORMAT:
+            raise DustRulesError(f"{source}: unknown format {data.get('format')!r}, expected {FORMAT!r}")
+        unknown = sorted(set(data) - {"format", "meta", "hosts"})
+        if unknown:
+            raise DustRulesError(f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}")
+        hosts_data = data.get("hosts", {})
+        if not isinstance(hosts_data, Mapping):
+            raise DustRulesError(f"{source}: 'hosts' must map host names to lists of rules")
+        meta = data.get("meta", {})
+        if not isinstance(meta, Mapping):
+            raise DustRulesError(f"{source}: 'meta' must be an object")
+        hosts: dict[str, list[DustRule]] = {}
+        for host, rules_data in hosts_data.items():
+            if not isinstance(host, str) or not host or any(c in host for c in "/?#:@ ") or host != host.lower():
+                raise DustRulesError(f"{source}: {host!r} is not a host name (lowercase, no port, no scheme)")
+            if not isinstance(rules_data, list):
+                raise DustRulesError(f"{source}: hosts[{host!r}] must be a list of rules")
+            rules = [DustRule.from_json(item, f"{source}: hosts[{host!r}] rule {i + 1}")
+                     for i, item in enumerate(rules_data)]
+            _check_host(rules, f"{source}: hosts[{host!r}]")
+            hosts[host] = rules
+        return cls(hosts, dict(meta), source)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RuleSet:
+        """Load and validate a rules file; :class:`DustRulesError` names the file and the rule."""
+        source = os.fspath(path)
+        try:
+            with open(source, encoding="utf-8") as f:
+                data = json.load(f)
+        except OSError as exc:
+            raise DustRulesError(f"{source}: cannot read DUST rules file: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise DustRulesError(f"{source}: not valid JSON: {exc}") from None
+        return cls.from_json(data, source)
+
+    @classmethod
+    def coerce(cls, value: PathOrRules) -> RuleSet | None:
+        """A RuleSet from a RuleSet, a path, or a list of paths (merged in order); None for none."""
+        if value is None or isinstance(value, RuleSet):
+            return value
+        if isinstance(value, (str, os.PathLike)):
+            return cls.load(value)
+        if isinstance(value, Iterable):
+            result: RuleSet | None = None
+            for item in value:
+                loaded = cls.load(item)
+                result = loaded if result is None else result.merged(loaded)
+            return result
+        raise TypeError(f"dust_rules must be a path, a list of paths or a RuleSet, got {type(value).__name__}")
+
+
+def _check_host(rules: Sequence[DustRule], where: str) -> None:
+    """Refuse rule sets whose substitutions undo each other (they would never reach a fixed point)."""
+    subs = {(r.anchor, r.from_, r.to) for r in rules if r.kind == "substitute"}
+    for anchor, old, new in subs:
+        if (anchor, new, old) in subs:
+            raise DustRulesError(f"{where}: substitutions {old!r} -> {new!r} and {new!r} -> {old!r} undo each "
+                                 "other; keep one direction")
+    compiled = HostRules("", rules)
+    for r in rules:
+        if r.kind == "substitute":
+            probe = r.to if r.anchor == "prefix" else "/x" + r.to
+            once = compiled.apply(probe, "")
+            if compiled.apply(*once) != once:
+                raise DustRulesError(f"{where}: the substitutions starting from {r.from_!r} -> {r.to!r} never "
+                                     "reach a fixed point (they rewrite each other's results in a cycle)")
+
+
+def load_rules(value: PathOrRules) -> RuleSet | None:
+    """``RuleSet.coerce``: what ``canonicalize(dust_rules=...)`` and ``DEDUP_DUST_RULES`` accept."""
+    return RuleSet.coerce(value)
