@@ -385,7 +385,7 @@ def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, ins
         host = f"{src.name}.example.test"
         for i, (path, html) in enumerate(originals):
             group += 1
-            rel = os.path.basename(path)
+            rel = os.path.relpath(path, src.pattern.split("*")[0])
             pages.append(Page(f"https://{host}/{rel}", html, group, "original", src.name))
             for kind in DUP_KINDS:
                 dup = make_duplicate(kind, html, rng, src.name)

@@ -275,7 +275,12 @@ class RedisSimhashIndex:
         keys = [self.meta_key, self.keys_key, self.exact_key, *self.bucket_keys(fp)]
         args = [mode, self._fp_to_bytes(fp), self.threshold if threshold is None else threshold,
                 encode_key(key), exact, self.ttl or 0, self._config]
-        kind, kept, distance = self._script(keys=keys, args=args)
+        try:
+            kind, kept, distance = self._script(keys=keys, args=args)
+        except Exception as exc:  # redis.exceptions.ResponseError; redis is imported lazily
+            if "DEDUPCONFIG" in str(exc) or "DEDUPFULL" in str(exc):
+                raise ValueError(f"content index {self.prefix!r}: {exc}") from exc
+            raise
         kind = kind.decode() if isinstance(kind, bytes) else kind
         if kind == "unique":
             return "unique", None, None
@@ -329,3 +334,49 @@ class RedisSimhashIndex:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(prefix={self.prefix!r}, threshold={self.threshold}, "
                 f"bands={self.bands}, bits={self.bits}, ttl={self.ttl})")
+
+
+class RedisContentStore:
+    """The content store of :class:`scrapy_dedup.content.engine.ContentDeduplicator`, over Redis.
+
+    ``check_and_add(url, fp)`` is one Lua script call: the exact hash of the page
+    text is looked up first (an exact duplicate), then the band buckets of the
+    simhash (a near duplicate within the threshold: the closest, oldest first),
+    and only a new page is recorded. Atomic across every process and machine that
+    shares the Redis server and key prefix, so of two processes racing with
+    duplicate pages exactly one keeps its page.
+    """
+
+    def __init__(self, index: RedisSimhashIndex):
+        self.index = index
+
+    @classmethod
+    def from_redis(cls, client_or_url: Any, prefix: str, threshold: int = 3, bands: int = 4,
+                   bits: int = 64, ttl: Optional[int] = None, *,
+                   params: Optional[dict[str, Any]] = None, allow_approximate: bool = False
+                   ) -> "RedisContentStore":
+        """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup.redis_conn.connect`)."""
+        return cls(RedisSimhashIndex.from_redis(client_or_url, prefix, threshold, bands, bits, ttl,
+                                                params=params, allow_approximate=allow_approximate))
+
+    @classmethod
+    def from_settings(cls, cfg: Any, spider_name: str, client: Any = None) -> "RedisContentStore":
+        """Build from a :class:`scrapy_dedup.settings.DedupSettings`: ``DEDUP_REDIS_INDEX_KEY``
+        (``%(spider)s`` filled in), ``DEDUP_REDIS_URL``/``PARAMS``, ``DEDUP_REDIS_TTL``, and the
+        content engine's threshold, bands and bits."""
+        return cls(RedisSimhashIndex.from_settings(cfg, spider_name, client))
+
+    def check_and_add(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
+        """``("unique", None, None)`` after recording ``url``, or ``("exact" | "near", kept_url, distance)``."""
+        exact = fp.exact if isinstance(fp.exact, bytes) else int(fp.exact).to_bytes(16, "big")
+        kind, kept, distance = self.index._call("c", url, fp.simhash, exact=exact)
+        return kind, (None if kept is None else str(kept)), distance
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def clear(self) -> None:
+        self.index.clear()
+
+    def __repr__(self) -> str:
+        return f"RedisContentStore({self.index!r})"

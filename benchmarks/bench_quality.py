@@ -1,0 +1,352 @@
+#!/usr/bin/env python
+"""Near-duplicate quality and speed: ours against the named peers, on real HTML, in one run.
+
+Corpus: real documentation pages shipped by Debian (sqlite3-doc, git-doc,
+python3-doc, postgresql-doc: four templates), with generated duplicates and hard
+negatives (see ``quality_corpus.py``). Every algorithm sees the same pages in
+the same (shuffled) crawl order and decides, page by page, "new" or "duplicate
+of <kept page>". From those decisions:
+
+* pairwise precision / recall / F1 over the clusters the decisions form
+  (union-find of page -> kept page) against the ground-truth groups;
+* distinct pages wrongly dropped: pages declared a duplicate of a page from
+  another group, split by what they are (a real page, a sibling, a degenerate page,
+  a generated duplicate merged into the wrong group);
+* recall per duplicate kind: the share of that kind's pages that end in their
+  original's cluster;
+* pages per second, HTML bytes in, decision out (text extraction included).
+
+Peers: the ``simhash`` package (``Simhash`` with its default character 4-grams,
+``SimhashIndex(k=3)``), datasketch ``MinHash`` (128 permutations, 5-word shingles)
++ ``MinHashLSH`` (threshold 0.8, candidates verified by estimated Jaccard >= 0.8),
+MD5 of the raw HTML, and the textbook simhash written by hand (MD5 per 5-word
+shingle, a pure-Python vote, a dict index of 4 bands, threshold 3). Text peers run
+twice: on our ``page_text`` (same front end, so the rows compare fingerprints and
+indexes) and on a naive extraction (lxml ``text_content()`` without scripts and
+styles, what one writes without a main-text extractor).
+
+Usage::
+
+    python benchmarks/bench_quality.py               # full run (~120 originals per template)
+    python benchmarks/bench_quality.py --quick       # seconds; tiny generated corpus if docs absent
+    python benchmarks/bench_quality.py --per-source 50 --no-install
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from typing import Callable, Iterable, Optional
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import quality_corpus as qc  # noqa: E402
+
+# A decider takes (url, html) and returns the url of the kept page it duplicates, or None.
+Decider = Callable[[str, bytes], Optional[str]]
+
+_WORD = re.compile(r"\w+")
+
+
+# -- text front ends ---------------------------------------------------------------------------
+def naive_text(html: bytes) -> str:
+    """What one writes without a main-text extractor: all text, minus scripts and styles."""
+    import lxml.html
+    from lxml import etree
+
+    if not html.strip():
+        return ""
+    try:
+        doc = lxml.html.fromstring(html)
+    except (etree.ParserError, ValueError):
+        return ""
+    for bad in doc.xpath("//script|//style"):
+        bad.drop_tree()
+    return " ".join(doc.text_content().split())
+
+
+def our_text(html: bytes) -> str:
+    from scrapy_dedup.content.text import page_text
+
+    return page_text(html)
+
+
+def word_shingles(text: str, k: int = 5) -> list[str]:
+    words = _WORD.findall(text.lower())
+    if len(words) < k:
+        return [" ".join(words)] if words else []
+    return [" ".join(words[i:i + k]) for i in range(len(words) - k + 1)]
+
+
+# -- deciders ----------------------------------------------------------------------------------
+def ours_decider() -> tuple[Decider, str]:
+    """C1's ContentDeduplicator with its defaults."""
+    try:
+        from scrapy_dedup.content import engine
+    except ImportError:  # TEMP until C1's engine lands
+        return _components_decider(), "ours: page_text+simhash (components)"
+    dedup = engine.ContentDeduplicator()
+    check = dedup.check
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        verdict = check(url, html)
+        return verdict.kept_url if verdict.kind in ("exact", "near") else None
+
+    return decide, "ours: ContentDeduplicator() defaults"
+
+
+def _components_decider() -> Decider:
+    from scrapy_dedup.content.simhash import exact_hash_words, simhash_words, words
+
+    exact: dict[bytes, str] = {}
+    bands: list[dict[int, list[tuple[int, str]]]] = [defaultdict(list) for _ in range(4)]
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        toks = words(our_text(html))
+        if len(toks) < 20:
+            return None
+        e = exact_hash_words(toks)
+        if e in exact:
+            return exact[e]
+        fp = simhash_words(toks)
+        best, best_d = None, 4
+        for i in range(4):
+            for other, key in bands[i].get((fp >> (16 * i)) & 0xFFFF, ()):
+                d = bin(fp ^ other).count("1")
+                if d < best_d:
+                    best, best_d = key, d
+        if best is not None:
+            return best
+        exact[e] = url
+        for i in range(4):
+            bands[i][(fp >> (16 * i)) & 0xFFFF].append((fp, url))
+        return None
+
+    return decide
+
+
+def md5_raw_decider() -> tuple[Decider, str]:
+    seen: dict[bytes, str] = {}
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        digest = hashlib.md5(html).digest()
+        kept = seen.get(digest)
+        if kept is None:
+            seen[digest] = url
+        return kept
+
+    return decide, "MD5 of raw HTML"
+
+
+def simhash_pkg_decider(text_fn: Callable[[bytes], str], label: str) -> tuple[Decider, str]:
+    from simhash import Simhash, SimhashIndex
+
+    logging.getLogger("simhash").setLevel(logging.ERROR)  # "Big bucket found" warnings
+    index = SimhashIndex([], k=3)
+    # The package's own tokenizer (lowercase, \w characters, sliding 4-grams), but the features
+    # passed as a plain list: its weighted path (features repeated more than 50 times) overflows
+    # a uint8 array under NumPy 2 (simhash 2.1.2). The unweighted list gives the same fingerprint.
+    tokenize = Simhash(0)._tokenize
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        sh = Simhash(tokenize(text_fn(html)))
+        near = index.get_near_dups(sh)
+        if near:
+            return min(near)  # the package returns an unordered list; any member is a valid answer
+        index.add(url, sh)
+        return None
+
+    return decide, f"simhash pkg, k=3 [{label}]"
+
+
+def datasketch_decider(text_fn: Callable[[bytes], str], label: str,
+                       threshold: float = 0.8) -> tuple[Decider, str]:
+    from datasketch import MinHash, MinHashLSH
+
+    lsh = MinHashLSH(threshold=threshold, num_perm=128)
+    stored: dict[str, MinHash] = {}
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        mh = MinHash(num_perm=128)
+        mh.update_batch([s.encode("utf-8") for s in word_shingles(text_fn(html))])
+        best, best_j = None, threshold
+        for cand in lsh.query(mh):
+            j = mh.jaccard(stored[cand])
+            if j >= best_j:
+                best, best_j = cand, j
+        if best is not None:
+            return best
+        lsh.insert(url, mh)
+        stored[url] = mh
+        return None
+
+    return decide, f"datasketch MinHashLSH 128p t={threshold} [{label}]"
+
+
+def textbook_fingerprint(text: str) -> int:
+    counts = [0] * 64
+    for shingle in word_shingles(text):
+        h = int.from_bytes(hashlib.md5(shingle.encode("utf-8")).digest()[:8], "big")
+        for i in range(64):
+            if (h >> i) & 1:
+                counts[i] += 1
+            else:
+                counts[i] -= 1
+    fp = 0
+    for i in range(64):
+        if counts[i] > 0:
+            fp |= 1 << i
+    return fp
+
+
+def textbook_decider(text_fn: Callable[[bytes], str], label: str) -> tuple[Decider, str]:
+    """The textbook algorithm by hand: MD5 per 5-word shingle, Python vote, 4-band dict index."""
+    bands: list[dict[int, list[tuple[int, str]]]] = [defaultdict(list) for _ in range(4)]
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        fp = textbook_fingerprint(text_fn(html))
+        best, best_d = None, 4
+        for i in range(4):
+            for other, key in bands[i].get((fp >> (16 * i)) & 0xFFFF, ()):
+                d = bin(fp ^ other).count("1")
+                if d < best_d:
+                    best, best_d = key, d
+        if best is not None:
+            return best
+        for i in range(4):
+            bands[i][(fp >> (16 * i)) & 0xFFFF].append((fp, url))
+        return None
+
+    return decide, f"textbook simhash by hand [{label}]"
+
+
+# -- scoring -----------------------------------------------------------------------------------
+def _find(parent: dict[int, int], x: int) -> int:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def pairs(n: int) -> int:
+    return n * (n - 1) // 2
+
+
+def score(pages: list[qc.Page], decisions: list[Optional[str]]) -> dict:
+    index = {p.url: i for i, p in enumerate(pages)}
+    parent = {i: i for i in range(len(pages))}
+    wrong = Counter()
+    for i, kept in enumerate(decisions):
+        if kept is None:
+            continue
+        j = index[kept]
+        parent[_find(parent, i)] = _find(parent, j)
+        if pages[j].group != pages[i].group:
+            kind = pages[i].kind
+            wrong[kind if kind in ("original", "sibling", "degenerate") else "variant"] += 1
+    clusters: dict[int, list[int]] = defaultdict(list)
+    for i in range(len(pages)):
+        clusters[_find(parent, i)].append(i)
+    true_pairs = sum(pairs(n) for n in Counter(p.group for p in pages).values())
+    pred_pairs = sum(pairs(len(c)) for c in clusters.values())
+    hit_pairs = sum(sum(pairs(n) for n in Counter(pages[i].group for i in c).values())
+                    for c in clusters.values())
+    precision = hit_pairs / pred_pairs if pred_pairs else 1.0
+    recall = hit_pairs / true_pairs if true_pairs else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    # recall per duplicate kind: is the duplicate in the cluster of its group's original?
+    root_of_original = {p.group: _find(parent, i) for i, p in enumerate(pages) if p.kind == "original"}
+    per_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for i, p in enumerate(pages):
+        if p.kind in qc.DUP_KINDS and p.group in root_of_original:
+            per_kind[p.kind][1] += 1
+            per_kind[p.kind][0] += _find(parent, i) == root_of_original[p.group]
+    return {"precision": precision, "recall": recall, "f1": f1, "wrong": wrong,
+            "per_kind": {k: v[0] / v[1] for k, v in per_kind.items() if v[1]}}
+
+
+def run(decider: Decider, pages: list[qc.Page]) -> tuple[list[Optional[str]], float]:
+    t0 = time.perf_counter()
+    decisions = [decider(p.url, p.html) for p in pages]
+    return decisions, time.perf_counter() - t0
+
+
+# -- main ----------------------------------------------------------------------------------------
+def build_deciders(quick: bool, extra: Iterable[tuple[Decider, str]] = ()) -> list[tuple[Decider, str]]:
+    out = [ours_decider(), md5_raw_decider(),
+           simhash_pkg_decider(our_text, "page_text"), simhash_pkg_decider(naive_text, "naive text"),
+           datasketch_decider(our_text, "page_text"), datasketch_decider(naive_text, "naive text"),
+           textbook_decider(our_text, "page_text")]
+    if not quick:
+        out.append(textbook_decider(naive_text, "naive text"))
+    out.extend(extra)
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="a few seconds: 4 originals per template "
+                    "(or the tiny generated corpus when the Debian docs are absent)")
+    ap.add_argument("--per-source", type=int, default=120, help="originals per template (default 120)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--no-install", action="store_true", help="never call apt-get for missing docs")
+    ap.add_argument("--ideas", action="store_true", help="also run the exploration rows (bench_ideas.py)")
+    args = ap.parse_args(argv)
+
+    per_source = 4 if args.quick else args.per_source
+    t0 = time.perf_counter()
+    sources = qc.ensure_sources(install=not (args.no_install or args.quick))
+    if sources:
+        pages = qc.build_corpus(per_source, seed=args.seed, install=False, sources=tuple(sources),
+                                degenerate_copies=2 if args.quick else 4)
+        corpus = f"Debian docs: {', '.join(s.package for s in sources)}"
+    else:
+        pages = qc.tiny_corpus(args.seed)
+        corpus = "tiny generated corpus (Debian docs not installed)"
+    kinds = Counter(p.kind for p in pages)
+    groups = len({p.group for p in pages})
+    mb = sum(len(p.html) for p in pages) / 1e6
+    print(f"corpus: {corpus}; {len(pages)} pages, {mb:.1f} MB HTML, {groups} true groups, "
+          f"{kinds['original']} originals, {kinds['sibling']} siblings, {kinds['degenerate']} degenerate "
+          f"(built in {time.perf_counter() - t0:.1f} s)")
+
+    extra = []
+    if args.ideas:
+        import bench_ideas
+
+        extra = bench_ideas.deciders(pages)
+    rows = []
+    for decider, name in build_deciders(args.quick, extra):
+        decisions, seconds = run(decider, pages)
+        s = score(pages, decisions)
+        s["name"], s["pps"] = name, len(pages) / seconds
+        rows.append(s)
+
+    ours = rows[0]
+    print()
+    print(f"{'algorithm':<48} {'prec':>6} {'recall':>6} {'F1':>6} {'wrong drops (orig/sib/degen/var)':>33} "
+          f"{'pages/s':>8} {'ours x':>7}")
+    for r in rows:
+        w = r["wrong"]
+        drops = f"{sum(w.values())} ({w['original']}/{w['sibling']}/{w['degenerate']}/{w['variant']})"
+        print(f"{r['name']:<48} {r['precision']:6.3f} {r['recall']:6.3f} {r['f1']:6.3f} {drops:>33} "
+              f"{r['pps']:8.0f} {ours['pps'] / r['pps']:7.2f}")
+    print()
+    print("recall per duplicate kind (share of that kind's pages clustered with their original):")
+    print(f"{'algorithm':<48} " + " ".join(f"{k[:9]:>9}" for k in qc.DUP_KINDS))
+    for r in rows:
+        print(f"{r['name']:<48} " + " ".join(f"{r['per_kind'].get(k, float('nan')):9.2f}" for k in qc.DUP_KINDS))
+    print()
+    print("'ours x' = our pages per second / the row's pages per second (same run, same pages).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
