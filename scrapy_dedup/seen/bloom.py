@@ -1,0 +1,349 @@
+"""A local, persistent, growing Bloom filter of request fingerprints.
+
+Why not pybloom-live's classes as they are: its ``BloomFilter`` hashes every
+key again (bytes keys through their printed form) at 4-7 microseconds per
+check, and its ``ScalableBloomFilter`` bounds the false-positive rate only at
+about ten times the rate it is given. This filter keeps pybloom-live's bit
+storage (the ``bitarray`` it depends on) and changes the two things that
+matter:
+
+* **Bit positions from the fingerprint.** A fingerprint is a SHA-1 digest,
+  already uniform: two 64-bit slices of it drive double hashing
+  (``h1 + i*h2 mod m``, Kirsch and Mitzenmacher 2006) with no hashing at all.
+* **Growth with a bound that holds.** The filter is a list of *slices*. Slice
+  ``i`` holds ``capacity * 2**i`` keys at error rate ``p * (1 - r) * r**i``
+  with ``r = 1/2``; a new slice opens when the newest is full. A false positive
+  needs a false positive in some slice, so the overall rate is at most
+  ``sum_i p (1-r) r**i = p (1 - r**n) < p`` however far it grows (Almeida et
+  al., "Scalable Bloom Filters", 2007, with the tightening applied from the
+  first slice, which pybloom-live does not do). The price: the first slice
+  is sized for ``p/2`` (1.4 bits per key more than for ``p``), and each grown
+  slice for a rate half the previous one.
+
+Checkpoints: :meth:`BloomSeenSet.save` writes a temporary file, fsyncs it and
+renames it over the old one, so a crash leaves either the old or the new
+checkpoint. The file is: a magic line, a JSON header (format version, hashing
+scheme, slices), the bit arrays, and a CRC-32 of everything before it.
+:meth:`BloomSeenSet.load` raises :class:`CheckpointError` on a truncated,
+corrupt or foreign file, never returns an empty filter in its place.
+
+No Scrapy imports here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from bitarray import bitarray
+
+from scrapy_dedup.seen.base import (
+    _TWO_U64,
+    DIGEST_LENGTHS,
+    SeenSet,
+    bloom_size,
+    digest_pair,
+    false_positive_rate,
+    max_step,
+    positions,
+)
+
+MAGIC = b"scrapy-dedup bloom\n"
+FORMAT_VERSION = 1
+#: how bit positions are derived from a key; a file written with another scheme is refused
+HASHING = "digest-double-hashing-v1"
+_HEADER_LEN = struct.Struct("<I")
+_CRC = struct.Struct("<I")
+_CHUNK = 1 << 20
+
+GROWTH = 2
+TIGHTENING = 0.5
+
+
+class CheckpointError(ValueError):
+    """A Bloom checkpoint file cannot be used (truncated, corrupt, or another format)."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"Bloom checkpoint {self.path} is unusable: {reason}")
+
+
+class _Slice:
+    """One fixed-size Bloom filter: ``bits`` bits, ``hashes`` positions per key."""
+
+    __slots__ = ("capacity", "error_rate", "nbits", "hashes", "step", "count", "bits")
+
+    def __init__(self, capacity: int, error_rate: float, nbits: int | None = None,
+                 hashes: int | None = None, count: int = 0, bits: bitarray | None = None):
+        if nbits is None or hashes is None:
+            nbits, hashes = bloom_size(capacity, error_rate)
+        self.capacity = capacity
+        self.error_rate = error_rate
+        self.nbits = nbits
+        self.hashes = hashes
+        self.step = max_step(nbits, hashes)
+        self.count = count
+        if bits is None:
+            bits = bitarray(nbits, endian="little")
+            bits.setall(0)
+        self.bits = bits
+
+    def positions(self, h1: int, h2: int) -> list[int]:
+        return positions(h1, h2, self.nbits, self.hashes, self.step)
+
+    def header(self) -> dict[str, Any]:
+        return {"capacity": self.capacity, "error_rate": self.error_rate, "bits": self.nbits,
+                "hashes": self.hashes, "count": self.count}
+
+    def fill_ratio(self) -> float:
+        return self.bits.count(1) / self.nbits
+
+    def estimated_false_positive_rate(self) -> float:
+        return self.fill_ratio() ** self.hashes
+
+
+class BloomSeenSet(SeenSet):
+    """A Bloom filter sized by ``capacity`` and ``error_rate`` that grows past its capacity.
+
+    ``add(fingerprint)`` checks and inserts in one step; with one slice it is a
+    handful of integer operations and two bitarray calls (no hashing).
+    """
+
+    def __init__(self, capacity: int = 10_000_000, error_rate: float = 1e-6):
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
+            raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
+        if not (isinstance(error_rate, float) or isinstance(error_rate, int)) or not 0 < error_rate < 1:
+            raise ValueError(f"error_rate must be a number between 0 and 1, got {error_rate!r}")
+        self.capacity = capacity
+        self.error_rate = float(error_rate)
+        self.slices: list[_Slice] = [self._new_slice(0)]
+        self.dirty = False
+
+    # --- sizing ---------------------------------------------------------------------------
+
+    def _new_slice(self, index: int) -> _Slice:
+        return _Slice(self.capacity * GROWTH ** index,
+                      self.error_rate * (1 - TIGHTENING) * TIGHTENING ** index)
+
+    def _grow(self) -> _Slice:
+        new = self._new_slice(len(self.slices))
+        self.slices.append(new)
+        return new
+
+    # --- the set ------------------------------------------------------------------------
+
+    def add(self, key: bytes) -> bool:
+        if len(key) in DIGEST_LENGTHS:
+            h1, h2 = _TWO_U64(key)
+        else:
+            h1, h2, _ = digest_pair(key)
+        slices = self.slices
+        if len(slices) == 1:  # the common case, inlined
+            only = slices[0]
+            m = only.nbits
+            a = h1 % m
+            b = h2 % only.step + 1
+            end = a + only.hashes * b
+            where = list(range(a, end, b)) if end <= m else [*range(a, m, b), *range((a - m) % b, end - m, b)]
+            bits = only.bits
+            if bits[where].all():
+                return False
+            if only.count < only.capacity:
+                bits[where] = 1
+                only.count += 1
+                self.dirty = True
+                return True
+        else:
+            for piece in slices:
+                if piece.bits[piece.positions(h1, h2)].all():
+                    return False
+        newest = slices[-1]
+        if newest.count >= newest.capacity:
+            newest = self._grow()
+        newest.bits[newest.positions(h1, h2)] = 1
+        newest.count += 1
+        self.dirty = True
+        return True
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, (bytes, bytearray, memoryview)):
+            return False
+        h1, h2, _ = digest_pair(bytes(key))
+        slices = self.slices
+        if len(slices) == 1:
+            only = slices[0]
+            m = only.nbits
+            a = h1 % m
+            b = h2 % only.step + 1
+            end = a + only.hashes * b
+            return only.bits[list(range(a, end, b)) if end <= m
+                             else [*range(a, m, b), *range((a - m) % b, end - m, b)]].all()
+        return any(piece.bits[piece.positions(h1, h2)].all() for piece in self.slices)
+
+    def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
+        return [key in self for key in keys]
+
+    def __len__(self) -> int:
+        return sum(piece.count for piece in self.slices)
+
+    def clear(self) -> None:
+        self.slices = [self._new_slice(0)]
+        self.dirty = True
+
+    def size_bytes(self) -> int:
+        """Bytes of the bit arrays (the Python objects around them add a few hundred bytes)."""
+        return sum(piece.bits.nbytes for piece in self.slices)
+
+    def estimated_false_positive_rate(self) -> float:
+        """``1 - prod(1 - fill_i ** k_i)`` from the bits actually set in each slice."""
+        miss = 1.0
+        for piece in self.slices:
+            miss *= 1.0 - piece.estimated_false_positive_rate()
+        return 1.0 - miss
+
+    def expected_false_positive_rate(self) -> float:
+        """The rate the sizing formulas predict for the keys held now (no bit counting)."""
+        miss = 1.0
+        for piece in self.slices:
+            miss *= 1.0 - false_positive_rate(piece.nbits, piece.hashes, piece.count)
+        return 1.0 - miss
+
+    def __repr__(self) -> str:
+        return (f"BloomSeenSet(capacity={self.capacity}, error_rate={self.error_rate}, "
+                f"slices={len(self.slices)}, keys={len(self)})")
+
+    # --- persistence --------------------------------------------------------------------
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "format": "scrapy-dedup-bloom",
+            "version": FORMAT_VERSION,
+            "hashing": HASHING,
+            "endian": "little",
+            "capacity": self.capacity,
+            "error_rate": self.error_rate,
+            "growth": GROWTH,
+            "tightening": TIGHTENING,
+            "slices": [piece.header() for piece in self.slices],
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the filter to ``path`` atomically: temporary file, fsync, rename, fsync the directory."""
+        path = Path(path)
+        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        header = json.dumps(self.header(), sort_keys=True).encode()
+        try:
+            with open(tmp, "wb") as out:
+                crc = 0
+                for part in (MAGIC, _HEADER_LEN.pack(len(header)), header):
+                    out.write(part)
+                    crc = zlib.crc32(part, crc)
+                for piece in self.slices:
+                    view = memoryview(piece.bits)
+                    for start in range(0, len(view), _CHUNK):
+                        chunk = view[start:start + _CHUNK]
+                        out.write(chunk)
+                        crc = zlib.crc32(chunk, crc)
+                out.write(_CRC.pack(crc))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            raise
+        _fsync_dir(path.parent)
+        self.dirty = False
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "BloomSeenSet":
+        """Read a filter written by :meth:`save`; :class:`CheckpointError` if it cannot be trusted."""
+        path = Path(path)
+        try:
+            with open(path, "rb") as src:
+                return cls._read(src, path)
+        except CheckpointError:
+            raise
+        except OSError as exc:
+            raise CheckpointError(path, f"cannot be read ({exc.strerror or exc})") from exc
+
+    @classmethod
+    def _read(cls, src: BinaryIO, path: Path) -> "BloomSeenSet":
+        size = os.fstat(src.fileno()).st_size
+        magic = src.read(len(MAGIC))
+        if magic != MAGIC:
+            raise CheckpointError(path, "not a scrapy-dedup Bloom checkpoint (bad magic line)")
+        raw_len = src.read(_HEADER_LEN.size)
+        if len(raw_len) < _HEADER_LEN.size:
+            raise CheckpointError(path, "truncated in its header")
+        (header_len,) = _HEADER_LEN.unpack(raw_len)
+        if header_len > min(size, 1 << 24):
+            raise CheckpointError(path, "corrupt header length")
+        raw_header = src.read(header_len)
+        if len(raw_header) < header_len:
+            raise CheckpointError(path, "truncated in its header")
+        crc = zlib.crc32(raw_header, zlib.crc32(raw_len, zlib.crc32(magic)))
+        try:
+            header = json.loads(raw_header)
+            if header.get("version") != FORMAT_VERSION:
+                raise CheckpointError(
+                    path, f"format version {header.get('version')!r}, this scrapy-dedup reads {FORMAT_VERSION}")
+            if header.get("hashing") != HASHING or header.get("endian") != "little":
+                raise CheckpointError(path, f"hashing scheme {header.get('hashing')!r}, expected {HASHING!r}")
+            specs = [(int(s["capacity"]), float(s["error_rate"]), int(s["bits"]), int(s["hashes"]),
+                      int(s["count"])) for s in header["slices"]]
+            capacity, error_rate = int(header["capacity"]), float(header["error_rate"])
+        except CheckpointError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise CheckpointError(path, f"corrupt header ({exc.__class__.__name__})") from None
+        expected = (len(MAGIC) + _HEADER_LEN.size + header_len
+                    + sum((nbits + 7) // 8 for _, _, nbits, _, _ in specs) + _CRC.size)
+        if size != expected:
+            what = "truncated" if size < expected else "has trailing bytes"
+            raise CheckpointError(path, f"{what}: {size} bytes, expected {expected}")
+        if not specs or any(nbits < 1 or hashes < 1 for _, _, nbits, hashes, _ in specs):
+            raise CheckpointError(path, "corrupt header (no slices)")
+        slices = []
+        for capacity_i, rate_i, nbits, hashes, count in specs:
+            bits = bitarray(endian="little")
+            nbytes = (nbits + 7) // 8
+            while nbytes:
+                chunk = src.read(min(nbytes, _CHUNK))
+                if not chunk:
+                    raise CheckpointError(path, "truncated in its bit arrays")
+                bits.frombytes(chunk)
+                crc = zlib.crc32(chunk, crc)
+                nbytes -= len(chunk)
+            del bits[nbits:]
+            slices.append(_Slice(capacity_i, rate_i, nbits, hashes, count, bits))
+        (stored_crc,) = _CRC.unpack(src.read(_CRC.size))
+        if stored_crc != crc:
+            raise CheckpointError(path, "checksum mismatch (corrupted on disk)")
+        bloom = cls.__new__(cls)
+        bloom.capacity = capacity
+        bloom.error_rate = error_rate
+        bloom.slices = slices
+        bloom.dirty = False
+        return bloom
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename durable (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,427 @@
+"""Seen-key stores shared through Redis: an exact set, and a Bloom filter in bitmaps.
+
+Both are safe for many processes at once: the per-key operation is one
+atomic Redis command (``SADD``) or one Lua script (``EVALSHA``), so two
+workers that meet the same new fingerprint at the same moment get "new" for
+exactly one of them.
+
+Both keep a small *local confirmation cache*: fingerprints this process has
+already seen confirmed by Redis (added by it, or found present). Such a key
+stays present in Redis until the key is deleted, so answering "seen" from the
+cache is exact and saves the round trip that recurring links would cost.
+(If another process deletes or expires the key mid-crawl, this process keeps
+treating what it cached as seen, at most ``cache_size * 2`` fingerprints.)
+
+No Scrapy imports here. The client is any redis-py client (``Redis``,
+``RedisCluster``); the store does not own it and never closes it.
+"""
+from __future__ import annotations
+
+import math
+import struct
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from scrapy_dedup.seen.base import (
+    DIGEST_LENGTHS,
+    SeenSet,
+    _TWO_U64,
+    bloom_size,
+    digest_pair,
+    false_positive_rate,
+    max_step,
+    positions,
+)
+
+DEFAULT_CACHE_SIZE = 50_000
+BATCH_SIZE = 1000
+#: Redis strings (bitmaps) hold at most 2**32 bits
+MAX_SHARD_BITS = 2 ** 32
+
+
+class ConfirmedCache:
+    """Fingerprints known to be in Redis; two generations, so memory stays bounded without LRU bookkeeping.
+
+    Holds between ``size`` and ``2 * size`` keys: when the young generation is
+    full it becomes the old one and the previous old one is dropped. A hit in
+    the old generation is copied to the young one, so keys that keep recurring
+    stay.
+    """
+
+    __slots__ = ("size", "young", "old")
+
+    def __init__(self, size: int = DEFAULT_CACHE_SIZE):
+        self.size = max(0, int(size))
+        self.young: set[bytes] = set()
+        self.old: set[bytes] = set()
+
+    def __contains__(self, key: bytes) -> bool:
+        if key in self.young:
+            return True
+        if key in self.old:
+            self.add(key)
+            return True
+        return False
+
+    def add(self, key: bytes) -> None:
+        if not self.size:
+            return
+        young = self.young
+        if len(young) >= self.size:
+            self.old = young
+            young = self.young = set()
+        young.add(key)
+
+    def clear(self) -> None:
+        self.young = set()
+        self.old = set()
+
+    def __len__(self) -> int:
+        return len(self.young | self.old)
+
+
+class _RedisStore(SeenSet):
+    """What both Redis stores share: the client, the cache, the TTL refresh."""
+
+    def __init__(self, client: Any, key: str, *, ttl: int | None = None,
+                 cache_size: int = DEFAULT_CACHE_SIZE):
+        if not key:
+            raise ValueError("key must be a non-empty string")
+        self.client = client
+        self.key = key
+        self.ttl = ttl
+        self.cache = ConfirmedCache(cache_size)
+        self._next_ttl_refresh = 0.0
+
+    def data_keys(self) -> list[str]:
+        """Every Redis key this store writes (for TTL, delete, memory)."""
+        return [self.key]
+
+    def _refresh_ttl(self) -> None:
+        """Re-arm the expiry of the keys every ttl/10 seconds (at most one extra round trip then)."""
+        now = time.monotonic()
+        if now >= self._next_ttl_refresh:
+            self._next_ttl_refresh = now + max(1.0, self.ttl / 10)
+            pipe = self.client.pipeline(transaction=False)
+            for name in self.data_keys():
+                pipe.expire(name, self.ttl)
+            pipe.execute()
+
+    def clear(self) -> None:
+        """Delete the Redis keys (every process sharing them starts over) and the local cache."""
+        self.client.delete(*self.data_keys())
+        self.cache.clear()
+        self._next_ttl_refresh = 0.0
+
+    delete = clear
+
+    def size_bytes(self) -> int:
+        """Redis memory of the keys (``MEMORY USAGE``; sampled for large sets)."""
+        total = 0
+        for name in self.data_keys():
+            used = self.client.memory_usage(name)
+            total += int(used or 0)
+        return total
+
+    def close(self) -> None:
+        self.cache.clear()
+
+
+def _batches(items: Iterable[bytes], size: int = BATCH_SIZE) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+class RedisSeenSet(_RedisStore):
+    """An exact set in one Redis key: 20-byte binary members, one ``SADD`` per new key.
+
+    About 55-70 bytes of Redis memory per key (a hashtable set of 20-byte
+    strings), against about 100 for scrapy-redis's 40-character hex members.
+    """
+
+    def add(self, key: bytes) -> bool:
+        if key in self.cache:
+            return False
+        added = self.client.sadd(self.key, key)
+        self.cache.add(key)
+        if self.ttl:
+            self._refresh_ttl()
+        return added == 1
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, bytes):
+            return False
+        return key in self.cache or bool(self.client.sismember(self.key, key))
+
+    def __len__(self) -> int:
+        return int(self.client.scard(self.key))
+
+    def add_many(self, keys: Iterable[bytes]) -> list[bool]:
+        """One pipelined round trip per batch of keys; keeps the order of ``keys``."""
+        result: list[bool] = []
+        for batch in _batches(keys):
+            pipe = self.client.pipeline(transaction=False)
+            for key in batch:
+                pipe.sadd(self.key, key)
+            result.extend(added == 1 for added in pipe.execute())
+            for key in batch:
+                self.cache.add(key)
+        if self.ttl and result:
+            self._refresh_ttl()
+        return result
+
+    def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
+        result: list[bool] = []
+        for batch in _batches(keys):
+            pipe = self.client.pipeline(transaction=False)
+            for key in batch:
+                pipe.sismember(self.key, key)
+            result.extend(bool(found) for found in pipe.execute())
+        return result
+
+
+# KEYS[1]: one shard's bitmap. ARGV[1]: the key's bit positions, packed little-endian uint32.
+# Sets them all; returns 1 if any was clear (the key is new), else 0. Atomic: Redis runs a
+# script alone, so two workers adding the same new key get 1 exactly once.
+_ADD_SCRIPT = """
+local key = KEYS[1]
+local packed = ARGV[1]
+local new = 0
+for i = 1, #packed, 4 do
+  if redis.call('SETBIT', key, (struct.unpack('<I4', packed, i)), 1) == 0 then new = 1 end
+end
+return new
+"""
+
+# KEYS[1]: one shard's bitmap. ARGV[1]: hashes per key; ARGV[2]: positions of many keys, packed.
+# Returns one 0/1 per key (1: all bits set). Read-only, for batched membership checks.
+_CONTAINS_MANY_SCRIPT = """
+local key = KEYS[1]
+local k = tonumber(ARGV[1])
+local packed = ARGV[2]
+local out = {}
+local stride = 4 * k
+for start = 1, #packed, stride do
+  local all = 1
+  for i = start, start + stride - 1, 4 do
+    if redis.call('GETBIT', key, (struct.unpack('<I4', packed, i))) == 0 then all = 0; break end
+  end
+  out[#out + 1] = all
+end
+return out
+"""
+
+# Like the add script for many keys of one shard: returns one 1/0 (new/seen) per key, in order.
+_ADD_MANY_SCRIPT = """
+local key = KEYS[1]
+local k = tonumber(ARGV[1])
+local packed = ARGV[2]
+local out = {}
+local stride = 4 * k
+for start = 1, #packed, stride do
+  local new = 0
+  for i = start, start + stride - 1, 4 do
+    if redis.call('SETBIT', key, (struct.unpack('<I4', packed, i)), 1) == 0 then new = 1 end
+  end
+  out[#out + 1] = new
+end
+return out
+"""
+
+
+class BloomLayoutMismatch(ValueError):
+    """The Redis key holds a Bloom filter of another size or layout than this crawl is configured for."""
+
+
+class RedisBloomSeenSet(_RedisStore):
+    """A Bloom filter in Redis bitmaps, shared and atomic, one script call per new key.
+
+    Sizing: ``capacity`` keys at ``error_rate`` need ``bits`` bits (3.75 bytes
+    per key at 1e-6); the bitmap is allocated in full when the store is first
+    opened (``SETBIT`` of its last bit), so memory use is known from the start
+    and never grows. The filter does not grow: past ``capacity`` its
+    false-positive rate rises (see :meth:`estimated_false_positive_rate`);
+    size it for the crawl.
+
+    Sharding: with ``shards > 1`` the bits are split over that many keys,
+    ``{<key>:<i>}`` (each its own hash tag, so its own Redis Cluster slot); a
+    fingerprint's bits all live in one shard, picked by 32 other bits of the
+    fingerprint, so the script touches one key and runs on one node.
+
+    The layout (bits, hashes, shards, hashing scheme) is stored in
+    ``<key>:meta``; a process configured differently is refused with
+    :class:`BloomLayoutMismatch` rather than reading the bits wrongly.
+    """
+
+    def __init__(self, client: Any, key: str, capacity: int = 10_000_000, error_rate: float = 1e-6,
+                 *, shards: int = 1, ttl: int | None = None, cache_size: int = DEFAULT_CACHE_SIZE):
+        super().__init__(client, key, ttl=ttl, cache_size=cache_size)
+        if not isinstance(shards, int) or shards < 1:
+            raise ValueError(f"shards must be an integer >= 1, got {shards!r}")
+        total_bits, hashes = bloom_size(capacity, error_rate)
+        shard_bits = math.ceil(total_bits / shards)
+        if shard_bits > MAX_SHARD_BITS:
+            needed = math.ceil(total_bits / MAX_SHARD_BITS)
+            raise ValueError(
+                f"a Redis Bloom filter for {capacity} keys at {error_rate} needs {total_bits} bits, "
+                f"more than {shards} Redis strings of at most 2**32 bits hold: use at least {needed} shards "
+                "(DEDUP_REDIS_BLOOM_SHARDS)")
+        self.capacity = capacity
+        self.error_rate = error_rate
+        self.shards = shards
+        self.shard_bits = shard_bits
+        self.hashes = hashes
+        self.step = max_step(shard_bits, hashes)
+        self.shard_keys = [f"{{{key}:{i}}}" for i in range(shards)] if shards > 1 else [key]
+        self.meta_key = f"{key}:meta"
+        self._pack = struct.Struct(f"<{hashes}I").pack
+        self._add_script = client.register_script(_ADD_SCRIPT)
+        self._add_many_script = client.register_script(_ADD_MANY_SCRIPT)
+        self._contains_many_script = client.register_script(_CONTAINS_MANY_SCRIPT)
+        self._prepared = False
+
+    # --- layout -------------------------------------------------------------------------
+
+    def layout(self) -> dict[str, str]:
+        from scrapy_dedup.seen.bloom import HASHING
+
+        return {"format": "scrapy-dedup-redis-bloom", "hashing": HASHING, "bits_per_shard": str(self.shard_bits),
+                "hashes": str(self.hashes), "shards": str(self.shards), "capacity": str(self.capacity),
+                "error_rate": repr(float(self.error_rate))}
+
+    def data_keys(self) -> list[str]:
+        return [*self.shard_keys, self.meta_key]
+
+    def prepare(self) -> None:
+        """Check or record the layout, and allocate every shard's bitmap up front (idempotent)."""
+        mine = self.layout()
+        stored = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
+                  for k, v in (self.client.hgetall(self.meta_key) or {}).items()}
+        if stored:
+            fields = ("format", "hashing", "bits_per_shard", "hashes", "shards")
+            if any(stored.get(f) != mine[f] for f in fields):
+                raise BloomLayoutMismatch(
+                    f"Redis key {self.key!r} holds a Bloom filter laid out as "
+                    f"{ {f: stored.get(f) for f in fields + ('capacity', 'error_rate')} }, this crawl is configured "
+                    f"for { {f: mine[f] for f in fields + ('capacity', 'error_rate')} }: use the same "
+                    "DEDUP_BLOOM_CAPACITY, DEDUP_BLOOM_ERROR_RATE and DEDUP_REDIS_BLOOM_SHARDS as the processes "
+                    "that made it, another DEDUP_REDIS_KEY, or DEDUP_REDIS_FLUSH_ON_START=True to start over")
+        else:
+            self.client.hset(self.meta_key, mapping=mine)
+        pipe = self.client.pipeline(transaction=False)
+        for name in self.shard_keys:
+            pipe.setbit(name, self.shard_bits - 1, 0)
+        pipe.execute()
+        if self.ttl:
+            self._next_ttl_refresh = 0.0
+            self._refresh_ttl()
+        self._prepared = True
+
+    def clear(self) -> None:
+        super().clear()
+        self._prepared = False
+
+    delete = clear
+
+    # --- the set ------------------------------------------------------------------------
+
+    def _locate(self, key: bytes) -> tuple[str, bytes]:
+        """(shard key, packed bit positions) of a fingerprint."""
+        if len(key) in DIGEST_LENGTHS and self.shards == 1:
+            h1, h2 = _TWO_U64(key)
+            shard = 0
+        else:
+            h1, h2, h3 = digest_pair(key)
+            shard = h3 % self.shards
+        return self.shard_keys[shard], self._pack(*positions(h1, h2, self.shard_bits, self.hashes, self.step))
+
+    def add(self, key: bytes) -> bool:
+        if key in self.cache:
+            return False
+        if not self._prepared:
+            self.prepare()
+        shard_key, packed = self._locate(key)
+        new = self._add_script(keys=[shard_key], args=[packed])
+        self.cache.add(key)
+        if self.ttl:
+            self._refresh_ttl()
+        return new == 1
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, bytes):
+            return False
+        return key in self.cache or self.contains_many([key])[0]
+
+    def _by_shard(self, keys: Sequence[bytes]) -> dict[str, tuple[list[int], bytearray]]:
+        groups: dict[str, tuple[list[int], bytearray]] = {}
+        for index, key in enumerate(keys):
+            shard_key, packed = self._locate(key)
+            group = groups.get(shard_key)
+            if group is None:
+                group = groups[shard_key] = ([], bytearray())
+            group[0].append(index)
+            group[1].extend(packed)
+        return groups
+
+    def _run_many(self, script: Any, keys: Iterable[bytes]) -> list[bool]:
+        """One script call per shard per batch, all of a batch in one pipelined round trip."""
+        if not self._prepared:
+            self.prepare()
+        result: list[bool] = []
+        for batch in _batches(keys):
+            groups = self._by_shard(batch)
+            pipe = self.client.pipeline(transaction=False)
+            for shard_key, (_, packed) in groups.items():
+                script(keys=[shard_key], args=[self.hashes, bytes(packed)], client=pipe)
+            answers = pipe.execute()
+            flags = [False] * len(batch)
+            for (indexes, _), answer in zip(groups.values(), answers):
+                for index, flag in zip(indexes, answer):
+                    flags[index] = flag == 1
+            result.extend(flags)
+        return result
+
+    def add_many(self, keys: Iterable[bytes]) -> list[bool]:
+        """Add a batch of keys (one script call per shard per 1000 keys); True where a key was new."""
+        keys = list(keys)
+        flags = self._run_many(self._add_many_script, keys)
+        for key in keys:
+            self.cache.add(key)
+        return flags
+
+    def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
+        """Membership of many keys, read-only (one script call per shard per 1000 keys)."""
+        return self._run_many(self._contains_many_script, keys)
+
+    def bits_set(self) -> int:
+        pipe = self.client.pipeline(transaction=False)
+        for name in self.shard_keys:
+            pipe.bitcount(name)
+        return sum(int(n or 0) for n in pipe.execute())
+
+    def __len__(self) -> int:
+        """Keys held, estimated from the bits set (Swamidass and Baldi, 2007)."""
+        total_bits = self.shard_bits * self.shards
+        ones = self.bits_set()
+        if ones >= total_bits:
+            return self.capacity * 10
+        return int(round(-total_bits / self.hashes * math.log1p(-ones / total_bits)))
+
+    def estimated_false_positive_rate(self) -> float:
+        """``fill ** hashes`` per shard, averaged over shards (a key lands in each with equal probability)."""
+        pipe = self.client.pipeline(transaction=False)
+        for name in self.shard_keys:
+            pipe.bitcount(name)
+        counts = pipe.execute()
+        return sum((int(n or 0) / self.shard_bits) ** self.hashes for n in counts) / self.shards
+
+    def expected_false_positive_rate(self, keys: int) -> float:
+        """The rate the sizing formula predicts once ``keys`` keys are held."""
+        return false_positive_rate(self.shard_bits * self.shards, self.hashes, keys)
