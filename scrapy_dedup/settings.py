@@ -219,6 +219,10 @@ SETTINGS: tuple[Setting, ...] = (
        "Target false-positive rate: the share of new URLs wrongly skipped as seen."),
     _s("DEDUP_CHECKPOINT_SECONDS", 300.0, _number(float, minimum=0), "seen",
        "Seconds between checkpoints of local state into JOBDIR (0: only at close)."),
+    _s("DEDUP_BLOOM_ON_CORRUPT", "fail", _choice("fail", "empty"), "seen",
+       "What `BloomDupeFilter` does when its JOBDIR checkpoint is truncated or corrupt: `fail` (refuse "
+       "to start: an empty filter would refetch the whole crawl) or `empty` (start empty, keep the bad "
+       "file as `seen.bloom.corrupt-<time>`)."),
     _s("DEDUP_REDIS_URL", "redis://localhost:6379/0", _redis_url, "redis",
        "Redis server of the shared stores: redis://, rediss:// or unix://. The password is masked in logs."),
     _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
