@@ -1,0 +1,507 @@
+"""In-memory index of simhash fingerprints: every stored fingerprint within ``threshold`` bits, fast.
+
+How it finds them (Manku, Jain, Das Sarma, WWW 2007)
+----------------------------------------------------
+The ``bits``-bit fingerprint is cut into ``bands`` blocks of (nearly) equal width.
+Two fingerprints at Hamming distance ``<= threshold`` differ in at most
+``threshold`` blocks, so (pigeonhole) they agree exactly on at least
+``bands - threshold`` blocks. The index keeps one hash table per choice of
+``bands - threshold`` blocks (``C(bands, bands - threshold)`` tables), keyed by
+those blocks' bits; a query looks up its own key in every table and verifies
+each candidate by an exact popcount. So with ``bands >= threshold + 1`` no
+stored fingerprint within the threshold is ever missed.
+
+* ``bands = threshold + 1`` (the default 4 bands for threshold 3): one block
+  per table, ``bands`` tables; the classic banding. Cheapest in memory, but a
+  table key is only ``bits / bands`` bits wide, so at large scale or large
+  thresholds each lookup meets many random candidates (``n / 2**(bits/bands)``
+  per table: 15 per table at 1,000,000 pages with 16-bit blocks).
+* more bands than that: wider keys (fewer candidates, faster queries), more
+  tables (4 bytes per page per table, plus a small head table). For example
+  threshold 6: 7 bands -> 7 tables of 9-bit keys (about 2,000 candidates per
+  table at 1M pages: slow); 8 bands -> 28 tables of 16-bit keys (15 candidates
+  each); 9 bands -> 84 tables of 21-bit keys. Configurations with more than
+  ``MAX_TABLES`` tables are refused.
+* ``bands <= threshold`` breaks the guarantee and is refused unless
+  ``allow_approximate=True``; then each block is a table on its own and a
+  near duplicate is found only when it happens to agree on a whole block
+  (recall is probabilistic).
+
+Layout (compact, no Python object per page)
+-------------------------------------------
+Fingerprints and keys live in ``array`` buffers (8 + 8 bytes per page, a second
+8 for 128-bit fingerprints). Each table is a chained hash table in two ``int32``
+arrays: ``head`` (bucket -> newest entry) and ``next`` (entry -> older entry in
+the same bucket): 4 bytes per page per table. At the defaults that is about
+33 bytes per page (16 + 4 x 4, plus four 256 KB heads), and a query walks
+about 60 candidates at 1,000,000 pages. Entries are never removed.
+
+``add_if_new`` runs its check and insert under one lock, so concurrent callers
+cannot both insert two near duplicates. Persistence (:meth:`save`/:meth:`load`)
+writes a versioned, checksummed file atomically (temp file, fsync, rename);
+the tables are rebuilt on load with numpy in one pass.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import operator
+import os
+import struct
+import tempfile
+import threading
+from array import array
+from collections.abc import Iterable, Iterator
+from typing import BinaryIO
+
+import numpy as np
+
+from scrapy_dedup.content.simhash import SUPPORTED_BITS
+
+__all__ = ["SimhashIndex", "MAX_TABLES", "IndexFileError"]
+
+MAX_TABLES = 256
+_M64 = (1 << 64) - 1
+_MULT = 0x9E3779B97F4A7C15
+_MIN_HEAD_BITS = 10
+_MAX_LOAD = 4  # entries per bucket (per table) before the head tables grow
+_MAGIC = b"SDSIMIX\x00"
+_VERSION = 1
+_HEADER = struct.Struct("<8sHHHHHHQ")  # magic, version, bits, threshold, bands, flags, reserved, count
+_FLAG_APPROXIMATE = 1
+_I32_MAX = 2**31 - 1
+
+
+_popcount = getattr(int, "bit_count", None) or (lambda x: bin(x).count("1"))  # int.bit_count: Python 3.10+
+
+
+class IndexFileError(ValueError):
+    """A saved index file is missing pieces, corrupt, or of another version."""
+
+
+def _fmix64(h: int) -> int:
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & _M64
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & _M64
+    return h ^ (h >> 33)
+
+
+def _np_fmix64(h: np.ndarray) -> np.ndarray:
+    shift = np.uint64(33)
+    h = h ^ (h >> shift)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> shift
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> shift)
+
+
+class _Table:
+    """One chained hash table keyed by a fixed subset of the fingerprint's blocks.
+
+    Bucket of a fingerprint: when the chosen blocks fit in the head table, their
+    bits concatenated (a perfect hash); otherwise the blocks' values combined
+    (``h = h * MULT + block``, mod 2**64) and mixed by ``fmix64``, top bits kept.
+    """
+
+    __slots__ = ("segments", "mask_lo", "mask_hi", "key_bits", "head_bits", "shift", "direct", "head", "next")
+
+    def __init__(self, segments: list[tuple[int, int]]):
+        self.segments = [(start, (1 << width) - 1, offset) for start, width, offset in _offsets(segments)]
+        mask = sum(((1 << width) - 1) << start for start, width in segments)
+        self.mask_lo = mask & _M64
+        self.mask_hi = mask >> 64
+        self.key_bits = sum(width for _, width in segments)
+        self.head_bits = 0
+        self.shift = 64
+        self.direct = True
+        self.head = array("i")
+        self.next = array("i")
+
+    def bucket(self, fp: int) -> int:
+        if self.direct:
+            key = 0
+            for start, mask, offset in self.segments:
+                key |= ((fp >> start) & mask) << offset
+            return key
+        h = 0
+        for start, mask, _ in self.segments:
+            value = (fp >> start) & mask
+            if value > _M64:  # a block wider than 64 bits (1 band of 128): fold it
+                value = (value & _M64) ^ (value >> 64)
+            h = (h * _MULT + value) & _M64
+        return _fmix64(h) >> self.shift
+
+    def _np_buckets(self, lo: np.ndarray, hi: np.ndarray | None) -> np.ndarray:
+        """The same as :meth:`bucket`, for all entries at once."""
+        values = []
+        for start, mask, offset in self.segments:
+            width = mask.bit_length()
+            if width > 64:  # the whole 128-bit fingerprint as one block, folded
+                value = lo ^ hi
+            elif start >= 64:
+                value = (hi >> np.uint64(start - 64)) & np.uint64(mask)
+            elif start + width <= 64:
+                value = (lo >> np.uint64(start)) & np.uint64(mask)
+            else:  # straddles the 64-bit boundary
+                value = ((lo >> np.uint64(start)) | (hi << np.uint64(64 - start))) & np.uint64(mask)
+            values.append((value, offset))
+        if self.direct:
+            key = np.zeros(len(lo), dtype=np.uint64)
+            for value, offset in values:
+                key |= value << np.uint64(offset)
+            return key
+        h = np.zeros(len(lo), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for value, _ in values:
+                h = h * np.uint64(_MULT) + value
+            return _np_fmix64(h) >> np.uint64(self.shift)
+
+    def rebuild(self, head_bits: int, lo: np.ndarray, hi: np.ndarray | None) -> None:
+        """Rebuild head/next for all entries, chains newest -> oldest, vectorized."""
+        self.head_bits = min(head_bits, self.key_bits)
+        self.direct = self.key_bits <= self.head_bits
+        self.shift = 64 - self.head_bits
+        buckets = self._np_buckets(lo, hi)
+        head = np.full(1 << self.head_bits, -1, dtype=np.int32)
+        nxt = np.full(len(lo), -1, dtype=np.int32)
+        if len(lo):
+            order = np.argsort(buckets, kind="stable").astype(np.int32)
+            sorted_buckets = buckets[order]
+            same = sorted_buckets[1:] == sorted_buckets[:-1]
+            nxt[order[1:][same]] = order[:-1][same]
+            last = np.ones(len(order), dtype=bool)
+            last[:-1] = ~same
+            head[sorted_buckets[last].astype(np.int64)] = order[last]
+        self.head = array("i", head.tobytes())
+        self.next = array("i", nxt.tobytes())
+
+
+def _offsets(segments: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    out, offset = [], 0
+    for start, width in segments:
+        out.append((start, width, offset))
+        offset += width
+    return out
+
+
+class SimhashIndex:
+    """Banded (permuted-table) index of ``bits``-bit fingerprints with integer keys.
+
+    ``add(key, fp)`` stores, ``query(fp)`` returns every stored ``(key, distance)``
+    with distance ``<= threshold`` (closest first), ``add_if_new(key, fp)`` returns
+    the closest match or stores the fingerprint and returns None, atomically.
+    Keys are signed 64-bit integers (page ids; keep URLs elsewhere).
+    """
+
+    def __init__(self, threshold: int = 3, bands: int = 4, bits: int = 64, allow_approximate: bool = False):
+        if bits not in SUPPORTED_BITS:
+            raise ValueError(f"bits must be 64 or 128, got {bits!r}")
+        if not isinstance(threshold, int) or not 0 <= threshold < bits:
+            raise ValueError(f"threshold must be an integer in [0, {bits}), got {threshold!r}")
+        if not isinstance(bands, int) or not 1 <= bands <= bits:
+            raise ValueError(f"bands must be an integer in [1, {bits}], got {bands!r}")
+        if bands <= threshold and not allow_approximate:
+            raise ValueError(
+                f"bands ({bands}) must be greater than threshold ({threshold}): with fewer bands two "
+                f"fingerprints {threshold} bits apart may share no band and be missed. Use "
+                f"bands >= {threshold + 1}, or allow_approximate=True to accept probabilistic recall."
+            )
+        self.threshold = threshold
+        self.bands = bands
+        self.bits = bits
+        self.allow_approximate = bool(allow_approximate)
+        self.exact_recall = bands > threshold
+        blocks = _blocks(bits, bands)
+        per_table = bands - threshold if self.exact_recall else 1
+        combos = list(itertools.islice(itertools.combinations(range(bands), per_table), MAX_TABLES + 1))
+        if len(combos) > MAX_TABLES:
+            raise ValueError(
+                f"threshold {threshold} with {bands} bands needs more than {MAX_TABLES} tables "
+                f"(C({bands}, {per_table})); use fewer bands (at least {threshold + 1})"
+            )
+        self._tables = [
+            _Table([blocks[i] for i in combo]) for combo in combos
+        ]
+        self._keys = array("q")
+        self._lo = array("Q")
+        self._hi = array("Q") if bits == 128 else None
+        self._head_bits = _MIN_HEAD_BITS
+        self._lock = threading.RLock()
+        self._rebuild()
+
+    # -- public API -------------------------------------------------------
+
+    @property
+    def tables(self) -> int:
+        """Number of hash tables (memory: 4 bytes per page each)."""
+        return len(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        return (
+            f"SimhashIndex(threshold={self.threshold}, bands={self.bands}, bits={self.bits}, "
+            f"allow_approximate={self.allow_approximate}; {len(self)} fingerprints, {self.tables} tables)"
+        )
+
+    def add(self, key: int, fp: int) -> None:
+        """Store ``fp`` under ``key`` without checking for near duplicates."""
+        key, fp = self._split(key, fp)
+        with self._lock:
+            self._insert(key, fp)
+
+    def query(self, fp: int) -> list[tuple[int, int]]:
+        """Every stored ``(key, distance)`` within ``threshold`` bits of ``fp``, closest (then oldest) first."""
+        _, fp = self._split(0, fp)
+        with self._lock:
+            found = self._candidates(fp)
+        found.sort()
+        keys = self._keys
+        return [(keys[i], d) for d, i in found]
+
+    def add_if_new(self, key: int, fp: int) -> tuple[int, int] | None:
+        """The closest stored ``(key, distance)`` within the threshold, or None after storing ``fp``.
+
+        Check and insert happen under one lock: of two concurrent near-duplicate
+        callers exactly one is stored, the other gets it as its match.
+        """
+        key, fp = self._split(key, fp)
+        with self._lock:
+            found = self._candidates(fp)
+            if found:
+                distance, i = min(found)
+                return self._keys[i], distance
+            self._insert(key, fp)
+            return None
+
+    def add_many(self, keys: Iterable[int], fps: Iterable[int]) -> None:
+        """Bulk insert (no duplicate check), rebuilding the tables in one vectorized pass."""
+        keys = list(keys)
+        fps = list(fps)
+        if len(keys) != len(fps):
+            raise ValueError("add_many: keys and fps differ in length")
+        split = [self._split(k, f) for k, f in zip(keys, fps)]
+        with self._lock:
+            self._keys.extend(k for k, _ in split)
+            self._lo.extend(fp & _M64 for _, fp in split)
+            if self._hi is not None:
+                self._hi.extend(fp >> 64 for _, fp in split)
+            self._check_capacity()
+            self._rebuild()
+
+    def items(self) -> Iterator[tuple[int, int]]:
+        """``(key, fingerprint)`` of every stored entry, in insertion order."""
+        with self._lock:
+            keys, lo, hi = list(self._keys), list(self._lo), list(self._hi) if self._hi is not None else None
+        for i, key in enumerate(keys):
+            yield key, lo[i] | (hi[i] << 64 if hi is not None else 0)
+
+    def largest_bucket(self) -> int:
+        """Most entries sharing one exact table key (the template canary: boilerplate fingerprinted)."""
+        with self._lock:
+            lo, hi = self._arrays()
+            best = 0
+            for table in self._tables:
+                if not len(lo):
+                    break
+                key_lo = lo & np.uint64(table.mask_lo)
+                if hi is not None and table.mask_hi:
+                    pairs = np.stack([key_lo, hi & np.uint64(table.mask_hi)], axis=1)
+                    _, counts = np.unique(pairs, axis=0, return_counts=True)
+                else:
+                    _, counts = np.unique(key_lo, return_counts=True)
+                best = max(best, int(counts.max()))
+            return best
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the index's arrays (fingerprints, keys, tables)."""
+        with self._lock:
+            total = sum(a.itemsize * len(a) for a in (self._keys, self._lo, self._hi) if a is not None)
+            for table in self._tables:
+                total += table.head.itemsize * len(table.head) + table.next.itemsize * len(table.next)
+            return total
+
+    # -- persistence ------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the index to ``path`` atomically (temp file in the same directory, fsync, rename)."""
+        _atomic_write(path, self.write_to)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SimhashIndex:
+        """Read an index written by :meth:`save` (raises :class:`IndexFileError` if it is damaged)."""
+        with open(path, "rb") as f:
+            return cls.read_from(f)
+
+    def write_to(self, f: BinaryIO) -> None:
+        """Serialize into an open binary file (header, keys, fingerprints, checksum)."""
+        with self._lock:
+            flags = _FLAG_APPROXIMATE if self.allow_approximate else 0
+            header = _HEADER.pack(_MAGIC, _VERSION, self.bits, self.threshold, self.bands, flags, 0, len(self))
+            digest = hashlib.blake2b(header, digest_size=16)
+            f.write(header)
+            for arr in (self._keys, self._lo, self._hi):
+                if arr is None:
+                    continue
+                data = np.frombuffer(arr, dtype=np.int64 if arr.typecode == "q" else np.uint64)
+                payload = data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()
+                del data  # release the buffer export before the array may grow again
+                digest.update(payload)
+                f.write(payload)
+            f.write(digest.digest())
+
+    @classmethod
+    def read_from(cls, f: BinaryIO) -> SimhashIndex:
+        """Deserialize from an open binary file positioned at an index written by :meth:`write_to`."""
+        header = _read_exactly(f, _HEADER.size)
+        magic, version, bits, threshold, bands, flags, _, count = _HEADER.unpack(header)
+        if magic != _MAGIC:
+            raise IndexFileError("not a scrapy-dedup simhash index file")
+        if version != _VERSION:
+            raise IndexFileError(f"simhash index file version {version} is not supported (expected {_VERSION})")
+        try:
+            index = cls(threshold, bands, bits, allow_approximate=bool(flags & _FLAG_APPROXIMATE))
+        except ValueError as exc:
+            raise IndexFileError(f"simhash index file has invalid parameters: {exc}") from None
+        digest = hashlib.blake2b(header, digest_size=16)
+        parts = []
+        for dtype in ("<i8", "<u8") + (("<u8",) if bits == 128 else ()):
+            payload = _read_exactly(f, 8 * count)
+            digest.update(payload)
+            parts.append(np.frombuffer(payload, dtype=dtype))
+        if _read_exactly(f, 16) != digest.digest():
+            raise IndexFileError("simhash index file is corrupt (checksum mismatch)")
+        index._keys = array("q", parts[0].astype(np.int64).tobytes())
+        index._lo = array("Q", parts[1].astype(np.uint64).tobytes())
+        if bits == 128:
+            index._hi = array("Q", parts[2].astype(np.uint64).tobytes())
+        index._check_capacity()
+        index._rebuild()
+        return index
+
+    # -- internals --------------------------------------------------------
+
+    def _split(self, key: int, fp: int) -> tuple[int, int]:
+        key = operator.index(key)
+        fp = operator.index(fp)
+        if not -(1 << 63) <= key < (1 << 63):
+            raise ValueError(f"key must fit in a signed 64-bit integer, got {key}")
+        if fp < 0 or fp >> self.bits:
+            raise ValueError(f"fingerprint must be a non-negative {self.bits}-bit integer, got {fp}")
+        return key, fp
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray | None]:
+        lo = np.frombuffer(self._lo, dtype=np.uint64) if len(self._lo) else np.zeros(0, np.uint64)
+        hi = None
+        if self._hi is not None:
+            hi = np.frombuffer(self._hi, dtype=np.uint64) if len(self._hi) else np.zeros(0, np.uint64)
+        return lo, hi
+
+    def _check_capacity(self) -> None:
+        if len(self._keys) > _I32_MAX:
+            raise OverflowError("SimhashIndex holds at most 2**31 - 1 fingerprints")
+
+    def _target_head_bits(self, n: int) -> int:
+        """Head tables grow 4x when the average chain passes _MAX_LOAD (amortized O(1) insert)."""
+        bits = _MIN_HEAD_BITS
+        while (1 << bits) * _MAX_LOAD < n and bits < 30:
+            bits += 2
+        return bits
+
+    def _rebuild(self) -> None:
+        self._head_bits = self._target_head_bits(len(self._keys))
+        self._growable = self._head_bits < 30 and any(t.key_bits > self._head_bits for t in self._tables)
+        # numpy views on the array buffers must be released before the arrays grow again
+        lo, hi = self._arrays()
+        lo, hi = lo.copy(), (hi.copy() if hi is not None else None)
+        for table in self._tables:
+            table.rebuild(self._head_bits, lo, hi)
+
+    def _insert(self, key: int, fp: int) -> None:
+        i = len(self._keys)
+        if i >= _I32_MAX:
+            raise OverflowError("SimhashIndex holds at most 2**31 - 1 fingerprints")
+        self._keys.append(key)
+        self._lo.append(fp & _M64)
+        if self._hi is not None:
+            self._hi.append(fp >> 64)
+        for table in self._tables:
+            b = table.bucket(fp)
+            table.next.append(table.head[b])
+            table.head[b] = i
+        if self._growable and (1 << self._head_bits) * _MAX_LOAD < i + 1:
+            self._rebuild()
+
+    def _candidates(self, fp: int) -> list[tuple[int, int]]:
+        """``(distance, entry)`` of every stored entry within the threshold."""
+        threshold = self.threshold
+        popcount = _popcount
+        lo, hi = fp & _M64, fp >> 64
+        fps_lo = self._lo
+        fps_hi = self._hi
+        found: dict[int, int] = {}  # an entry can sit in several tables' chains: keep it once
+        for table in self._tables:
+            nxt = table.next
+            i = table.head[table.bucket(fp)]
+            if fps_hi is None:
+                while i >= 0:
+                    if popcount(lo ^ fps_lo[i]) <= threshold:
+                        found[i] = popcount(lo ^ fps_lo[i])
+                    i = nxt[i]
+            else:
+                while i >= 0:
+                    d = popcount(lo ^ fps_lo[i]) + popcount(hi ^ fps_hi[i])
+                    if d <= threshold:
+                        found[i] = d
+                    i = nxt[i]
+        return [(d, i) for i, d in found.items()]
+
+
+def _blocks(bits: int, bands: int) -> list[tuple[int, int]]:
+    """(start, width) of each block, low bits first; the first ``bits % bands`` blocks are one bit wider."""
+    base, extra = divmod(bits, bands)
+    blocks, start = [], 0
+    for b in range(bands):
+        width = base + (1 if b < extra else 0)
+        blocks.append((start, width))
+        start += width
+    return blocks
+
+
+def _read_exactly(f: BinaryIO, size: int) -> bytes:
+    data = f.read(size)
+    if len(data) != size:
+        raise IndexFileError("simhash index file is truncated")
+    return data
+
+
+def _atomic_write(path: str | os.PathLike, write) -> None:
+    """Write through ``write(fileobj)`` into a temp file next to ``path``, fsync, then rename over it."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
