@@ -1,0 +1,1 @@
+"""The example Scrapy project of scrapy-dedup: one spider crawling the bundled shop and blog."""
