@@ -26,6 +26,10 @@ _EXPORTS = {
     "SimhashIndex": "scrapy_dedup.content.index",
     "RedisSimhashIndex": "scrapy_dedup.content.redis_index",
     "DuplicationReport": "scrapy_dedup.report",
+    "ContentDeduplicator": "scrapy_dedup.content.engine",
+    "ContentFingerprinter": "scrapy_dedup.content.engine",
+    "MemoryContentStore": "scrapy_dedup.content.engine",
+    "Verdict": "scrapy_dedup.content.engine",
     # Scrapy layer
     "Addon": "scrapy_dedup.addon",
     "CanonicalRequestFingerprinter": "scrapy_dedup.fingerprinter",

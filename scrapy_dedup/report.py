@@ -1,0 +1,130 @@
+"""The duplication numbers, shared by the crawl-end report and the offline ``scrapy-dedup report``.
+
+Counting rules
+--------------
+* Every fingerprinted page is exactly one of: **unique** (kept; the first of its
+  cluster), **exact** duplicate (same normalized words as a kept page), **near**
+  duplicate (within the Hamming threshold of a kept page) or **degenerate** (fewer
+  words than ``min_words``: not fingerprinted for duplicates, never clustered).
+* ``total = exact + near + unique + degenerate``: "Total URLs" includes the
+  degenerate pages (they were fetched and looked at), and every percentage is
+  over that total. Non-text responses are not in the total: they are counted
+  apart as ``skipped_non_text``.
+* ``redundant = exact + near``: the pages a deduplicating crawl would not keep.
+* ``clusters`` counts clusters of two or more pages; ``largest_cluster`` is the
+  size of the largest one (0 when there are no duplicates).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+__all__ = ["DuplicationReport"]
+
+
+@dataclass(frozen=True)
+class DuplicationReport:
+    """Counts of one crawl or dump; see the module doc for what each number means."""
+
+    total: int
+    exact: int
+    near: int
+    unique: int
+    degenerate: int
+    clusters: int
+    largest_cluster: int
+    skipped_non_text: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"DuplicationReport.{f.name} must be a non-negative integer, got {value!r}")
+        parts = self.exact + self.near + self.unique + self.degenerate
+        if self.total != parts:
+            raise ValueError(
+                f"DuplicationReport.total ({self.total}) must equal exact + near + unique + degenerate ({parts})"
+            )
+
+    @classmethod
+    def from_counts(
+        cls, *, exact: int, near: int, unique: int, degenerate: int, clusters: int, largest_cluster: int,
+        skipped_non_text: int = 0,
+    ) -> DuplicationReport:
+        """Build a report whose ``total`` is the sum of the four page kinds."""
+        return cls(exact + near + unique + degenerate, exact, near, unique, degenerate, clusters,
+                   largest_cluster, skipped_non_text)
+
+    # -- derived numbers --
+
+    @property
+    def redundant(self) -> int:
+        """Pages a deduplicating crawl would drop: exact + near duplicates."""
+        return self.exact + self.near
+
+    def _ratio(self, n: int) -> float:
+        return n / self.total if self.total else 0.0
+
+    @property
+    def exact_ratio(self) -> float:
+        return self._ratio(self.exact)
+
+    @property
+    def near_ratio(self) -> float:
+        return self._ratio(self.near)
+
+    @property
+    def unique_ratio(self) -> float:
+        return self._ratio(self.unique)
+
+    @property
+    def degenerate_ratio(self) -> float:
+        return self._ratio(self.degenerate)
+
+    @property
+    def redundant_ratio(self) -> float:
+        """Share of all fingerprinted pages that are duplicates (the number ``--fail-above`` gates on)."""
+        return self._ratio(self.redundant)
+
+    # -- renderings --
+
+    def to_dict(self) -> dict[str, Any]:
+        """All counts, derived numbers and ratios, JSON-ready."""
+        data: dict[str, Any] = asdict(self)
+        data["redundant"] = self.redundant
+        for name in ("exact", "near", "unique", "degenerate", "redundant"):
+            data[f"{name}_ratio"] = getattr(self, f"{name}_ratio")
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DuplicationReport:
+        """Inverse of :meth:`to_dict` (derived keys are ignored)."""
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+    def to_stats(self, prefix: str = "dedup/content/") -> dict[str, int | float]:
+        """Flat Scrapy-stats keys: counts as ints, ratios as floats rounded to 4 places."""
+        stats: dict[str, int | float] = {}
+        for key, value in self.to_dict().items():
+            stats[prefix + key] = round(value, 4) if isinstance(value, float) else value
+        return stats
+
+    def to_text(self) -> str:
+        """The human block: the three numbers first, percentages over the total."""
+
+        def pct(n: int) -> str:
+            return f"({100.0 * self._ratio(n):.1f}%)"
+
+        rows = [
+            ("Total URLs:", f"{self.total}", ""),
+            ("Exact duplicates:", f"{self.exact}", pct(self.exact)),
+            ("Near duplicates:", f"{self.near}", pct(self.near)),
+            ("Unique pages:", f"{self.unique}", pct(self.unique)),
+            ("Duplicate clusters:", f"{self.clusters}", f"(largest cluster: {self.largest_cluster} URLs)"),
+            ("Redundant pages:", f"{self.redundant}", pct(self.redundant)),
+            ("Degenerate pages:", f"{self.degenerate}", f"{pct(self.degenerate)} too short to fingerprint; counted apart"),
+        ]
+        if self.skipped_non_text:
+            rows.append(("Skipped non-text:", f"{self.skipped_non_text}", "(not in the total)"))
+        label_width = max(len(r[0]) for r in rows) + 2
+        number_width = max(len(r[1]) for r in rows) + 2
+        return "\n".join(f"{a:<{label_width}}{b:<{number_width}}{c}".rstrip() for a, b, c in rows)
