@@ -1,0 +1,150 @@
+"""``REQUEST_FINGERPRINTER_CLASS`` on the canonical URL.
+
+Scrapy's default fingerprint is SHA-1 over ``{"method", "url", "body", "headers"}``
+with the URL passed through ``w3lib.url.canonicalize_url``. This fingerprinter
+keeps that exact shape (20 bytes; the same JSON document) but puts in our
+canonical URL under the host's policy, so the dupefilter, the HTTP cache and
+every other fingerprint user agree on which requests are the same page.
+
+- ``dont_filter`` is untouched (the scheduler checks it, not the fingerprinter).
+- ``request.meta["verbatim_url"]`` (Scrapy's own key) opts a request out: its URL is used as is.
+- Results are cached per request object (a ``WeakKeyDictionary``, as Scrapy does),
+  and the stats are counted once per request, not once per call.
+- ``DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` names another fingerprinter to
+  wrap: it receives ``request.replace(url=<canonical URL>)``, so this composes with
+  plugins that have their own fingerprinter (the scrapy-zyte-api fallback pattern).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from scrapy_dedup.settings import DedupConfigError, read_settings
+from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.policy import PolicyMap
+
+if TYPE_CHECKING:  # pragma: no cover
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+__all__ = ["CanonicalRequestFingerprinter"]
+
+STATS_CANONICALIZED = "dedup/url/canonicalized"
+STATS_RULE_PREFIX = "dedup/url/rule/"
+STATS_UNPARSABLE = "dedup/url/unparsable"
+
+# strings json.dumps writes unchanged between quotes: printable ASCII without '"' and '\'
+_JSON_PLAIN_RE = re.compile(r'[ !#-\[\]-~]*\Z')
+
+
+def _json_string(text: str) -> str:
+    return f'"{text}"' if _JSON_PLAIN_RE.match(text) else json.dumps(text)
+
+
+def scrapy_shape_fingerprint(method: str, url: str, body: bytes | None) -> bytes:
+    """SHA-1 of the JSON document Scrapy's default fingerprinter hashes (no headers included).
+
+    Byte-for-byte the same as ``json.dumps({"method", "url", "body", "headers": {}}, sort_keys=True)``,
+    built directly in the common case (plain ASCII) to skip the encoder.
+    """
+    document = (
+        '{"body": "' + (body or b"").hex() + '", "headers": {}, "method": '
+        + _json_string(method) + ', "url": ' + _json_string(url) + "}"
+    )
+    return hashlib.sha1(document.encode()).digest()  # noqa: S324 - Scrapy's fingerprint shape, not security
+
+
+def _build_fallback(path: str, crawler: Crawler) -> Any:
+    from scrapy.utils.misc import load_object
+
+    fallback_cls = load_object(path)
+    if isinstance(fallback_cls, type) and issubclass(fallback_cls, CanonicalRequestFingerprinter):
+        raise DedupConfigError(
+            "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "
+            f"not {path} itself (it would wrap itself)"
+        )
+    try:
+        from scrapy.utils.misc import build_from_crawler
+    except ImportError:  # pragma: no cover - Scrapy < 2.12
+        from scrapy.utils.misc import create_instance
+
+        return create_instance(fallback_cls, settings=None, crawler=crawler)
+    return build_from_crawler(fallback_cls, crawler)
+
+
+class CanonicalRequestFingerprinter:
+    """Request fingerprints on canonical URLs; for ``REQUEST_FINGERPRINTER_CLASS``."""
+
+    def __init__(
+        self,
+        crawler: Crawler | None = None,
+        *,
+        canonicalizer: Canonicalizer | None = None,
+        fallback: Any = None,
+    ):
+        if canonicalizer is None:
+            if crawler is not None:
+                cfg = read_settings(crawler.settings)
+                canonicalizer = Canonicalizer(PolicyMap.from_settings_values(cfg.url_policy, cfg.url_policies))
+            else:
+                canonicalizer = Canonicalizer()
+        self.canonicalizer = canonicalizer
+        self.fallback = fallback
+        self.crawler = crawler
+        # request -> [canonical URL, fingerprint or None]
+        self._cache: WeakKeyDictionary[Request, list] = WeakKeyDictionary()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CanonicalRequestFingerprinter:
+        cfg = read_settings(crawler.settings)
+        policies = PolicyMap.from_settings_values(cfg.url_policy, cfg.url_policies)
+        fallback = None
+        if cfg.fallback_request_fingerprinter_class:
+            fallback = _build_fallback(cfg.fallback_request_fingerprinter_class, crawler)
+        return cls(crawler, canonicalizer=Canonicalizer(policies), fallback=fallback)
+
+    def _entry(self, request: Request) -> list:
+        entry = self._cache.get(request)
+        if entry is not None:
+            return entry
+        if request.meta.get("verbatim_url"):
+            canonical = request.url
+        else:
+            result = self.canonicalizer.canonicalize_with_info(request.url)
+            canonical = result.url
+            self._count(request.url, result)
+        entry = [canonical, None]
+        self._cache[request] = entry
+        return entry
+
+    def _count(self, original: str, result: Any) -> None:
+        stats = getattr(self.crawler, "stats", None)
+        if stats is None:
+            return
+        if result.unparsable:
+            stats.inc_value(STATS_UNPARSABLE)
+        if result.url != original:
+            stats.inc_value(STATS_CANONICALIZED)
+        for switch in result.fired:
+            stats.inc_value(STATS_RULE_PREFIX + switch)
+
+    def canonical_url(self, request: Request) -> str:
+        """The URL this fingerprinter identifies ``request`` by (cached per request)."""
+        return self._entry(request)[0]
+
+    def fingerprint(self, request: Request) -> bytes:
+        """20 bytes: Scrapy's fingerprint shape on the canonical URL, or the fallback's fingerprint of it."""
+        entry = self._entry(request)
+        fingerprint = entry[1]
+        if fingerprint is None:
+            canonical = entry[0]
+            if self.fallback is not None:
+                target = request if canonical == request.url else request.replace(url=canonical)
+                fingerprint = self.fallback.fingerprint(target)
+            else:
+                fingerprint = scrapy_shape_fingerprint(request.method, canonical, request.body)
+            entry[1] = fingerprint
+        return fingerprint
