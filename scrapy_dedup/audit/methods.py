@@ -1,0 +1,218 @@
+"""The two duplicate-finding methods of the audit, behind one small interface.
+
+* ``simhash`` (default): the crawl's own engine,
+  :class:`scrapy_dedup.content.engine.ContentDeduplicator` over a
+  :class:`~scrapy_dedup.content.engine.MemoryContentStore`, with the same
+  fingerprinter (so an offline audit and a crawl agree page for page).
+* ``minhash``: datasketch ``MinHash`` + ``MinHashLSH`` over the same word
+  shingles, with the same exact layer and the same degenerate-page rule, for
+  corpora where a Jaccard estimate matters more than speed. Candidates from the
+  LSH are verified against the stored signatures (estimated Jaccard at least
+  ``jaccard_threshold``); the reported "distance" is ``1 - Jaccard``.
+
+A method gives a picklable ``fingerprint(text)`` for the worker processes and
+a ``decider()`` that takes the decisions in the main process, in dump order.
+Pages are identified in the engine by their index in the dump (the URLs are
+kept apart by the runner), so a URL that occurs twice is still two pages.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from scrapy_dedup.audit.config import AuditConfig
+from scrapy_dedup.content.clusters import Clusters
+
+__all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod"]
+
+
+class Decision(NamedTuple):
+    kind: str  # unique | exact | near | degenerate (the engine's kinds)
+    matched: int  # index of the kept page a duplicate matched, else -1
+    distance: float  # bits (simhash) or 1 - Jaccard (minhash); 0 for new and degenerate pages
+
+
+def make_method(cfg: AuditConfig):
+    return MinhashMethod(cfg) if cfg.method == "minhash" else SimhashMethod(cfg)
+
+
+
+
+# --- simhash: the crawl's engine ------------------------------------------------------------------
+
+class SimhashMethod:
+    def __init__(self, cfg: AuditConfig):
+        from scrapy_dedup.content.engine import ContentFingerprinter
+
+        self.cfg = cfg
+        self.fingerprinter = ContentFingerprinter(shingle_size=cfg.shingle_size, bits=cfg.fingerprint_bits,
+                                                  min_words=cfg.min_words)
+
+    def fingerprint(self, text: str) -> Any:
+        return self.fingerprinter.fingerprint(text)
+
+    def decider(self) -> "SimhashDecider":
+        return SimhashDecider(self.cfg, self.fingerprinter)
+
+
+class SimhashDecider:
+    def __init__(self, cfg: AuditConfig, fingerprinter: Any):
+        from scrapy_dedup.content.engine import ContentDeduplicator, MemoryContentStore
+
+        self.cfg = cfg
+        self.fingerprinter = fingerprinter
+        store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
+                                   allow_approximate=cfg.allow_approximate)
+        self.engine = ContentDeduplicator(fingerprinter, store)
+        self._all: Optional[Any] = None  # a second SimhashIndex, only for --all-pairs
+        self._exact_first: dict = {}
+
+    def check(self, index: int, url: str, fp: Any) -> Decision:
+        # The page's index is its key in the engine (URLs are kept by the runner; a URL may repeat).
+        verdict = self.engine.check_fingerprint(str(index), fp)
+        if verdict.is_duplicate:
+            return Decision(verdict.kind, int(verdict.kept_url), float(verdict.distance or 0))
+        return Decision(verdict.kind, -1, 0.0)
+
+    def all_matches(self, index: int, fp: Any) -> list[tuple[int, float, str]]:
+        """Every kept page within the threshold of ``fp`` (not only the first match): ``--all-pairs``."""
+        if self._all is None:
+            from scrapy_dedup.content.index import SimhashIndex
+
+            self._all = SimhashIndex(self.cfg.hamming_threshold, self.cfg.bands, self.cfg.fingerprint_bits,
+                                     allow_approximate=self.cfg.allow_approximate)
+        out = []
+        exact_kept = self._exact_first.get(fp.exact)
+        if exact_kept is not None:
+            out.append((exact_kept, 0.0, "exact"))
+        for key, distance in self._all.query(fp.simhash):
+            if key != exact_kept:
+                out.append((int(key), float(distance), "near"))
+        return sorted(out)
+
+    def commit(self, index: int, fp: Any, decision: Decision) -> None:
+        # The engine has recorded the page already; only the --all-pairs index needs it.
+        if self._all is not None and decision.kind == "unique":
+            self._all.add(index, fp.simhash)
+            self._exact_first.setdefault(fp.exact, index)
+
+    def report(self):
+        return self.engine.report()
+
+
+# --- minhash: datasketch --------------------------------------------------------------------------
+
+def _datasketch():
+    try:
+        import datasketch
+    except ImportError:
+        from scrapy_dedup.audit.runner import MissingExtraError
+
+        raise MissingExtraError("--method minhash needs datasketch: pip install 'scrapy-dedup[minhash]'") from None
+    return datasketch
+
+
+class MinhashFingerprint(NamedTuple):
+    exact: bytes
+    signature: Optional[np.ndarray]  # uint64[num_perm]; None for a degenerate page
+    words: int
+
+
+class MinhashMethod:
+    def __init__(self, cfg: AuditConfig):
+        self.cfg = cfg
+        self._ds = _datasketch()
+        # One permutation set for all pages (datasketch derives it from num_perm and seed).
+        self._template = self._ds.MinHash(num_perm=cfg.num_perm, seed=1)
+
+    def fingerprint(self, text: str) -> MinhashFingerprint:
+        from scrapy_dedup.content.simhash import exact_hash_words, words
+
+        tokens = words(text)
+        if len(tokens) < self.cfg.min_words:
+            return MinhashFingerprint(b"", None, len(tokens))
+        k = self.cfg.shingle_size
+        shingles = {" ".join(tokens[i:i + k]).encode("utf-8") for i in range(len(tokens) - k + 1)}
+        m = self._template.copy()
+        m.update_batch(list(shingles))
+        return MinhashFingerprint(exact_hash_words(tokens), m.hashvalues.astype(np.uint64), len(tokens))
+
+    def decider(self) -> "MinhashDecider":
+        return MinhashDecider(self.cfg, self._ds, self._template)
+
+
+class MinhashDecider:
+    """Exact layer first, then LSH candidates verified by their estimated Jaccard similarity."""
+
+    def __init__(self, cfg: AuditConfig, ds: Any, template: Any):
+        self.cfg = cfg
+        self.ds = ds
+        # Rebuilding a MinHash from stored values: reuse the permutations (not regenerated per page) and,
+        # on datasketch >= 2, name the hashing scheme they came from.
+        self._rebuild = {"num_perm": cfg.num_perm, "seed": 1, "permutations": template.permutations}
+        if getattr(template, "scheme", None) is not None:
+            self._rebuild["scheme"] = template.scheme
+        params = (cfg.lsh_bands, cfg.lsh_rows) if cfg.lsh_bands else None
+        self.lsh = ds.MinHashLSH(threshold=cfg.jaccard_threshold, num_perm=cfg.num_perm, params=params)
+        self.exact: dict[bytes, int] = {}
+        self.signatures = np.zeros((1024, cfg.num_perm), dtype=np.uint64)
+        self.slot: dict[int, int] = {}  # page index -> row of self.signatures (kept pages only)
+        self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
+        self.clusters = Clusters()  # the engine's union-find, over page indexes
+
+    def _minhash(self, signature: np.ndarray):
+        return self.ds.MinHash(hashvalues=signature, **self._rebuild)
+
+    def _candidates(self, signature: np.ndarray) -> list[tuple[int, float]]:
+        out = []
+        for key in self.lsh.query(self._minhash(signature)):
+            jaccard = float(np.count_nonzero(self.signatures[self.slot[key]] == signature)) / self.cfg.num_perm
+            if jaccard >= self.cfg.jaccard_threshold:
+                out.append((key, 1.0 - jaccard))
+        return out
+
+    def check(self, index: int, url: str, fp: MinhashFingerprint) -> Decision:
+        if fp.signature is None:
+            self.counts["degenerate"] += 1
+            return Decision("degenerate", -1, 0.0)
+        kept = self.exact.get(fp.exact)
+        if kept is not None:
+            self.counts["exact"] += 1
+            self.clusters.add_pair(kept, index)
+            return Decision("exact", kept, 0.0)
+        candidates = self._candidates(fp.signature)
+        if candidates:
+            key, distance = min(candidates, key=lambda kd: (kd[1], kd[0]))  # most similar, then oldest
+            self.counts["near"] += 1
+            self.clusters.add_pair(key, index)
+            return Decision("near", key, distance)
+        self.counts["unique"] += 1
+        return Decision("unique", -1, 0.0)
+
+    def all_matches(self, index: int, fp: MinhashFingerprint) -> list[tuple[int, float, str]]:
+        if fp.signature is None:
+            return []
+        kept = self.exact.get(fp.exact)
+        out = [(kept, 0.0, "exact")] if kept is not None else []
+        out.extend((key, d, "near") for key, d in self._candidates(fp.signature) if key != kept)
+        return sorted(out)
+
+    def commit(self, index: int, fp: MinhashFingerprint, decision: Decision) -> None:
+        if decision.kind != "unique":
+            return
+        row = len(self.slot)
+        if row >= len(self.signatures):
+            grown = np.zeros((len(self.signatures) * 2, self.cfg.num_perm), dtype=np.uint64)
+            grown[:row] = self.signatures
+            self.signatures = grown
+        self.signatures[row] = fp.signature
+        self.slot[index] = row
+        self.exact[fp.exact] = index
+        self.lsh.insert(index, self._minhash(fp.signature), check_duplication=False)
+
+    def report(self):
+        from scrapy_dedup.report import DuplicationReport
+
+        return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
+                                             largest_cluster=self.clusters.largest())

@@ -1,0 +1,482 @@
+"""The offline audit: stream a dump through the content engine, then write the outputs.
+
+Memory: page texts live only while a page is fingerprinted (in a worker with
+``--jobs N``); what stays is, per page, its URL, its line number, and a few
+bytes of verdict in typed arrays (kind, matched page, distance), plus the
+engine's fingerprints and index. The HTML sample needs the texts of a few
+pairs: they are read again from the dump in a second pass, by line number.
+
+Parallelism: with ``jobs > 1``, batches of raw lines go to worker processes
+that parse JSON, extract the text and fingerprint it; the decisions (index
+look-ups and inserts) stay in this process, in dump order, so the result is
+the same for any ``jobs`` (the first page of a cluster in the dump is kept).
+At most ``2 * jobs`` batches are in flight, so a fast reader never buffers
+the dump in memory.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from array import array
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from scrapy_dedup.audit.config import AuditConfig
+from scrapy_dedup.audit.dump import BadLine, BadLines, DumpError, FieldNames, PageRecord, open_dump, \
+    parse_record, read_lines
+from scrapy_dedup.audit.pairs import categorize, word_diff
+
+__all__ = ["run_report", "audit_dump", "AuditResult", "MissingExtraError", "KIND_CODES"]
+
+BATCH_LINES = 64
+KIND_CODES = {"unique": 0, "exact": 1, "near": 2, "degenerate": 3}
+KINDS = {v: k for k, v in KIND_CODES.items()}
+LARGEST_CLUSTERS = 20
+MEMBERS_SHOWN = 50
+
+
+class MissingExtraError(RuntimeError):
+    """An optional dependency (e.g. datasketch for ``--method minhash``) is not installed."""
+
+
+# --- the per-page work (in this process or a worker) ----------------------------------------------
+
+class PageWorker:
+    """Parses one dump line into ``(line, url, fingerprint, extra)`` or a bad line. Picklable by its config."""
+
+    def __init__(self, cfg: AuditConfig):
+        from scrapy_dedup.audit.methods import make_method
+
+        self.cfg = cfg
+        self.fields = FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)
+        self.method = make_method(cfg)
+
+    def text_of(self, record: PageRecord) -> str:
+        from scrapy_dedup.content.text import page_text
+
+        if not record.is_html:
+            return record.content
+        html = record.content
+        if len(html) > self.cfg.max_bytes:  # characters, close enough to bytes for a cap
+            html = html[: self.cfg.max_bytes]
+        return page_text(html, strip_tags=self.cfg.strip_tags, strip_selectors=self.cfg.strip_selectors)
+
+    def process(self, number: int, raw: bytes) -> tuple:
+        parsed = parse_record(number, raw, self.fields)
+        if not isinstance(parsed, PageRecord):
+            bad, keys = parsed
+            return ("bad", bad, keys)
+        try:
+            text = self.text_of(parsed)
+            fingerprint = self.method.fingerprint(text)
+        except Exception as exc:  # hostile markup is a bad line, never the end of the run
+            return ("bad", BadLine(number, f"text extraction failed ({type(exc).__name__})"), ())
+        return ("page", number, parsed.url, fingerprint)
+
+    def process_batch(self, batch: list) -> list:
+        return [self.process(number, raw) for number, raw in batch]
+
+
+_WORKER: Optional[PageWorker] = None
+
+
+def _init_worker(cfg: AuditConfig) -> None:
+    global _WORKER
+    _WORKER = PageWorker(cfg)
+
+
+def _work(batch: list) -> list:
+    assert _WORKER is not None
+    return _WORKER.process_batch(batch)
+
+
+def _batches(lines: Iterable[tuple[int, bytes]], size: int) -> Iterator[list]:
+    batch: list = []
+    for item in lines:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int) -> Iterator[list]:
+    """Processed batches in dump order; bounded look-ahead with workers."""
+    if jobs <= 1:
+        worker = PageWorker(cfg)
+        for batch in _batches(lines, BATCH_LINES):
+            yield worker.process_batch(batch)
+        return
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(cfg,)) as pool:
+        pending: deque = deque()
+        for batch in _batches(lines, BATCH_LINES):
+            pending.append(pool.submit(_work, batch))
+            if len(pending) >= 2 * jobs:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+# --- the result -----------------------------------------------------------------------------------
+
+@dataclass
+class ClusterSummary:
+    cluster: int
+    size: int
+    representative: str
+    members: list  # [(url, kind, distance)] of the flagged members, at most MEMBERS_SHOWN
+
+
+@dataclass
+class SamplePair:
+    url_a: str
+    url_b: str
+    kind: str
+    distance: Any
+    category: str
+    diff: list
+
+
+@dataclass
+class AuditResult:
+    """Everything the outputs need; built by :func:`audit_dump`."""
+
+    source: str
+    config: AuditConfig
+    report: Any  # scrapy_dedup.report.DuplicationReport
+    bad_lines: BadLines
+    lines_read: int
+    elapsed: float
+    jobs: int
+    distance_histogram: dict = field(default_factory=dict)
+    cluster_sizes: dict = field(default_factory=dict)
+    largest_clusters: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
+    flagged_pairs: int = 0
+    categories: dict = field(default_factory=dict)
+
+    # numbers --------------------------------------------------------------------------------------
+    @property
+    def numbers(self) -> dict:
+        return self.report.to_dict()
+
+    @property
+    def redundant_ratio(self) -> float:
+        return self.report.redundant_ratio
+
+    def number_rows(self) -> list[tuple[str, str, str]]:
+        """(label, value, note) rows of the HTML page's numbers table, the order of ``to_text``."""
+        n = self.numbers
+        total = n["total"]
+
+        def pct(x: int) -> str:
+            return f"{100.0 * x / total:.1f}%" if total else "0.0%"
+
+        return [
+            ("Total URLs", str(total), ""),
+            ("Exact duplicates", str(n["exact"]), pct(n["exact"])),
+            ("Near duplicates", str(n["near"]), pct(n["near"])),
+            ("Unique pages", str(n["unique"]), pct(n["unique"])),
+            ("Duplicate clusters", str(n["clusters"]), f"largest cluster: {n['largest_cluster']} URLs"),
+            ("Redundant pages", str(n["redundant"]), pct(n["redundant"])),
+            ("Degenerate pages", str(n["degenerate"]), "too short to fingerprint; counted apart"),
+            ("Bad lines", str(self.bad_lines.count), "skipped; see below" if self.bad_lines.count else ""),
+        ]
+
+    def method_summary(self) -> str:
+        c = self.config
+        if c.method == "minhash":
+            lsh = f", {c.lsh_bands}x{c.lsh_rows} LSH" if c.lsh_bands else ""
+            return f"{c.num_perm} permutations, Jaccard >= {c.jaccard_threshold}{lsh}, shingles of {c.shingle_size}"
+        return (f"{c.fingerprint_bits}-bit simhash, shingles of {c.shingle_size}, threshold {c.hamming_threshold} "
+                f"bits, {c.bands} bands")
+
+    def elapsed_text(self) -> str:
+        rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
+        return f"{self.lines_read} lines in {self.elapsed:.1f} s ({rate:.0f} lines/s, {self.jobs} job(s))"
+
+    def to_text(self) -> str:
+        lines = [self.report.to_text()]  # the engine's block: the three numbers first
+        if self.bad_lines.count:
+            lines.append(f"Bad lines:           {self.bad_lines.count} (skipped)")
+            lines.append("Bad lines by reason:")
+            lines.extend(self.bad_lines.describe(FieldNames(self.config.url_field, self.config.html_field,
+                                                            self.config.text_field)))
+        if self.categories:
+            lines.append("Flagged pairs by likely category:")
+            for name, count in sorted(self.categories.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {count:>8}  {name}")
+        lines.append(f"Method: {self.config.method} ({self.method_summary()}); {self.elapsed_text()}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "numbers": self.numbers,
+            "redundant_ratio": self.redundant_ratio,
+            "bad_lines": self.bad_lines.to_dict(),
+            "categories": self.categories,
+            "distance_histogram": {str(k): v for k, v in sorted(self.distance_histogram.items())},
+            "cluster_sizes": {str(k): v for k, v in sorted(self.cluster_sizes.items())},
+            "largest_clusters": [{"cluster": c.cluster, "size": c.size, "representative": c.representative}
+                                 for c in self.largest_clusters],
+            "config": self.config.to_dict(),
+            "lines_read": self.lines_read,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "jobs": self.jobs,
+        }
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+class _Pages:
+    """Per-page state in typed arrays (a few bytes per page) plus the URL list."""
+
+    def __init__(self) -> None:
+        self.urls: list[str] = []
+        self.lines = array("q")
+        self.kinds = array("b")
+        self.matched = array("q")  # index of the kept page a duplicate matched, else -1
+        self.distances = array("d")
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    def add(self, url: str, line: int, kind: str, matched: int, distance: float) -> None:
+        self.urls.append(url)
+        self.lines.append(line)
+        self.kinds.append(KIND_CODES[kind])
+        self.matched.append(matched)
+        self.distances.append(distance)
+
+
+def _progress(mode: str, total_bytes: Optional[int]):
+    enabled = mode == "always" or (mode == "auto" and sys.stderr.isatty())
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency; a broken install only loses the bar
+        return None
+    return tqdm(total=total_bytes, unit="B", unit_scale=True, desc="pages", disable=not enabled,
+                file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
+
+
+def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = False,
+               progress: str = "never", want_samples: bool = True, pairs_out: Any = None,
+               all_pairs: bool = False) -> tuple[AuditResult, _Pages, Any]:
+    """Run the engine over the dump at ``path``; returns the result, the per-page state and the method."""
+    from scrapy_dedup.audit.methods import make_method
+
+    method = make_method(cfg)
+    decider = method.decider()
+    pages = _Pages()
+    bad = BadLines()
+    started = time.perf_counter()
+    size = None
+    if path != "-":
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = None
+    stream = open_dump(path)
+    bar = _progress(progress, size)
+    raw_pos = getattr(stream, "fileobj", stream)  # gzip: progress over compressed bytes
+    last_pos = 0
+    lines_read = 0
+    try:
+        for results in _results(cfg, read_lines(stream), jobs):
+            for item in results:
+                lines_read += 1
+                if item[0] == "bad":
+                    _, bad_line, keys = item
+                    if strict:
+                        raise DumpError(f"line {bad_line.line}: {bad_line.reason} (--strict)")
+                    bad.add(bad_line, tuple(keys))
+                    continue
+                _, number, url, fingerprint = item
+                index = len(pages)
+                verdict = decider.check(index, url, fingerprint)
+                pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
+                if pairs_out is not None:
+                    if all_pairs and verdict.kind != "degenerate":
+                        for other, distance, kind in decider.all_matches(index, fingerprint):
+                            pairs_out.write(index, other, distance, kind, pages)
+                    elif verdict.kind in ("exact", "near"):
+                        pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
+                decider.commit(index, fingerprint, verdict)
+            if bar is not None and size:
+                try:
+                    pos = raw_pos.tell()
+                except (OSError, ValueError, AttributeError):
+                    pos = last_pos
+                bar.update(max(0, pos - last_pos))
+                last_pos = pos
+    finally:
+        if bar is not None:
+            bar.close()
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if lines_read and bad.count == lines_read:
+        hint = "\n".join(bad.describe(FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)))
+        raise DumpError(f"no line of {path!r} is a usable page record:\n{hint}")
+    result = AuditResult(source=path, config=cfg, report=decider.report(), bad_lines=bad,
+                         lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs)
+    _summarize(result, pages, cfg, want_samples)
+    return result, pages, decider
+
+
+def _cluster_roots(pages: _Pages) -> list[int]:
+    """Cluster id (index of the kept page) of every page; kept pages whose cluster has no duplicates map to themselves."""
+    roots = list(range(len(pages)))
+    for i in range(len(pages)):
+        m = pages.matched[i]
+        if m >= 0:
+            roots[i] = roots[m]  # matched pages come earlier in the dump: already resolved
+    return roots
+
+
+def _summarize(result: AuditResult, pages: _Pages, cfg: AuditConfig, want_samples: bool) -> None:
+    roots = _cluster_roots(pages)
+    sizes: Counter = Counter()
+    flagged: list[int] = []
+    distances: Counter = Counter()
+    categories: Counter = Counter()
+    for i in range(len(pages)):
+        if pages.matched[i] >= 0:
+            flagged.append(i)
+            sizes[roots[i]] += 1
+            d = pages.distances[i]
+            distances[_distance_key(d, cfg)] += 1
+            categories[categorize(pages.urls[pages.matched[i]], pages.urls[i], KINDS[pages.kinds[i]])] += 1
+    result.flagged_pairs = len(flagged)
+    result.distance_histogram = dict(distances)
+    result.categories = dict(categories)
+    result.cluster_sizes = dict(Counter(n + 1 for n in sizes.values()))
+    members: dict[int, list] = {}
+    top = [root for root, _ in sizes.most_common(LARGEST_CLUSTERS)]
+    wanted = set(top)
+    for i in flagged:
+        root = roots[i]
+        if root in wanted:
+            bucket = members.setdefault(root, [])
+            if len(bucket) < MEMBERS_SHOWN:
+                bucket.append((pages.urls[i], KINDS[pages.kinds[i]], _distance_key(pages.distances[i], cfg)))
+    result.largest_clusters = [ClusterSummary(root, sizes[root] + 1, pages.urls[root], members.get(root, []))
+                               for root in top]
+    if want_samples and cfg.sample and flagged:
+        rng = random.Random(cfg.seed)
+        chosen = sorted(rng.sample(flagged, min(cfg.sample, len(flagged))))
+        result.samples = [SamplePair(pages.urls[pages.matched[i]], pages.urls[i], KINDS[pages.kinds[i]],
+                                     _distance_key(pages.distances[i], cfg),
+                                     categorize(pages.urls[pages.matched[i]], pages.urls[i], KINDS[pages.kinds[i]]),
+                                     [])
+                          for i in chosen]
+        result._sample_indexes = [(pages.matched[i], i) for i in chosen]  # type: ignore[attr-defined]
+
+
+def _distance_key(distance: float, cfg: AuditConfig) -> Any:
+    if cfg.method == "simhash":
+        return int(distance)
+    return round(distance, 2)
+
+
+def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
+    """Second pass over the dump: the words of the sampled pairs only, for the side-by-side diff."""
+    from scrapy_dedup.content.simhash import words
+
+    indexes = getattr(result, "_sample_indexes", [])
+    if not indexes:
+        return
+    wanted = {pages.lines[i]: i for pair in indexes for i in pair}
+    worker = PageWorker(result.config)
+    texts: dict[int, list] = {}
+    stream = open_dump(path)
+    try:
+        for number, raw in read_lines(stream):
+            if number in wanted:
+                parsed = parse_record(number, raw, worker.fields)
+                if isinstance(parsed, PageRecord):
+                    texts[wanted[number]] = words(worker.text_of(parsed))
+                if len(texts) == len(wanted):
+                    break
+    finally:
+        stream.close()
+    for sample, (a, b) in zip(result.samples, indexes):
+        sample.diff = word_diff(texts.get(a, []), texts.get(b, []))
+
+
+# --- outputs --------------------------------------------------------------------------------------
+
+class PairsWriter:
+    """``--pairs`` JSONL, written while the dump streams (nothing accumulates in memory)."""
+
+    def __init__(self, path: str):
+        self.f = open(path, "w", encoding="utf-8")
+        self.count = 0
+
+    def write(self, index: int, other: int, distance: Any, kind: str, pages: _Pages) -> None:
+        a, b = (other, index) if other < index else (index, other)
+        url_a = pages.urls[a]
+        url_b = pages.urls[b] if b < len(pages) else None
+        self.f.write(json.dumps({"url_a": url_a, "url_b": url_b, "distance": distance, "kind": kind},
+                                ensure_ascii=False) + "\n")
+        self.count += 1
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def write_clusters(path: str, pages: _Pages, cfg: AuditConfig) -> int:
+    """``--clusters`` JSONL: every page of a cluster of two or more, its representative first."""
+    roots = _cluster_roots(pages)
+    in_cluster = set(roots[i] for i in range(len(pages)) if pages.matched[i] >= 0)
+    written = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(len(pages)):
+            root = roots[i]
+            if root not in in_cluster:
+                continue
+            is_rep = i == root
+            f.write(json.dumps({
+                "url": pages.urls[i], "cluster": root, "representative": pages.urls[root],
+                "distance": 0 if is_rep else _distance_key(pages.distances[i], cfg),
+                "kind": "representative" if is_rep else KINDS[pages.kinds[i]],
+            }, ensure_ascii=False) + "\n")
+            written += 1
+    return written
+
+
+def run_report(args: Any, cfg: AuditConfig) -> int:
+    """The ``report`` subcommand: run, print, write the requested files, apply ``--fail-above``."""
+    pairs_out = PairsWriter(args.pairs) if args.pairs else None
+    try:
+        result, pages, _ = audit_dump(args.dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
+                                      want_samples=bool(args.html), pairs_out=pairs_out,
+                                      all_pairs=args.all_pairs)
+    finally:
+        if pairs_out is not None:
+            pairs_out.close()
+    if args.clusters:
+        write_clusters(args.clusters, pages, cfg)
+    if args.html:
+        from scrapy_dedup.audit.html import render_html
+
+        if args.dump != "-":
+            fill_sample_texts(result, pages, args.dump)
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(render_html(result))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(result.to_text())
+    if args.fail_above is not None and result.redundant_ratio > args.fail_above:
+        print(f"scrapy-dedup report: redundant share {result.redundant_ratio:.1%} is above "
+              f"--fail-above {args.fail_above:.1%}", file=sys.stderr)
+        return 1
+    return 0
