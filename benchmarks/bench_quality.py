@@ -87,49 +87,17 @@ def word_shingles(text: str, k: int = 5) -> list[str]:
 
 # -- deciders ----------------------------------------------------------------------------------
 def ours_decider() -> tuple[Decider, str]:
-    """C1's ContentDeduplicator with its defaults."""
-    try:
-        from scrapy_dedup.content import engine
-    except ImportError:  # TEMP until C1's engine lands
-        return _components_decider(), "ours: page_text+simhash (components)"
-    dedup = engine.ContentDeduplicator()
-    check = dedup.check
+    """The library's ContentDeduplicator with its defaults (HTML -> page_text -> check)."""
+    from scrapy_dedup.content.engine import ContentDeduplicator
+    from scrapy_dedup.content.text import page_text
+
+    check = ContentDeduplicator.in_memory().check
 
     def decide(url: str, html: bytes) -> Optional[str]:
-        verdict = check(url, html)
-        return verdict.kept_url if verdict.kind in ("exact", "near") else None
+        verdict = check(url, page_text(html))
+        return verdict.kept_url if verdict.is_duplicate else None
 
-    return decide, "ours: ContentDeduplicator() defaults"
-
-
-def _components_decider() -> Decider:
-    from scrapy_dedup.content.simhash import exact_hash_words, simhash_words, words
-
-    exact: dict[bytes, str] = {}
-    bands: list[dict[int, list[tuple[int, str]]]] = [defaultdict(list) for _ in range(4)]
-
-    def decide(url: str, html: bytes) -> Optional[str]:
-        toks = words(our_text(html))
-        if len(toks) < 20:
-            return None
-        e = exact_hash_words(toks)
-        if e in exact:
-            return exact[e]
-        fp = simhash_words(toks)
-        best, best_d = None, 4
-        for i in range(4):
-            for other, key in bands[i].get((fp >> (16 * i)) & 0xFFFF, ()):
-                d = bin(fp ^ other).count("1")
-                if d < best_d:
-                    best, best_d = key, d
-        if best is not None:
-            return best
-        exact[e] = url
-        for i in range(4):
-            bands[i][(fp >> (16 * i)) & 0xFFFF].append((fp, url))
-        return None
-
-    return decide
+    return decide, "ours: ContentDeduplicator defaults"
 
 
 def md5_raw_decider() -> tuple[Decider, str]:
@@ -292,7 +260,7 @@ def build_deciders(quick: bool, extra: Iterable[tuple[Decider, str]] = ()) -> li
 
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="a few seconds: 4 originals per template "
+    ap.add_argument("--quick", action="store_true", help="a few seconds: 3 small originals per template "
                     "(or the tiny generated corpus when the Debian docs are absent)")
     ap.add_argument("--per-source", type=int, default=120, help="originals per template (default 120)")
     ap.add_argument("--seed", type=int, default=7)
@@ -300,12 +268,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--ideas", action="store_true", help="also run the exploration rows (bench_ideas.py)")
     args = ap.parse_args(argv)
 
-    per_source = 4 if args.quick else args.per_source
+    per_source = 3 if args.quick else args.per_source
     t0 = time.perf_counter()
     sources = qc.ensure_sources(install=not (args.no_install or args.quick))
     if sources:
         pages = qc.build_corpus(per_source, seed=args.seed, install=False, sources=tuple(sources),
-                                degenerate_copies=2 if args.quick else 4)
+                                degenerate_copies=2 if args.quick else 4,
+                                max_bytes=40_000 if args.quick else qc.MAX_PAGE_BYTES)
         corpus = f"Debian docs: {', '.join(s.package for s in sources)}"
     else:
         pages = qc.tiny_corpus(args.seed)

@@ -73,9 +73,9 @@ class Page:
     source: str
 
 
-def source_files(source: Source) -> list[str]:
+def source_files(source: Source, max_bytes: int = MAX_PAGE_BYTES) -> list[str]:
     return sorted(p for p in glob.glob(source.pattern, recursive=True)
-                  if os.path.getsize(p) <= MAX_PAGE_BYTES)
+                  if os.path.getsize(p) <= max_bytes)
 
 
 def ensure_sources(install: bool = True, sources: tuple[Source, ...] = SOURCES) -> list[Source]:
@@ -374,14 +374,14 @@ DEGENERATE = [
 
 # -- the corpus ----------------------------------------------------------------------------------
 def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, install: bool = True,
-                 sources: Optional[tuple[Source, ...]] = None) -> list[Page]:
+                 sources: Optional[tuple[Source, ...]] = None, max_bytes: int = MAX_PAGE_BYTES) -> list[Page]:
     """Pages in crawl order (shuffled, seeded), each with its ground-truth group."""
     rng = random.Random(seed)
     pages: list[Page] = []
     group = 0
     available = ensure_sources(install, sources or SOURCES)
     for src in available:
-        originals = distinct_originals(source_files(src), per_source, rng)
+        originals = distinct_originals(source_files(src, max_bytes), per_source, rng)
         host = f"{src.name}.example.test"
         for i, (path, html) in enumerate(originals):
             group += 1

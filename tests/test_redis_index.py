@@ -207,3 +207,29 @@ def test_exactly_one_process_wins_each_group(redis_url, use_store):
     assert sorted(wins) == list(range(GROUPS))  # every group kept exactly once
     index = RedisSimhashIndex.from_redis(redis_url, "race")
     assert len(index) == GROUPS
+
+
+def test_content_store_gives_the_engine_the_same_verdicts_as_memory(redis_url):
+    """C1's ContentDeduplicator over Redis decides exactly as over the in-memory store."""
+    import sys
+    from pathlib import Path
+
+    from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter
+    from scrapy_dedup.content.text import page_text
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import quality_corpus
+
+    pages = quality_corpus.tiny_corpus(seed=3)
+    memory = ContentDeduplicator.in_memory()
+    store = RedisContentStore.from_redis(redis_url, "engine:%s" % "tiny")
+    shared = ContentDeduplicator(ContentFingerprinter(), store)
+    kinds = set()
+    for page in pages:
+        text = page_text(page.html)
+        a, b = memory.check(page.url, text), shared.check(page.url, text)
+        assert (a.kind, a.kept_url, a.distance) == (b.kind, b.kept_url, b.distance), page.url
+        kinds.add(a.kind)
+    assert kinds == {"unique", "exact", "near", "degenerate"}
+    assert memory.report() == shared.report()
+    shared.close()

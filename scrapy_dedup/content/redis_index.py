@@ -347,8 +347,17 @@ class RedisContentStore:
     duplicate pages exactly one keeps its page.
     """
 
-    def __init__(self, index: RedisSimhashIndex):
+    def __init__(self, index: RedisSimhashIndex, *, owns_client: bool = False):
         self.index = index
+        self._owns_client = owns_client
+
+    @property
+    def threshold(self) -> int:
+        return self.index.threshold
+
+    @property
+    def bits(self) -> int:
+        return self.index.bits
 
     @classmethod
     def from_redis(cls, client_or_url: Any, prefix: str, threshold: int = 3, bands: int = 4,
@@ -357,14 +366,15 @@ class RedisContentStore:
                    ) -> "RedisContentStore":
         """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup.redis_conn.connect`)."""
         return cls(RedisSimhashIndex.from_redis(client_or_url, prefix, threshold, bands, bits, ttl,
-                                                params=params, allow_approximate=allow_approximate))
+                                                params=params, allow_approximate=allow_approximate),
+                   owns_client=isinstance(client_or_url, str))
 
     @classmethod
     def from_settings(cls, cfg: Any, spider_name: str, client: Any = None) -> "RedisContentStore":
         """Build from a :class:`scrapy_dedup.settings.DedupSettings`: ``DEDUP_REDIS_INDEX_KEY``
         (``%(spider)s`` filled in), ``DEDUP_REDIS_URL``/``PARAMS``, ``DEDUP_REDIS_TTL``, and the
         content engine's threshold, bands and bits."""
-        return cls(RedisSimhashIndex.from_settings(cfg, spider_name, client))
+        return cls(RedisSimhashIndex.from_settings(cfg, spider_name, client), owns_client=client is None)
 
     def check_and_add(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
         """``("unique", None, None)`` after recording ``url``, or ``("exact" | "near", kept_url, distance)``."""
@@ -377,6 +387,11 @@ class RedisContentStore:
 
     def clear(self) -> None:
         self.index.clear()
+
+    def close(self) -> None:
+        """Close the Redis connection if this store opened it (a client passed in stays open)."""
+        if self._owns_client:
+            self.index.client.close()
 
     def __repr__(self) -> str:
         return f"RedisContentStore({self.index!r})"
