@@ -387,9 +387,11 @@ def _distance_key(distance: float, cfg: AuditConfig) -> Any:
 
 
 def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
-    """Second pass over the dump: the words of the sampled pairs only, for the side-by-side diff."""
-    from scrapy_dedup.content.simhash import words
+    """Second pass over the dump: the text of the sampled pairs only, for the side-by-side diff.
 
+    The diff is over whitespace-separated tokens of the main text (case and punctuation kept, as
+    the reader sees the page), not over the fingerprint's lowercased words.
+    """
     indexes = getattr(result, "_sample_indexes", [])
     if not indexes:
         return
@@ -402,7 +404,7 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
             if number in wanted:
                 parsed = parse_record(number, raw, worker.fields)
                 if isinstance(parsed, PageRecord):
-                    texts[wanted[number]] = words(worker.text_of(parsed))
+                    texts[wanted[number]] = worker.text_of(parsed).split()
                 if len(texts) == len(wanted):
                     break
     finally:
