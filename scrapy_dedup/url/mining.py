@@ -1,0 +1,823 @@
+"""Mine DUST rules from a crawl log (after DustBuster, Bar-Yossef, Keidar, Schonfeld, WWW 2007).
+
+Input: (URL, content) pairs, one JSON object per line. Either the crawl log
+``DEDUP_LOG_FILE`` writes (``request_url``, ``url``, ``exact_hash``,
+``simhash``, ``words``, ``kind``) or any JSON Lines file with ``url`` and a
+content hash (``exact_hash``, ``content_hash``, ``hash``, ``sha1``, ``md5``,
+optional ``simhash``), or the page itself (``text`` or ``html``, fingerprinted
+with the crawl's content engine). Two URLs hold "the same content" when their
+pages are exact or near duplicates (simhash within ``hamming`` bits), so a
+print view with different chrome still counts.
+
+How rules are found and kept:
+
+1. **Candidates** come from pairs of URLs of one host with the same content:
+   the difference between the two URLs is turned into typed rules (a parameter
+   present in one only -> ``drop_param`` / ``default_param`` under each
+   directory prefix of the path; a parameter's value found as a token of the
+   other path -> ``query_to_path``; an extra or differing path segment of a
+   token shape -> ``drop_segment``; the same path up to case ->
+   ``case_insensitive``; a differing start or end of the path, cut at ``/`` or
+   at a token boundary -> ``substitute``). A candidate must come from at least
+   ``min_support`` distinct pages to be examined.
+2. **Validation** applies the candidate to every URL of the host it touches and
+   groups the URLs by their rewritten form. In each group the reference content
+   is that of the rewritten URL itself when it was fetched, else the group's
+   most common content. Members with the reference content are *support*,
+   members with other content are *violations* (the rewrite would have merged
+   different pages: this is what rejects ``page=`` and ``category=``).
+3. A candidate is kept when its support comes from at least ``min_support``
+   distinct pages and ``violations / (support + violations) <= max_violation_rate``.
+   Support from one page that many URLs return (a soft 404, an error or login
+   page) counts once, and a page reached by more than ``max_cluster_urls`` URLs
+   gives no support at all.
+4. Kept rules rewrite the URL set and mining runs again (at most ``rounds``
+   times), so rules that only show once others are applied are found too
+   (``/story?id=7&print=1`` ~ ``/story/7``: ``print`` first, then ``id``).
+
+Memory: one dict entry per distinct URL (path and query, interned per host) and
+one per distinct content; the JSON records are never kept.
+
+This module imports nothing from Scrapy.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import sys
+import time
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, TextIO
+
+from scrapy_dedup.url.dust import VALUE_SHAPES, DustRule, HostRules, RuleSet, shape_of_segment
+
+__all__ = ["MiningConfig", "DustMiner", "MiningResult", "Verdict", "mine_logs", "cli_main"]
+
+logger = logging.getLogger(__name__)
+
+HASH_FIELDS = ("exact_hash", "content_hash", "hash", "sha1", "md5", "fingerprint")
+_VALUE_SHAPE_ORDER = ("digits", "alnum", "slug")
+
+
+@dataclass(frozen=True)
+class MiningConfig:
+    """Thresholds of the miner (the CLI flags of ``scrapy-dedup mine-dust``)."""
+
+    #: distinct pages that must agree with a rule
+    min_support: int = 3
+    #: violations / (support + violations) above this rejects a rule
+    max_violation_rate: float = 0.05
+    #: a page reached by more URLs than this is boilerplate (soft 404, error page): no support
+    max_cluster_urls: int = 20
+    #: near duplicates: simhash fingerprints at most this many bits apart (0: exact only)
+    hamming: int = 3
+    #: pages with fewer words are degenerate and ignored (only when the log gives ``words``)
+    min_words: int = 20
+    #: URLs of one page paired with each other for candidates (pairs grow quadratically)
+    max_pair_members: int = 8
+    #: candidates examined per host and round, the most frequent first
+    max_candidates: int = 300
+    #: examples stored with each rule
+    examples: int = 3
+    #: mining rounds (each one on the URLs rewritten by the rules kept so far)
+    rounds: int = 3
+
+    def __post_init__(self) -> None:
+        if self.min_support < 1:
+            raise ValueError(f"min_support must be >= 1, got {self.min_support}")
+        if not 0.0 <= self.max_violation_rate < 1.0:
+            raise ValueError(f"max_violation_rate must be in [0, 1), got {self.max_violation_rate}")
+        if self.max_cluster_urls < 2:
+            raise ValueError(f"max_cluster_urls must be >= 2, got {self.max_cluster_urls}")
+        if not 0 <= self.hamming < 32:
+            raise ValueError(f"hamming must be in [0, 32), got {self.hamming}")
+
+
+@dataclass
+class Verdict:
+    """A candidate rule with its validation figures and the decision."""
+
+    host: str
+    rule: DustRule
+    support: int
+    support_pages: int
+    violations: int
+    kept: bool
+    reason: str
+
+    def line(self) -> str:
+        return (f"{'KEEP' if self.kept else 'drop'} {self.host}: {self.rule.describe()}  support={self.support} "
+                f"pages={self.support_pages} violations={self.violations}  {self.reason}")
+
+
+@dataclass
+class MiningResult:
+    rules: RuleSet
+    verdicts: list[Verdict] = field(default_factory=list)
+    stats: Counter = field(default_factory=Counter)
+
+    def kept(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.kept]
+
+    def rejected(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.kept]
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    path, _, query = key.partition("?")
+    return path, query
+
+
+def _join_key(path: str, query: str) -> str:
+    return f"{path}?{query}" if query else path
+
+
+def _dirs(path: str) -> list[str]:
+    """Directory prefixes of ``path``, most general first: ``/a/b/c`` -> ``/``, ``/a/``, ``/a/b/``."""
+    out = ["/"]
+    pos = path.find("/", 1)
+    while pos != -1:
+        out.append(path[: pos + 1])
+        pos = path.find("/", pos + 1)
+    return out
+
+
+def _value_shape(value: str) -> str | None:
+    import re
+
+    for name in _VALUE_SHAPE_ORDER:
+        if re.fullmatch(VALUE_SHAPES[name], value):
+            return name
+    return None
+
+
+def _params(query: str) -> list[tuple[str, str]]:
+    out = []
+    for part in query.split("&") if query else ():
+        name, _, value = part.partition("=")
+        out.append((name, value))
+    return out
+
+
+class _UnionFind:
+    __slots__ = ("parent",)
+
+    def __init__(self) -> None:
+        self.parent = array("l")
+
+    def make(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+class DustMiner:
+    """Collects (URL, content) pairs and mines per-host DUST rules from them.
+
+    Feed it with :meth:`read_log` / :meth:`add_record` (log lines) or
+    :meth:`add_page` (already fingerprinted pages, as the online learner does),
+    then call :meth:`mine`. Adding after mining is allowed: mining again sees
+    everything added so far.
+    """
+
+    def __init__(self, config: MiningConfig | None = None):
+        self.config = config or MiningConfig()
+        self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
+        self._content_ids: dict[int, int] = {}  # hash of the exact key -> content id
+        self._uf = _UnionFind()
+        self._simhashes: Any = None
+        self.stats: Counter = Counter()
+        self._canonicalizer: Any = None
+
+    # --- input ---
+
+    def _safe_split(self, url: str) -> tuple[str, str, str] | None:
+        """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
+        if self._canonicalizer is None:
+            from scrapy_dedup.url.canonical import Canonicalizer
+            from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
+
+            self._canonicalizer = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
+        result = self._canonicalizer.canonicalize_with_info(url)
+        if result.unparsable:
+            return None
+        rest = result.url.partition("://")[2]
+        if not rest:
+            return None
+        rest = rest.partition("#")[0]
+        slash = rest.find("/")
+        hostport = rest if slash == -1 else rest[:slash]
+        path_query = "/" if slash == -1 else rest[slash:]
+        host = hostport.rpartition("@")[2]
+        if host.startswith("["):
+            host = host[: host.find("]") + 1]
+        else:
+            host = host.partition(":")[0]
+        path, _, query = path_query.partition("?")
+        return host, path or "/", query
+
+    def add_page(self, url: str, exact_key: Any, simhash: int | None = None) -> bool:
+        """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches)."""
+        parts = self._safe_split(url)
+        if parts is None:
+            self.stats["unparsable_urls"] += 1
+            return False
+        host, path, query = parts
+        cid = self._content_id(exact_key, simhash)
+        urls = self.hosts.get(host)
+        if urls is None:
+            urls = self.hosts[host] = {}
+        key = _join_key(path, query)
+        if key in urls and self._uf.find(urls[key]) != self._uf.find(cid):
+            self.stats["changed_content"] += 1  # fetched twice with different content: keep the first
+            return True
+        urls[key] = cid
+        self.stats["urls"] += 1
+        return True
+
+    def _content_id(self, exact_key: Any, simhash: int | None) -> int:
+        h = hash(exact_key)
+        cid = self._content_ids.get(h)
+        if cid is not None:
+            return cid
+        cid = self._content_ids[h] = self._uf.make()
+        if simhash is not None and self.config.hamming > 0:
+            if self._simhashes is None:
+                from scrapy_dedup.content.index import SimhashIndex
+
+                k = self.config.hamming
+                self._simhashes = SimhashIndex(threshold=k, bands=k + 1, bits=64)
+            match = self._simhashes.add_if_new(cid, simhash & 0xFFFFFFFFFFFFFFFF)
+            if match is not None:
+                self._uf.union(cid, match[0])
+                self.stats["near_duplicate_contents"] += 1
+        return cid
+
+    def add_record(self, record: Any) -> bool:
+        """One log line (a parsed JSON object); returns False (and counts why) when it is unusable."""
+        if not isinstance(record, dict):
+            self.stats["bad_lines"] += 1
+            return False
+        if record.get("kind") == "degenerate":
+            self.stats["degenerate_pages"] += 1
+            return False
+        words = record.get("words")
+        url = record.get("url") or record.get("request_url")
+        if not isinstance(url, str) or not url:
+            self.stats["lines_without_url"] += 1
+            return False
+        exact: Any = None
+        simhash: int | None = None
+        for name in HASH_FIELDS:
+            value = record.get(name)
+            if isinstance(value, (str, int)) and value != "":
+                exact = (name, value)
+                break
+        raw_simhash = record.get("simhash")
+        if isinstance(raw_simhash, str):
+            try:
+                simhash = int(raw_simhash, 16)
+            except ValueError:
+                simhash = None
+        elif isinstance(raw_simhash, int) and not isinstance(raw_simhash, bool):
+            simhash = raw_simhash
+        if exact is None:
+            text = record.get("text")
+            html = record.get("html")
+            if not isinstance(text, str) and isinstance(html, str):
+                from scrapy_dedup.content.text import page_text
+
+                try:
+                    text = page_text(html)
+                except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
+                    self.stats["bad_lines"] += 1
+                    return False
+            if not isinstance(text, str):
+                self.stats["lines_without_content"] += 1
+                return False
+            from scrapy_dedup.content.simhash import exact_hash_words, simhash_words
+            from scrapy_dedup.content.simhash import words as split_words
+
+            tokens = split_words(text)
+            words = len(tokens)
+            exact = ("exact_hash", exact_hash_words(tokens))
+            simhash = simhash_words(tokens) if tokens else None
+        if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
+            self.stats["degenerate_pages"] += 1
+            return False
+        ok = self.add_page(url, exact, simhash)
+        request_url = record.get("request_url")
+        if ok and isinstance(request_url, str) and request_url and request_url != url:
+            self.add_page(request_url, exact, simhash)  # a redirect: both URLs served this content
+        return ok
+
+    def read_log(self, path: str) -> None:
+        """Stream one JSON Lines file (``.gz`` too, ``-`` for stdin); bad lines are counted, never fatal."""
+        for line in _lines(path):
+            self.stats["lines"] += 1
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                self.stats["bad_lines"] += 1
+                continue
+            self.add_record(record)
+
+    # --- mining ---
+
+    def mine(self, existing: RuleSet | None = None) -> MiningResult:
+        """Mine every host; ``existing`` rules are applied first and never proposed again."""
+        result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust",
+                                            "thresholds": asdict(self.config)}))
+        result.stats.update(self.stats)
+        for host in sorted(self.hosts):
+            base = list(existing.hosts.get(host, [])) if existing is not None else []
+            kept = _HostMiner(host, self.hosts[host], self._uf, self.config, result, base).run()
+            for rule in kept:
+                result.rules.add(host, rule)
+        result.stats["rules"] = len(result.rules)
+        return result
+
+
+class _HostMiner:
+    """Mining of one host's URL set."""
+
+    def __init__(self, host: str, urls: dict[str, int], uf: _UnionFind, config: MiningConfig,
+                 result: MiningResult, base_rules: list[DustRule]):
+        self.host = host
+        self.config = config
+        self.result = result
+        self.rules: list[DustRule] = []
+        self.known = {r.key for r in base_rules}
+        find = uf.find
+        # content ids resolved to their near-duplicate cluster, once
+        resolved = {k: find(c) for k, c in urls.items()}
+        if base_rules:
+            resolved = self._rewrite(resolved, HostRules(host, base_rules))
+        self.urls = resolved
+        self.tried: set[tuple] = set()
+
+    def run(self) -> list[DustRule]:
+        for _ in range(self.config.rounds):
+            new = self._round()  # the URL set is rewritten by the new rules as they are kept
+            if not new:
+                break
+            self.rules.extend(new)
+        return self.rules
+
+    @staticmethod
+    def _rewrite(urls: dict[str, int], rules: HostRules) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for key, cid in urls.items():
+            path, query = _split_key(key)
+            new_path, new_query = rules.apply(path, query)
+            new_key = key if (new_path == path and new_query == query) else _join_key(new_path, new_query)
+            out.setdefault(new_key, cid)
+        return out
+
+    # --- one round: candidates from same-content pairs, then validation kind by kind ---
+
+    def _round(self) -> list[DustRule]:
+        cfg = self.config
+        sizes: Counter[int] = Counter(self.urls.values())
+        self.boilerplate = {c for c, n in sizes.items() if n > cfg.max_cluster_urls}
+        members: dict[int, list[str]] = {}
+        for key, cid in self.urls.items():
+            if sizes[cid] > 1 and cid not in self.boilerplate:
+                group = members.setdefault(cid, [])
+                if len(group) < cfg.max_pair_members:
+                    group.append(key)
+        counts: Counter[tuple] = Counter()
+        for keys in members.values():
+            found: set[tuple] = set()
+            for i in range(len(keys)):
+                for j in range(i + 1, len(keys)):
+                    _candidates(keys[i], keys[j], found)
+            counts.update(found)
+        del members
+        by_kind: dict[str, list[tuple]] = {}
+        for cand, n in counts.most_common():
+            if n < cfg.min_support or cand in self.tried:
+                continue
+            by_kind.setdefault(cand[0], []).append(cand)
+        kept: list[DustRule] = []
+        self._index()
+        for kind in ("drop_segment", "case_insensitive", "param", "query_to_path", "substitute"):
+            cands = by_kind.get(kind, [])[: cfg.max_candidates]
+            new: list[DustRule] = []
+            if kind == "param":
+                new = self._param_rules(cands)
+            elif kind == "substitute":
+                new = self._substitutions(cands)
+            else:
+                for cand in cands:
+                    self.tried.add(cand)
+                    rule = _rule_of(cand)
+                    if rule is not None:
+                        verdict = self._judge(rule)
+                        if verdict.kept:
+                            new.append(verdict.rule)
+            if new:  # later kinds are judged on the URLs these rules already rewrote (rules compose)
+                kept.extend(new)
+                self.urls = self._rewrite(self.urls, HostRules(self.host, new))
+                self._index()
+        return kept
+
+    def _index(self) -> None:
+        by_param: dict[str, list[str]] = {}
+        by_path: dict[str, list[str]] = {}
+        for key in self.urls:
+            path, query = _split_key(key)
+            if query:
+                by_path.setdefault(path, []).append(key)
+                for name, _ in _params(query):
+                    by_param.setdefault(name, []).append(key)
+        self.by_param = by_param
+        self.by_path = by_path
+
+    def _param_rules(self, cands: list[tuple]) -> list[DustRule]:
+        """``drop_param`` at the most general prefix that passes, else ``default_param``."""
+        kept: list[DustRule] = []
+        # ("param", name, value or None, prefix): group by (name, value)
+        seen: dict[tuple[str, str | None], list[str]] = {}
+        for _, name, value, prefix in cands:
+            seen.setdefault((name, value), []).append(prefix)
+        dropped: set[str] = set()
+        for (name, value), prefixes in sorted(seen.items(), key=lambda kv: kv[0][1] is not None):
+            if name in dropped:
+                continue
+            for prefix in sorted(set(prefixes), key=len):
+                cand = ("param", name, value, prefix)
+                if cand in self.tried:
+                    continue
+                self.tried.add(cand)
+                if value is None:
+                    rule = DustRule("drop_param", param=name, prefix=prefix)
+                else:
+                    rule = DustRule("default_param", param=name, value=value, prefix=prefix)
+                verdict = self._judge(rule)
+                if verdict.kept:
+                    kept.append(verdict.rule)
+                    if value is None:
+                        dropped.add(name)
+                    break
+        return kept
+
+    def _substitutions(self, cands: list[tuple]) -> list[DustRule]:
+        """Each (anchor, a, b) pair is tried in both directions; the better one is kept, if any."""
+        kept: list[DustRule] = []
+        done: set[tuple] = set()
+        for cand in cands:
+            _, anchor, a, b = cand
+            if (anchor, a, b) in done:
+                continue
+            done.add((anchor, a, b))
+            self.tried.add(cand)
+            best: Verdict | None = None
+            verdicts = []
+            for old, new in ((a, b), (b, a)):
+                try:
+                    rule = DustRule("substitute", anchor=anchor, from_=old, to=new)
+                    rule.check()
+                except ValueError:
+                    continue
+                verdict = self._judge(rule, record=False)
+                verdicts.append(verdict)
+                if verdict.kept and (best is None or _preference(verdict) > _preference(best)):
+                    best = verdict
+            for verdict in verdicts:
+                if verdict is not best and best is not None:
+                    verdict.kept, verdict.reason = False, "the other direction is better supported"
+                self.result.verdicts.append(verdict)
+            if best is not None:
+                kept.append(best.rule)
+        return kept
+
+    def _affected(self, rule: DustRule) -> Iterable[str]:
+        if rule.kind in ("drop_param", "default_param"):
+            return self.by_param.get(rule.param, ())
+        if rule.kind == "query_to_path":
+            return self.by_path.get(rule.path, ())
+        if rule.kind == "substitute" and rule.anchor == "prefix":
+            return (k for k in self.urls if k.startswith(rule.from_))
+        if rule.kind == "substitute":
+            return (k for k in self.urls if _split_key(k)[0].endswith(rule.from_))
+        return self.urls
+
+    def _judge(self, rule: DustRule, record: bool = True) -> Verdict:
+        cfg = self.config
+        compiled = HostRules(self.host, [rule])
+        urls = self.urls
+        groups: dict[str, list[int]] = {}
+        examples: list[tuple[str, str]] = []
+        for key in self._affected(rule):
+            path, query = _split_key(key)
+            new_path, new_query = compiled.apply(path, query)
+            if new_path == path and new_query == query:
+                continue
+            target = _join_key(new_path, new_query)
+            groups.setdefault(target, []).append(urls[key])
+            if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
+                examples.append((key, target))
+        support = violations = 0
+        agreeing: dict[int, int] = {}  # reference page -> agreeing URLs
+        targets_of: Counter[int] = Counter()  # reference page -> distinct rewritten URLs it stands for
+        boilerplate = self.boilerplate
+        for target, cids in groups.items():
+            ref = urls.get(target)
+            if ref is None:
+                if len(cids) < 2:
+                    continue  # nothing to compare with: neither support nor violation
+                ref, n = Counter(cids).most_common(1)[0]
+                agree, disagree = n - 1, len(cids) - n
+            else:
+                agree = sum(1 for c in cids if c == ref)
+                disagree = len(cids) - agree
+            violations += disagree
+            if agree:
+                agreeing[ref] = agreeing.get(ref, 0) + agree
+                targets_of[ref] += 1
+        # One page that stays behind three or more different URLs after the rewrite is a page many URLs
+        # return (a soft 404, an error or login page): it says nothing about the rule.
+        # (Three or more: one page may still stand for two URLs when another, not yet mined, DUST
+        # dimension separates them.)
+        repeated = {c for c, n in targets_of.items() if n > 2} | (set(agreeing) & boilerplate)
+        pages = set(agreeing) - repeated
+        support = sum(agreeing[c] for c in pages)
+        rate = violations / (support + violations) if support + violations else 0.0
+        if len(pages) < cfg.min_support:
+            reason = f"support from {len(pages)} distinct page(s) < {cfg.min_support}"
+            if repeated:
+                reason += (f" ({len(repeated)} page(s) returned for many different URLs ignored: "
+                           "a soft 404 or error page)")
+            kept = False
+        elif rate > cfg.max_violation_rate:
+            reason = f"violation rate {rate:.1%} > {cfg.max_violation_rate:.1%}: the rewrite merges different pages"
+            kept = False
+        else:
+            reason = f"violation rate {rate:.1%}"
+            kept = True
+        evidenced = replace(rule, support=support, support_pages=len(pages), violations=violations,
+                            examples=tuple(examples))
+        verdict = Verdict(self.host, evidenced, support, len(pages), violations, kept, reason)
+        if record:
+            self.result.verdicts.append(verdict)
+        return verdict
+
+
+def _preference(verdict: Verdict) -> tuple:
+    """Between two directions of a substitution: more support, fewer violations, then the longer target
+    (``.htm`` -> ``.html``, ``/~editors/`` -> ``/people/editors/``: the spelled-out form), then the text."""
+    rule = verdict.rule
+    return verdict.support, -verdict.violations, len(rule.to), rule.to
+
+
+def _rule_of(cand: tuple) -> DustRule | None:
+    kind = cand[0]
+    try:
+        if kind == "drop_segment":
+            rule = DustRule("drop_segment", shape=cand[1], prefix="/")
+        elif kind == "case_insensitive":
+            rule = DustRule("case_insensitive")
+        elif kind == "query_to_path":
+            _, path, param, shape, to = cand
+            rule = DustRule("query_to_path", path=path, param=param, value=shape, to=to)
+        else:
+            return None
+        rule.check()
+    except ValueError:
+        return None
+    return rule
+
+
+def _candidates(k1: str, k2: str, out: set[tuple]) -> None:
+    """Typed rule candidates that would explain why two URLs of one page differ."""
+    p1, q1 = _split_key(k1)
+    p2, q2 = _split_key(k2)
+    if p1 == p2:
+        if q1 != q2:
+            _param_candidates(p1, q1, q2, out)
+        return
+    if q1 == q2 and p1.lower() == p2.lower():
+        out.add(("case_insensitive",))
+        return
+    _segment_candidates(p1, p2, out)
+    if q1 and not q2 or q2 and not q1 or (q1 and q2):
+        _q2p_candidates(p1, q1, p2, q2, out)
+        _q2p_candidates(p2, q2, p1, q1, out)
+    if q1 == q2:
+        _substitute_candidates(p1, p2, out)
+
+
+def _param_candidates(path: str, q1: str, q2: str, out: set[tuple]) -> None:
+    a, b = _params(q1), _params(q2)
+    sa, sb = set(a), set(b)
+    if len(sa ^ sb) > 6:
+        return
+    names_a = {n for n, _ in a}
+    names_b = {n for n, _ in b}
+    dirs = _dirs(path)
+    for name, value in sa ^ sb:
+        for prefix in dirs:
+            out.add(("param", name, None, prefix))
+            only_one_side = (name in names_a) != (name in names_b)
+            if only_one_side:
+                out.add(("param", name, value, prefix))
+
+
+def _segment_candidates(p1: str, p2: str, out: set[tuple]) -> None:
+    s1, s2 = p1.split("/"), p2.split("/")
+    if len(s1) == len(s2):
+        diff = [i for i in range(len(s1)) if s1[i] != s2[i]]
+        if len(diff) == 1 and diff[0] < len(s1) - 1:
+            shape = shape_of_segment(s1[diff[0]])
+            if shape is not None and shape == shape_of_segment(s2[diff[0]]):
+                out.add(("drop_segment", shape))
+        return
+    if abs(len(s1) - len(s2)) != 1:
+        return
+    longer, shorter = (s1, s2) if len(s1) > len(s2) else (s2, s1)
+    for i in range(1, len(longer) - 1):
+        if longer[:i] + longer[i + 1:] == shorter:
+            shape = shape_of_segment(longer[i])
+            if shape is not None:
+                out.add(("drop_segment", shape))
+            return
+
+
+def _q2p_candidates(path_q: str, query: str, path_p: str, other_query: str, out: set[tuple]) -> None:
+    """``path_q?name=value&rest`` ~ ``path_p?rest`` where ``value`` is a token of ``path_p``."""
+    if not query:
+        return
+    raw = query.split("&")
+    if len(raw) > 8:
+        return
+    for i, part in enumerate(raw):
+        name, _, value = part.partition("=")
+        if not value:
+            continue
+        if "&".join(raw[:i] + raw[i + 1:]) != other_query:
+            continue
+        shape = _value_shape(value)
+        if shape is None:
+            continue
+        start = path_p.find(value)
+        while start != -1:
+            end = start + len(value)
+            before_ok = start > 0 and not path_p[start - 1].isalnum()
+            after_ok = end == len(path_p) or not path_p[end].isalnum()
+            if before_ok and after_ok:
+                to = path_p[:start] + "{value}" + path_p[end:]
+                if "{" not in path_p and "}" not in path_p:
+                    out.add(("query_to_path", path_q, name, shape, to))
+                break
+            start = path_p.find(value, start + 1)
+
+
+def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
+    # a differing end of the path, cut back to a token boundary: ".htm" ~ ".html"
+    n = min(len(p1), len(p2))
+    i = 0
+    while i < n and p1[i] == p2[i]:
+        i += 1
+    while i > 0 and p1[i - 1].isalnum():
+        i -= 1
+    i -= 1  # keep the boundary character: ".htm" ~ ".html", not "htm" ~ "html"
+    a, b = p1[i:], p2[i:]
+    if i > 1 and a != b and "/" not in a and "/" not in b and a and b:
+        out.add(("substitute", "suffix", *sorted((a, b))))
+    # a differing start of the path, cut after a "/": "/~editors/" ~ "/people/editors/"
+    j = 0
+    while j < n and p1[len(p1) - 1 - j] == p2[len(p2) - 1 - j]:
+        j += 1
+    if j == 0:
+        return
+    end1 = len(p1) - j
+    while end1 < len(p1) and p1[end1 - 1] != "/":
+        end1 += 1
+    if end1 >= len(p1) or p1[end1 - 1] != "/":
+        return
+    end2 = end1 + len(p2) - len(p1)
+    a, b = p1[:end1], p2[:end2]
+    if a != b and a.startswith("/") and b.startswith("/") and b.endswith("/"):
+        out.add(("substitute", "prefix", *sorted((a, b))))
+
+
+def _lines(path: str) -> Iterator[str]:
+    if path == "-":
+        yield from sys.stdin
+        return
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:  # type: ignore[operator]
+        yield from f
+
+
+def mine_logs(paths: Sequence[str], config: MiningConfig | None = None,
+              existing: RuleSet | None = None) -> MiningResult:
+    """Read every log of ``paths`` and mine them together."""
+    miner = DustMiner(config)
+    for path in paths:
+        miner.read_log(path)
+    return miner.mine(existing)
+
+
+# --------------------------------------------------------------------------- command line
+
+def build_parser() -> argparse.ArgumentParser:
+    d = MiningConfig()
+    p = argparse.ArgumentParser(
+        prog="scrapy-dedup mine-dust",
+        description="Mine per-host DUST rules (different URLs, same content) from crawl logs: the "
+                    "DEDUP_LOG_FILE format, or any JSON Lines with 'url' and a content hash, 'text' or 'html'.")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="JSON Lines crawl log(s); .gz allowed; '-' is stdin")
+    p.add_argument("-o", "--output", metavar="RULES.json", help="write the rules file here (default: stdout)")
+    p.add_argument("--merge", metavar="RULES.json",
+                   help="start from this rules file: its rules are applied first and kept in the output")
+    p.add_argument("--min-support", type=int, default=d.min_support,
+                   help=f"distinct pages that must agree with a rule ({d.min_support})")
+    p.add_argument("--max-violation-rate", type=float, default=d.max_violation_rate,
+                   help=f"reject a rule above this share of pairs it would wrongly merge ({d.max_violation_rate})")
+    p.add_argument("--max-cluster-urls", type=int, default=d.max_cluster_urls,
+                   help=f"a page behind more URLs than this is a soft 404 / error page: no support "
+                        f"({d.max_cluster_urls})")
+    p.add_argument("--hamming", type=int, default=d.hamming,
+                   help=f"near duplicates: simhash within this many bits; 0 = exact only ({d.hamming})")
+    p.add_argument("--min-words", type=int, default=d.min_words,
+                   help=f"ignore pages with fewer words ({d.min_words})")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every candidate examined and why")
+    return p
+
+
+def cli_main(argv: list[str]) -> int:
+    """``scrapy-dedup mine-dust LOG [LOG...] -o rules.json``; exit 0 on success, 2 on bad input."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else 2
+    try:
+        config = MiningConfig(min_support=args.min_support, max_violation_rate=args.max_violation_rate,
+                              max_cluster_urls=args.max_cluster_urls, hamming=args.hamming,
+                              min_words=args.min_words)
+    except ValueError as exc:
+        print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
+        return 2
+    existing = None
+    if args.merge:
+        try:
+            existing = RuleSet.load(args.merge)
+        except ValueError as exc:
+            print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
+            return 2
+    started = time.perf_counter()
+    miner = DustMiner(config)
+    for path in args.logs:
+        try:
+            miner.read_log(path)
+        except OSError as exc:
+            print(f"scrapy-dedup mine-dust: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    result = miner.mine(existing)
+    rules = existing.merged(result.rules) if existing is not None else result.rules
+    rules.meta = {**result.rules.meta, "logs": list(args.logs), "lines": result.stats["lines"]}
+    _summary(result, time.perf_counter() - started, args.verbose, sys.stderr)
+    if args.output:
+        rules.save(args.output)
+        print(f"wrote {len(rules)} rule(s) for {len(rules.hosts)} host(s) to {args.output}", file=sys.stderr)
+    else:
+        json.dump(rules.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _summary(result: MiningResult, seconds: float, verbose: bool, out: TextIO) -> None:
+    s = result.stats
+    print(f"read {s['lines']} line(s), {s['urls']} URL(s) in {seconds:.1f}s; skipped: {s['bad_lines']} bad, "
+          f"{s['degenerate_pages']} degenerate, {s['lines_without_url'] + s['lines_without_content']} incomplete",
+          file=out)
+    for verdict in result.verdicts:
+        if verdict.kept or verbose:
+            print("  " + verdict.line(), file=out)
+    rejected = len(result.rejected())
+    if rejected and not verbose:
+        print(f"  ({rejected} candidate(s) rejected; -v lists them with the reason)", file=out)

@@ -1,0 +1,218 @@
+"""The DUST miner on logs with known rules and known traps.
+
+The logs are built here from a site model: which URLs serve which page is
+decided by the model (the ground truth), and the miner sees only (URL, hash,
+simhash) lines, as in a DEDUP_LOG_FILE crawl log.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from scrapy_dedup.url.dust import RuleSet
+from scrapy_dedup.url.mining import DustMiner, MiningConfig, cli_main, mine_logs
+
+HOST = "news.test"
+
+
+class SiteModel:
+    """Pages of a news site and the URLs that serve each one."""
+
+    def __init__(self, seed: int = 7, stories: int = 12):
+        self.rng = random.Random(seed)
+        self.lines: list[dict] = []
+        self.truth: dict[str, str] = {}  # url -> page id
+        self.fp: dict[str, int] = {}
+        for i in range(1, stories + 1):
+            page = f"story-{i}"
+            self.serve(f"/story?id={i}", page)
+            self.serve(f"/story/{i}", page)
+            self.serve(f"/story/{i}?print=1", page, chrome=True)  # print view: near duplicate
+            self.serve(f"/story?id={i}&print=1", page, chrome=True)
+            self.serve(f"/story?id={i}&sid=00{self.rng.randrange(100, 999)}", page)
+        for name in ("alice", "bob", "carol", "dave"):
+            self.serve(f"/~editors/{name}", f"editor-{name}")
+            self.serve(f"/people/editors/{name}", f"editor-{name}")
+        for doc in ("intro", "setup", "faq", "api"):
+            self.serve(f"/docs/{doc}.htm", f"doc-{doc}")
+            self.serve(f"/docs/{doc}.html", f"doc-{doc}")
+        for n in range(1, 6):  # pagination: every page of the listing is different
+            self.serve(f"/list?page={n}", f"list-{n}")
+        self.serve("/list", "list-1")
+        for cat in ("shoes", "boots", "hats", "bags"):
+            self.serve(f"/shop?category={cat}", f"shop-{cat}")
+            self.serve(f"/shop?category={cat}&page=1", f"shop-{cat}")
+            self.serve(f"/shop?category={cat}&page=2", f"shop-{cat}-2")
+
+    def serve(self, path: str, page: str, chrome: bool = False) -> None:
+        url = f"http://{HOST}{path}"
+        self.truth[url] = page
+        if page not in self.fp:
+            self.fp[page] = self.rng.getrandbits(64)
+        simhash = self.fp[page] ^ (0b1001 if chrome else 0)  # chrome: 2 bits off
+        exact = f"{page}{'-print' if chrome else ''}"
+        self.lines.append({"request_url": url, "url": url, "canonical_url": url, "exact_hash": exact,
+                           "simhash": format(simhash, "016x"), "words": 300, "kind": "unique"})
+
+    def write(self, path) -> str:
+        with open(path, "w", encoding="utf-8") as f:
+            for line in self.lines:
+                f.write(json.dumps(line) + "\n")
+        return str(path)
+
+
+def _rules(result) -> list:
+    return result.rules.hosts.get(HOST, [])
+
+
+def test_finds_the_site_rules_and_composes_them(tmp_path):
+    site = SiteModel()
+    result = mine_logs([site.write(tmp_path / "crawl.jsonl")])
+    rules = result.rules
+    kinds = {(r.kind, r.path or r.param or r.from_) for r in _rules(result)}
+    assert ("drop_param", "print") in kinds
+    assert ("drop_param", "sid") in kinds
+    assert ("query_to_path", "/story") in kinds
+    assert any(r.kind == "substitute" and r.anchor == "prefix" for r in _rules(result))
+    assert any(r.kind == "substitute" and r.anchor == "suffix" for r in _rules(result))
+    # the rules collapse every URL of a page onto one URL, and never two pages onto one
+    by_key: dict[str, set[str]] = {}
+    for url, page in site.truth.items():
+        by_key.setdefault(rules.rewrite(url), set()).add(page)
+    assert all(len(pages) == 1 for pages in by_key.values()), by_key
+    assert len(by_key) == len(set(site.truth.values()))
+    assert rules.rewrite(f"http://{HOST}/story?id=7&print=1") == rules.rewrite(f"http://{HOST}/story/7")
+
+
+def test_traps_never_become_rules(tmp_path):
+    site = SiteModel()
+    result = mine_logs([site.write(tmp_path / "crawl.jsonl")])
+    for rule in _rules(result):
+        assert not (rule.kind == "drop_param" and rule.param in ("page", "category")), rule
+    # page=1 is the default page of the listing: that one is a valid rule
+    assert any(r.kind == "default_param" and r.param == "page" and r.value == "1" for r in _rules(result))
+    rejected = [v for v in result.rejected() if v.rule.kind == "drop_param" and v.rule.param == "page"]
+    assert rejected and all(v.violations > 0 for v in rejected)
+    rs = result.rules
+    assert rs.rewrite(f"http://{HOST}/list?page=2") != rs.rewrite(f"http://{HOST}/list")
+    assert rs.rewrite(f"http://{HOST}/shop?category=shoes") != rs.rewrite(f"http://{HOST}/shop?category=boots")
+
+
+def test_every_kept_rule_carries_its_evidence(tmp_path):
+    result = mine_logs([SiteModel().write(tmp_path / "crawl.jsonl")])
+    config = MiningConfig()
+    for rule in _rules(result):
+        assert rule.support_pages >= config.min_support
+        assert rule.violations <= config.max_violation_rate * (rule.support + rule.violations)
+        assert rule.examples, rule
+        for source, target in rule.examples:
+            assert HostRulesOf(result, rule).rewrite(f"http://{HOST}{source}") == f"http://{HOST}{target}"
+
+
+def HostRulesOf(result, rule) -> RuleSet:  # noqa: N802 - a tiny factory
+    return RuleSet({HOST: [rule]})
+
+
+def _soft404_log(path, real_pages: int, missing: int) -> str:
+    """``/item?id=N`` and ``/item/N``: ``missing`` ids return one 'not found' page, ``real_pages`` ids exist."""
+    lines = []
+    rng = random.Random(3)
+    for i in range(100, 100 + missing):
+        for p in (f"/item?id={i}", f"/item/{i}"):
+            lines.append({"url": f"http://{HOST}{p}", "exact_hash": "notfound", "simhash": "00ff00ff00ff00ff"})
+    for i in range(1, real_pages + 1):
+        fp = format(rng.getrandbits(64), "016x")
+        for p in (f"/item?id={i}", f"/item/{i}"):
+            lines.append({"url": f"http://{HOST}{p}", "exact_hash": f"item{i}", "simhash": fp})
+    with open(path, "w") as f:
+        f.writelines(json.dumps(x) + "\n" for x in lines)
+    return str(path)
+
+
+def _q2p(result) -> list:
+    return [r for r in _rules(result) if r.kind == "query_to_path"]
+
+
+def test_soft_404_support_is_rejected(tmp_path):
+    # many URL pairs agree, but all on one page: it counts as one page, below min_support
+    assert not _q2p(mine_logs([_soft404_log(tmp_path / "a.jsonl", real_pages=0, missing=8)]))
+    # two real pages + the soft 404 make 3 pages behind the candidate; the soft 404 stands for 8
+    # different URLs after the rewrite, so it is a page many URLs return and gives no support
+    result = mine_logs([_soft404_log(tmp_path / "b.jsonl", real_pages=2, missing=8)])
+    assert not _q2p(result)
+    reasons = [v.reason for v in result.rejected() if v.rule.kind == "query_to_path"]
+    assert reasons and "soft 404" in reasons[0]
+    # a soft 404 behind more than max_cluster_urls URLs is not even paired
+    assert not _q2p(mine_logs([_soft404_log(tmp_path / "c.jsonl", real_pages=2, missing=30)]))
+    # control: with enough real pages the rule is found, soft 404 or not
+    found = _q2p(mine_logs([_soft404_log(tmp_path / "d.jsonl", real_pages=4, missing=8)]))
+    assert [(r.path, r.to, r.support_pages) for r in found] == [("/item", "/item/{value}", 4)]
+
+
+def test_session_segment_and_case_rules(tmp_path):
+    rng = random.Random(5)
+    lines = []
+    for i in range(6):
+        fp = format(rng.getrandbits(64), "016x")
+        token = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24))
+        for p in (f"/(S({token}))/about/team{i}", f"/about/team{i}", f"/About/Team{i}"):
+            lines.append({"url": f"http://{HOST}{p}", "exact_hash": f"t{i}", "simhash": fp})
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = mine_logs([str(path)])
+    kinds = {r.kind: r for r in _rules(result)}
+    assert kinds["drop_segment"].shape == "(S(<alnum:24>))"
+    assert "case_insensitive" in kinds
+    assert result.rules.rewrite(f"http://{HOST}/(S(abcdefghijklmnopqrstuv12))/About/Team9") == \
+        f"http://{HOST}/about/team9"
+
+
+def test_near_duplicates_count_only_within_the_threshold(tmp_path):
+    site = SiteModel()
+    path = site.write(tmp_path / "crawl.jsonl")
+    exact_only = mine_logs([path], MiningConfig(hamming=0))
+    # print views have other chrome (2 bits off): with exact matching only, print= has no support
+    assert not any(r.kind == "drop_param" and r.param == "print" for r in _rules(exact_only))
+
+
+def test_generic_jsonl_with_text_uses_the_content_engine(tmp_path):
+    rng = random.Random(11)
+    vocabulary = [f"w{i}" for i in range(500)]
+    lines = []
+    for i in range(5):
+        text = " ".join(rng.choice(vocabulary) for _ in range(200))
+        lines.append({"url": f"http://{HOST}/a/{i}.htm", "text": text})
+        lines.append({"url": f"http://{HOST}/a/{i}.html", "html": f"<html><body><p>{text}</p></body></html>"})
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "not json\n{\"url\": 5}\n")
+    miner = DustMiner()
+    miner.read_log(str(path))
+    assert miner.stats["bad_lines"] == 1 and miner.stats["lines_without_url"] == 1
+    result = miner.mine()
+    assert [(r.kind, r.anchor) for r in _rules(result)] == [("substitute", "suffix")]
+
+
+def test_cli_writes_a_loadable_rules_file(tmp_path, capsys):
+    log = SiteModel().write(tmp_path / "crawl.jsonl")
+    out = tmp_path / "rules.json"
+    assert cli_main([log, "-o", str(out), "--min-support", "3"]) == 0
+    rules = RuleSet.load(out)
+    assert len(rules) >= 5
+    assert "KEEP" in capsys.readouterr().err
+    assert cli_main([log, "--max-violation-rate", "2"]) == 2
+    assert cli_main([str(tmp_path / "missing.jsonl")]) == 2
+    # --merge keeps the given rules and mines nothing already known
+    assert cli_main([log, "--merge", str(out), "-o", str(tmp_path / "again.json")]) == 0
+    again = RuleSet.load(tmp_path / "again.json")
+    assert sorted(r.key for r in again.hosts[HOST]) == sorted(r.key for r in rules.hosts[HOST])
+
+
+@pytest.mark.parametrize("bad", ["", "{}", '{"url": "http://a.test/x"}'])
+def test_incomplete_lines_are_counted_not_fatal(tmp_path, bad):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(bad + "\n")
+    miner = DustMiner()
+    miner.read_log(str(path))
+    assert len(miner.mine().rules) == 0
