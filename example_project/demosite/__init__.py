@@ -4,8 +4,8 @@
 ``load`` give the truth file: every reachable URL and the content it holds.
 """
 from .app import BLOG, EU, HOSTS, START_HOSTS, STORE, WWW, DemoSite, PageInfo
-from .server import SiteServer
+from .server import SiteProcess, SiteServer
 from .truth import TRUTH_FILE, crawl_truth, demo_url_layer_key, expected_numbers, load, with_port
 
-__all__ = ["BLOG", "EU", "HOSTS", "START_HOSTS", "STORE", "WWW", "DemoSite", "PageInfo", "SiteServer",
+__all__ = ["BLOG", "EU", "HOSTS", "START_HOSTS", "STORE", "WWW", "DemoSite", "PageInfo", "SiteProcess", "SiteServer",
            "TRUTH_FILE", "crawl_truth", "demo_url_layer_key", "expected_numbers", "load", "with_port"]

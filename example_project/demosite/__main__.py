@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the example site on 127.0.0.1 until interrupted")
     serve.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0: a free one); default 8080")
     serve.add_argument("--seed", type=int, default=SEED)
+    serve.add_argument("--watch-stdin", action="store_true", help="stop when standard input closes (for a parent)")
     truth = sub.add_parser("truth", help="print the truth file (every reachable URL and its content)")
     truth.add_argument("--seed", type=int, default=SEED)
     mode = truth.add_mutually_exclusive_group()
@@ -28,10 +29,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"serving the example site on 127.0.0.1:{server.port}; hosts *.test resolve there in the "
                   f"example project (scrapy crawl store -a port={server.port}); Ctrl-C stops", flush=True)
             try:
-                while True:
-                    time.sleep(3600)
+                if args.watch_stdin:
+                    sys.stdin.read()  # returns at end of file: the parent closed the pipe or exited
+                else:
+                    while True:
+                        time.sleep(3600)
             except KeyboardInterrupt:
-                return 0
+                pass
+            return 0
     text = dumps(crawl_truth(args.seed))
     if args.write:
         TRUTH_FILE.write_text(text, encoding="utf-8")

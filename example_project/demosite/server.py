@@ -25,6 +25,9 @@ class SiteServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             server_version = "DemoSite/1.0"
+            # headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+            # algorithm and the client's delayed ACK add ~40 ms to every response
+            disable_nagle_algorithm = True
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
@@ -68,3 +71,50 @@ class SiteServer:
     def fetches(self) -> int:
         with self._lock:
             return sum(self.hits.values())
+
+
+class SiteProcess:
+    """The example site served by a child process (``python -m demosite serve --port 0``).
+
+    For crawls whose CPU time is measured (the demo, the benchmarks): a server
+    thread inside the crawling process would share its interpreter lock and add
+    its own rendering time to the crawl's. The child writes its port on its first
+    output line and exits when its stdin closes, so it never outlives this object.
+    """
+
+    def __init__(self, port: int = 0, *, seed: int = SEED):
+        import subprocess
+        import sys
+        from pathlib import Path
+
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "demosite", "serve", "--port", str(port), "--seed", str(seed), "--watch-stdin"],
+            cwd=str(Path(__file__).resolve().parent.parent), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True,
+        )
+        line = self._proc.stdout.readline()
+        if not line.startswith("serving"):
+            self.stop()
+            raise RuntimeError(f"the example site did not start: {line!r}")
+        self.port = int(line.split("127.0.0.1:", 1)[1].split(";", 1)[0])
+        self.pid = self._proc.pid
+
+    def url(self, host: str, target: str = "/") -> str:
+        return f"http://{host}:{self.port}{target}"
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - a stuck child must not outlive us
+                self._proc.kill()
+                self._proc.wait()
+        if self._proc.stdout:
+            self._proc.stdout.close()
+
+    def __enter__(self) -> "SiteProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
