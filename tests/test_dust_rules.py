@@ -1,0 +1,190 @@
+"""DUST rules: every kind, composition, the rules file (load, save, validation errors), idempotence."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_dedup.url.dust import DustRule, DustRulesError, RuleSet, compile_shape, shape_of_segment
+
+H = "news.test"
+
+
+def rs(*rules: DustRule, host: str = H) -> RuleSet:
+    return RuleSet({host: list(rules)})
+
+
+PRINT = DustRule("drop_param", param="print")
+SID = DustRule("drop_param", param="sid", prefix="/story")
+PAGE1 = DustRule("default_param", param="page", value="1", prefix="/list")
+STORY = DustRule("query_to_path", path="/story", param="id", value="digits", to="/story/{value}")
+PHP = DustRule("query_to_path", path="/index.php", param="page", value="slug", to="/{value}.html")
+EDITORS = DustRule("substitute", anchor="prefix", from_="/~editors/", to="/people/editors/")
+HTML = DustRule("substitute", anchor="suffix", from_=".htm", to=".html")
+SESSION = DustRule("drop_segment", shape="(S(<alnum:24>))")
+CASE = DustRule("case_insensitive")
+ALL = (PRINT, SID, PAGE1, STORY, PHP, EDITORS, HTML, SESSION, CASE)
+
+
+@pytest.mark.parametrize("rule, url, expected", [
+    (PRINT, "/a?print=1", "/a"),
+    (PRINT, "/a?x=1&print=1&y=2", "/a?x=1&y=2"),
+    (PRINT, "/a?printer=1", "/a?printer=1"),  # a whole name, not a prefix of one
+    (SID, "/story?id=3&sid=00544", "/story?id=3"),
+    (SID, "/other?sid=00544", "/other?sid=00544"),  # only under its prefix
+    (PAGE1, "/list?page=1", "/list"),
+    (PAGE1, "/list?page=2", "/list?page=2"),  # only the default value
+    (STORY, "/story?id=7", "/story/7"),
+    (STORY, "/story?id=7&lang=en", "/story/7?lang=en"),
+    (STORY, "/story?id=abc", "/story?id=abc"),  # value of another shape
+    (STORY, "/story?id=1&id=2", "/story?id=1&id=2"),  # ambiguous: left alone
+    (STORY, "/story/x?id=7", "/story/x?id=7"),  # the path must match exactly
+    (PHP, "/index.php?page=about", "/about.html"),
+    (PHP, "/index.php?page=a%2Fb", "/index.php?page=a%2Fb"),  # escapes never enter the path
+    (EDITORS, "/~editors/bob", "/people/editors/bob"),
+    (EDITORS, "/x/~editors/bob", "/x/~editors/bob"),  # anchored at the start
+    (HTML, "/docs/intro.htm", "/docs/intro.html"),
+    (HTML, "/docs/intro.html", "/docs/intro.html"),
+    (HTML, "/docs/intro.htm/x", "/docs/intro.htm/x"),  # anchored at the end
+    (SESSION, "/(S(abcdefghijklmnopqrstuv12))/about", "/about"),
+    (SESSION, "/(S(short1))/about", "/(S(short1))/about"),
+    (SESSION, "/about/(S(abcdefghijklmnopqrstuv12))", "/about/(S(abcdefghijklmnopqrstuv12))"),  # last one kept
+    (CASE, "/About/Team%2f?Q=A", "/about/team%2F?Q=A"),  # query untouched, escapes keep uppercase hex
+])
+def test_each_kind(rule, url, expected):
+    assert rs(rule).rewrite(f"http://{H}{url}") == f"http://{H}{expected}"
+
+
+def test_rules_compose():
+    rules = rs(*ALL)
+    assert rules.rewrite(f"http://{H}/story?id=7&print=1") == f"http://{H}/story/7"
+    assert rules.rewrite(f"http://{H}/story?print=1&sid=00544&id=7") == f"http://{H}/story/7"
+    assert rules.rewrite(f"http://{H}/(S(abcdefghijklmnopqrstuv12))/~Editors/Bob.HTM?print=1") == \
+        f"http://{H}/people/editors/bob.html"
+
+
+def test_other_hosts_are_untouched():
+    rules = rs(*ALL)
+    assert rules.rewrite("http://other.test/story?id=7") == "http://other.test/story?id=7"
+    assert rules.for_host("other.test") is None
+    assert rules.apply("other.test", "/story", "id=7") == ("/story", "id=7")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["story", "~editors", "people", "editors", "(S(abcdefghijklmnopqrstuv12))",
+                                 "Bob.HTM", "x.htm", "index.php", "list", "7"]), max_size=5),
+       st.lists(st.sampled_from(["id=7", "print=1", "sid=00544", "page=1", "page=2", "page=about", "id=x",
+                                 "lang=en", "id=8"]), max_size=4))
+def test_apply_is_idempotent(segments, params):
+    rules = rs(*ALL)
+    path = "/" + "/".join(segments)
+    query = "&".join(params)
+    once = rules.apply(H, path, query)
+    assert rules.apply(H, *once) == once
+
+
+def test_shapes():
+    assert shape_of_segment("(S(a1b2c3d4e5f6g7h8i9j0k1l2))") == "(S(<alnum:24>))"
+    assert shape_of_segment("00544") == "<digits:5>"
+    assert shape_of_segment("0123abcdef0123abcdef0123abcdef01") == "<hex:32>"
+    assert shape_of_segment("story") is None  # words are never shapes
+    assert shape_of_segment("en-us") is None
+    assert compile_shape("(S(<alnum:24>))").match("(S(abcdefghijklmnopqrstuv12))")
+    assert not compile_shape("(S(<alnum:24>))").match("(S(abcdefghijklmnopqrstuv1))")
+    assert compile_shape("a.b").match("a.b") and not compile_shape("a.b").match("axb")  # literals escaped
+    with pytest.raises(ValueError, match="unknown token"):
+        compile_shape("<regex:.*>")
+
+
+def test_file_round_trip_keeps_rules_and_evidence(tmp_path):
+    rule = DustRule("drop_param", param="print", support=40, support_pages=12, violations=1,
+                    examples=(("/story/7?print=1", "/story/7"),))
+    original = RuleSet({H: [rule, *ALL[1:]]}, meta={"generated_by": "test"})
+    path = tmp_path / "rules.json"
+    original.save(path)
+    loaded = RuleSet.load(path)
+    assert loaded.hosts == original.hosts and loaded.meta == original.meta
+    data = json.loads(path.read_text())
+    assert data["hosts"][H][0] == {"kind": "drop_param", "param": "print", "prefix": "/", "support": 40,
+                                   "support_pages": 12, "violations": 1,
+                                   "examples": [["/story/7?print=1", "/story/7"]]}
+
+
+def test_hand_written_file_with_defaults(tmp_path):
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"hosts": {H: [{"kind": "drop_param", "param": "utm"},
+                                              {"kind": "case_insensitive", "note": "IIS"}]}}))
+    rules = RuleSet.load(path)
+    assert rules.rewrite(f"http://{H}/A?utm=1") == f"http://{H}/a"
+
+
+@pytest.mark.parametrize("host_rules, message", [
+    ([{"kind": "regex", "pattern": ".*"}], "unknown rule kind 'regex'"),
+    ([{"kind": "drop_param"}], "needs 'param'"),
+    ([{"kind": "drop_param", "param": "a", "pattern": "x"}], "unknown key(s) 'pattern'"),
+    ([{"kind": "drop_param", "param": "a=b"}], "param must be a query parameter name"),
+    ([{"kind": "drop_param", "param": "a", "prefix": "story"}], "prefix must start with '/'"),
+    ([{"kind": "query_to_path", "path": "/s", "param": "id", "value": ".*", "to": "/s/{value}"}], "value must be"),
+    ([{"kind": "query_to_path", "path": "/s", "param": "id", "value": "digits", "to": "/s/"}], "{value}"),
+    ([{"kind": "substitute", "anchor": "prefix", "from": "/a/", "to": "/a/b/"}], "fire again"),
+    ([{"kind": "substitute", "anchor": "middle", "from": "a", "to": "b"}], "anchor must be"),
+    ([{"kind": "substitute", "anchor": "suffix", "from": ".htm", "to": ".html"},
+      {"kind": "substitute", "anchor": "suffix", "from": ".html", "to": ".htm"}], "undo each other"),
+    ([{"kind": "drop_segment", "shape": "<alnum:3"}], "unknown token"),
+    ([{"kind": "drop_param", "param": "a", "support": -1}], "non-negative integer"),
+    ("drop print", "must be a list of rules"),
+])
+def test_validation_errors_name_the_file_and_rule(tmp_path, host_rules, message):
+    path = tmp_path / "bad-rules.json"
+    path.write_text(json.dumps({"format": "scrapy-dedup-dust/1", "hosts": {H: host_rules}}))
+    with pytest.raises(DustRulesError) as info:
+        RuleSet.load(path)
+    text = str(info.value)
+    assert str(path) in text and message in text
+    if isinstance(host_rules, list) and len(host_rules) == 1:
+        assert f"hosts['{H}'] rule 1" in text
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    ('{"format": "other/2", "hosts": {}}', "unknown format"),
+    ('{"hosts": {"News.Test:80": []}}', "is not a host name"),
+    ('{"hosts": {}, "rules": []}', "unknown top-level key"),
+    ("[]", "a rules file is a JSON object"),
+])
+def test_file_level_errors(tmp_path, content, message):
+    path = tmp_path / "r.json"
+    path.write_text(content)
+    with pytest.raises(DustRulesError, match=message):
+        RuleSet.load(path)
+    with pytest.raises(DustRulesError, match="cannot read"):
+        RuleSet.load(tmp_path / "missing.json")
+
+
+def test_coerce_merges_lists_of_files(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    rs(PRINT).save(a)
+    RuleSet({"other.test": [HTML]}).save(b)
+    merged = RuleSet.coerce([a, str(b)])
+    assert merged.rewrite(f"http://{H}/x?print=1") == f"http://{H}/x"
+    assert merged.rewrite("http://other.test/x.htm") == "http://other.test/x.html"
+    assert RuleSet.coerce(None) is None
+    with pytest.raises(TypeError):
+        RuleSet.coerce(42)
+
+
+def test_add_and_remove_recompile():
+    rules = RuleSet()
+    assert not rules
+    assert rules.add(H, PRINT) and not rules.add(H, PRINT)
+    assert rules.rewrite(f"http://{H}/x?print=1") == f"http://{H}/x"
+    assert rules.remove(H, PRINT)
+    assert rules.rewrite(f"http://{H}/x?print=1") == f"http://{H}/x?print=1"
+
+
+def test_rewrite_never_raises_on_bad_urls():
+    rules = rs(*ALL)
+    for url in ("http://[::1/x", "", "not a url", "http://news.test:99999999/"):
+        assert isinstance(rules.rewrite(url), str)
