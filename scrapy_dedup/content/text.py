@@ -21,6 +21,7 @@ modified.
 from __future__ import annotations
 
 import copy
+import re
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
@@ -171,11 +172,17 @@ def _isolate(root: etree._Element, remover: _Remover) -> None:
         el for el in root.iter(etree.Element) if _local_tag(el.tag) in _BLOCK_SET
     )
     for el in blocks:
-        el.text = " " + el.text if el.text else " "
-        el.tail = " " + el.tail if el.tail else " "
+        text, tail = el.text, el.tail
+        try:
+            el.text = " " + text if text else " "
+            el.tail = " " + tail if tail else " "
+        except ValueError:  # lxml refuses control characters the parser let through
+            el.text = " " + _CONTROL.sub("", text) if text else " "
+            el.tail = " " + _CONTROL.sub("", tail) if tail else " "
 
 
 _BLOCK_SET = frozenset(BLOCK_TAGS)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
 def _has_namespaces(root: etree._Element) -> bool:
