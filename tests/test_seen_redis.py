@@ -1,0 +1,223 @@
+"""RedisSeenSet and RedisBloomSeenSet against a real redis-server."""
+from __future__ import annotations
+
+import hashlib
+import math
+import multiprocessing
+import random
+
+import pytest
+import redis
+from redis.crc import key_slot
+
+from scrapy_dedup.seen.base import bloom_size
+from scrapy_dedup.seen.redis import BloomLayoutMismatch, ConfirmedCache, RedisBloomSeenSet, RedisSeenSet
+
+pytestmark = pytest.mark.redis
+
+NON_MEMBERS = 1_000_000
+
+
+def fingerprints(n: int, prefix: str = "u") -> list[bytes]:
+    return [hashlib.sha1(f"{prefix}{i}".encode()).digest() for i in range(n)]
+
+
+def random_keys(n: int, seed: int) -> list[bytes]:
+    blob = random.Random(seed).randbytes(20 * n)
+    return [blob[i:i + 20] for i in range(0, 20 * n, 20)]
+
+
+def binomial_bound(rate: float, trials: int, z: float = 4.5) -> float:
+    return rate * trials + z * math.sqrt(trials * rate * (1 - rate))
+
+
+def server_calls(client, command: str) -> int:
+    """How many times the server ran ``command`` since the last CONFIG RESETSTAT (round trips, measured by Redis)."""
+    return int(client.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+# --- exact set -------------------------------------------------------------------------------
+
+def test_exact_set_stores_binary_members(redis_client):
+    seen = RedisSeenSet(redis_client, "t:seen")
+    keys = fingerprints(100)
+    assert all(seen.add(k) for k in keys)
+    assert not any(seen.add(k) for k in keys)
+    assert len(seen) == 100
+    assert redis_client.smembers("t:seen") == set(keys)  # 20-byte binary members, not hex
+    assert all(k in seen for k in keys) and b"x" * 20 not in seen
+
+
+def test_exact_set_local_cache_saves_round_trips_but_a_fresh_process_asks_redis(redis_client):
+    seen = RedisSeenSet(redis_client, "t:seen")
+    keys = fingerprints(50)
+    redis_client.config_resetstat()
+    for _ in range(3):  # each key recurs three times
+        for k in keys:
+            seen.add(k)
+    assert server_calls(redis_client, "sadd") == 50  # one SADD per key, the recurrences answered locally
+
+    other = RedisSeenSet(redis_client, "t:seen")  # another process: no cache, Redis says "seen"
+    assert not any(other.add(k) for k in keys)
+
+
+def test_exact_set_shared_by_two_clients(redis_url):
+    a = RedisSeenSet(redis.Redis.from_url(redis_url), "t:shared")
+    b = RedisSeenSet(redis.Redis.from_url(redis_url), "t:shared")
+    assert a.add(b"1" * 20)
+    assert not b.add(b"1" * 20)
+    assert b.add(b"2" * 20)
+    assert not a.add(b"2" * 20)
+
+
+def test_exact_set_batches_and_clear(redis_client):
+    seen = RedisSeenSet(redis_client, "t:seen")
+    keys = fingerprints(2500)
+    assert seen.add_many(keys[:1500]) == [True] * 1500
+    assert seen.add_many(keys) == [False] * 1500 + [True] * 1000
+    assert seen.contains_many([keys[0], b"z" * 20]) == [True, False]
+    seen.clear()
+    assert not redis_client.exists("t:seen")
+    assert seen.add(keys[0])  # the local cache was cleared too
+
+
+def test_exact_set_ttl_is_set_and_refreshed(redis_client):
+    seen = RedisSeenSet(redis_client, "t:seen", ttl=100)
+    seen.add(b"a" * 20)
+    assert 0 < redis_client.ttl("t:seen") <= 100
+    redis_client.expire("t:seen", 5)
+    seen._next_ttl_refresh = 0.0  # as if ttl/10 seconds had passed
+    seen.add(b"b" * 20)
+    assert redis_client.ttl("t:seen") > 50
+
+
+def test_exact_set_size_bytes_is_redis_memory(redis_client):
+    seen = RedisSeenSet(redis_client, "t:seen")
+    seen.add_many(fingerprints(10_000))
+    per_key = seen.size_bytes() / 10_000
+    assert 20 < per_key < 100, per_key
+
+
+def test_confirmed_cache_is_bounded_and_keeps_recurring_keys():
+    cache = ConfirmedCache(size=3)
+    for key in (b"a", b"b", b"c"):
+        cache.add(key)
+    cache.add(b"d")  # young {a,b,c} becomes old
+    assert b"a" in cache  # found in old: copied to young
+    for key in (b"e", b"f", b"g"):
+        cache.add(key)
+    assert b"a" in cache and b"b" not in cache
+    assert len(cache) <= 6
+
+
+# --- Bloom in Redis --------------------------------------------------------------------------
+
+def test_bloom_allocates_up_front_and_records_its_layout(redis_client):
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=100_000, error_rate=1e-6)
+    bloom.prepare()
+    bits, hashes = bloom_size(100_000, 1e-6)
+    assert redis_client.strlen("t:bloom") == math.ceil(bits / 8)
+    assert bits / 8 / 100_000 <= 4  # at most 4 bytes per URL of capacity at 1e-6
+    meta = redis_client.hgetall("t:bloom:meta")
+    assert meta[b"hashes"] == str(hashes).encode() and meta[b"shards"] == b"1"
+
+
+def test_bloom_add_and_contains(redis_client):
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)
+    keys = fingerprints(3000)
+    assert all(bloom.add(k) for k in keys)
+    assert not any(bloom.add(k) for k in keys)
+    fresh = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)  # no cache
+    assert not any(fresh.add(k) for k in keys)
+    assert fresh.contains_many(keys) == [True] * 3000
+    assert abs(len(fresh) - 3000) < 30  # estimated from the bits set
+
+
+def test_bloom_one_script_call_per_new_key(redis_client):
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)
+    bloom.prepare()
+    keys = fingerprints(100)
+    bloom.add(keys[0])  # loads the script
+    redis_client.config_resetstat()
+    for _ in range(3):
+        for k in keys[1:]:
+            bloom.add(k)
+    assert server_calls(redis_client, "evalsha") == 99
+    assert server_calls(redis_client, "setbit") == 99 * bloom.hashes  # inside the script, no extra round trip
+
+
+def test_bloom_refuses_another_layout(redis_client):
+    RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6).prepare()
+    other = RedisBloomSeenSet(redis_client, "t:bloom", capacity=20_000, error_rate=1e-6)
+    with pytest.raises(BloomLayoutMismatch, match="DEDUP_BLOOM_CAPACITY"):
+        other.prepare()
+    other.clear()  # flush: the new layout is accepted
+    other.prepare()
+
+
+def test_bloom_shards_use_distinct_cluster_slots(redis_client):
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=50_000, error_rate=1e-4, shards=8)
+    keys = fingerprints(8000)
+    assert bloom.add_many(keys).count(True) >= 7995
+    assert len({key_slot(name.encode()) for name in bloom.shard_keys}) == 8
+    per_shard = [redis_client.bitcount(name) for name in bloom.shard_keys]
+    assert min(per_shard) > 0.7 * max(per_shard)  # fingerprints spread over the shards
+    fresh = RedisBloomSeenSet(redis_client, "t:bloom", capacity=50_000, error_rate=1e-4, shards=8)
+    assert not any(fresh.add(k) for k in keys[:500])
+
+
+def test_bloom_too_big_for_its_shards_names_the_setting(redis_client):
+    with pytest.raises(ValueError, match="DEDUP_REDIS_BLOOM_SHARDS"):
+        RedisBloomSeenSet(redis_client, "t:bloom", capacity=1_000_000_000, error_rate=1e-6, shards=1)
+
+
+def test_bloom_delete_removes_every_key(redis_client):
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=1000, error_rate=1e-3, shards=2, ttl=60)
+    bloom.add(b"a" * 20)
+    assert all(0 < redis_client.ttl(name) <= 60 for name in bloom.data_keys())
+    bloom.delete()
+    assert not redis_client.keys("*")
+
+
+@pytest.mark.parametrize("rate,assert_it", [(1e-3, True), (1e-4, True), (1e-6, False)])
+def test_bloom_false_positive_rate_on_a_million_non_members(redis_client, rate, assert_it):
+    capacity = 100_000
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=capacity, error_rate=rate, shards=2)
+    bloom.add_many(random_keys(capacity, seed=2))
+    false_positives = sum(bloom.contains_many(random_keys(NON_MEMBERS, seed=1)))
+    predicted = bloom.expected_false_positive_rate(capacity)
+    print(f"\nRedis Bloom at {rate:g}: {false_positives} false positives in {NON_MEMBERS} "
+          f"(rate {false_positives / NON_MEMBERS:.3g}, predicted {predicted:.3g}; "
+          f"estimated from bits {bloom.estimated_false_positive_rate():.3g})")
+    if assert_it:
+        assert abs(false_positives - rate * NON_MEMBERS) <= binomial_bound(rate, NON_MEMBERS) - rate * NON_MEMBERS
+
+
+# --- atomic across processes -----------------------------------------------------------------
+
+def _race(url: str, kind: str, seed: int, queue) -> None:
+    client = redis.Redis.from_url(url)
+    keys = fingerprints(3000)
+    random.Random(seed).shuffle(keys)
+    if kind == "exact":
+        store = RedisSeenSet(client, "t:race")
+    else:
+        store = RedisBloomSeenSet(client, "t:race", capacity=100_000, error_rate=1e-6)
+    queue.put([k for k in keys if store.add(k)])
+
+
+@pytest.mark.parametrize("kind", ["exact", "bloom"])
+def test_racing_processes_get_new_exactly_once(redis_url, kind):
+    if kind == "bloom":  # lay it out first so the racers only race on keys
+        RedisBloomSeenSet(redis.Redis.from_url(redis_url), "t:race", capacity=100_000, error_rate=1e-6).prepare()
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(redis_url, kind, seed, queue)) for seed in range(4)]
+    for proc in procs:
+        proc.start()
+    results = [queue.get(timeout=120) for _ in procs]
+    for proc in procs:
+        proc.join(30)
+    new_keys = [k for result in results for k in result]
+    assert len(new_keys) == len(set(new_keys)) == 3000  # every key new for exactly one process
+    assert all(len(result) > 0 for result in results)  # they really raced
