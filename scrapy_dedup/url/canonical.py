@@ -13,7 +13,8 @@ The pipeline, in order (see the README's switches table):
    Unicode normalization of paths); remove dot segments (``%2e`` ones too);
    empty path to ``/``; keep userinfo case. For http(s), ws(s) and ftp a ``\\``
    before the query is a ``/``, as browsers and ``scrapy.Request`` read it.
-2. **DUST rules** of the host (a later feature: the hook is marked below).
+2. **DUST rules** of the host (:mod:`scrapy_dedup.url.dust`, ``dust_rules=``): site-specific
+   rewrites mined from crawl logs, applied right after the safe steps.
 3. **Optional switches** of the host's :class:`~scrapy_dedup.url.policy.UrlPolicy`,
    each touching only its own component.
 
@@ -31,6 +32,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Any, NamedTuple, Union
 
+from scrapy_dedup.url.dust import RuleSet, load_rules
 from scrapy_dedup.url.policy import SWITCHES, DomainMap, PolicyMap, UrlPolicy
 
 __all__ = [
@@ -337,8 +339,8 @@ class _Plan:
             rules.setdefault(name, _USER_SESSION_RULE)
         self.session_exact = {n: r for n, r in rules.items() if not n.endswith("*")}
         self.session_prefixes = tuple((n[:-1], r) for n, r in sorted(rules.items()) if n.endswith("*"))
-        # DUST rules of the host (a later issue): an object with apply(host, path, query) -> (path, query)
-        self.dust = None
+        # DUST rules (a RuleSet: for_host(host) -> compiled rules or None), set by Canonicalizer
+        self.dust: RuleSet | None = None
 
     def is_tracking(self, lowered_key: str) -> bool:
         return lowered_key in self.tracking_exact or (
@@ -377,8 +379,8 @@ class Canonicalizer:
     """
 
     def __init__(self, policy: UrlPolicy | PolicyMap | None = None, *, dust_rules: Any = None):
-        if dust_rules is not None:
-            raise ValueError("dust_rules: DUST rules are not supported yet; pass None")
+        # dust_rules: a RuleSet, a rules file path, or a list of paths (DustRulesError names the bad one)
+        self.dust: RuleSet | None = load_rules(dust_rules) or None
         if policy is None:
             policy = UrlPolicy()
         if isinstance(policy, UrlPolicy):
@@ -394,6 +396,8 @@ class Canonicalizer:
         self._plans: DomainMap[_Plan] = DomainMap(
             compiled[self.policies.default], {d: compiled[p] for d, p in self.policies.per_domain.items()}
         )
+        for plan in compiled.values():
+            plan.dust = self.dust
 
     def policy_for(self, host: str) -> UrlPolicy:
         """The policy that applies to ``host``."""
@@ -419,6 +423,24 @@ class Canonicalizer:
             result = None
         if result is None:
             return CanonicalResult(stripped, _NO_FIRED, True)
+        if self.dust is not None and _RECHECK_DUST.intersection(result.fired):
+            result = self._dust_fixed_point(result)
+        return result
+
+    def _dust_fixed_point(self, result: CanonicalResult) -> CanonicalResult:
+        """Run again while a path or host switch made a DUST rule applicable (``/a.htm/`` -> ``/a.htm``).
+
+        Keeps ``c(c(u)) == c(u)`` with DUST rules; bounded, and only for URLs where such a switch fired.
+        """
+        for _ in range(3):
+            try:
+                again = self._canonicalize(result.url)
+            except Exception:  # noqa: BLE001 - never raises
+                return result
+            if again is None or again.url == result.url:
+                return result
+            fired = result.fired + tuple(n for n in again.fired if n not in result.fired)
+            result = CanonicalResult(again.url, fired, False)
         return result
 
     # The pipeline. Returns None when the URL cannot be parsed.
@@ -461,8 +483,19 @@ class Canonicalizer:
         plan = self._single or self._plans.lookup(host)
         fired: list[str] | None = None
 
-        # --- 2. DUST rules of the host go here (a later issue):
-        #     if plan.dust is not None: path, query = plan.dust.apply(host, path, query)
+        # --- 2. DUST rules of the host (scrapy_dedup.url.dust): one dict lookup for hosts without rules
+        if plan.dust is not None:
+            host_rules = plan.dust.for_host(host)
+            if host_rules is not None:
+                old_query = query or ""
+                new_path, new_query = host_rules.apply(path, old_query)
+                if new_path != path or new_query != old_query:
+                    if new_path != path:  # a hand-written rule may bring unescaped text or dot segments
+                        path = _normalize_escapes(new_path)
+                        if _has_dot_segment(path):
+                            path = _remove_dot_segments(path)
+                    query = new_query if new_query else (None if query else query)
+                    fired = ["dust"]
 
         # --- 3. optional switches, each on its own component
         if plan.strip_session and ";" in path:
@@ -472,7 +505,7 @@ class Canonicalizer:
                 path = new_path
                 if _has_dot_segment(path):
                     path = _remove_dot_segments(path)
-                fired = ["strip_session"]
+                fired = (fired or []) + ["strip_session"]
         if query is not None and plan.query_work:
             query, query_fired = self._query(plan, query)
             if query_fired:
@@ -576,6 +609,10 @@ def _first(pair: tuple[str, str]) -> str:
     return pair[0]
 
 
+#: switches after which a DUST rule of the (new) host may apply again: checked for idempotence
+_RECHECK_DUST = frozenset({"strip_session", "strip_trailing_slash", "drop_index", "strip_www"})
+
+
 # --------------------------------------------------------------------------- function form
 
 _DEFAULT = Canonicalizer(UrlPolicy())
@@ -602,11 +639,46 @@ def canonicalize(url: str, *, dust_rules: Any = None, **switches: Union[bool, li
     ``sort_query`` [on], ``drop_fragment`` [on], ``strip_trailing_slash``, ``strip_www``,
     ``ignore_scheme``, ``drop_index`` [off]; ``tracking_params`` / ``session_params`` extend
     the built-in lists. An unknown switch raises ``ValueError``; a bad URL never does.
-    ``dust_rules`` is reserved for DUST rule sets (a later feature) and must be None.
+    ``dust_rules`` is a DUST rules file (from ``scrapy-dedup mine-dust``), a list of them, or a
+    :class:`~scrapy_dedup.url.dust.RuleSet`; the rules of the URL's host apply right after the safe
+    steps. A file is read once per (path, modification time); on a hot path build a
+    ``Canonicalizer(policy, dust_rules=...)`` once instead.
     """
     if dust_rules is not None:
-        raise ValueError("dust_rules: DUST rules are not supported yet; pass None")
+        return _with_dust(url, dust_rules, switches)
     if not switches:
         return _DEFAULT.canonicalize(url)
     key = tuple(sorted((k, _hashable(v)) for k, v in switches.items()))
     return _canonicalizer_for(key).canonicalize(url)
+
+
+def _with_dust(url: str, dust_rules: Any, switches: dict[str, Any]) -> str:
+    import os
+
+    from scrapy_dedup.url.dust import DustRulesError
+
+    policy_key = tuple(sorted((k, _hashable(v)) for k, v in switches.items()))
+    try:
+        if isinstance(dust_rules, RuleSet):
+            policy = UrlPolicy.from_mapping(dict(policy_key), setting="canonicalize()")
+            return Canonicalizer(policy, dust_rules=dust_rules).canonicalize(url)
+        paths = (dust_rules,) if isinstance(dust_rules, (str, os.PathLike)) else tuple(dust_rules)
+        stamps = tuple((os.fspath(p), _mtime(p)) for p in paths)
+        return _dust_canonicalizer_for(policy_key, stamps).canonicalize(url)
+    except DustRulesError as exc:
+        raise DustRulesError(f"dust_rules: {exc}") from None
+
+
+def _mtime(path: Any) -> float:
+    import os
+
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return -1.0
+
+
+@lru_cache(maxsize=32)
+def _dust_canonicalizer_for(items: tuple[tuple[str, Any], ...], stamps: tuple[tuple[str, float], ...]) -> Canonicalizer:
+    policy = UrlPolicy.from_mapping(dict(items), setting="canonicalize()")
+    return Canonicalizer(policy, dust_rules=[path for path, _ in stamps])

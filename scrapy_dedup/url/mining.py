@@ -375,7 +375,7 @@ class _HostMiner:
         if base_rules:
             resolved = self._rewrite(resolved, HostRules(host, base_rules))
         self.urls = resolved
-        self.tried: set[tuple] = set()
+        self.verdicts: dict[tuple, Verdict] = {}  # rule key -> its latest verdict
 
     def run(self) -> list[DustRule]:
         for _ in range(self.config.rounds):
@@ -383,6 +383,7 @@ class _HostMiner:
             if not new:
                 break
             self.rules.extend(new)
+        self.result.verdicts.extend(self.verdicts.values())
         return self.rules
 
     @staticmethod
@@ -417,7 +418,7 @@ class _HostMiner:
         del members
         by_kind: dict[str, list[tuple]] = {}
         for cand, n in counts.most_common():
-            if n < cfg.min_support or cand in self.tried:
+            if n < cfg.min_support:
                 continue
             by_kind.setdefault(cand[0], []).append(cand)
         kept: list[DustRule] = []
@@ -431,14 +432,14 @@ class _HostMiner:
                 new = self._substitutions(cands)
             else:
                 for cand in cands:
-                    self.tried.add(cand)
                     rule = _rule_of(cand)
-                    if rule is not None:
+                    if rule is not None and rule.key not in self.known:
                         verdict = self._judge(rule)
                         if verdict.kept:
                             new.append(verdict.rule)
             if new:  # later kinds are judged on the URLs these rules already rewrote (rules compose)
                 kept.extend(new)
+                self.known.update(r.key for r in new)
                 self.urls = self._rewrite(self.urls, HostRules(self.host, new))
                 self._index()
         return kept
@@ -467,14 +468,12 @@ class _HostMiner:
             if name in dropped:
                 continue
             for prefix in sorted(set(prefixes), key=len):
-                cand = ("param", name, value, prefix)
-                if cand in self.tried:
-                    continue
-                self.tried.add(cand)
                 if value is None:
                     rule = DustRule("drop_param", param=name, prefix=prefix)
                 else:
                     rule = DustRule("default_param", param=name, value=value, prefix=prefix)
+                if rule.key in self.known:
+                    break
                 verdict = self._judge(rule)
                 if verdict.kept:
                     kept.append(verdict.rule)
@@ -492,7 +491,6 @@ class _HostMiner:
             if (anchor, a, b) in done:
                 continue
             done.add((anchor, a, b))
-            self.tried.add(cand)
             best: Verdict | None = None
             verdicts = []
             for old, new in ((a, b), (b, a)):
@@ -501,6 +499,8 @@ class _HostMiner:
                     rule.check()
                 except ValueError:
                     continue
+                if rule.key in self.known:
+                    break
                 verdict = self._judge(rule, record=False)
                 verdicts.append(verdict)
                 if verdict.kept and (best is None or _preference(verdict) > _preference(best)):
@@ -508,7 +508,7 @@ class _HostMiner:
             for verdict in verdicts:
                 if verdict is not best and best is not None:
                     verdict.kept, verdict.reason = False, "the other direction is better supported"
-                self.result.verdicts.append(verdict)
+                self.verdicts[verdict.rule.key] = verdict
             if best is not None:
                 kept.append(best.rule)
         return kept
@@ -581,7 +581,7 @@ class _HostMiner:
                             examples=tuple(examples))
         verdict = Verdict(self.host, evidenced, support, len(pages), violations, kept, reason)
         if record:
-            self.result.verdicts.append(verdict)
+            self.verdicts[rule.key] = verdict
         return verdict
 
 
