@@ -464,3 +464,17 @@ def test_idempotent_on_tricky_inputs(url):
     for switches in (SAFE_ONLY, {}, ALL_ON):
         once = canonicalize(url, **switches)
         assert canonicalize(once, **switches) == once
+
+
+def test_url_core_imports_nothing_from_scrapy():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from scrapy_dedup.url.canonical import canonicalize; "
+        "canonicalize('http://www.example.com/', strip_www=True); "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('scrapy', 'twisted')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
