@@ -14,6 +14,7 @@ crawl finished, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -30,6 +31,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="port of the example site on 127.0.0.1 (default: a free one)")
     parser.add_argument("--site-in-thread", action="store_true",
                         help="serve the site from a thread of this process instead of a child process")
+    parser.add_argument("--stats-json", metavar="FILE", help="write the crawl's final stats to FILE as JSON")
+    parser.add_argument("--dump-stats", action="store_true",
+                        help="also log Scrapy's stats dump after the report (on by default with --no-dedup)")
     parser.add_argument("-s", "--set", metavar="NAME=VALUE", action="append", default=[],
                         help="override a setting, as with `scrapy crawl -s` (repeatable)")
     return parser.parse_args(argv)
@@ -38,6 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     output = Path(args.output).resolve() if args.output else None
+    stats_json = Path(args.stats_json).resolve() if args.stats_json else None
     # Run as the Scrapy project in this directory: scrapy.cfg, store.settings, demosite.
     os.chdir(HERE)
     if str(HERE) not in sys.path:
@@ -53,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_dedup:
         settings.set("ADDONS", {}, priority="cmdline")
         settings.set("DEDUP_ENABLED", False, priority="cmdline")
+    if not args.no_dedup and not args.dump_stats:
+        # the duplication report shows the numbers that matter; without the stats
+        # dump it is the last block of the log
+        settings.set("STATS_DUMP", False, priority="cmdline")
     if output is not None:
         settings.set("FEEDS", {str(output): {"format": "jsonlines", "overwrite": True, "encoding": "utf-8"}},
                      priority="cmdline")
@@ -74,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         crawler = process.create_crawler("store")
         process.crawl(crawler, port=server.port)
         process.start()
-    reason = crawler.stats.get_value("finish_reason") if crawler.stats else None
+    stats = crawler.stats.get_stats() if crawler.stats else {}
+    if stats_json is not None:
+        stats_json.write_text(json.dumps(stats, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    reason = stats.get("finish_reason")
     return 0 if reason == "finished" else 1
 
 

@@ -1,0 +1,98 @@
+"""The demo command: example_project/run_demo.py crawls the example site end to end.
+
+Each crawl runs run_demo.py in a subprocess, as a user does (real site server,
+real Scrapy crawl with the project's settings), and is checked against the
+site's truth file (example_project/demosite/truth.json), never against numbers
+computed by scrapy_dedup itself.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "example_project"
+if str(EXAMPLE) not in sys.path:
+    sys.path.insert(0, str(EXAMPLE))
+
+from demosite import load  # noqa: E402
+
+pytestmark = pytest.mark.crawl
+
+
+def portless(url: str) -> str:
+    parts = urlsplit(url)
+    return url.replace(f"//{parts.netloc}", f"//{parts.hostname}", 1)
+
+
+def run_demo(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict], dict]:
+    items, stats = tmp_path / "items.jsonl", tmp_path / "stats.json"
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE / "run_demo.py"), "--output", str(items), "--stats-json", str(stats),
+         "-s", f"DEDUP_AUDIT_FILE={tmp_path / 'audit.jsonl'}", "-s", f"DEDUP_LOG_FILE={tmp_path / 'log.jsonl'}",
+         *args],
+        cwd=str(tmp_path), capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in items.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return proc, rows, json.loads(stats.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return load()
+
+
+def test_project_settings_are_valid_and_resolver_matches_scrapy():
+    # every DEDUP_* name exists and every value validates (unknown names fail at start-up)
+    import importlib
+
+    from scrapy.settings import Settings
+    from scrapy.settings import default_settings
+
+    from scrapy_dedup.settings import read_settings
+
+    module = importlib.import_module("store.settings")
+    settings = Settings()
+    settings.setmodule(module, priority="project")
+    cfg = read_settings(settings)
+    assert settings.getdict("ADDONS") == {"scrapy_dedup.Addon": 0}
+    assert cfg.url_policies["blog.test"] == {"strip_trailing_slash": False}
+    assert set(cfg.content_policies) == {"eu.shop.test"}
+    name = "TWISTED_DNS_RESOLVER" if hasattr(default_settings, "TWISTED_DNS_RESOLVER") else "DNS_RESOLVER"
+    assert getattr(module, name) == "store.resolver.LoopbackResolver"
+
+
+def test_loopback_resolver_answers_test_names_only():
+    from twisted.internet import reactor
+
+    from store.resolver import LoopbackResolver
+
+    resolver = LoopbackResolver(reactor, cache_size=0, timeout=5.0)
+    results = []
+    resolver.getHostByName("eu.shop.test").addCallback(results.append)
+    resolver.getHostByName("BLOG.TEST.").addCallback(results.append)
+    assert results == ["127.0.0.1", "127.0.0.1"]
+
+
+def test_plain_crawl_fetches_every_truth_url_once(tmp_path, truth):
+    proc, rows, stats = run_demo(tmp_path, "--no-dedup")
+    urls = Counter(portless(r["url"]) for r in rows)
+    assert set(urls) == {p["url"] for p in truth["pages"]}
+    assert max(urls.values()) == 1
+    assert stats["downloader/response_count"] == truth["expected"]["plain"]["pages_fetched"]
+    assert not any(key.startswith("dedup/") for key in stats)
+    # items: url, title and main text, no HTML; one content id -> one main text
+    by_content = defaultdict(set)
+    content_of = {p["url"]: p["content"] for p in truth["pages"]}
+    for row in rows:
+        assert set(row) == {"url", "title", "main"} and row["title"] and row["main"]
+        by_content[content_of[portless(row["url"])]].add(row["main"])
+    assert all(len(texts) == 1 for texts in by_content.values())
+    assert "Example site on 127.0.0.1:" in proc.stdout
