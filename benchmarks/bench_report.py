@@ -1,0 +1,374 @@
+"""Offline report benchmark: `scrapy-dedup report` against the textbook algorithm and datasketch.
+
+One run, three methods, each in its own subprocess over the same generated dump
+(so peak memory, ``ru_maxrss``, is each method's own):
+
+* ours: the real command path (:func:`scrapy_dedup.audit.runner.audit_dump`), i.e.
+  JSON parsing, ``page_text``, the engine's simhash and index, with ``--jobs 1..N``;
+* textbook: what one writes by hand - lxml text without scripts/styles, MD5 per
+  5-word shingle, a pure-Python 64-bit vote, a 4-band dict index;
+* datasketch: the same hand-written text, ``MinHash(num_perm=128)`` over the
+  5-word shingles (``update_batch``), ``MinHashLSH(threshold=0.8)`` query + insert.
+
+The dump: realistic pages of 10-60 KB (three site templates with a long ``<nav>``,
+header, footer, inline script and style, article paragraphs, tables and lists)
+with exact mirrors under tracking URLs and near copies (a date, one or two words).
+Pages per second counts end to end (JSON line in, decision out). Memory per page is
+the growth of the peak RSS over the run divided by the pages; ours keeps only
+fingerprints, index and URLs.
+
+Then an index-only run: 1,000,000 fingerprints (10% within 3 bits of an earlier
+one) through the engine's ``ContentDeduplicator.check_fingerprint`` vs the textbook
+4-band dict index (datasketch over random signatures at a smaller size).
+
+    python benchmarks/bench_report.py                  # full: 100k pages, 1M fingerprints
+    python benchmarks/bench_report.py --quick          # seconds: the smoke test
+    python benchmarks/bench_report.py --pages 20000 --peer-pages 2000 --jobs 1,2
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+_WORD = re.compile(r"\w+")
+
+
+# -- the generated dump ----------------------------------------------------------------------------
+def _vocabulary(rng: random.Random, n: int = 6000) -> list[str]:
+    syllables = ["ka", "lo", "mi", "nu", "pe", "ro", "su", "ti", "va", "ze", "bra", "cle", "dri", "fo", "gu", "ha",
+                 "ist", "jo", "kre", "lan", "mor", "nel", "ost", "pra", "qui", "ren", "sta", "tor", "ul", "wen"]
+    words = set()
+    while len(words) < n:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))))
+    return sorted(words)
+
+
+class SiteTemplate:
+    def __init__(self, rng: random.Random, vocab: list[str], name: str):
+        nav = "".join(f"<li><a href='/{name}/c/{i}'>{' '.join(rng.choices(vocab, k=3))}</a></li>" for i in range(120))
+        foot = "".join(f"<a href='/{name}/f/{i}'>{rng.choice(vocab)}</a> " for i in range(60))
+        self.head = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{name} store</title>"
+                     f"<style>{'.c%d{color:#%06x;margin:%dpx}' * 1 % (1, 0x334455, 4) * 80}</style>"
+                     f"<script>window.dataLayer=[];{'function f%d(a){return a*%d};' % (1, 7) * 60}</script>"
+                     f"</head><body><header><div class='banner'>{name} - {' '.join(rng.choices(vocab, k=12))}"
+                     f"</div><form><input name='csrf' value='{{csrf}}'><input name=q></form></header>"
+                     f"<nav><ul>{nav}</ul></nav><aside>{' '.join(rng.choices(vocab, k=80))}</aside><main>")
+        self.tail = (f"</main><footer>{foot}<p>Copyright {name}</p></footer>"
+                     f"<script>track('{name}');</script></body></html>")
+
+
+def _article(rng: random.Random, vocab: list[str], weights: list[float], size: int) -> list[str]:
+    """Paragraph texts totalling about ``size`` bytes of text (``weights``: cumulative)."""
+    paras, total = [], 0
+    while total < size:
+        words = rng.choices(vocab, cum_weights=weights, k=rng.randint(40, 160))
+        text = " ".join(words)
+        paras.append(text)
+        total += len(text) + 8
+    return paras
+
+
+def _render(template: SiteTemplate, paras: list[str], stamp: str, csrf: str) -> str:
+    body = [f"<h1>{paras[0][:60]}</h1><p class='meta'>Updated {stamp}</p>"]
+    for i, p in enumerate(paras):
+        if i % 7 == 3:
+            cells = p.split()[:24]
+            body.append("<table>" + "".join(f"<tr><td>{' '.join(cells[j:j + 3])}</td><td>{j}</td></tr>"
+                                              for j in range(0, len(cells), 3)) + "</table>")
+        elif i % 5 == 2:
+            body.append("<ul>" + "".join(f"<li>{w}</li>" for w in p.split()[:12]) + "</ul>" + f"<p>{p}</p>")
+        else:
+            body.append(f"<p>{p}</p>")
+    return template.head.replace("{csrf}", csrf) + "".join(body) + template.tail
+
+
+def generate_dump(path: Path, pages: int, seed: int = 7, min_kb: int = 10, max_kb: int = 60) -> dict:
+    """Write ``pages`` JSON lines; about 10% exact mirrors and 10% near copies of earlier pages."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng)
+    weights = list(itertools.accumulate(1.0 / (i + 1) ** 0.9 for i in range(len(vocab))))  # Zipf-like, cumulative
+    templates = [SiteTemplate(rng, vocab, name) for name in ("alpha", "bravo", "charlie")]
+    recent: list = []  # (url, template, paras) of recent unique pages, the duplicates' sources
+    counts = {"unique": 0, "exact": 0, "near": 0}
+    total_bytes = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(pages):
+            roll = rng.random()
+            if recent and roll < 0.10:
+                url, template, paras, html = rng.choice(recent)
+                url = f"{url}?utm_source=news&utm_campaign={i}"
+                counts["exact"] += 1
+            elif recent and roll < 0.20:
+                url, template, paras, _ = rng.choice(recent)
+                paras = list(paras)
+                p = rng.randrange(len(paras))
+                words = paras[p].split()
+                for _ in range(rng.randint(1, 2)):
+                    words[rng.randrange(len(words))] = rng.choice(vocab)
+                paras[p] = " ".join(words)
+                html = _render(template, paras, f"2024-05-{rng.randint(1, 28):02d}", f"{rng.getrandbits(64):x}")
+                url = f"{url}/v{i}"
+                counts["near"] += 1
+            else:
+                template = templates[i % 3]
+                size = rng.randint(min_kb, max_kb) * 1024 - 12000  # the template is about 12 KB
+                paras = _article(rng, vocab, weights, max(size, 1500))
+                url = f"https://{template.tail[-40:].split(chr(39))[1]}.example/item/{i}"
+                html = _render(template, paras, f"2024-04-{rng.randint(1, 28):02d}", f"{rng.getrandbits(64):x}")
+                recent.append((url, template, paras, html))
+                if len(recent) > 200:
+                    recent.pop(0)
+                counts["unique"] += 1
+            line = json.dumps({"url": url, "html": html}) + "\n"
+            total_bytes += len(line)
+            f.write(line)
+    return {"pages": pages, "mean_kb": round(total_bytes / max(pages, 1) / 1024, 1), **counts}
+
+
+# -- peers (hand-written) --------------------------------------------------------------------------
+def naive_text(html: str) -> str:
+    import lxml.html
+
+    doc = lxml.html.fromstring(html)
+    for bad in doc.xpath("//script|//style"):
+        bad.drop_tree()
+    return " ".join(doc.text_content().split())
+
+
+def shingles(text: str, k: int = 5) -> list[str]:
+    words = _WORD.findall(text.lower())
+    if len(words) < k:
+        return [" ".join(words)] if words else []
+    return [" ".join(words[i:i + k]) for i in range(len(words) - k + 1)]
+
+
+def textbook_fingerprint(text: str) -> int:
+    counts = [0] * 64
+    for shingle in shingles(text):
+        h = int.from_bytes(hashlib.md5(shingle.encode("utf-8")).digest()[:8], "big")
+        for i in range(64):
+            if (h >> i) & 1:
+                counts[i] += 1
+            else:
+                counts[i] -= 1
+    fp = 0
+    for i in range(64):
+        if counts[i] > 0:
+            fp |= 1 << i
+    return fp
+
+
+class TextbookIndex:
+    """4 bands of 16 bits, a dict per band of lists of (fp, key): the textbook near-duplicate index."""
+
+    def __init__(self) -> None:
+        self.bands: list[dict] = [defaultdict(list) for _ in range(4)]
+
+    def add_if_new(self, key, fp: int, k: int = 3):
+        for i in range(4):
+            for other, okey in self.bands[i].get((fp >> (16 * i)) & 0xFFFF, ()):
+                if bin(fp ^ other).count("1") <= k:
+                    return okey
+        for i in range(4):
+            self.bands[i][(fp >> (16 * i)) & 0xFFFF].append((fp, key))
+        return None
+
+
+# -- one measured run (in a subprocess) ------------------------------------------------------------
+def _rss_kb() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _current_rss_kb() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
+    import itertools
+
+    flagged = 0
+    if method == "ours":
+        from scrapy_dedup.audit.config import build_config
+        from scrapy_dedup.audit.runner import audit_dump
+
+        cfg = build_config()
+        if limit:
+            limited = Path(tempfile.mkdtemp()) / "limited.jsonl"
+            with open(dump, "rb") as src, open(limited, "wb") as dst:
+                dst.writelines(itertools.islice(src, limit))
+            dump = str(limited)
+        from scrapy_dedup.content.text import page_text  # warm imports before the baseline RSS
+        page_text("<p>warm up</p>")
+        rss0 = _current_rss_kb()
+        start = time.perf_counter()
+        result, pages, _ = audit_dump(dump, cfg, jobs=jobs, want_samples=False)
+        elapsed = time.perf_counter() - start
+        n = result.report.total
+        flagged = result.report.redundant
+        if limit:
+            os.unlink(dump)
+    else:
+        if method == "textbook":
+            index = TextbookIndex()
+
+            def decide(i: int, html: str) -> bool:
+                return index.add_if_new(i, textbook_fingerprint(naive_text(html))) is not None
+        elif method == "datasketch":
+            from datasketch import MinHash, MinHashLSH
+
+            lsh = MinHashLSH(threshold=0.8, num_perm=128)
+
+            def decide(i: int, html: str) -> bool:
+                m = MinHash(num_perm=128)
+                m.update_batch([s.encode("utf-8") for s in set(shingles(naive_text(html)))])
+                if lsh.query(m):
+                    return True
+                lsh.insert(i, m)
+                return False
+        else:
+            raise SystemExit(f"unknown method {method}")
+        decide(-1, "<p>warm up the imports and caches</p>")
+        rss0 = _current_rss_kb()
+        start = time.perf_counter()
+        n = 0
+        with open(dump, encoding="utf-8") as f:
+            for line in itertools.islice(f, limit or None):
+                record = json.loads(line)
+                flagged += decide(n, record["html"])
+                n += 1
+        elapsed = time.perf_counter() - start
+    peak = _rss_kb()
+    return {"method": method, "jobs": jobs, "pages": n, "seconds": round(elapsed, 3),
+            "pages_per_s": round(n / elapsed, 1) if elapsed else 0.0, "flagged": flagged,
+            "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / max(n, 1), 1)}
+
+
+def measure_index(method: str, count: int, seed: int = 3) -> dict:
+    """Fingerprints only: ``count`` checks, 10% of them within 3 bits of an earlier fingerprint."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2 ** 63, size=count, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(1)
+    dup = rng.random(count) < 0.10
+    src = (rng.random(count) * np.arange(count)).astype(np.int64)
+    flips = rng.integers(0, 64, size=(count, 3))
+    fps_list = [int(x) for x in fps]
+    for i in np.nonzero(dup)[0][1:]:
+        fp = fps_list[src[i]]
+        for b in flips[i][: 1 + i % 3]:
+            fp ^= 1 << int(b)
+        fps_list[i] = fp
+    exact = [hashlib.blake2b(i.to_bytes(8, "little"), digest_size=16).digest() for i in range(count)]
+    del fps, src, flips
+    if method == "ours":
+        from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint
+
+        engine = ContentDeduplicator.in_memory()
+        items = [ContentFingerprint(e, f, 100) for e, f in zip(exact, fps_list)]
+        keys = [str(i) for i in range(count)]
+        rss0 = _current_rss_kb()
+        start = time.perf_counter()
+        flagged = sum(engine.check_fingerprint(k, fp).is_duplicate for k, fp in zip(keys, items))
+    elif method == "textbook":
+        index = TextbookIndex()
+        keys = [str(i) for i in range(count)]
+        rss0 = _current_rss_kb()
+        start = time.perf_counter()
+        flagged = sum(index.add_if_new(k, fp) is not None for k, fp in zip(keys, fps_list))
+    else:
+        raise SystemExit(f"unknown index method {method}")
+    elapsed = time.perf_counter() - start
+    peak = _rss_kb()
+    return {"method": method, "fingerprints": count, "seconds": round(elapsed, 3),
+            "checks_per_s": round(count / elapsed, 1), "flagged": flagged,
+            "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / count, 1)}
+
+
+def _sub(args: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve())] + args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"subprocess {args} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pages", type=int, default=100_000, help="pages in the generated dump")
+    p.add_argument("--peer-pages", type=int, default=3_000,
+                   help="first pages of the dump for the (slow) peers; ours also runs on exactly these")
+    p.add_argument("--index-size", type=int, default=1_000_000, help="fingerprints in the index-only run")
+    p.add_argument("--jobs", default="1,2", help="comma-separated --jobs values for ours on the whole dump")
+    p.add_argument("--dump", help="reuse this dump instead of generating one")
+    p.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
+    p.add_argument("--_run", help=argparse.SUPPRESS)
+    p.add_argument("--_index", help=argparse.SUPPRESS)
+    p.add_argument("--_limit", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--_jobs", type=int, default=1, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args._run:
+        print(json.dumps(measure_pages(args._run, args.dump, args._limit, args._jobs)))
+        return 0
+    if args._index:
+        print(json.dumps(measure_index(args._index, args.index_size)))
+        return 0
+    if args.quick:
+        args.pages, args.peer_pages, args.index_size, args.jobs = 60, 30, 5_000, "1,2"
+    jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
+    tmp = tempfile.mkdtemp(prefix="bench-report-")
+    dump = args.dump
+    if not dump:
+        dump = os.path.join(tmp, "dump.jsonl")
+        t = time.perf_counter()
+        info = generate_dump(Path(dump), args.pages)
+        print(f"generated {dump}: {info} in {time.perf_counter() - t:.0f} s", flush=True)
+    peer_n = min(args.peer_pages, args.pages)
+    print(f"\n== pages: first {peer_n} pages, one core ==", flush=True)
+    rows = [_sub(["--_run", m, "--dump", dump, "--_limit", str(peer_n)]) for m in ("ours", "textbook", "datasketch")]
+    ours = rows[0]
+    for r in rows:
+        print(f"{r['method']:<11} {r['pages_per_s']:>9.1f} pages/s  {r['peak_growth_bytes_per_page']:>10.1f} B/page "
+              f"peak growth  flagged {r['flagged']:>6}  x{ours['pages_per_s'] / r['pages_per_s']:.2f} speed of ours",
+              flush=True)
+    print(f"\n== pages: whole dump ({args.pages}), ours, --jobs curve ==", flush=True)
+    curve = []
+    for j in jobs:
+        r = _sub(["--_run", "ours", "--dump", dump, "--_jobs", str(j)])
+        curve.append(r)
+        print(f"ours --jobs {j}: {r['pages_per_s']:>9.1f} pages/s  {r['peak_growth_bytes_per_page']:>8.1f} B/page "
+              f"peak growth (main process)  flagged {r['flagged']}  "
+              f"x{r['pages_per_s'] / curve[0]['pages_per_s']:.2f} of --jobs {jobs[0]}", flush=True)
+    print(f"\n== index only: {args.index_size} fingerprints ==", flush=True)
+    index_rows = [_sub(["--_index", m, "--index-size", str(args.index_size)]) for m in ("ours", "textbook")]
+    for r in index_rows:
+        print(f"{r['method']:<9} {r['checks_per_s']:>11.1f} checks/s  {r['peak_growth_bytes_per_page']:>7.1f} B/page "
+              f"peak growth  flagged {r['flagged']}  x{index_rows[0]['checks_per_s'] / r['checks_per_s']:.2f} speed "
+              f"of ours", flush=True)
+    summary = {"pages": rows, "jobs_curve": curve, "index": index_rows,
+               "speedup_vs_textbook": round(ours["pages_per_s"] / rows[1]["pages_per_s"], 2),
+               "memory_vs_datasketch": round(ours["peak_growth_bytes_per_page"]
+                                             / max(rows[2]["peak_growth_bytes_per_page"], 1e-9), 3)}
+    print("\nSUMMARY " + json.dumps(summary))
+    if not args.dump:
+        os.unlink(dump)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
