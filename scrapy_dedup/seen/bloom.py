@@ -32,6 +32,7 @@ No Scrapy imports here.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import zlib
@@ -201,17 +202,11 @@ class BloomSeenSet(SeenSet):
 
     def estimated_false_positive_rate(self) -> float:
         """``1 - prod(1 - fill_i ** k_i)`` from the bits actually set in each slice."""
-        miss = 1.0
-        for piece in self.slices:
-            miss *= 1.0 - piece.estimated_false_positive_rate()
-        return 1.0 - miss
+        return _union(piece.estimated_false_positive_rate() for piece in self.slices)
 
     def expected_false_positive_rate(self) -> float:
         """The rate the sizing formulas predict for the keys held now (no bit counting)."""
-        miss = 1.0
-        for piece in self.slices:
-            miss *= 1.0 - false_positive_rate(piece.nbits, piece.hashes, piece.count)
-        return 1.0 - miss
+        return _union(false_positive_rate(piece.nbits, piece.hashes, piece.count) for piece in self.slices)
 
     def __repr__(self) -> str:
         return (f"BloomSeenSet(capacity={self.capacity}, error_rate={self.error_rate}, "
@@ -333,6 +328,11 @@ class BloomSeenSet(SeenSet):
         bloom.slices = slices
         bloom.dirty = False
         return bloom
+
+
+def _union(rates: Iterable[float]) -> float:
+    """``1 - prod(1 - r)`` without losing tiny rates to rounding."""
+    return -math.expm1(sum(math.log1p(-r) for r in rates))
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -1,0 +1,404 @@
+"""``DUPEFILTER_CLASS`` adapters over the seen-key stores of :mod:`scrapy_dedup.seen`.
+
+* :class:`BloomDupeFilter` - a local Bloom filter (about 4 bytes per URL at
+  1e-6), checkpointed into ``JOBDIR`` so a stopped and resumed crawl does not
+  refetch.
+* :class:`RedisDupeFilter` - an exact Redis set shared by every process of a
+  spider (a drop-in for scrapy-redis's ``RFPDupeFilter``).
+* :class:`RedisBloomDupeFilter` - a Bloom filter in Redis bitmaps, shared,
+  one script call per new request.
+
+All three follow Scrapy's dupefilter contract (``from_crawler``, a
+synchronous ``request_seen``, ``open()``/``close(reason)`` returning None,
+``log(request, spider)`` with Scrapy's messages and the
+``dupefilter/filtered`` stat, ``DUPEFILTER_DEBUG``) and fingerprint with
+``crawler.request_fingerprinter``, so ``REQUEST_FINGERPRINTER_CLASS`` (e.g.
+``scrapy_dedup.CanonicalRequestFingerprinter``) applies.
+
+They also work under scrapy-redis's scheduler, which builds the filter with
+``from_spider(spider)``, never calls ``open()``/``close()`` and calls
+``clear()`` to flush: start-up work happens on first use, and the close work
+(stats, checkpoint) also runs on the ``spider_closed`` signal.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from scrapy import signals
+from scrapy.dupefilters import BaseDupeFilter
+from scrapy.utils.job import job_dir
+from scrapy.utils.request import referer_str
+
+from scrapy_dedup.redis_conn import connect, mask_url
+from scrapy_dedup.seen.base import SeenSet
+from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
+from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+    from scrapy.spiders import Spider
+    from scrapy.statscollectors import StatsCollector
+    from scrapy.utils.request import RequestFingerprinterProtocol
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+CHECKPOINT_FILE = "seen.bloom"
+#: request_seen calls between two looks at the checkpoint clock
+_CLOCK_EVERY = 1024
+
+
+class _SeenDupeFilter(BaseDupeFilter):
+    """What the three filters share: fingerprinting, counting, logging, closing once."""
+
+    #: short name of the store in log lines
+    kind = "seen set"
+
+    def __init__(self, store: SeenSet, *, fingerprinter: RequestFingerprinterProtocol | None = None,
+                 debug: bool = False, stats: StatsCollector | None = None):
+        if fingerprinter is None:
+            from scrapy.utils.request import RequestFingerprinter
+
+            fingerprinter = RequestFingerprinter()
+        self.store = store
+        self.fingerprinter = fingerprinter
+        self.debug = debug
+        self.stats = stats
+        self.logdupes = True
+        self.logger = logger
+        self.checked = 0
+        self.new = 0
+        self._closed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Any:
+        cfg = read_settings(crawler.settings)
+        dupefilter = cls._from_settings(crawler, cfg)
+        crawler.signals.connect(dupefilter._spider_closed, signal=signals.spider_closed)
+        return dupefilter
+
+    @classmethod
+    def from_spider(cls, spider: Spider) -> Any:
+        """scrapy-redis's scheduler builds its dupefilter this way."""
+        return cls.from_crawler(spider.crawler)
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
+        raise NotImplementedError
+
+    def request_seen(self, request: Request) -> bool:
+        fingerprint = self.fingerprinter.fingerprint(request)
+        self.checked += 1
+        if self._add(fingerprint):
+            self.new += 1
+            return False
+        return True
+
+    def _add(self, fingerprint: bytes) -> bool:
+        return self.store.add(fingerprint)
+
+    def open(self) -> None:
+        return None
+
+    def close(self, reason: str) -> None:
+        """Write the stats and release the store, once (also reached via ``spider_closed``)."""
+        if self._closed:
+            return None
+        self._closed = True
+        try:
+            self._close_store(reason)
+        finally:
+            self._write_stats(final=True)
+        return None
+
+    def _spider_closed(self, spider: Spider, reason: str) -> None:
+        self.close(reason)
+
+    def _close_store(self, reason: str) -> None:
+        self.store.close()
+
+    def clear(self) -> None:
+        """Forget every fingerprint (scrapy-redis's scheduler calls this to flush)."""
+        self.store.clear()
+
+    def _write_stats(self, final: bool = False) -> None:
+        if self.stats is None:
+            return
+        self.stats.set_value("dedup/seen/checked", self.checked)
+        self.stats.set_value("dedup/seen/new", self.new)
+        if final:
+            for name, measure in (("size_bytes", self.store.size_bytes),
+                                  ("estimated_false_positive_rate", self.store.estimated_false_positive_rate)):
+                try:
+                    self.stats.set_value(f"dedup/seen/{name}", measure())
+                except Exception as exc:  # a Redis outage at close must not hide the crawl's result
+                    self.logger.warning("%s: could not measure %s: %s", self.kind, name, exc)
+
+    def log(self, request: Request, spider: Spider) -> None:
+        """Scrapy's ``RFPDupeFilter.log``: the same messages and the ``dupefilter/filtered`` stat."""
+        if self.debug:
+            msg = "Filtered duplicate request: %(request)s (referer: %(referer)s)"
+            args = {"request": request, "referer": referer_str(request)}
+            self.logger.debug(msg, args, extra={"spider": spider})
+        elif self.logdupes:
+            msg = (
+                "Filtered duplicate request: %(request)s"
+                " - no more duplicates will be shown"
+                " (see DUPEFILTER_DEBUG to show all duplicates)"
+            )
+            self.logger.debug(msg, {"request": request}, extra={"spider": spider})
+            self.logdupes = False
+        stats = self.stats if self.stats is not None else spider.crawler.stats
+        stats.inc_value("dupefilter/filtered")
+
+
+class BloomDupeFilter(_SeenDupeFilter):
+    """A local Bloom filter of request fingerprints, checkpointed into ``JOBDIR``.
+
+    ``DEDUP_BLOOM_CAPACITY`` and ``DEDUP_BLOOM_ERROR_RATE`` size it (it grows
+    past the capacity with the overall error rate still bounded). With
+    ``JOBDIR`` set, the filter is saved atomically to ``JOBDIR/seen.bloom`` at
+    close and every ``DEDUP_CHECKPOINT_SECONDS`` while requests arrive, and
+    read back at start-up. A truncated or corrupt checkpoint is logged at
+    ERROR, counted in ``dedup/seen/checkpoint_errors`` and, by
+    ``DEDUP_BLOOM_ON_CORRUPT``, either stops the start-up (``fail``, the
+    default: an empty filter would silently refetch the whole crawl) or
+    starts empty with the bad file kept aside (``empty``).
+    """
+
+    kind = "BloomDupeFilter"
+
+    def __init__(self, path: str | None = None, debug: bool = False, *,
+                 capacity: int = 10_000_000, error_rate: float = 1e-6,
+                 checkpoint_seconds: float = 300.0, on_corrupt: str = "fail",
+                 fingerprinter: RequestFingerprinterProtocol | None = None,
+                 stats: StatsCollector | None = None):
+        self.path = Path(path, CHECKPOINT_FILE) if path else None
+        self.checkpoint_seconds = checkpoint_seconds
+        self._stats_for_load = stats
+        store = self._load(capacity, error_rate, on_corrupt)
+        super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
+        self._until_clock = _CLOCK_EVERY
+        self._next_checkpoint = time.monotonic() + checkpoint_seconds if checkpoint_seconds else None
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "BloomDupeFilter":
+        return cls(job_dir(crawler.settings), crawler.settings.getbool("DUPEFILTER_DEBUG"),
+                   capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
+                   checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
+                   fingerprinter=crawler.request_fingerprinter, stats=crawler.stats)
+
+    def _load(self, capacity: int, error_rate: float, on_corrupt: str) -> BloomSeenSet:
+        if self.path is None or not self.path.exists():
+            return BloomSeenSet(capacity, error_rate)
+        try:
+            store = BloomSeenSet.load(self.path)
+        except CheckpointError as exc:
+            if self._stats_for_load is not None:
+                self._stats_for_load.inc_value("dedup/seen/checkpoint_errors")
+            if on_corrupt == "empty":
+                kept = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+                os.replace(self.path, kept)
+                logger.error("%s; starting with an EMPTY filter as DEDUP_BLOOM_ON_CORRUPT='empty' says "
+                             "(pages already crawled will be fetched again); the bad file is kept as %s",
+                             exc, kept)
+                return BloomSeenSet(capacity, error_rate)
+            logger.error("%s. Refusing to start with an empty filter, which would fetch every page of "
+                         "the crawl again: restore the file, or delete it or set "
+                         "DEDUP_BLOOM_ON_CORRUPT='empty' to start over.", exc)
+            raise
+        if (store.capacity, store.error_rate) != (capacity, error_rate):
+            logger.warning("%s: the checkpoint %s was made with DEDUP_BLOOM_CAPACITY=%d and "
+                           "DEDUP_BLOOM_ERROR_RATE=%g; continuing with those (a filter cannot be resized "
+                           "without its keys), not with the configured %d and %g",
+                           self.kind, self.path, store.capacity, store.error_rate, capacity, error_rate)
+        logger.info("%s: resumed %d fingerprints from %s", self.kind, len(store), self.path)
+        return store
+
+    def request_seen(self, request: Request) -> bool:
+        fingerprint = self.fingerprinter.fingerprint(request)
+        self.checked += 1
+        if self._next_checkpoint is not None:
+            self._until_clock -= 1
+            if not self._until_clock:
+                self._until_clock = _CLOCK_EVERY
+                if time.monotonic() >= self._next_checkpoint:
+                    self.checkpoint()
+        if self.store.add(fingerprint):
+            self.new += 1
+            return False
+        return True
+
+    def checkpoint(self) -> None:
+        """Save the filter to ``JOBDIR`` now if it changed (atomic: a crash keeps the previous file)."""
+        if self.checkpoint_seconds:
+            self._next_checkpoint = time.monotonic() + self.checkpoint_seconds
+        if self.path is None or not self.store.dirty:
+            return
+        started = time.monotonic()
+        self.store.save(self.path)
+        self._write_stats()
+        logger.debug("%s: checkpoint of %d fingerprints written to %s in %.2fs",
+                     self.kind, len(self.store), self.path, time.monotonic() - started)
+
+    def _close_store(self, reason: str) -> None:
+        self.checkpoint()
+
+    def clear(self) -> None:
+        self.store.clear()
+        self.checkpoint()
+
+
+class _RedisDupeFilter(_SeenDupeFilter):
+    """Redis connection, key, start-up report, persistence; every Redis call goes through :meth:`_redis`."""
+
+    def __init__(self, store: SeenSet, *, server: Any, url: str = "", key: str = "",
+                 persist: bool = True, flush_on_start: bool = False,
+                 fingerprinter: RequestFingerprinterProtocol | None = None,
+                 debug: bool = False, stats: StatsCollector | None = None):
+        super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
+        self.server = server
+        self.url = url
+        self.key = key
+        self.persist = persist
+        self.flush_on_start = flush_on_start
+        self._started = False
+
+    @staticmethod
+    def _redis_key(crawler: Crawler, cfg: DedupSettings) -> str:
+        spider = getattr(crawler, "spider", None)
+        name = getattr(spider, "name", None) or getattr(crawler.spidercls, "name", None) or "default"
+        try:
+            return cfg.redis_key % {"spider": name}
+        except (KeyError, ValueError, TypeError) as exc:
+            raise DedupConfigError(
+                f"DEDUP_REDIS_KEY must be a key template using only %(spider)s, got {cfg.redis_key!r} ({exc})"
+            ) from None
+
+    def _redis(self, call: Callable[..., T], *args: Any) -> T:
+        """The one place Redis is called from: a Redis outage policy hooks in here."""
+        return call(*args)
+
+    def _add(self, fingerprint: bytes) -> bool:
+        if not self._started:
+            self._start()
+        return self._redis(self.store.add, fingerprint)
+
+    def open(self) -> None:
+        if not self._started:
+            self._start()
+        return None
+
+    def _start(self) -> None:
+        """Flush if asked, prepare the store, and say how much the key already holds (once)."""
+        self._started = True
+        where = f"Redis key {self.key!r} at {mask_url(self.url)}"
+        if self.flush_on_start:
+            self._redis(self.store.clear)
+            logger.info("%s: %s flushed at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind, where)
+        self._redis(self._prepare)
+        held = self._redis(len, self.store)
+        if held:
+            logger.info("%s: %s already holds %s fingerprints; those requests will be skipped as seen. "
+                        "To start fresh set DEDUP_REDIS_FLUSH_ON_START=True or another DEDUP_REDIS_KEY.",
+                        self.kind, where, f"about {held}" if isinstance(self.store, RedisBloomSeenSet) else held)
+        else:
+            logger.info("%s: %s is empty; fingerprints will be shared by every process using it.",
+                        self.kind, where)
+
+    def _prepare(self) -> None:
+        pass
+
+    def clear(self) -> None:
+        self._redis(self.store.clear)
+
+    def _close_store(self, reason: str) -> None:
+        if not self.persist:
+            self._redis(self.store.clear)
+            logger.info("%s: deleted Redis key %r at close (DEDUP_REDIS_PERSIST=False)", self.kind, self.key)
+        self.store.close()
+
+    def _write_stats(self, final: bool = False) -> None:
+        super()._write_stats(final)
+        if final:
+            try:
+                self.server.close()
+            except Exception:  # pragma: no cover - closing a broken connection
+                pass
+
+    @classmethod
+    def _connect(cls, cfg: DedupSettings) -> Any:
+        return connect(cfg.redis_url, cfg.redis_params)
+
+
+class RedisDupeFilter(_RedisDupeFilter):
+    """An exact set of binary fingerprints in Redis, shared by every process of a spider.
+
+    One ``SADD`` per request not yet confirmed by this process; a small local
+    cache of confirmed fingerprints answers recurring links without a round
+    trip. The key (``DEDUP_REDIS_KEY``, one per spider by default) is kept
+    after the crawl unless ``DEDUP_REDIS_PERSIST`` is False.
+    """
+
+    kind = "RedisDupeFilter"
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "RedisDupeFilter":
+        key = cls._redis_key(crawler, cfg)
+        server = cls._connect(cfg)
+        store = RedisSeenSet(server, key, ttl=cfg.redis_ttl)
+        return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
+                   flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
+                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats)
+
+
+class RedisBloomDupeFilter(_RedisDupeFilter):
+    """A Bloom filter in Redis bitmaps, shared by every process of a spider.
+
+    Sized by ``DEDUP_BLOOM_CAPACITY`` and ``DEDUP_BLOOM_ERROR_RATE`` and
+    allocated in full at start-up (3.75 bytes per URL of capacity at 1e-6);
+    one Lua script call per request not yet confirmed by this process, atomic
+    across processes. ``DEDUP_REDIS_BLOOM_SHARDS`` splits it over several keys
+    for Redis Cluster.
+    """
+
+    kind = "RedisBloomDupeFilter"
+    store: RedisBloomSeenSet
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "RedisBloomDupeFilter":
+        key = cls._redis_key(crawler, cfg)
+        server = cls._connect(cfg)
+        try:
+            store = RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
+                                      shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
+        except ValueError as exc:
+            raise DedupConfigError(str(exc)) from None
+        return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
+                   flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
+                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats)
+
+    def _prepare(self) -> None:
+        self.store.prepare()
+        logger.info("%s: Bloom filter of %d bits x %d shard(s), %d hashes, for %d URLs at %g (%d MiB of Redis)",
+                    self.kind, self.store.shard_bits, self.store.shards, self.store.hashes,
+                    self.store.capacity, self.store.error_rate,
+                    self.store.shard_bits * self.store.shards // 8 // 2 ** 20)
+
+    def _write_stats(self, final: bool = False) -> None:
+        if final and self.stats is not None and self._started:
+            try:
+                held = len(self.store)
+                if held > self.store.capacity:
+                    logger.warning("%s: about %d fingerprints in a filter sized for %d: the false-positive "
+                                   "rate is now above DEDUP_BLOOM_ERROR_RATE; raise DEDUP_BLOOM_CAPACITY "
+                                   "for the next crawl (with a fresh key)", self.kind, held, self.store.capacity)
+            except Exception:  # measured best-effort at close
+                pass
+        super()._write_stats(final)
