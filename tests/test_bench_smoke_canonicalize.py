@@ -13,7 +13,7 @@ def test_bench_canonicalize_quick_runs_all_contenders():
     assert done.returncode == 0, done.stderr
     out = done.stdout
     for name in ("ours (default switches)", "ours (all switches on)", "w3lib.url.canonicalize_url",
-                 "url_normalize.url_normalize"):
+                 "url_normalize.url_normalize", "ours: CanonicalRequestFingerprinter", "scrapy: RequestFingerprinter"):
         assert name in out
     assert "ours: 0 unparsable" in out
     assert "ratio ours(default)/w3lib = " in out
