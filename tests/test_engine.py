@@ -125,9 +125,24 @@ def test_store_persistence_round_trip(tmp_path):
     v = resumed.check("https://b.test/7", text_of(mains[7], csrf="new"))
     assert (v.kind, v.kept_url) == ("exact", "https://a.test/7?q=\u00e9\n")
     assert resumed.check("https://b.test/new", text_of(article_words(rng, 200))).kind == "unique"
+    in_place = MemoryContentStore()
+    in_place.load_into(path)
+    assert len(in_place) == 20 and in_place.check_and_add("z", dedup.fingerprint(text_of(mains[0])))[0] == "exact"
+    with pytest.raises(ValueError, match="threshold/bands/bits"):
+        MemoryContentStore(threshold=2).load_into(path)
     (tmp_path / "bad").write_bytes(path.read_bytes()[:-5])
     with pytest.raises(IndexFileError):
         MemoryContentStore.load(tmp_path / "bad")
+
+
+def test_caller_may_decide_degenerate_per_domain():
+    dedup = ContentDeduplicator.in_memory(min_words=20)
+    short = dedup.fingerprint("one two three four five six seven eight")
+    assert dedup.check_fingerprint("a", short).kind == "degenerate"
+    assert dedup.check_fingerprint("b", short, degenerate=False).kind == "unique"
+    assert dedup.check_fingerprint("c", short, degenerate=False).kind == "exact"
+    long = dedup.fingerprint(" ".join(article_words(random.Random(9), 100)))
+    assert dedup.check_fingerprint("d", long, degenerate=True).kind == "degenerate"
 
 
 def test_fingerprint_and_store_bits_must_agree():

@@ -178,6 +178,20 @@ class MemoryContentStore:
             f.write(b"".join(by_id))
             self.index.write_to(f)
 
+    def load_into(self, path: str | os.PathLike) -> None:
+        """Replace this store's contents by the store saved at ``path`` (resuming a crawl).
+
+        The saved index must have this store's threshold, bands and bits, else ``ValueError``
+        (a changed configuration would silently change what counts as a duplicate).
+        """
+        loaded = self.load(path)
+        mine = (self.index.threshold, self.index.bands, self.index.bits)
+        theirs = (loaded.index.threshold, loaded.index.bands, loaded.index.bits)
+        if mine != theirs:
+            raise ValueError(f"saved content store has threshold/bands/bits {theirs}, this store {mine}")
+        with self._lock:
+            self.index, self._exact, self._urls = loaded.index, loaded._exact, loaded._urls
+
     @classmethod
     def load(cls, path: str | os.PathLike) -> MemoryContentStore:
         """Read a store written by :meth:`save` (``IndexFileError`` if damaged)."""
@@ -261,9 +275,15 @@ class ContentDeduplicator:
         """Decide for one page's main text (fingerprinting runs outside the lock)."""
         return self.check_fingerprint(url, self.fingerprinter.fingerprint(text))
 
-    def check_fingerprint(self, url: str, fp: ContentFingerprint) -> Verdict:
-        """Decide for an already computed fingerprint; degenerate pages never reach the store."""
-        if self.fingerprinter.is_degenerate(fp):
+    def check_fingerprint(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None) -> Verdict:
+        """Decide for an already computed fingerprint; degenerate pages never reach the store.
+
+        ``degenerate`` overrides this deduplicator's own ``min_words`` rule (a per-domain
+        fingerprinter decided it); None asks :meth:`ContentFingerprinter.is_degenerate`.
+        """
+        if degenerate is None:
+            degenerate = self.fingerprinter.is_degenerate(fp)
+        if degenerate:
             with self._lock:
                 self._counts["degenerate"] += 1
             return Verdict("degenerate", url)
