@@ -135,6 +135,19 @@ def test_numbers_of_a_known_dump(known, capsys):
     lines = sorted(line for r in data["bad_lines"]["reasons"] for line in r["lines"])
     assert lines == known.expect_bad_lines
     assert data["distance_histogram"] == {"0": 3, "1": 1, "2": 1, "3": 1}
+    # mirrors of item/0: ?utm_source (query), other host, same URL; copies of item/1 at ?v=1..3 (query)
+    assert data["categories"] == {"query-string mirror": 4, "regional mirror": 1, "stale re-crawl": 1}
+
+
+def test_stdin_and_progress_bar(known, capsys, monkeypatch):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(known.path.read_bytes()))))
+    code, out, err = run_cli(["report", "-", "--json", "--progress", "always"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["numbers"]["total"] == known.total
+    code, out, err = run_cli(["report", known.path, "--progress", "always"], capsys)
+    assert code == 0 and "reading dump" in err and "%" in err  # tqdm drew a bar over the file's bytes
 
 
 def test_text_output_puts_the_numbers_first(known, capsys):

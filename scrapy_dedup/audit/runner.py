@@ -263,7 +263,7 @@ def _progress(mode: str, total_bytes: Optional[int]):
         from tqdm import tqdm
     except ImportError:  # pragma: no cover - tqdm is a dependency; a broken install only loses the bar
         return None
-    return tqdm(total=total_bytes, unit="B", unit_scale=True, desc="pages", disable=not enabled,
+    return tqdm(total=total_bytes, unit="B", unit_scale=True, desc="reading dump", disable=not enabled,
                 file=sys.stderr, dynamic_ncols=True, mininterval=0.5)
 
 
