@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
@@ -31,6 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from scrapy.crawler import Crawler
 
 __all__ = ["CanonicalRequestFingerprinter"]
+
+logger = logging.getLogger(__name__)
 
 STATS_CANONICALIZED = "dedup/url/canonicalized"
 STATS_RULE_PREFIX = "dedup/url/rule/"
@@ -75,6 +78,22 @@ def _build_fallback(path: str, crawler: Crawler) -> Any:
     return build_from_crawler(fallback_cls, crawler)
 
 
+def _dust_rules(cfg: Any) -> Any:
+    """The DUST rules of ``DEDUP_DUST_RULES`` (files merged in order); an empty set when learning online."""
+    from scrapy_dedup.url.dust import DustRulesError, RuleSet
+
+    try:
+        rules = RuleSet.coerce(list(cfg.dust_rules)) if cfg.dust_rules else None
+    except DustRulesError as exc:
+        raise DedupConfigError(f"DEDUP_DUST_RULES: {exc}") from None
+    if rules is not None:
+        logger.info("DUST rules: %d rule(s) for %d host(s) from %s", len(rules), len(rules.hosts),
+                    ", ".join(cfg.dust_rules))
+    if rules is None and cfg.get("DEDUP_DUST_LEARN"):
+        rules = RuleSet(source="<learned>")
+    return rules
+
+
 class CanonicalRequestFingerprinter:
     """Request fingerprints on canonical URLs; for ``REQUEST_FINGERPRINTER_CLASS``."""
 
@@ -88,7 +107,8 @@ class CanonicalRequestFingerprinter:
         if canonicalizer is None:
             if crawler is not None:
                 cfg = read_settings(crawler.settings)
-                canonicalizer = Canonicalizer(PolicyMap.from_settings_values(cfg.url_policy, cfg.url_policies))
+                canonicalizer = Canonicalizer(PolicyMap.from_settings_values(cfg.url_policy, cfg.url_policies),
+                                              dust_rules=_dust_rules(cfg))
             else:
                 canonicalizer = Canonicalizer()
         self.canonicalizer = canonicalizer
@@ -104,7 +124,7 @@ class CanonicalRequestFingerprinter:
         fallback = None
         if cfg.fallback_request_fingerprinter_class:
             fallback = _build_fallback(cfg.fallback_request_fingerprinter_class, crawler)
-        return cls(crawler, canonicalizer=Canonicalizer(policies), fallback=fallback)
+        return cls(crawler, canonicalizer=Canonicalizer(policies, dust_rules=_dust_rules(cfg)), fallback=fallback)
 
     def _entry(self, request: Request) -> list:
         entry = self._cache.get(request)

@@ -380,7 +380,7 @@ class Canonicalizer:
 
     def __init__(self, policy: UrlPolicy | PolicyMap | None = None, *, dust_rules: Any = None):
         # dust_rules: a RuleSet, a rules file path, or a list of paths (DustRulesError names the bad one)
-        self.dust: RuleSet | None = load_rules(dust_rules) or None
+        self.dust: RuleSet | None = load_rules(dust_rules)  # an empty RuleSet stays: online learning fills it
         if policy is None:
             policy = UrlPolicy()
         if isinstance(policy, UrlPolicy):

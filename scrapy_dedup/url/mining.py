@@ -712,13 +712,13 @@ def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
         j += 1
     if j == 0:
         return
-    end1 = len(p1) - j
-    while end1 < len(p1) and p1[end1 - 1] != "/":
-        end1 += 1
-    if end1 >= len(p1) or p1[end1 - 1] != "/":
+    shift = len(p2) - len(p1)
+    end1 = max(len(p1) - j, 1, 1 - shift)
+    while end1 < len(p1) and not (p1[end1 - 1] == "/" and p2[end1 + shift - 1] == "/"):
+        end1 += 1  # cut where both paths have a "/" (the common rest is whole segments)
+    if end1 >= len(p1) or end1 + shift < 1 or p1[end1 - 1] != "/" or p2[end1 + shift - 1] != "/":
         return
-    end2 = end1 + len(p2) - len(p1)
-    a, b = p1[:end1], p2[:end2]
+    a, b = p1[:end1], p2[: end1 + shift]
     if a != b and a.startswith("/") and b.startswith("/") and b.endswith("/"):
         out.add(("substitute", "prefix", *sorted((a, b))))
 
