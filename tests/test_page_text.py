@@ -38,6 +38,8 @@ def test_main_text_leaves_out_chrome_scripts_and_comments():
 def test_strip_selectors_and_custom_tags():
     assert "Buy more" not in page_text(PAGE, strip_selectors=["div.ad"])
     assert "Buy more" not in page_text(PAGE, strip_selectors=["main > .ad"])
+    assert page_text(PAGE, strip_selectors=".ad") == page_text(PAGE, strip_selectors=[".ad"])  # bare string
+    assert page_text(PAGE, strip_tags="nav") == page_text(PAGE, strip_tags=["NAV"])
     kept_nav = page_text(PAGE, strip_tags=("script", "style"))
     assert "Home Shop" in kept_nav and "Copyright 2024" in kept_nav
     assert "Blue kettle" not in page_text(PAGE, strip_tags=DEFAULT_STRIP_TAGS + ("main", "title"))

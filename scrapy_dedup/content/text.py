@@ -76,6 +76,8 @@ def page_text(
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
     """
+    if isinstance(strip_selectors, str):  # one selector given bare
+        strip_selectors = (strip_selectors,)
     remover = _remover(_normalize_tags(strip_tags), tuple(strip_selectors))
     root = _parse(html, encoding)
     if root is None:
