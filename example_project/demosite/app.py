@@ -21,7 +21,7 @@ import itertools
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from html import escape
 from typing import Callable
@@ -172,9 +172,7 @@ class DemoSite:
         if found is None:
             return None
         info, render = found
-        if set(info.variants) != set(variants):
-            info = PageInfo(info.content, info.kind, tuple(variants), info.near_of, info.edit, info.degenerate)
-        return info, render
+        return replace(info, variants=tuple(variants)), render
 
     def _store_route(self, host: str, path: str, q: dict[str, str], variants: list[str]):
         c = self.catalog
