@@ -1,0 +1,357 @@
+"""The content layer of one crawl: shared by the middleware, the pipeline and the report.
+
+Item pipelines never see responses, so the decision "is this page a duplicate?"
+is taken once per response by :class:`~scrapy_dedup.middlewares.ContentFingerprintMiddleware`
+and handed to :class:`~scrapy_dedup.pipelines.NearDuplicatePipeline` through this
+object, without touching the item: a map from ``id(item)`` to the response's
+:class:`~scrapy_dedup.content.engine.Verdict`, freed when the item leaves the
+pipeline (``item_scraped``, ``item_dropped``, ``item_error``).
+
+One instance per crawler (:meth:`ContentLayer.for_crawler`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import weakref
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.http import Response, TextResponse
+from scrapy.utils.job import job_dir
+
+from scrapy_dedup.content.engine import (
+    ContentDeduplicator,
+    ContentFingerprint,
+    ContentFingerprinter,
+    MemoryContentStore,
+    Verdict,
+)
+from scrapy_dedup.content.text import page_text
+from scrapy_dedup.redis_conn import mask_url
+from scrapy_dedup.settings import CONTENT_OVERRIDABLE, DedupSettings, read_settings
+from scrapy_dedup.url.policy import DomainMap
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_NAME = "dedup-content.idx"
+
+
+@dataclass(frozen=True)
+class ExtractionPolicy:
+    """How the main text of one host's pages is extracted (DEDUP_CONTENT_POLICIES can override)."""
+
+    strip_tags: tuple[str, ...]
+    strip_selectors: tuple[str, ...]
+    min_words: int
+    max_bytes: int
+
+    @classmethod
+    def from_settings(cls, cfg: DedupSettings, overrides: dict[str, Any] | None = None) -> "ExtractionPolicy":
+        values = {
+            "strip_tags": cfg.strip_tags,
+            "strip_selectors": cfg.strip_selectors,
+            "min_words": cfg.min_words,
+            "max_bytes": cfg.max_bytes,
+        }
+        for key, value in (overrides or {}).items():
+            setting = CONTENT_OVERRIDABLE[key.upper()]
+            values[key.lower()] = setting.convert(value, f"DEDUP_CONTENT_POLICIES[{key!r}]")
+        if values["min_words"] < cfg.shingle_size:
+            raise ValueError(
+                f"DEDUP_CONTENT_POLICIES: min_words ({values['min_words']}) must be at least "
+                f"DEDUP_SHINGLE_SIZE ({cfg.shingle_size})"
+            )
+        return cls(**values)
+
+
+class _JsonLines:
+    """An append-only JSON Lines file, flushed per line (a crawl may be killed at any time)."""
+
+    def __init__(self, path: str):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at spider close
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class ContentLayer:
+    """Fingerprints responses (or item fields), keeps the verdicts, counts, writes audit and crawl logs."""
+
+    _instances: "weakref.WeakKeyDictionary[Crawler, ContentLayer]" = weakref.WeakKeyDictionary()
+    _instances_lock = threading.Lock()
+
+    @classmethod
+    def existing(cls, crawler: "Crawler") -> "ContentLayer | None":
+        """The crawl's layer if a component created it (the report must not create one)."""
+        return cls._instances.get(crawler)
+
+    @classmethod
+    def for_crawler(cls, crawler: "Crawler") -> "ContentLayer":
+        with cls._instances_lock:
+            layer = cls._instances.get(crawler)
+            if layer is None:
+                layer = cls._instances[crawler] = cls(crawler)
+            return layer
+
+    def __init__(self, crawler: "Crawler"):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.cfg = cfg = read_settings(crawler.settings)
+        default = ExtractionPolicy.from_settings(cfg)
+        self.policies: DomainMap[ExtractionPolicy] = DomainMap(
+            default,
+            {domain: ExtractionPolicy.from_settings(cfg, overrides)
+             for domain, overrides in cfg.content_policies.items()},
+        )
+        # One fingerprinter per distinct min_words (degenerate pages are decided per host).
+        self._fingerprinters: dict[int, ContentFingerprinter] = {}
+        self.fingerprinter = self._fingerprinter_for(default)
+        self.store = self._build_store(crawler, cfg)
+        self.engine = ContentDeduplicator(self.fingerprinter, self.store)
+        self.counts: Counter[str] = Counter()
+        self._item_verdicts: dict[int, Verdict] = {}
+        self._response_verdicts: "weakref.WeakKeyDictionary[Response, Verdict | None]" = weakref.WeakKeyDictionary()
+        self._cluster_sizes: Counter[str] = Counter()
+        self._canary_warned: set[str] = set()
+        self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
+        self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
+        self._jobdir = job_dir(crawler.settings)
+        self._closed = False
+        self._store_failing = False
+        crawler.signals.connect(self._forget_item, signal=signals.item_scraped)
+        crawler.signals.connect(self._forget_item, signal=signals.item_dropped)
+        crawler.signals.connect(self._forget_item, signal=signals.item_error)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.close, signal=signals.engine_stopped)
+
+    # --- construction ---
+
+    def _fingerprinter_for(self, policy: ExtractionPolicy) -> ContentFingerprinter:
+        fp = self._fingerprinters.get(policy.min_words)
+        if fp is None:
+            fp = self._fingerprinters[policy.min_words] = ContentFingerprinter(
+                shingle_size=self.cfg.shingle_size, bits=self.cfg.fingerprint_bits, min_words=policy.min_words
+            )
+        return fp
+
+    def _build_store(self, crawler: "Crawler", cfg: DedupSettings):
+        if cfg.content_backend == "redis":
+            from scrapy_dedup.content.redis_index import RedisContentStore
+
+            spider_name = getattr(crawler.spidercls, "name", None) or "spider"
+            key = cfg.redis_index_key % {"spider": spider_name}
+            store = RedisContentStore.from_url(
+                cfg.redis_url, key, params=cfg.redis_params, threshold=cfg.hamming_threshold,
+                bands=cfg.bands, bits=cfg.fingerprint_bits, ttl=cfg.redis_ttl,
+            )
+            logger.info("Content index in Redis at %s, key %r", mask_url(cfg.redis_url), key)
+            return store
+        return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits)
+
+    def _spider_opened(self, spider) -> None:
+        if self.cfg.content_backend == "memory" and self._jobdir:
+            path = Path(self._jobdir, CHECKPOINT_NAME)
+            if path.exists():
+                try:
+                    self.store.load_into(path)
+                    logger.info("Content index restored from %s (%d pages)", path, len(self.store))
+                    self.stats.set_value("dedup/content/restored", len(self.store))
+                except Exception as exc:  # a corrupt checkpoint must not pass silently
+                    logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
+                                 "content index; near duplicates of pages from the previous run will be kept",
+                                 path, exc)
+                    self.stats.inc_value("dedup/content/checkpoint_errors")
+
+    # --- the per-response decision ---
+
+    def verdict_for_response(self, response: Response) -> Verdict | None:
+        """Fingerprint ``response`` once and return its verdict (None for non-text responses)."""
+        try:
+            return self._response_verdicts[response]
+        except KeyError:
+            pass
+        verdict = self._decide_response(response)
+        self._response_verdicts[response] = verdict
+        return verdict
+
+    def _decide_response(self, response: Response) -> Verdict | None:
+        if not isinstance(response, TextResponse) or _looks_binary(response):
+            self._count("skipped_non_text")
+            self.engine.skip_non_text()
+            return None
+        host = _host_of(response.url)
+        policy = self.policies.lookup(host)
+        try:
+            text = self._extract(response, policy)
+        except Exception as exc:  # hostile markup never stops the crawl
+            logger.warning("Could not extract text from %s (%s: %s); page not fingerprinted",
+                           response.url, type(exc).__name__, exc)
+            self._count("extraction_errors")
+            return None
+        return self.check_text(response.url, text, policy, request_url=response.request.url if response.request else None)
+
+    def _extract(self, response: TextResponse, policy: ExtractionPolicy) -> str:
+        body = response.body
+        if len(body) > policy.max_bytes:
+            self._count("truncated")
+            return page_text(body[: policy.max_bytes], strip_tags=policy.strip_tags,
+                             strip_selectors=policy.strip_selectors, encoding=response.encoding)
+        # Reuse the tree Scrapy already parsed for the spider (page_text does not modify it).
+        return page_text(response.selector.root, strip_tags=policy.strip_tags,
+                         strip_selectors=policy.strip_selectors)
+
+    def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
+                   request_url: str | None = None) -> Verdict | None:
+        """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""
+        policy = policy or self.policies.lookup(_host_of(url))
+        fingerprinter = self._fingerprinter_for(policy)
+        fp = fingerprinter.fingerprint(text)
+        try:
+            verdict = self.engine.check_fingerprint(url, fp, degenerate=fingerprinter.is_degenerate(fp))
+        except Exception as exc:  # e.g. Redis went away: fail open, the item is kept
+            self._store_error(url, exc)
+            return None
+        self._record(verdict, fp, request_url)
+        return verdict
+
+    def _store_error(self, url: str, exc: Exception) -> None:
+        """Content index unreachable: the page is kept unjudged (never dropped for an outage).
+
+        Logged once per outage (the first error, then again after a success), counted always.
+        """
+        self._count("store_errors")
+        if not self._store_failing:
+            self._store_failing = True
+            logger.error("Content index unavailable (%s: %s); pages are kept without a duplicate "
+                         "check until it is back (counted in dedup/content/store_errors)",
+                         type(exc).__name__, exc)
+
+    def _record(self, verdict: Verdict, fp: ContentFingerprint, request_url: str | None) -> None:
+        if self._store_failing:
+            self._store_failing = False
+            logger.info("Content index is back; duplicate checks resumed")
+        self._count("fingerprinted")
+        self._count(verdict.kind)
+        if self.crawl_log is not None:
+            self.crawl_log.write({
+                "request_url": request_url or verdict.url,
+                "url": verdict.url,
+                "canonical_url": self._canonical(request_url or verdict.url),
+                "exact_hash": _hex(fp.exact),
+                "simhash": format(fp.simhash, "016x"),
+                "words": fp.words,
+                "kind": verdict.kind,
+            })
+        if verdict.kind in ("exact", "near"):
+            if self.audit is not None:
+                self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,
+                                  "kind": verdict.kind, "cluster": verdict.cluster})
+            self._canary(verdict)
+
+    def _canonical(self, url: str) -> str:
+        fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
+        canonical = getattr(fingerprinter, "canonical_url", None)
+        if canonical is None:
+            return url
+        from scrapy import Request
+
+        try:
+            return canonical(Request(url))
+        except Exception:  # unparsable URL: log it as it is
+            return url
+
+    def _canary(self, verdict: Verdict) -> None:
+        cluster = verdict.cluster or verdict.kept_url or ""
+        self._cluster_sizes[cluster] += 1
+        size = self._cluster_sizes[cluster] + 1  # the kept page
+        if size > self.cfg.canary_size and cluster not in self._canary_warned:
+            self._canary_warned.add(cluster)
+            self._count("canary_warnings")
+            logger.warning(
+                "Duplicate cluster of %s has grown past %d pages (DEDUP_CANARY_SIZE): if these are "
+                "different pages, the fingerprint is seeing boilerplate (add DEDUP_STRIP_SELECTORS for "
+                "this site, or use DEDUP_CONTENT_ACTION='tag' to audit)", cluster, self.cfg.canary_size,
+            )
+
+    def _count(self, name: str) -> None:
+        self.counts[name] += 1
+        self.stats.inc_value(f"dedup/content/{name}")
+
+    # --- items ---
+
+    def remember_item(self, item: Any, verdict: Verdict | None) -> None:
+        if verdict is not None:
+            self._item_verdicts[id(item)] = verdict
+
+    def verdict_for_item(self, item: Any) -> Verdict | None:
+        return self._item_verdicts.get(id(item))
+
+    def _forget_item(self, item: Any, **kwargs: Any) -> None:
+        self._item_verdicts.pop(id(item), None)
+
+    # --- crawl end ---
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.cfg.content_backend == "memory" and self._jobdir:
+            path = Path(self._jobdir, CHECKPOINT_NAME)
+            try:
+                self.store.save(path)
+            except OSError as exc:
+                logger.error("Could not checkpoint the content index to %s: %s", path, exc)
+                self.stats.inc_value("dedup/content/checkpoint_errors")
+        for sink in (self.audit, self.crawl_log):
+            if sink is not None:
+                sink.close()
+        self.store.close()
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
+
+
+def _looks_binary(response: Response) -> bool:
+    """A body served as text but mostly control bytes (an image, a zip) is not fingerprinted.
+
+    A few stray NULs in real HTML do not count: more than 10% control bytes in the
+    first 4 KiB do (text in any encoding, UTF-16 aside, has almost none).
+    """
+    head = response.body[:4096]
+    if not head:
+        return False
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return controls * 10 > len(head) and not head.startswith((b"\xff\xfe", b"\xfe\xff"))
+
+
+def _host_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _hex(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, int):
+        return format(value, "x")
+    return str(value)
+
+

@@ -1,0 +1,147 @@
+"""``NearDuplicatePipeline``: drop, tag or only log items of pages already seen.
+
+The first page of a cluster is kept; an item of a later exact or near
+duplicate page is handled by ``DEDUP_CONTENT_ACTION``:
+
+- ``drop`` (default): raise :class:`ExactDuplicateItem` / :class:`NearDuplicateItem`
+  (subclasses of ``DropItem``, logged at INFO, counted by Scrapy as
+  ``item_dropped_reasons_count/<class name>``);
+- ``tag``: keep the item and fill ``DEDUP_TAG_FIELD`` with ``{kind, cluster,
+  kept_url, distance}``;
+- ``log``: keep the item; the numbers still reach the report and the audit file.
+
+The decision comes from the response (see :mod:`scrapy_dedup.middlewares`), or,
+with ``DEDUP_CONTENT_FIELD``, from a field of the item itself.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from itemadapter import ItemAdapter
+from scrapy.exceptions import DropItem
+from scrapy.utils.misc import load_object
+
+from scrapy_dedup.content.text import page_text
+from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.settings import DedupConfigError
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.spiders import Spider
+    from typing_extensions import Self
+
+    from scrapy_dedup.content.engine import Verdict
+
+logger = logging.getLogger(__name__)
+
+MIDDLEWARE_PATH = "scrapy_dedup.middlewares.ContentFingerprintMiddleware"
+
+
+class DuplicateItem(DropItem):
+    """An item of a page whose content was already kept (logged at INFO, not WARNING)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, log_level="INFO")
+
+
+class ExactDuplicateItem(DuplicateItem):
+    """The page's main text is identical to a kept page's."""
+
+
+class NearDuplicateItem(DuplicateItem):
+    """The page's simhash is within DEDUP_HAMMING_THRESHOLD bits of a kept page's."""
+
+
+def _middleware_enabled(crawler: "Crawler") -> bool:
+    from scrapy_dedup.middlewares import ContentFingerprintMiddleware
+
+    for path, order in crawler.settings.getwithbase("SPIDER_MIDDLEWARES").items():
+        if order is None:
+            continue
+        try:
+            if load_object(path) is ContentFingerprintMiddleware:
+                return True
+        except (ImportError, AttributeError, ValueError, NameError):
+            continue
+    return False
+
+
+class NearDuplicatePipeline:
+    """For ``ITEM_PIPELINES``: keep the first page of each duplicate cluster."""
+
+    def __init__(self, crawler: "Crawler"):
+        self.layer = ContentLayer.for_crawler(crawler)
+        cfg = self.layer.cfg
+        self.action = cfg.content_action
+        self.tag_field = cfg.tag_field
+        self.content_field = cfg.content_field
+        self.stats = crawler.stats
+        if not self.content_field and not _middleware_enabled(crawler):
+            raise DedupConfigError(
+                "NearDuplicatePipeline needs the responses' content fingerprints: add "
+                f"SPIDER_MIDDLEWARES = {{'{MIDDLEWARE_PATH}': 950}} (or use ADDONS = "
+                "{'scrapy_dedup.Addon': 0}), or set DEDUP_CONTENT_FIELD to an item field holding "
+                "the page's HTML or text"
+            )
+        self._tag_warned = False
+
+    @classmethod
+    def from_crawler(cls, crawler: "Crawler") -> "Self":
+        return cls(crawler)
+
+    def process_item(self, item: Any, spider: "Spider | None" = None) -> Any:
+        verdict = self._verdict(item)
+        if verdict is None or verdict.kind not in ("exact", "near"):
+            return item
+        self.stats.inc_value(f"dedup/items/{verdict.kind}_duplicates")
+        if self.action == "drop":
+            cls = ExactDuplicateItem if verdict.kind == "exact" else NearDuplicateItem
+            raise cls(
+                f"{verdict.kind} duplicate of {verdict.kept_url} (distance {verdict.distance}, "
+                f"page {verdict.url})"
+            )
+        if self.action == "tag":
+            self._tag(item, verdict)
+        return item
+
+    def _verdict(self, item: Any) -> "Verdict | None":
+        if not self.content_field:
+            return self.layer.verdict_for_item(item)
+        adapter = ItemAdapter(item)
+        value = adapter.get(self.content_field)
+        if value is None:
+            self.stats.inc_value("dedup/items/missing_content_field")
+            return None
+        url = str(adapter.get("url") or "")
+        if isinstance(value, (bytes, str)) and _looks_like_html(value):
+            try:
+                text = page_text(value)
+            except Exception as exc:
+                logger.warning("Could not extract text of item field %r (%s); item kept", self.content_field, exc)
+                self.stats.inc_value("dedup/content/extraction_errors")
+                return None
+        else:
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        return self.layer.check_text(url, text)
+
+    def _tag(self, item: Any, verdict: "Verdict") -> None:
+        adapter = ItemAdapter(item)
+        tag = {"kind": verdict.kind, "cluster": verdict.cluster, "kept_url": verdict.kept_url,
+               "distance": verdict.distance}
+        try:
+            adapter[self.tag_field] = tag
+        except KeyError:  # a scrapy.Item without that field declared
+            if not self._tag_warned:
+                self._tag_warned = True
+                logger.warning(
+                    "Cannot tag items of class %s: field %r is not declared (declare it, or set "
+                    "DEDUP_TAG_FIELD to a declared field); items are kept untagged",
+                    type(item).__name__, self.tag_field,
+                )
+            self.stats.inc_value("dedup/items/untaggable")
+
+
+def _looks_like_html(value: str | bytes) -> bool:
+    head = value[:2048].lstrip()
+    return head[:1] in ("<", b"<")

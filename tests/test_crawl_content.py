@@ -1,0 +1,245 @@
+"""Real crawls of a local site with known content duplicates, with the add-on or pieces enabled by hand."""
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import pytest
+import scrapy
+from pytest_twisted import inlineCallbacks
+
+from tests.contentsite import ContentSite
+from tests.support.crawl import run_crawl
+from tests.support.localsite import LocalSite, Page
+
+pytestmark = pytest.mark.crawl
+
+ADDON = {"ADDONS": {"scrapy_dedup.Addon": 0}}
+
+
+class PageSpider(scrapy.Spider):
+    name = "pages"
+
+    def parse(self, response):
+        yield {"url": response.url}
+
+
+class HtmlItemSpider(scrapy.Spider):
+    """Yields the page's HTML in the item, for DEDUP_CONTENT_FIELD."""
+
+    name = "htmlitems"
+
+    def parse(self, response):
+        yield {"url": response.url, "html": response.text}
+
+
+def paths_of(items, host=None):
+    from urllib.parse import urlsplit
+
+    return sorted(urlsplit(i["url"]).path for i in items if host is None or urlsplit(i["url"]).hostname == host)
+
+
+def test_the_fixture_holds_what_it_claims():
+    """Near pairs of the test site are within the default threshold; siblings are not."""
+    from scrapy_dedup.content.simhash import hamming, simhash
+    from tests.contentsite import edited_text, product_text, sibling_text
+
+    for i in range(3, 5):
+        assert product_text(i) != edited_text(i)
+        assert hamming(simhash(product_text(i)), simhash(edited_text(i))) <= 3
+    for i in range(1, 4):
+        assert hamming(simhash(sibling_text(0)), simhash(sibling_text(i))) > 3
+
+
+def assert_one_of_each_pair_kept(kept: list[str], site: ContentSite) -> None:
+    for path, (kind, _, _) in site.paths.items():
+        if kind in ("exact", "near"):
+            original = "/p/" + path.rsplit("/", 1)[1]
+            assert (path in kept) != (original in kept), (path, original, kept)
+
+
+@inlineCallbacks
+def test_addon_drops_exact_and_near_duplicates_keeps_siblings_and_degenerate_pages(caplog):
+    site_def = ContentSite()
+    caplog.set_level(logging.INFO)
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(PageSpider, ADDON, start_urls=site_def.urls(site, "shop.test"))
+    stats = crawler.stats.get_stats()
+    kept = paths_of(crawler.items)
+    n_exact, n_near = site_def.count("exact"), site_def.count("near")
+    n_unique, n_degenerate = site_def.count("unique"), site_def.count("degenerate")
+    # every sibling and every degenerate page survives; of each duplicate pair exactly one
+    assert all(f"/sib/{i}" in kept for i in range(4))
+    assert all(f"/denied/{i}" in kept for i in range(3))
+    assert_one_of_each_pair_kept(kept, site_def)
+    assert len(kept) == n_unique + n_degenerate
+    assert stats["item_dropped_reasons_count/ExactDuplicateItem"] == n_exact
+    assert stats["item_dropped_reasons_count/NearDuplicateItem"] == n_near
+    # the report's numbers, in stats and in the log
+    assert stats["dedup/content/total"] == len(site_def.paths)
+    assert stats["dedup/content/exact"] == n_exact
+    assert stats["dedup/content/near"] == n_near
+    assert stats["dedup/content/unique"] == n_unique
+    assert stats["dedup/content/degenerate"] == n_degenerate
+    assert stats["dedup/content/clusters"] == n_exact + n_near  # each duplicate pairs with its own original
+    assert stats["dedup/content/largest_cluster"] == 2
+    report = [r.getMessage() for r in caplog.records if "duplication report" in r.getMessage()]
+    assert len(report) == 1
+    assert re.search(rf"Exact duplicates:\s+{n_exact}\s", report[0])
+    assert re.search(rf"Near duplicates:\s+{n_near}\s", report[0])
+    assert "URL layer:" in report[0] and "Content layer:" in report[0]
+    # duplicates are logged at INFO, not WARNING
+    dropped = [r for r in caplog.records if r.getMessage().startswith("Dropped:")]
+    assert len(dropped) == n_exact + n_near
+    assert {r.levelno for r in dropped} == {logging.INFO}
+    assert all("duplicate of http://shop.test" in r.getMessage() for r in dropped)
+
+
+@pytest.mark.parametrize("action", ["tag", "log"])
+@inlineCallbacks
+def test_tag_and_log_modes_keep_every_item(action):
+    site_def = ContentSite()
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(PageSpider, {**ADDON, "DEDUP_CONTENT_ACTION": action},
+                                  start_urls=site_def.urls(site, "shop.test"))
+    assert paths_of(crawler.items) == sorted(site_def.paths)
+    tagged = [i for i in crawler.items if "dedup" in i]
+    if action == "tag":
+        assert len(tagged) == site_def.count("exact") + site_def.count("near")
+        for item in tagged:
+            assert item["dedup"]["kind"] in ("exact", "near")
+            assert item["dedup"]["kept_url"].startswith("http://shop.test")
+            assert item["dedup"]["cluster"]
+    else:
+        assert tagged == []
+    assert crawler.stats.get_value("dedup/content/exact") == site_def.count("exact")
+
+
+@inlineCallbacks
+def test_per_domain_content_override_applies_to_one_host_only():
+    site_def = ContentSite()
+    settings = {**ADDON, "DEDUP_CONTENT_POLICIES": {"b.test": {"min_words": 1000}}}
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(PageSpider, settings,
+                                  start_urls=site_def.urls(site, "a.test") + site_def.urls(site, "b.test"))
+    stats = crawler.stats.get_stats()
+    # on b.test every page is now below min_words: degenerate, never a duplicate, always kept
+    assert paths_of(crawler.items, "b.test") == sorted(site_def.paths)
+    # a.test is judged with the default policy
+    assert len(paths_of(crawler.items, "a.test")) == site_def.count("unique") + site_def.count("degenerate")
+    assert stats["dedup/content/degenerate"] == len(site_def.paths) + site_def.count("degenerate")
+    assert stats["dedup/content/exact"] == site_def.count("exact")
+
+
+@inlineCallbacks
+def test_drop_duplicate_responses_skips_the_callback():
+    site_def = ContentSite()
+    settings = {**ADDON, "DEDUP_DROP_DUPLICATE_RESPONSES": True}
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(PageSpider, settings, start_urls=site_def.urls(site, "shop.test"))
+    stats = crawler.stats.get_stats()
+    n_dup = site_def.count("exact") + site_def.count("near")
+    assert len(crawler.items) == len(site_def.paths) - n_dup
+    assert stats.get("dedup/content/dropped_responses/exact", 0) == site_def.count("exact")
+    assert stats.get("dedup/content/dropped_responses/near", 0) == site_def.count("near")
+    # the callbacks never ran, so the pipeline had nothing to drop
+    assert "item_dropped_count" not in stats
+
+
+@inlineCallbacks
+def test_content_field_mode_without_the_middleware():
+    site_def = ContentSite()
+    settings = {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+                "EXTENSIONS": {"scrapy_dedup.DuplicationReportExtension": 500},
+                "DEDUP_CONTENT_FIELD": "html"}
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(HtmlItemSpider, settings, start_urls=site_def.urls(site, "shop.test"))
+    stats = crawler.stats.get_stats()
+    assert len(crawler.items) == site_def.count("unique") + site_def.count("degenerate")
+    assert stats["dedup/content/exact"] == site_def.count("exact")
+    assert stats["dedup/content/near"] == site_def.count("near")
+
+
+@inlineCallbacks
+def test_pipeline_without_fingerprints_fails_at_start_up_naming_what_to_add(caplog):
+    settings = {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300}}
+    with pytest.raises(ValueError, match="SPIDER_MIDDLEWARES.*ContentFingerprintMiddleware.*DEDUP_CONTENT_FIELD"):
+        yield run_crawl(PageSpider, settings, start_urls=[])
+
+
+@inlineCallbacks
+def test_non_text_and_binary_responses_are_skipped_and_counted():
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+    pages = {
+        "/img.png": Page(png, content_type="image/png"),
+        "/fake.html": Page(png, content_type="text/html"),  # binary served as text/html
+        "/empty.html": Page(b"", content_type="text/html"),
+        "/bad-charset.html": Page(b"<html><body><main>" + b"caf\xe9 \xff\xfe " * 50 + b"</main></body></html>",
+                                  content_type="text/html; charset=utf-8"),
+    }
+    with LocalSite(lambda host, path: pages.get(path)) as site:
+        crawler = yield run_crawl(PageSpider, ADDON, start_urls=[site.url("shop.test", p) for p in pages])
+    stats = crawler.stats.get_stats()
+    assert len(crawler.items) == len(pages)  # nothing is lost
+    assert stats["dedup/content/skipped_non_text"] == 2
+    assert stats["dedup/content/fingerprinted"] == 2  # empty (degenerate) and the broken charset page
+    assert "log_count/ERROR" not in stats
+
+
+@inlineCallbacks
+def test_audit_file_and_crawl_log(tmp_path):
+    site_def = ContentSite()
+    audit, log = tmp_path / "audit.jsonl", tmp_path / "crawl.jsonl"
+    settings = {**ADDON, "DEDUP_AUDIT_FILE": str(audit), "DEDUP_LOG_FILE": str(log)}
+    with LocalSite(site_def) as site:
+        yield run_crawl(PageSpider, settings, start_urls=site_def.urls(site, "shop.test"))
+    audit_rows = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert len(audit_rows) == site_def.count("exact") + site_def.count("near")
+    for row in audit_rows:
+        assert set(row) >= {"url", "kept_url", "distance", "kind", "cluster"}
+        assert row["kind"] in ("exact", "near")
+        assert (row["distance"] == 0) == (row["kind"] == "exact")
+    log_rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(log_rows) == len(site_def.paths)
+    for row in log_rows:
+        assert set(row) >= {"request_url", "url", "canonical_url", "exact_hash", "simhash", "words"}
+    # the same main text gives the same exact hash, whatever the chrome
+    by_path = {row["url"].split(str(site.port))[1]: row for row in log_rows}
+    assert by_path["/copy/0"]["exact_hash"] == by_path["/p/0"]["exact_hash"]
+    assert by_path["/edit/3"]["exact_hash"] != by_path["/p/3"]["exact_hash"]
+
+
+@inlineCallbacks
+def test_addon_yields_to_user_settings():
+    from scrapy.dupefilters import RFPDupeFilter
+
+    settings = {**ADDON, "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter",
+                "ITEM_PIPELINES": {"tests.test_crawl_content.UpperPipeline": 100},
+                "DEDUP_CONTENT_ACTION": "tag"}
+    site_def = ContentSite(products=2, copies=1, edits=0, siblings=0, denied=0)
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(PageSpider, settings, start_urls=site_def.urls(site, "shop.test"))
+    assert isinstance(crawler.engine.slot.scheduler.df, RFPDupeFilter) if crawler.engine else True
+    assert crawler.settings["DUPEFILTER_CLASS"] == "scrapy.dupefilters.RFPDupeFilter"
+    pipelines = crawler.settings.getdict("ITEM_PIPELINES")
+    assert "tests.test_crawl_content.UpperPipeline" in pipelines  # the user's dict kept ...
+    assert len(pipelines) == 2  # ... and ours merged in
+    assert all(i.get("upper") for i in crawler.items)
+    assert sum(1 for i in crawler.items if "dedup" in i) == 1
+
+
+@inlineCallbacks
+def test_dedup_enabled_false_turns_everything_off():
+    site_def = ContentSite(products=2, copies=1, edits=0, siblings=0, denied=0)
+    with LocalSite(site_def) as site:
+        crawler = yield run_crawl(PageSpider, {**ADDON, "DEDUP_ENABLED": False},
+                                  start_urls=site_def.urls(site, "shop.test"))
+    assert len(crawler.items) == 3
+    assert not any(k.startswith("dedup/") for k in crawler.stats.get_stats())
+
+
+class UpperPipeline:
+    def process_item(self, item, spider=None):
+        item["upper"] = True
+        return item
