@@ -151,7 +151,9 @@ def child(impl: str, n: int, queries: int, budget: float) -> dict:
     per_random, n_random = timed(query, randoms, budget)
     per_near, n_near = timed(query, nears, budget)
     recall = sum(found(q) for q in nears[:200]) / min(200, len(nears))
-    return {"impl": impl, "n": n, "bytes_per_page": grown / n, "build_s": build_s,
+    struct = getattr(index, "nbytes", None) if impl == "ours" else None
+    return {"impl": impl, "n": n, "bytes_per_page": grown / n,
+            "arrays_per_page": struct / n if isinstance(struct, int) else None, "build_s": build_s,
             "us_random": per_random * 1e6, "us_near": per_near * 1e6, "n_random": n_random,
             "n_near": n_near, "near_recall": recall}
 
@@ -182,8 +184,10 @@ def main(argv=None) -> int:
     sizes = [20_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     queries, budget = (300, 1.0) if args.quick else (args.queries, args.budget)
     impls = [i for i in args.only.split(",") if i]
+    all_rows: list[dict] = []
     for size in sizes:
         rows = [run_child(impl, size, queries, budget) for impl in impls]
+        all_rows.extend(rows)
         ours = next((r for r in rows if r["impl"] == "ours" and "error" not in r), None)
         print(f"\n{size:,} stored pages")
         print(f"{'index':<34} {'bytes/page':>10} {'build s':>8} {'random q/s':>11} {'us':>7} "
@@ -199,6 +203,10 @@ def main(argv=None) -> int:
                   f"{r['us_near']:7.1f} {r['near_recall']:10.2f} {mem_ratio:10.2f} {speed_ratio:10.2f}")
     print("\n'mem x ours' = the row's bytes per page / ours; 'ours q/s x' = our random-query rate / the row's.")
     print("Memory: growth of the child process's resident set while building, per page (keys included).")
+    arrays = [r for r in all_rows if r.get("arrays_per_page")]
+    for r in arrays:
+        print(f"ours at {r['n']:,}: the index's own arrays (SimhashIndex.nbytes) are {r['arrays_per_page']:.1f} "
+              "bytes per page; the rest of the resident growth is allocator slack and build temporaries.")
     return 0
 
 
