@@ -423,7 +423,7 @@ class Canonicalizer:
             result = None
         if result is None:
             return CanonicalResult(stripped, _NO_FIRED, True)
-        if self.dust is not None and _RECHECK_DUST.intersection(result.fired):
+        if result.fired and self.dust is not None and not _RECHECK_DUST.isdisjoint(result.fired):
             result = self._dust_fixed_point(result)
         return result
 

@@ -300,13 +300,21 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 class HostRules:
     """The rules of one host, compiled for the hot path: ``apply(path, query) -> (path, query)``."""
 
-    __slots__ = ("host", "rules", "_segments", "_lowercase", "_params", "_q2p", "_prefix_subs", "_suffix_subs",
-                 "_param_names", "_has_path_rules")
+    __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
+                 "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search")
 
     def __init__(self, host: str, rules: Sequence[DustRule]):
         self.host = host
         self.rules = tuple(rules)
-        self._segments = [(r.prefix, compile_shape(r.shape).match) for r in rules if r.kind == "drop_segment"]
+        segments = [r for r in rules if r.kind == "drop_segment"]
+        self._segments = [(r.prefix, compile_shape(r.shape).match) for r in segments]
+        # one matcher for every shape (each compiled from its typed tokens, literals escaped): one
+        # regex call per segment however many shapes; prefixes are checked only on a match
+        shapes = "|".join(f"(?:{compile_shape(r.shape).pattern[:-2]})" for r in segments)  # without \Z
+        self._segment_match = re.compile(f"(?:{shapes})\\Z").match if segments else None
+        # a segment (not the last one) of any shape: one C-level search of the path before any splitting
+        self._segment_search = re.compile(f"/(?:{shapes})/").search if segments else None
+        self._segment_prefixes = any(r.prefix != "/" for r in segments)
         self._lowercase = any(r.kind == "case_insensitive" for r in rules)
         # param name -> [(prefix, default value or None)]
         self._params: dict[str, list[tuple[str, str | None]]] = {}
@@ -322,13 +330,13 @@ class HostRules:
                 head, tail = r.to.split("{value}")
                 self._q2p.setdefault(r.path, []).append(
                     (r.param, re.compile(VALUE_SHAPES[r.value] + r"\Z").match, head, tail))
-        self._prefix_subs = [(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "prefix"]
-        self._suffix_subs = [(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "suffix"]
-        # longest literal first: the most specific substitution wins
-        self._prefix_subs.sort(key=lambda ft: -len(ft[0]))
-        self._suffix_subs.sort(key=lambda ft: -len(ft[0]))
+        # substitutions by literal length, longest first: one dict lookup per distinct length
+        self._heads = _by_length([(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "prefix"])
+        self._tails = _by_length([(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "suffix"])
         self._param_names = frozenset(self._params) | {p for lst in self._q2p.values() for p, *_ in lst}
-        self._has_path_rules = bool(self._segments or self._lowercase or self._prefix_subs or self._suffix_subs)
+        # does the query hold a parameter a param rule names? one C-level search (names are escaped literals)
+        names = _trie_pattern(self._params)
+        self._param_search = re.compile(f"(?:^|&)(?:{names})(?:=|&|$)").search if names else None
 
     def apply(self, path: str, query: str) -> tuple[str, str]:
         """Rewrite (path, query) to a fixed point; ``query`` without ``?`` ('' when none)."""
@@ -340,26 +348,27 @@ class HostRules:
         return path, query
 
     def _once(self, path: str, query: str) -> tuple[str, str]:
-        if self._segments and path.count("/") > 1:
+        if self._segment_search is not None and self._segment_search(path) is not None:
             segs = path.split("/")
-            kept = [s for s in segs[1:-1] if not any(_under(path, p) and m(s) for p, m in self._segments)]
+            kept = [s for s in segs[1:-1] if not self._drops_segment(path, s)]
             if len(kept) != len(segs) - 2:
                 path = "/" + "/".join(kept + [segs[-1]]) if kept else "/" + segs[-1]
         if self._lowercase:
             path = _lower_path(path)
-        if query and self._param_names:
-            parts = query.split("&")
-            if self._params:
+        if query:
+            if self._param_search is not None and self._param_search(query) is not None:
+                params = self._params
                 kept_parts = []
-                for part in parts:
+                for part in query.split("&"):
                     name, _, value = part.partition("=")
-                    rules = self._params.get(name)
+                    rules = params.get(name)
                     if rules and any(_under(path, p) and (d is None or d == value) for p, d in rules):
                         continue
                     kept_parts.append(part)
-                parts = kept_parts
-            candidates = self._q2p.get(path)
-            if candidates:
+                query = "&".join(kept_parts)
+            candidates = self._q2p.get(path) if self._q2p else None
+            if candidates and query:
+                parts = query.split("&")
                 for param, match, head, tail in candidates:
                     found = [i for i, part in enumerate(parts) if _param_name(part) == param]
                     if len(found) == 1:
@@ -367,20 +376,61 @@ class HostRules:
                         if match(value):
                             path = head + value + tail
                             del parts[found[0]]
+                            query = "&".join(parts)
                             break
-            query = "&".join(parts)
-        for old, new in self._prefix_subs:
-            if path.startswith(old):
-                path = new + path[len(old):]
+        for length, table in self._heads:
+            new = table.get(path[:length])
+            if new is not None:
+                path = new + path[length:]
                 break
-        for old, new in self._suffix_subs:
-            if path.endswith(old):
-                path = path[: len(path) - len(old)] + new
-                break
+        for length, table in self._tails:
+            if len(path) > length:
+                new = table.get(path[-length:])
+                if new is not None:
+                    path = path[: len(path) - length] + new
+                    break
         return path, query
+
+    def _drops_segment(self, path: str, segment: str) -> bool:
+        if not self._segment_prefixes:
+            return self._segment_match(segment) is not None  # type: ignore[misc]
+        return any(_under(path, p) and m(segment) for p, m in self._segments)
 
     def fired(self, path: str, query: str) -> bool:
         return self.apply(path, query) != (path, query)
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regex alternation of literal ``words`` factored as a trie (``id|idx|junk1`` -> ``id(?:x)?|junk1``).
+
+    Python's regex engine tries alternatives one by one; factored by common prefixes a
+    non-matching position is rejected at its first character. Every piece is escaped.
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def build(node: dict) -> str:
+        end = "" in node
+        branches = [re.escape(char) + build(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if end:
+            return f"(?:{body})?"
+        return body
+
+    return build(trie)
+
+
+def _by_length(pairs: list[tuple[str, str]]) -> list[tuple[int, dict[str, str]]]:
+    tables: dict[int, dict[str, str]] = {}
+    for old, new in pairs:
+        tables.setdefault(len(old), {}).setdefault(old, new)
+    return sorted(tables.items(), reverse=True)
 
 
 PathOrRules = Union[str, "os.PathLike[str]", "RuleSet", Sequence[Union[str, "os.PathLike[str]"]], None]
