@@ -532,11 +532,29 @@ class RuleSet:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the rules file (JSON, one rule per object, sorted hosts) atomically."""
-        text = json.dumps(self.to_json(), indent=2, ensure_ascii=False)
+        text = self.dumps()
         tmp = f"{os.fspath(path)}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text + "\n")
         os.replace(tmp, path)
+
+    def dumps(self) -> str:
+        """The rules file's text: one rule per line, so a rule is reviewed, edited or deleted as a line."""
+        data = self.to_json()
+        lines = ["{", f'  "format": {json.dumps(data["format"])},']
+        if "meta" in data:
+            lines.append(f'  "meta": {json.dumps(data["meta"], ensure_ascii=False)},')
+        lines.append('  "hosts": {')
+        hosts = list(data["hosts"].items())
+        for h, (host, rules) in enumerate(hosts):
+            lines.append(f"    {json.dumps(host)}: [")
+            for i, rule in enumerate(rules):
+                comma = "," if i < len(rules) - 1 else ""
+                lines.append(f"      {json.dumps(rule, ensure_ascii=False)}{comma}")
+            lines.append("    ]" + ("," if h < len(hosts) - 1 else ""))
+        lines.append("  }")
+        lines.append("}")
+        return "\n".join(lines)
 
     @classmethod
     def from_json(cls, data: Any, source: str = "<memory>") -> RuleSet:

@@ -805,8 +805,7 @@ def cli_main(argv: list[str]) -> int:
         rules.save(args.output)
         print(f"wrote {len(rules)} rule(s) for {len(rules.hosts)} host(s) to {args.output}", file=sys.stderr)
     else:
-        json.dump(rules.to_json(), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        sys.stdout.write(rules.dumps() + "\n")
     return 0
 
 
