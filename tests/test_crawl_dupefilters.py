@@ -156,7 +156,7 @@ def test_under_scrapy_redis_scheduler(name, redis_url, redis_client):
         crawler = yield run_crawl(LinkSpider, settings, start_urls=[site.url("site.test")])
     every_page_once(site)
     assert crawler.stats.get_value("dedup/seen/new") == PAGES  # written on spider_closed
-    assert redis_client.exists("dedup:links:seen")  # our key, kept (DEDUP_REDIS_PERSIST)
+    assert redis_client.keys("*dedup:links:seen*")  # our key(s), kept (DEDUP_REDIS_PERSIST)
     assert not redis_client.exists("links:dupefilter")  # scrapy-redis's own filter was not used
 
 

@@ -236,6 +236,44 @@ return out
 """
 
 
+def jemalloc_size(nbytes: int) -> int:
+    """The size class jemalloc (Redis's allocator on Linux) rounds an allocation of ``nbytes`` up to.
+
+    Above 16 KiB there are four classes per power of two, so a bitmap can cost up
+    to 25% more than its length: 3.75 MB takes 4 MiB.
+    """
+    if nbytes <= 16384:
+        return -(-nbytes // 16) * 16
+    spacing = 1 << ((nbytes - 1).bit_length() - 3)
+    return -(-nbytes // spacing) * spacing
+
+
+#: bytes of a Redis string's allocation that are not bits (sds header and terminator), with room to spare
+_SDS_SLACK = 32
+
+
+def fit_to_allocator(total_bits: int, min_keys: int, extra_keys: int = 8) -> tuple[int, int]:
+    """``(keys, bits_per_key)`` holding at least ``total_bits`` in the fewest allocated bytes.
+
+    Redis pays for a bitmap in jemalloc size classes, so the bitmap is split over
+    between ``min_keys`` and ``min_keys + extra_keys`` keys, whichever count
+    wastes least, and each key's bits fill its size class (more bits than asked:
+    a lower false-positive rate for the same memory). ``(0, 0)`` if even the
+    largest count needs keys above Redis's 2**32-bit limit.
+    """
+    best: tuple[int, int, int] | None = None  # (allocated bytes, keys, bits per key)
+    needed_bytes = -(-total_bits // 8)
+    for keys in range(min_keys, min_keys + extra_keys + 1):
+        per_key = -(-needed_bytes // keys)
+        allocated = jemalloc_size(per_key + _SDS_SLACK)
+        bits = min((allocated - _SDS_SLACK) * 8, MAX_SHARD_BITS)
+        if bits < per_key * 8:
+            continue
+        if best is None or keys * allocated < best[0] * 0.97:  # another key only for a clear saving
+            best = (keys * allocated, keys, bits)
+    return (best[1], best[2]) if best else (0, 0)
+
+
 class BloomLayoutMismatch(ValueError):
     """The Redis key holds a Bloom filter of another size or layout than this crawl is configured for."""
 
@@ -250,10 +288,14 @@ class RedisBloomSeenSet(_RedisStore):
     false-positive rate rises (see :meth:`estimated_false_positive_rate`);
     size it for the crawl.
 
-    Sharding: with ``shards > 1`` the bits are split over that many keys,
+    Sharding: the bits are split over ``shards`` keys or a few more,
     ``{<key>:<i>}`` (each its own hash tag, so its own Redis Cluster slot); a
     fingerprint's bits all live in one shard, picked by 32 other bits of the
-    fingerprint, so the script touches one key and runs on one node.
+    fingerprint, so the script touches one key and runs on one node. Extra
+    keys are used only where they waste clearly less of Redis's allocator
+    size classes (:func:`fit_to_allocator`): one 37.5 MB bitmap would take
+    40 MiB, three of 12 MiB fit exactly. Each key's bits fill its size class,
+    so the false-positive rate ends up at or below ``error_rate``.
 
     The layout (bits, hashes, shards, hashing scheme) is stored in
     ``<key>:meta``; a process configured differently is refused with
@@ -265,14 +307,16 @@ class RedisBloomSeenSet(_RedisStore):
         super().__init__(client, key, ttl=ttl, cache_size=cache_size)
         if not isinstance(shards, int) or shards < 1:
             raise ValueError(f"shards must be an integer >= 1, got {shards!r}")
+        requested_shards = shards
         total_bits, hashes = bloom_size(capacity, error_rate)
-        shard_bits = math.ceil(total_bits / shards)
-        if shard_bits > MAX_SHARD_BITS:
+        keys, shard_bits = fit_to_allocator(total_bits, shards)
+        if keys == 0:
             needed = math.ceil(total_bits / MAX_SHARD_BITS)
             raise ValueError(
                 f"a Redis Bloom filter for {capacity} keys at {error_rate} needs {total_bits} bits, "
                 f"more than {shards} Redis strings of at most 2**32 bits hold: use at least {needed} shards "
                 "(DEDUP_REDIS_BLOOM_SHARDS)")
+        shards = keys
         self.capacity = capacity
         self.error_rate = error_rate
         self.shards = shards
@@ -280,6 +324,7 @@ class RedisBloomSeenSet(_RedisStore):
         self.hashes = hashes
         self.step = max_step(shard_bits, hashes)
         self.shard_keys = [f"{{{key}:{i}}}" for i in range(shards)] if shards > 1 else [key]
+        self.requested_shards = requested_shards
         self.meta_key = f"{key}:meta"
         self._pack = struct.Struct(f"<{hashes}I").pack
         self._add_script = client.register_script(_ADD_SCRIPT)
