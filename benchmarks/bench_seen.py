@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a few seconds")
     args = parser.parse_args(argv)
     if args.quick:
-        args.urls, args.sample, args.peer_bloom_sample = 20_000, 2_000, 200
+        args.urls, args.sample, args.peer_bloom_sample = 10_000, 1_000, 100
     n, p = args.urls, args.error_rate
     sample = min(args.sample, n // 10)
     print(f"bench_seen: filters holding {n:,} URLs, error rate {p:g}, timed stream {sample:,} distinct URLs "
