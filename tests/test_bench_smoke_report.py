@@ -20,6 +20,6 @@ def test_bench_report_quick():
     # --jobs must not change the answer: same pages flagged with 1 and 2 workers
     assert len({row["flagged"] for row in summary["jobs_curve"]}) == 1
     assert summary["jobs_curve"][0]["flagged"] > 0
-    assert [row["method"] for row in summary["index"]] == ["ours", "textbook"]
+    assert [row["method"] for row in summary["index"]] == ["ours", "textbook", "datasketch"]
     # the generated duplicates are within the threshold of their source: both indexes find the same ones
     assert summary["index"][0]["flagged"] == summary["index"][1]["flagged"] > 0
