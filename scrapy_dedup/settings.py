@@ -212,6 +212,16 @@ SETTINGS: tuple[Setting, ...] = (
        "canonical URL. None: Scrapy's fingerprint shape (method, URL, body; SHA-1) computed directly."),
     _s("DEDUP_DUST_RULES", (), to_optional_str_or_list, "url",
        "DUST rules file(s) from `scrapy-dedup mine-dust`, applied per host right after the safe steps."),
+    _s("DEDUP_DUST_LEARN", False, to_bool, "url",
+       "Learn DUST rules during the crawl (needs `scrapy_dedup.dust_learning.DustLearningMiddleware`): "
+       "validated rules are activated for later requests of their host and logged."),
+    _s("DEDUP_DUST_LEARN_EVERY", 25, _number(int, minimum=1), "url",
+       "With `DEDUP_DUST_LEARN`: mine the pages fetched so far every this many pages."),
+    _s("DEDUP_DUST_EXPLORE", 0.05, _number(float, minimum=0, maximum=1), "url",
+       "With `DEDUP_DUST_LEARN`: share of the requests an active learned rule collapses that are still "
+       "fetched, to catch the rule's violations (a violating rule is deactivated)."),
+    _s("DEDUP_DUST_RULES_OUT", None, to_optional_str, "url",
+       "Write the DUST rules in force at crawl end (loaded and learned) to this file, for the next crawl."),
     # --- seen-URL stores ---
     _s("DEDUP_BLOOM_CAPACITY", 10_000_000, _number(int, minimum=1), "seen",
        "URLs the Bloom filter is sized for before it grows (local and Redis Bloom)."),

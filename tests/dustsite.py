@@ -21,9 +21,21 @@ HOST = "dust.test"
 EDITORS = ("alice", "bob", "carol", "dave")
 DOCS = ("intro", "setup", "faq", "api")
 CATEGORIES = ("world", "science", "sports")
+PER_PAGE = 3
 LIST_PAGES = 4
 LISTED = range(1, 13)  # stories 1..12: only in the paginated /list
 CATEGORY_STORIES = {c: (13 + 2 * i, 14 + 2 * i) for i, c in enumerate(CATEGORIES)}  # page 1 / page 2
+STORIES = 18
+
+
+def configure(list_pages: int = 4) -> None:
+    """Size of the site: ``list_pages`` pages of the /list listing, 3 stories each (default: 40 pages)."""
+    global LIST_PAGES, LISTED, CATEGORY_STORIES, STORIES
+    LIST_PAGES = list_pages
+    listed = PER_PAGE * list_pages
+    LISTED = range(1, listed + 1)
+    CATEGORY_STORIES = {c: (listed + 1 + 2 * i, listed + 2 + 2 * i) for i, c in enumerate(CATEGORIES)}
+    STORIES = listed + 2 * len(CATEGORIES)
 ABOUT = ("team", "contact", "history")
 TOKENS = ("a1b2c3d4e5f6g7h8i9j0k1l2", "zz99yy88xx77ww66vv55uu44")
 _VOCABULARY = [f"{a}{b}" for a in ("ka", "lo", "mi", "ne", "po", "ru", "sa", "ti") for b in
@@ -62,7 +74,7 @@ def page_of(path_qs: str) -> str | None:
         return f"cat-{query['category']}-{n}" if n in ("1", "2") else None
     story = query.get("id") if path == "/story" else (segments[2] if len(segments) == 3 and segments[1] == "story"
                                                       else None)
-    if story and story.isdigit() and 1 <= int(story) <= 18:
+    if story and story.isdigit() and 1 <= int(story) <= STORIES:
         return f"story-{int(story)}"
     if len(segments) == 3 and segments[1] == "~editors" and segments[2] in EDITORS:
         return f"editor-{segments[2]}"
@@ -86,7 +98,7 @@ def _links(page: str) -> list[str]:
     if kind == "list":
         n = int(rest)
         links = []
-        for i in list(LISTED)[3 * (n - 1): 3 * n]:
+        for i in list(LISTED)[PER_PAGE * (n - 1): PER_PAGE * n]:
             links += [f"/story?id={i}&sid=00{540 + n}", f"/story/{i}"]
         if n > 1:
             links.append(f"/list?page={n - 1}")
@@ -129,7 +141,7 @@ def router(host: str, path_qs: str) -> Page | None:
 def distinct_pages() -> set[str]:
     pages = {"home"} | {f"list-{n}" for n in range(1, LIST_PAGES + 1)}
     pages |= {f"cat-{c}-{n}" for c in CATEGORIES for n in (1, 2)}
-    pages |= {f"story-{i}" for i in range(1, 19)}
+    pages |= {f"story-{i}" for i in range(1, STORIES + 1)}
     pages |= {f"editor-{e}" for e in EDITORS} | {f"doc-{d}" for d in DOCS} | {f"about-{p}" for p in ABOUT}
     return pages
 

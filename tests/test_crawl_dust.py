@@ -82,3 +82,45 @@ def test_mined_rules_cut_waste_and_lose_nothing(tmp_path):
     assert len(fetched_second) < len(fetched_first)
     print(f"DUST crawl: first {len(fetched_first)} fetches, waste {waste_first:.1%}; with mined rules "
           f"{len(fetched_second)} fetches, waste {waste_second:.1%}; {len(pages_second)} distinct pages")
+
+
+LEARN_MIDDLEWARE = {"DOWNLOADER_MIDDLEWARES": {"scrapy_dedup.dust_learning.DustLearningMiddleware": 100}}
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_online_learning_halves_the_waste_and_loses_nothing(tmp_path, caplog):
+    # a site of 88 pages (the rules need a few dozen pages of evidence before they pay off)
+    dustsite.configure(list_pages=20)
+    try:
+        yield from _online_learning(tmp_path, caplog)
+    finally:
+        dustsite.configure()
+
+
+def _online_learning(tmp_path, caplog):
+    with LocalSite(dustsite.router) as site:
+        yield run_crawl(SiteSpider, FINGERPRINTER, start_urls=[site.url(dustsite.HOST)])
+        fetched_plain = site.fetched()
+    waste_plain, pages_plain = dustsite.waste(fetched_plain)
+
+    rules_out = tmp_path / "learned.json"
+    settings = {**FINGERPRINTER, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "DEDUP_DUST_LEARN_EVERY": 5,
+                "DEDUP_DUST_RULES_OUT": str(rules_out)}
+    with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
+        with LocalSite(dustsite.router) as site:
+            learning = yield run_crawl(SiteSpider, settings, start_urls=[site.url(dustsite.HOST)])
+            fetched_learn = site.fetched()
+    waste_learn, pages_learn = dustsite.waste(fetched_learn)
+    print(f"DUST online: without learning {len(fetched_plain)} fetches, waste {waste_plain:.1%}; with learning "
+          f"{len(fetched_learn)} fetches, waste {waste_learn:.1%}")
+    assert pages_plain == pages_learn == dustsite.distinct_pages(), "learning lost pages"
+    assert waste_learn <= waste_plain / 2, (waste_learn, waste_plain)
+    stats = learning.stats
+    activated = stats.get_value("dedup/dust/activated")
+    assert activated and activated >= 3
+    assert len([r for r in caplog.records if "DUST rule activated" in r.getMessage()]) == activated
+    assert "support" in next(r.getMessage() for r in caplog.records if "DUST rule activated" in r.getMessage())
+    learned = RuleSet.load(rules_out)
+    assert len(learned) == activated - (stats.get_value("dedup/dust/deactivated") or 0)
+    assert not any(r.kind == "drop_param" and r.param in ("page", "category") for r in learned.hosts[dustsite.HOST])

@@ -216,3 +216,37 @@ def test_incomplete_lines_are_counted_not_fatal(tmp_path, bad):
     miner = DustMiner()
     miner.read_log(str(path))
     assert len(miner.mine().rules) == 0
+
+
+def test_online_learner_activates_explores_and_deactivates():
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.mining import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.5)
+    activated = []
+    for i in range(3):  # ?ref= never changes these pages
+        activated += learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        activated += learner.record(f"http://{HOST}/p{i}?ref=home", f"page{i}", None)
+    assert [(v.rule.kind, v.rule.param) for v in activated] == [("drop_param", "ref")]
+    assert key_of(f"http://{HOST}/p1?ref=x") == f"http://{HOST}/p1"  # the live rule set is the canonicalizer's
+    assert learner.is_fetched(f"http://{HOST}/p1")
+    # collapsed requests: every second one is let through
+    decisions = [learner.should_explore(f"http://{HOST}/p{i}?ref=mail", f"http://{HOST}/p{i}") for i in range(3)]
+    assert decisions == [False, True, False]
+    assert not learner.should_explore(f"http://{HOST}/new?ref=a", f"http://{HOST}/new")  # not fetched: not collapsed
+    # the explored page is another page: the rule is wrong after all and goes, for good
+    removed = learner.check_explored(f"http://{HOST}/p1?ref=mail", "another page", None)
+    assert [r.param for r in removed] == ["ref"]
+    assert key_of(f"http://{HOST}/p1?ref=x") == f"http://{HOST}/p1?ref=x"
+    for i in range(3, 6):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?ref=home", f"page{i}", None)
+    assert len(rules) == 0 and learner.events["deactivated"] == 1
+    # an explored page that agrees changes nothing
+    learner2 = OnlineDustLearner(RuleSet(), key_of, every=100, explore=1.0)
+    learner2.record(f"http://{HOST}/q", "q", None)
+    assert learner2.should_explore(f"http://{HOST}/q?ref=1", f"http://{HOST}/q")
+    assert learner2.check_explored(f"http://{HOST}/q?ref=1", "q", None) == []
+    assert learner2.events["explore_agreed"] == 1

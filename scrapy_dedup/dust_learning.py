@@ -1,0 +1,192 @@
+"""Online DUST learning in a crawl: ``DEDUP_DUST_LEARN = True`` (the Scrapy adapter).
+
+:class:`DustLearningMiddleware` is a downloader middleware (``DOWNLOADER_MIDDLEWARES``,
+order 100: it sees responses after decompression and requests just before download):
+
+* every fetched text page (2xx) is fingerprinted (main text, exact hash and simhash
+  with the crawl's content engine) and fed to
+  :class:`~scrapy_dedup.url.mining.OnlineDustLearner`; every ``DEDUP_DUST_LEARN_EVERY``
+  pages the learner mines and activates the rules that pass validation in the
+  fingerprinter's rule set, so later requests of that host get the new canonical
+  key (the dupefilter then drops them). Each activation is logged at INFO with its
+  support and counted (``dedup/dust/activated``);
+* a request queued before a rule was activated is checked again against the
+  updated canonical key just before download and dropped if a page with that key
+  was already fetched or is being fetched (``dedup/dust/skipped_queued``);
+* an active rule hides its own violations, so a ``DEDUP_DUST_EXPLORE`` share of the
+  requests it collapses onto an already fetched page is still fetched
+  (``dedup/dust/explored``); a page that then differs from its key's page
+  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``);
+* at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
+
+It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``
+(the add-on sets it), whose canonicalizer holds the live rule set.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import TextResponse
+
+from scrapy_dedup.settings import read_settings
+from scrapy_dedup.url.mining import MiningConfig, OnlineDustLearner
+
+if TYPE_CHECKING:  # pragma: no cover
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DustLearningMiddleware"]
+
+
+class _ExploringCanonicalizer:
+    """The fingerprinter's canonicalizer, letting a share of DUST-collapsed URLs keep their own key."""
+
+    def __init__(self, inner: Any, learner: OnlineDustLearner):
+        from scrapy_dedup.url.canonical import Canonicalizer
+
+        self.inner = inner
+        self.learner = learner
+        self.without_dust = Canonicalizer(inner.policies)
+
+    def canonicalize_with_info(self, url: str) -> Any:
+        result = self.inner.canonicalize_with_info(url)
+        if "dust" in result.fired and self.learner.should_explore(url, result.url):
+            return self.without_dust.canonicalize_with_info(url)
+        return result
+
+    def canonicalize(self, url: str) -> str:
+        return self.canonicalize_with_info(url).url
+
+    __call__ = canonicalize
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class DustLearningMiddleware:
+    """Downloader middleware of ``DEDUP_DUST_LEARN`` (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler):
+        cfg = read_settings(crawler.settings)
+        if not cfg.enabled or not cfg.dust_learn:
+            raise NotConfigured("DEDUP_DUST_LEARN is off")
+        fingerprinter = getattr(crawler, "request_fingerprinter", None)
+        canonicalizer = getattr(fingerprinter, "canonicalizer", None)
+        if canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
+            raise NotConfigured("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
+                                "'scrapy_dedup.CanonicalRequestFingerprinter'")
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.cfg = cfg
+        self.canonicalizer = canonicalizer
+        self.learner = OnlineDustLearner(
+            canonicalizer.dust, canonicalizer.canonicalize, every=cfg.dust_learn_every, explore=cfg.dust_explore,
+            config=MiningConfig(hamming=cfg.hamming_threshold, min_words=cfg.min_words),
+        )
+        fingerprinter.canonicalizer = _ExploringCanonicalizer(canonicalizer, self.learner)
+        self.inflight: dict[str, int] = {}  # canonical key -> requests being downloaded
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DustLearningMiddleware:
+        return cls(crawler)
+
+    # --- requests: the re-check of already queued requests ---
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        if request.dont_filter or request.meta.get("verbatim_url"):
+            return None
+        if request.url in self.learner.exploring:
+            request.meta["dedup_dust_key"] = None
+            return None
+        key = self.canonicalizer.canonicalize(request.url)
+        if self.learner.is_fetched(key) or self.inflight.get(key):
+            self.stats.inc_value("dedup/dust/skipped_queued")
+            logger.debug("DUST: %s dropped before download: %s was already fetched", request.url, key)
+            raise IgnoreRequest(f"DUST duplicate of {key}")
+        self.inflight[key] = self.inflight.get(key, 0) + 1
+        request.meta["dedup_dust_key"] = key
+        return None
+
+    def _release(self, request: Request) -> None:
+        key = request.meta.pop("dedup_dust_key", None)
+        if key and self.inflight.get(key):
+            self.inflight[key] -= 1
+            if not self.inflight[key]:
+                del self.inflight[key]
+
+    def process_exception(self, request: Request, exception: BaseException, spider: Spider | None = None) -> None:
+        self._release(request)
+        return None
+
+    # --- responses: learning and exploration ---
+
+    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+        self._release(request)
+        if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
+            return response
+        fingerprint = self._fingerprint(response)
+        if fingerprint is None:
+            return response
+        exact, sim = fingerprint
+        if request.url in self.learner.exploring:
+            for rule in self.learner.check_explored(request.url, exact, sim):
+                self.stats.inc_value("dedup/dust/deactivated")
+                logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
+                            _host(request.url), rule.describe(), request.url)
+        before = self.learner.pages
+        for verdict in self.learner.record(response.url, exact, sim, request_url=request.url):
+            self.stats.inc_value("dedup/dust/activated")
+            logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
+                        before + 1, verdict.host, verdict.rule.describe(), verdict.support,
+                        verdict.support_pages, verdict.violations)
+        self.stats.set_value("dedup/dust/learned_pages", self.learner.pages)
+        for name in ("explored", "explore_agreed", "explore_violations", "mining_runs"):
+            if self.learner.events[name]:
+                self.stats.set_value(f"dedup/dust/{name}", self.learner.events[name])
+        return response
+
+    def _fingerprint(self, response: TextResponse) -> tuple[bytes, int] | None:
+        from scrapy_dedup.content.simhash import exact_hash_words, simhash_words, words
+        from scrapy_dedup.content.text import page_text
+
+        try:
+            text = page_text(response.body[: self.cfg.max_bytes], strip_tags=self.cfg.strip_tags,
+                             strip_selectors=self.cfg.strip_selectors, encoding=response.encoding)
+        except Exception as exc:  # noqa: BLE001 - hostile markup never stops the crawl
+            logger.debug("DUST: could not extract text of %s: %s", response.url, exc)
+            return None
+        tokens = words(text)
+        if len(tokens) < self.cfg.min_words:
+            return None
+        return exact_hash_words(tokens), simhash_words(tokens, self.cfg.shingle_size)
+
+    # --- crawl end ---
+
+    def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        rules = self.learner.rules
+        logger.info("DUST learning: %d page(s), %d rule(s) learned and in force, %d deactivated",
+                    self.learner.pages, len(self.learner.learned), self.learner.events["deactivated"])
+        if self.cfg.dust_rules_out:
+            rules.meta = {**rules.meta, "generated_by": "scrapy-dedup online learning (DEDUP_DUST_LEARN)",
+                          "pages": self.learner.pages}
+            try:
+                rules.save(self.cfg.dust_rules_out)
+                logger.info("DUST rules written to %s (%d rule(s))", self.cfg.dust_rules_out, len(rules))
+            except OSError as exc:
+                logger.error("Could not write DEDUP_DUST_RULES_OUT %s: %s", self.cfg.dust_rules_out, exc)
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
