@@ -322,7 +322,7 @@ class _Plan:
         "policy", "strip_tracking", "strip_session", "sort_query", "drop_fragment",
         "strip_trailing_slash", "strip_www", "ignore_scheme", "drop_index", "query_work",
         "path_work", "tracking_exact", "tracking_prefixes", "session_exact", "session_prefixes",
-        "dust",
+        "session_prefix_names", "dust",
     )
 
     def __init__(self, policy: UrlPolicy):
@@ -339,6 +339,7 @@ class _Plan:
             rules.setdefault(name, _USER_SESSION_RULE)
         self.session_exact = {n: r for n, r in rules.items() if not n.endswith("*")}
         self.session_prefixes = tuple((n[:-1], r) for n, r in sorted(rules.items()) if n.endswith("*"))
+        self.session_prefix_names = tuple(prefix for prefix, _ in self.session_prefixes)
         # DUST rules (a RuleSet: for_host(host) -> compiled rules or None), set by Canonicalizer
         self.dust: RuleSet | None = None
 
@@ -349,6 +350,8 @@ class _Plan:
     def is_session(self, lowered_key: str, value: str) -> bool:
         rule = self.session_exact.get(lowered_key)
         if rule is None:
+            if not lowered_key.startswith(self.session_prefix_names):  # the common case: not a session name
+                return False
             for prefix, prefix_rule in self.session_prefixes:
                 if lowered_key.startswith(prefix):
                     rule = prefix_rule
@@ -557,6 +560,7 @@ class Canonicalizer:
         params = query.split("&")
         kept: list[tuple[str, str]] = []
         strip_tracking, strip_session, sort_query = plan.strip_tracking, plan.strip_session, plan.sort_query
+        tracking_exact, tracking_prefixes = plan.tracking_exact, plan.tracking_prefixes
         for param in params:
             if not param and sort_query:  # "a=1&&b=2", or a bare "?"
                 if "sort_query" not in fired:
@@ -565,7 +569,7 @@ class Canonicalizer:
             key, _, value = param.partition("=")
             if strip_tracking or strip_session:
                 lowered = key.lower()
-                if strip_tracking and plan.is_tracking(lowered):
+                if strip_tracking and (lowered in tracking_exact or lowered.startswith(tracking_prefixes)):
                     if "strip_tracking" not in fired:
                         fired.append("strip_tracking")
                     continue
