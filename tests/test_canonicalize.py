@@ -478,3 +478,21 @@ def test_url_core_imports_nothing_from_scrapy():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_readme_and_docstring_examples_hold():
+    import doctest
+    import re
+    from pathlib import Path
+
+    import scrapy_dedup.url.canonical as module
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"<!-- url:start -->(.*?)<!-- url:end -->", readme, re.S).group(1)
+    texts = [re.sub(r"^```.*$", "", section, flags=re.M), module.canonicalize.__doc__]  # fences end examples
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for text in texts:
+        test = doctest.DocTestParser().get_doctest(text, {"canonicalize": canonicalize}, "example", None, 0)
+        assert test.examples, "no examples found"
+        runner.run(test)
+    assert runner.failures == 0
