@@ -126,17 +126,17 @@ def urls_for(host: str, count: int, seed: int = 5) -> list[str]:
 
 
 def time_interleaved(contenders: dict, urls_of: dict, repeat: int) -> dict[str, float]:
-    """Best-of-``repeat`` microseconds per URL, the contenders interleaved in every round (a shared,
+    """Best-of-``repeat`` CPU microseconds per URL, the contenders interleaved in every round (a shared,
     noisy machine then slows them alike instead of skewing the ratio)."""
     best = {name: float("inf") for name in contenders}
     for _ in range(repeat):
         for name, fn in contenders.items():
             urls = urls_of[name]
             gc.collect()
-            started = time.perf_counter()
+            started = time.process_time()  # CPU time: other processes on a shared machine do not count
             for url in urls:
                 fn(url)
-            best[name] = min(best[name], time.perf_counter() - started)
+            best[name] = min(best[name], time.process_time() - started)
     return {name: t / len(urls_of[name]) * 1e6 for name, t in best.items()}
 
 

@@ -301,7 +301,8 @@ class HostRules:
     """The rules of one host, compiled for the hot path: ``apply(path, query) -> (path, query)``."""
 
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
-                 "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search")
+                 "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
+                 "_head_match", "_tail_match")
 
     def __init__(self, host: str, rules: Sequence[DustRule]):
         self.host = host
@@ -330,9 +331,12 @@ class HostRules:
                 head, tail = r.to.split("{value}")
                 self._q2p.setdefault(r.path, []).append(
                     (r.param, re.compile(VALUE_SHAPES[r.value] + r"\Z").match, head, tail))
-        # substitutions by literal length, longest first: one dict lookup per distinct length
-        self._heads = _by_length([(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "prefix"])
-        self._tails = _by_length([(r.from_, r.to) for r in rules if r.kind == "substitute" and r.anchor == "suffix"])
+        # substitutions: literal -> replacement, found by one C-level match of a trie of the literals
+        # (the longest literal wins); suffixes are matched on the reversed path
+        self._heads = {r.from_: r.to for r in rules if r.kind == "substitute" and r.anchor == "prefix"}
+        self._tails = {r.from_[::-1]: r.to for r in rules if r.kind == "substitute" and r.anchor == "suffix"}
+        self._head_match = re.compile(_trie_pattern(self._heads)).match if self._heads else None
+        self._tail_match = re.compile(_trie_pattern(self._tails)).match if self._tails else None
         self._param_names = frozenset(self._params) | {p for lst in self._q2p.values() for p, *_ in lst}
         # does the query hold a parameter a param rule names? one C-level search (names are escaped literals)
         names = _trie_pattern(self._params)
@@ -378,17 +382,16 @@ class HostRules:
                             del parts[found[0]]
                             query = "&".join(parts)
                             break
-        for length, table in self._heads:
-            new = table.get(path[:length])
-            if new is not None:
-                path = new + path[length:]
-                break
-        for length, table in self._tails:
-            if len(path) > length:
-                new = table.get(path[-length:])
-                if new is not None:
-                    path = path[: len(path) - length] + new
-                    break
+        if self._head_match is not None:
+            found = self._head_match(path)
+            if found is not None:
+                old = found.group()
+                path = self._heads[old] + path[len(old):]
+        if self._tail_match is not None:
+            found = self._tail_match(path[::-1])
+            if found is not None and found.end() < len(path):
+                old = found.group()
+                path = path[: len(path) - len(old)] + self._tails[old]
         return path, query
 
     def _drops_segment(self, path: str, segment: str) -> bool:
@@ -424,13 +427,6 @@ def _trie_pattern(words: Iterable[str]) -> str:
         return body
 
     return build(trie)
-
-
-def _by_length(pairs: list[tuple[str, str]]) -> list[tuple[int, dict[str, str]]]:
-    tables: dict[int, dict[str, str]] = {}
-    for old, new in pairs:
-        tables.setdefault(len(old), {}).setdefault(old, new)
-    return sorted(tables.items(), reverse=True)
 
 
 PathOrRules = Union[str, "os.PathLike[str]", "RuleSet", Sequence[Union[str, "os.PathLike[str]"]], None]
