@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy import signals
+from scrapy import Request, signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
 
@@ -202,7 +202,7 @@ class ContentLayer:
                            response.url, type(exc).__name__, exc)
             self._count("extraction_errors")
             return None
-        return self.check_text(response.url, text, policy, request_url=response.request.url if response.request else None)
+        return self.check_text(response.url, text, policy, request=response.request)
 
     def _extract(self, response: TextResponse, policy: ExtractionPolicy) -> str:
         body = response.body
@@ -215,7 +215,7 @@ class ContentLayer:
                          strip_selectors=policy.strip_selectors)
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
-                   request_url: str | None = None) -> Verdict | None:
+                   request: Request | None = None) -> Verdict | None:
         """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""
         policy = policy or self.policies.lookup(_host_of(url))
         fingerprinter = self._fingerprinter_for(policy)
@@ -225,7 +225,7 @@ class ContentLayer:
         except Exception as exc:  # e.g. Redis went away: fail open, the item is kept
             self._store_error(url, exc)
             return None
-        self._record(verdict, fp, request_url)
+        self._record(verdict, fp, request)
         return verdict
 
     def _store_error(self, url: str, exc: Exception) -> None:
@@ -240,7 +240,7 @@ class ContentLayer:
                          "check until it is back (counted in dedup/content/store_errors)",
                          type(exc).__name__, exc)
 
-    def _record(self, verdict: Verdict, fp: ContentFingerprint, request_url: str | None) -> None:
+    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None) -> None:
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
@@ -248,9 +248,9 @@ class ContentLayer:
         self._count(verdict.kind)
         if self.crawl_log is not None:
             self.crawl_log.write({
-                "request_url": request_url or verdict.url,
+                "request_url": request.url if request is not None else verdict.url,
                 "url": verdict.url,
-                "canonical_url": self._canonical(request_url or verdict.url),
+                "canonical_url": self._canonical(request if request is not None else Request(verdict.url)),
                 "exact_hash": _hex(fp.exact),
                 "simhash": format(fp.simhash, "016x"),
                 "words": fp.words,
@@ -262,17 +262,15 @@ class ContentLayer:
                                   "kind": verdict.kind, "cluster": verdict.cluster})
             self._canary(verdict)
 
-    def _canonical(self, url: str) -> str:
-        fingerprinter = getattr(self.crawler, "request_fingerprinter", None)
-        canonical = getattr(fingerprinter, "canonical_url", None)
+    def _canonical(self, request: Request) -> str:
+        """The URL key of ``request`` (the fingerprinter caches it per request: no second canonicalization)."""
+        canonical = getattr(self.crawler.request_fingerprinter, "canonical_url", None)
         if canonical is None:
-            return url
-        from scrapy import Request
-
+            return request.url
         try:
-            return canonical(Request(url))
-        except Exception:  # unparsable URL: log it as it is
-            return url
+            return canonical(request)
+        except Exception:  # an odd URL: log it as it is
+            return request.url
 
     def _canary(self, verdict: Verdict) -> None:
         cluster = verdict.cluster or verdict.kept_url or ""

@@ -212,16 +212,14 @@ def test_audit_file_and_crawl_log(tmp_path):
 
 @inlineCallbacks
 def test_addon_yields_to_user_settings():
-    from scrapy.dupefilters import RFPDupeFilter
-
     settings = {**ADDON, "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter",
                 "ITEM_PIPELINES": {"tests.test_crawl_content.UpperPipeline": 100},
                 "DEDUP_CONTENT_ACTION": "tag"}
     site_def = ContentSite(products=2, copies=1, edits=0, siblings=0, denied=0)
     with LocalSite(site_def) as site:
         crawler = yield run_crawl(PageSpider, settings, start_urls=site_def.urls(site, "shop.test"))
-    assert isinstance(crawler.engine.slot.scheduler.df, RFPDupeFilter) if crawler.engine else True
     assert crawler.settings["DUPEFILTER_CLASS"] == "scrapy.dupefilters.RFPDupeFilter"
+    assert not any(key.startswith("dedup/seen/") for key in crawler.stats.get_stats())  # not our dupefilter
     pipelines = crawler.settings.getdict("ITEM_PIPELINES")
     assert "tests.test_crawl_content.UpperPipeline" in pipelines  # the user's dict kept ...
     assert len(pipelines) == 2  # ... and ours merged in

@@ -1,0 +1,83 @@
+#!/usr/bin/env python
+"""Crawl overhead of scrapy-dedup: the example site crawled by the example spider,
+with Scrapy's defaults and with the add-on, in one run.
+
+    python benchmarks/bench_crawl.py            # 5 interleaved rounds
+    python benchmarks/bench_crawl.py --rounds 9
+    python benchmarks/bench_crawl.py --quick    # 1 round, for the smoke test
+
+Each crawl is ``example_project/run_demo.py`` in its own process (the site is
+served by a further child process, so its CPU is not counted), writing its final
+stats with ``--stats-json``; ``run_demo/crawl_cpu_seconds`` is the CPU time of the
+crawling process. Rounds alternate plain / add-on so that a noisy neighbour
+affects both alike; the medians are compared. Printed: pages fetched, items
+kept, CPU per fetched page, and the ratio add-on / plain (target: at most 1.10).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "example_project" / "run_demo.py"
+
+
+def crawl(dedup: bool, workdir: Path, round_no: int) -> dict:
+    stats_file = workdir / f"stats-{'dedup' if dedup else 'plain'}-{round_no}.json"
+    args = [sys.executable, str(DEMO), "--stats-json", str(stats_file), "-s", "LOG_LEVEL=WARNING"]
+    if dedup:
+        # the audit and crawl logs are part of the add-on's work in the demo; keep them, in a scratch dir
+        args += ["-s", f"DEDUP_AUDIT_FILE={workdir / 'audit.jsonl'}", "-s", f"DEDUP_LOG_FILE={workdir / 'log.jsonl'}"]
+    else:
+        args.append("--no-dedup")
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stats = json.loads(stats_file.read_text())
+    fetched = stats.get("response_received_count", 0)
+    cpu = stats["run_demo/crawl_cpu_seconds"]
+    return {
+        "fetched": fetched,
+        "items": stats.get("item_scraped_count", 0),
+        "cpu": cpu,
+        "cpu_per_page_ms": 1000.0 * cpu / fetched if fetched else float("nan"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="one round (smoke test)")
+    args = parser.parse_args(argv)
+    rounds = 1 if args.quick else args.rounds
+    results: dict[str, list[dict]] = {"plain": [], "addon": []}
+    with tempfile.TemporaryDirectory(prefix="bench-crawl-") as tmp:
+        for r in range(rounds):
+            order = (False, True) if r % 2 == 0 else (True, False)
+            for dedup in order:
+                results["addon" if dedup else "plain"].append(crawl(dedup, Path(tmp), r))
+    summary = {}
+    print(f"{'crawl':<8}{'pages fetched':>15}{'items kept':>12}{'CPU s (median)':>16}{'CPU ms/page':>13}")
+    for name, runs in results.items():
+        row = {
+            "fetched": runs[0]["fetched"],
+            "items": runs[0]["items"],
+            "cpu": statistics.median(r["cpu"] for r in runs),
+            "cpu_per_page_ms": statistics.median(r["cpu_per_page_ms"] for r in runs),
+        }
+        summary[name] = row
+        print(f"{name:<8}{row['fetched']:>15}{row['items']:>12}{row['cpu']:>16.2f}{row['cpu_per_page_ms']:>13.2f}")
+    ratio = summary["addon"]["cpu_per_page_ms"] / summary["plain"]["cpu_per_page_ms"]
+    whole = summary["addon"]["cpu"] / summary["plain"]["cpu"]
+    print(f"\nCPU per fetched page, add-on / plain: {ratio:.3f} (target <= 1.10)")
+    print(f"CPU of the whole crawl, add-on / plain: {whole:.3f} "
+          f"(the add-on fetches {summary['plain']['fetched'] - summary['addon']['fetched']} fewer pages)")
+    print(json.dumps({"rounds": rounds, "summary": summary, "ratio_per_page": ratio, "ratio_whole": whole}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
