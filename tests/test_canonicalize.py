@@ -362,6 +362,10 @@ def test_strip_trailing_slash(url, expected):
     ("http://www2.example.com/", "http://www2.example.com/"),  # www2 is not www
     ("http://wwwexample.com/", "http://wwwexample.com/"),
     ("http://www.10.0.0.1/", "http://www.10.0.0.1/"),
+    # TLDs the bundled suffix list does not know: the PSL default rule "*" applies
+    ("http://www.shop.test/", "http://shop.test/"),
+    ("http://www.intranet.internal/a", "http://intranet.internal/a"),
+    ("http://www.test/", "http://www.test/"),  # "test" alone is the suffix
     ("http://10.0.0.1/", "http://10.0.0.1/"),
     ("http://[::1]/", "http://[::1]/"),
     ("http://www.example.com/www./x?www.=1", "http://example.com/www./x?www.=1"),  # the host only

@@ -285,7 +285,12 @@ def _is_registrable(host: str) -> bool:
     if extractor is None:  # pragma: no cover
         return False
     parts = extractor(host)
-    return bool(parts.domain) and bool(parts.suffix)
+    if not parts.suffix:
+        # A TLD the Public Suffix List does not know (``.test``, ``.internal``, a new gTLD
+        # newer than the bundled list): the PSL's default rule "*" makes the last label
+        # the public suffix, so any name of two or more labels is registrable.
+        return True
+    return bool(parts.domain)
 
 
 @lru_cache(maxsize=16384)
