@@ -13,7 +13,7 @@ def test_bench_index_quick_runs_all_three():
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     rows = {line.split("  ")[0].strip(): line for line in out.stdout.splitlines()
-            if line.startswith(("ours", "simhash pkg", "datasketch"))}
+            if line.startswith(("ours SimhashIndex", "simhash pkg", "datasketch"))}
     assert len(rows) == 3, out.stdout
     for name, line in rows.items():
         assert "error" not in line, line
