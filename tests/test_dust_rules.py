@@ -32,6 +32,11 @@ ALL = (PRINT, SID, PAGE1, STORY, PHP, EDITORS, HTML, SESSION, CASE)
     (PRINT, "/a?print=1", "/a"),
     (PRINT, "/a?x=1&print=1&y=2", "/a?x=1&y=2"),
     (PRINT, "/a?printer=1", "/a?printer=1"),  # a whole name, not a prefix of one
+    (PRINT, "/a?print&x=1", "/a?x=1"),
+    (PRINT, "/a?print=1&x=1&print=2", "/a?x=1"),
+    (PRINT, "/a?&x=1&print=1", "/a?&x=1"),  # an empty part stays as it was
+    (DustRule("default_param", param="page", value="1"), "/a?page=10&page=1", "/a?page=10"),
+    (DustRule("default_param", param="page", value="1"), "/a?xpage=1", "/a?xpage=1"),
     (SID, "/story?id=3&sid=00544", "/story?id=3"),
     (SID, "/other?sid=00544", "/other?sid=00544"),  # only under its prefix
     (PAGE1, "/list?page=1", "/list"),

@@ -298,11 +298,14 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 
 
 class HostRules:
-    """The rules of one host, compiled for the hot path: ``apply(path, query) -> (path, query)``."""
+    """The rules of one host, compiled for the hot path: ``apply(path, query) -> (path, query)``.
+
+    ``apply`` rewrites to a fixed point (rules compose); ``query`` is without ``?`` ('' when none).
+    """
 
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
-                 "_head_match", "_tail_match")
+                 "_head_match", "_tail_match", "_root_sub", "apply", "_once")
 
     def __init__(self, host: str, rules: Sequence[DustRule]):
         self.host = host
@@ -339,60 +342,95 @@ class HostRules:
         self._tail_match = re.compile(_trie_pattern(self._tails)).match if self._tails else None
         self._param_names = frozenset(self._params) | {p for lst in self._q2p.values() for p, *_ in lst}
         # does the query hold a parameter a param rule names? one C-level search (names are escaped literals)
-        names = _trie_pattern(self._params)
-        self._param_search = re.compile(f"(?:^|&)(?:{names})(?:=|&|$)").search if names else None
+        # rules under "/" (the common case) remove their parameters with one C-level regex substitution;
+        # rules under a narrower prefix go through the loop, entered only when their names occur
+        root_drop = [n for n, rs in self._params.items() if any(p == "/" and d is None for p, d in rs)]
+        root_default = sorted({f"{n}={d}" for n, rs in self._params.items() for p, d in rs
+                               if p == "/" and d is not None and n not in root_drop})
+        alternatives = []
+        if root_drop:
+            alternatives.append(f"(?:{_trie_pattern(root_drop)})(?:=[^&]*)?")
+        if root_default:
+            alternatives.append(_trie_pattern(root_default))
+        self._root_sub = (re.compile(f"(?:^|&)(?:{'|'.join(alternatives)})(?=&|$)").sub if alternatives else None)
+        narrow = {n for n, rs in self._params.items() if n not in root_drop and any(p != "/" for p, _ in rs)}
+        names = _trie_pattern(narrow)
+        self._param_search = re.compile(f"(?:^|&)(?:{names})(?:=|&|$)").search if narrow else None
 
-    def apply(self, path: str, query: str) -> tuple[str, str]:
-        """Rewrite (path, query) to a fixed point; ``query`` without ``?`` ('' when none)."""
-        for _ in range(MAX_PASSES):
-            new_path, new_query = self._once(path, query)
+        #: apply(path, query) -> (path, query): the rules to a fixed point; query without "?" ('' when none)
+        self.apply = self._compile()
+
+    def _compile(self) -> Any:
+        """The rules as one closure over local names (no attribute lookups on the hot path)."""
+        segment_search, drops_segment = self._segment_search, self._drops_segment
+        lowercase = self._lowercase
+        root_sub, param_search, params = self._root_sub, self._param_search, self._params
+        q2p = self._q2p or None
+        head_match, heads = self._head_match, self._heads
+        tail_match, tails = self._tail_match, self._tails
+        head_literals = tuple(heads)  # str.startswith/endswith over a tuple: one C call, no allocation
+        tail_literals = tuple(t[::-1] for t in tails)
+
+        def once(path: str, query: str) -> tuple[str, str]:
+            if segment_search is not None and segment_search(path) is not None:
+                segs = path.split("/")
+                kept = [s for s in segs[1:-1] if not drops_segment(path, s)]
+                if len(kept) != len(segs) - 2:
+                    path = "/" + "/".join(kept + [segs[-1]]) if kept else "/" + segs[-1]
+            if lowercase:
+                path = _lower_path(path)
+            if query:
+                if root_sub is not None:
+                    stripped = root_sub("", query)
+                    if stripped != query:
+                        query = stripped[1:] if stripped[:1] == "&" and query[:1] != "&" else stripped
+                if query and param_search is not None and param_search(query) is not None:
+                    kept_parts = []
+                    for part in query.split("&"):
+                        name, _, value = part.partition("=")
+                        rules = params.get(name)
+                        if rules and any(_under(path, p) and (d is None or d == value) for p, d in rules):
+                            continue
+                        kept_parts.append(part)
+                    query = "&".join(kept_parts)
+                if q2p is not None and query:
+                    candidates = q2p.get(path)
+                    if candidates:
+                        parts = query.split("&")
+                        for param, match, head, tail in candidates:
+                            found = [i for i, part in enumerate(parts) if _param_name(part) == param]
+                            if len(found) == 1:
+                                value = parts[found[0]].partition("=")[2]
+                                if match(value):
+                                    path = head + value + tail
+                                    del parts[found[0]]
+                                    query = "&".join(parts)
+                                    break
+            if head_match is not None and path.startswith(head_literals):
+                found = head_match(path)
+                if found is not None:
+                    old = found.group()
+                    path = heads[old] + path[len(old):]
+            if tail_match is not None and path.endswith(tail_literals):
+                found = tail_match(path[::-1])
+                if found is not None and found.end() < len(path):
+                    old = found.group()
+                    path = path[: len(path) - len(old)] + tails[old]
+            return path, query
+
+        def apply(path: str, query: str) -> tuple[str, str]:
+            new_path, new_query = once(path, query)
             if new_path == path and new_query == query:
-                break
-            path, query = new_path, new_query
-        return path, query
+                return path, query
+            for _ in range(MAX_PASSES - 1):  # to a fixed point: rules compose
+                path, query = new_path, new_query
+                new_path, new_query = once(path, query)
+                if new_path == path and new_query == query:
+                    break
+            return new_path, new_query
 
-    def _once(self, path: str, query: str) -> tuple[str, str]:
-        if self._segment_search is not None and self._segment_search(path) is not None:
-            segs = path.split("/")
-            kept = [s for s in segs[1:-1] if not self._drops_segment(path, s)]
-            if len(kept) != len(segs) - 2:
-                path = "/" + "/".join(kept + [segs[-1]]) if kept else "/" + segs[-1]
-        if self._lowercase:
-            path = _lower_path(path)
-        if query:
-            if self._param_search is not None and self._param_search(query) is not None:
-                params = self._params
-                kept_parts = []
-                for part in query.split("&"):
-                    name, _, value = part.partition("=")
-                    rules = params.get(name)
-                    if rules and any(_under(path, p) and (d is None or d == value) for p, d in rules):
-                        continue
-                    kept_parts.append(part)
-                query = "&".join(kept_parts)
-            candidates = self._q2p.get(path) if self._q2p else None
-            if candidates and query:
-                parts = query.split("&")
-                for param, match, head, tail in candidates:
-                    found = [i for i, part in enumerate(parts) if _param_name(part) == param]
-                    if len(found) == 1:
-                        value = parts[found[0]].partition("=")[2]
-                        if match(value):
-                            path = head + value + tail
-                            del parts[found[0]]
-                            query = "&".join(parts)
-                            break
-        if self._head_match is not None:
-            found = self._head_match(path)
-            if found is not None:
-                old = found.group()
-                path = self._heads[old] + path[len(old):]
-        if self._tail_match is not None:
-            found = self._tail_match(path[::-1])
-            if found is not None and found.end() < len(path):
-                old = found.group()
-                path = path[: len(path) - len(old)] + self._tails[old]
-        return path, query
+        self._once = once
+        return apply
 
     def _drops_segment(self, path: str, segment: str) -> bool:
         if not self._segment_prefixes:
