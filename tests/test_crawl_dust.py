@@ -1,4 +1,5 @@
-"""DUST end to end: crawl with the crawl log, mine rules, crawl again with them (real local site, real crawls).
+"""DUST end to end: crawl with the crawl log, mine rules, crawl again with them (real local site, real crawls);
+and one crawl that learns its rules online.
 
 waste = 1 - distinct pages fetched / pages fetched (tests/dustsite.py holds the ground truth).
 """
@@ -16,38 +17,18 @@ from tests import dustsite
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
 
-FINGERPRINTER = {"REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.CanonicalRequestFingerprinter",
-                 "CONCURRENT_REQUESTS": 4}
+ADDON = {"ADDONS": {"scrapy_dedup.Addon": 0}, "CONCURRENT_REQUESTS": 4}
 
 
 class SiteSpider(scrapy.Spider):
-    """Follows every link; with ``log_path`` it writes the crawl log itself, in the DEDUP_LOG_FILE format.
-
-    (The add-on's own crawl log writer is being built alongside; this writes the same fields with the
-    same content engine: page_text, exact hash and simhash of the words.)
-    """
+    """Follows every link of the site."""
 
     name = "dustsite"
-    log_path = None
 
     def parse(self, response):
-        if self.log_path:
-            self._log(response)
         yield {"url": response.url}
         for href in response.css("a::attr(href)").getall():
             yield response.follow(href)
-
-    def _log(self, response) -> None:
-        from scrapy_dedup.content.simhash import exact_hash_words, simhash_words, words
-        from scrapy_dedup.content.text import page_text
-
-        tokens = words(page_text(response.body))
-        record = {"request_url": response.request.url, "url": response.url,
-                  "canonical_url": self.crawler.request_fingerprinter.canonical_url(response.request),
-                  "exact_hash": exact_hash_words(tokens).hex(), "simhash": format(simhash_words(tokens), "016x"),
-                  "words": len(tokens), "kind": "unique"}
-        with open(self.log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
 
 
 @pytest.mark.crawl
@@ -55,7 +36,7 @@ class SiteSpider(scrapy.Spider):
 def test_mined_rules_cut_waste_and_lose_nothing(tmp_path):
     log = tmp_path / "crawl.jsonl"
     with LocalSite(dustsite.router) as site:
-        yield run_crawl(SiteSpider, FINGERPRINTER, start_urls=[site.url(dustsite.HOST)], log_path=str(log))
+        yield run_crawl(SiteSpider, {**ADDON, "DEDUP_LOG_FILE": str(log)}, start_urls=[site.url(dustsite.HOST)])
         fetched_first = site.fetched()
     waste_first, pages_first = dustsite.waste(fetched_first)
     assert pages_first == dustsite.distinct_pages()  # the crawl reaches every page ...
@@ -72,7 +53,7 @@ def test_mined_rules_cut_waste_and_lose_nothing(tmp_path):
     assert not any(r.kind == "drop_param" and r.param in ("page", "category") for r in rules.hosts[dustsite.HOST])
 
     with LocalSite(dustsite.router) as site:
-        second = yield run_crawl(SiteSpider, {**FINGERPRINTER, "DEDUP_DUST_RULES": str(rules_file)},
+        second = yield run_crawl(SiteSpider, {**ADDON, "DEDUP_DUST_RULES": str(rules_file)},
                                  start_urls=[site.url(dustsite.HOST)])
         fetched_second = site.fetched()
     waste_second, pages_second = dustsite.waste(fetched_second)
@@ -100,12 +81,12 @@ def test_online_learning_halves_the_waste_and_loses_nothing(tmp_path, caplog):
 
 def _online_learning(tmp_path, caplog):
     with LocalSite(dustsite.router) as site:
-        yield run_crawl(SiteSpider, FINGERPRINTER, start_urls=[site.url(dustsite.HOST)])
+        yield run_crawl(SiteSpider, ADDON, start_urls=[site.url(dustsite.HOST)])
         fetched_plain = site.fetched()
     waste_plain, pages_plain = dustsite.waste(fetched_plain)
 
     rules_out = tmp_path / "learned.json"
-    settings = {**FINGERPRINTER, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "DEDUP_DUST_LEARN_EVERY": 5,
+    settings = {**ADDON, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "DEDUP_DUST_LEARN_EVERY": 5,
                 "DEDUP_DUST_RULES_OUT": str(rules_out)}
     with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
         with LocalSite(dustsite.router) as site:
