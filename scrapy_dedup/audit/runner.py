@@ -161,6 +161,7 @@ class AuditResult:
     samples: list = field(default_factory=list)
     flagged_pairs: int = 0
     categories: dict = field(default_factory=dict)
+    sample_pages: list = field(default_factory=list)  # (kept index, flagged index) of each sample
 
     # numbers --------------------------------------------------------------------------------------
     @property
@@ -377,7 +378,7 @@ def _summarize(result: AuditResult, pages: _Pages, cfg: AuditConfig, want_sample
                                      categorize(pages.urls[pages.matched[i]], pages.urls[i], KINDS[pages.kinds[i]]),
                                      [])
                           for i in chosen]
-        result._sample_indexes = [(pages.matched[i], i) for i in chosen]  # type: ignore[attr-defined]
+        result.sample_pages = [(pages.matched[i], i) for i in chosen]
 
 
 def _distance_key(distance: float, cfg: AuditConfig) -> Any:
@@ -392,7 +393,7 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
     The diff is over whitespace-separated tokens of the main text (case and punctuation kept, as
     the reader sees the page), not over the fingerprint's lowercased words.
     """
-    indexes = getattr(result, "_sample_indexes", [])
+    indexes = result.sample_pages
     if not indexes:
         return
     wanted = {pages.lines[i]: i for pair in indexes for i in pair}
