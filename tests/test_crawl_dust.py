@@ -94,7 +94,8 @@ def _online_learning(tmp_path, caplog):
             fetched_learn = site.fetched()
     waste_learn, pages_learn = dustsite.waste(fetched_learn)
     print(f"DUST online: without learning {len(fetched_plain)} fetches, waste {waste_plain:.1%}; with learning "
-          f"{len(fetched_learn)} fetches, waste {waste_learn:.1%}")
+          f"{len(fetched_learn)} fetches, waste {waste_learn:.1%}; "
+          f"{ {k: v for k, v in learning.stats.get_stats().items() if k.startswith('dedup/dust')} }")
     assert pages_plain == pages_learn == dustsite.distinct_pages(), "learning lost pages"
     assert waste_learn <= waste_plain / 2, (waste_learn, waste_plain)
     stats = learning.stats
@@ -102,6 +103,10 @@ def _online_learning(tmp_path, caplog):
     assert activated and activated >= 3
     assert len([r for r in caplog.records if "DUST rule activated" in r.getMessage()]) == activated
     assert "support" in next(r.getMessage() for r in caplog.records if "DUST rule activated" in r.getMessage())
+    # requests queued before an activation were dropped before download; exploration confirmed the rules
+    assert stats.get_value("dedup/dust/skipped_queued", 0) >= 1
+    assert stats.get_value("dedup/dust/explored", 0) >= 1
+    assert stats.get_value("dedup/dust/explore_violations", 0) == 0
     learned = RuleSet.load(rules_out)
     assert len(learned) == activated - (stats.get_value("dedup/dust/deactivated") or 0)
     assert not any(r.kind == "drop_param" and r.param in ("page", "category") for r in learned.hosts[dustsite.HOST])
