@@ -94,28 +94,6 @@ def recurring(stream: list[str], times: int = 3, spread: int = 3000, seed: int =
     return [url for _, url in placed]
 
 
-def timed_calls(request_seen: Callable[[Any], bool], stream: list[str], chunk: int = 5000,
-                clock: Callable[[], float] = time.perf_counter) -> tuple[float, int]:
-    """(calls per second, requests found new) of ``request_seen`` over ``stream``; Requests built untimed.
-
-    Local filters are timed in process CPU time (``time.process_time``): on a
-    shared machine, wall time also counts the time other processes held the
-    CPU. Redis filters need wall time (the round trip is most of their cost).
-    """
-    elapsed = 0.0
-    new = 0
-    for start in range(0, len(stream), chunk):
-        requests = [Request(u) for u in stream[start:start + chunk]]
-        gc.disable()
-        began = clock()
-        for request in requests:
-            if not request_seen(request):
-                new += 1
-        elapsed += clock() - began
-        gc.enable()
-    return len(stream) / elapsed, new
-
-
 # --- redis ----------------------------------------------------------------------------------
 
 class LocalRedis:
@@ -166,13 +144,42 @@ def crawler_for(settings: dict) -> Any:
     return get_crawler(settings_dict={"TELNETCONSOLE_ENABLED": False, **settings})
 
 
+def race(contenders: list[tuple[str, Callable[[Any], bool], list[str], Callable[[], float]]],
+         chunk: int = 2000) -> dict[str, float]:
+    """Calls per second of each contender, timed in interleaved chunks.
+
+    Round ``i`` runs chunk ``i`` of every contender's stream, in rotating
+    order, so that all of them see the same machine load (on a shared machine
+    the load changes by the minute; timing one contender after another would
+    compare the minutes, not the filters). Request objects are built untimed.
+    """
+    elapsed = {name: 0.0 for name, *_ in contenders}
+    calls = {name: 0 for name, *_ in contenders}
+    rounds = max(-(-len(stream) // chunk) for _, _, stream, _ in contenders)
+    for i in range(rounds):
+        shift = i % len(contenders)
+        for name, request_seen, stream, clock in contenders[shift:] + contenders[:shift]:
+            part = stream[i * chunk:(i + 1) * chunk]
+            if not part:
+                continue
+            requests = [Request(u) for u in part]
+            gc.disable()
+            began = clock()
+            for request in requests:
+                request_seen(request)
+            elapsed[name] += clock() - began
+            gc.enable()
+            calls[name] += len(part)
+    return {name: calls[name] / elapsed[name] for name in elapsed}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--urls", type=int, default=1_000_000, help="URLs each filter holds (default 1M)")
     parser.add_argument("--error-rate", type=float, default=1e-6)
     parser.add_argument("--sample", type=int, default=100_000,
-                        help="distinct URLs in the timed request_seen stream (x3 for Redis filters)")
-    parser.add_argument("--peer-bloom-sample", type=int, default=2000,
+                        help="distinct URLs in each timed request_seen stream (x3 for Redis filters)")
+    parser.add_argument("--peer-bloom-sample", type=int, default=3000,
                         help="distinct URLs timed for scrapy-redis-bloomfilter (12 round trips per new URL)")
     parser.add_argument("--redis-url", default=None)
     parser.add_argument("--no-redis", action="store_true")
@@ -182,27 +189,27 @@ def main(argv: list[str] | None = None) -> int:
         args.urls, args.sample, args.peer_bloom_sample = 10_000, 1_000, 100
     n, p = args.urls, args.error_rate
     sample = min(args.sample, n // 10)
-    print(f"bench_seen: filters holding {n:,} URLs, error rate {p:g}, timed stream {sample:,} distinct URLs "
-          f"(Redis: each 3 times); python {sys.version.split()[0]}")
-    rows: dict[str, dict[str, float]] = {}
-    local_stream = urls(10**9, sample)
+    print(f"bench_seen: filters holding {n:,} URLs, error rate {p:g}, timed streams of {sample:,} distinct URLs "
+          f"(Redis: each 3 times), contenders interleaved; python {sys.version.split()[0]}")
+    rows: dict[str, dict[str, Any]] = {}
+    canonical = "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter"
+    try:
+        crawler_for({"REQUEST_FINGERPRINTER_CLASS": canonical}).request_fingerprinter
+    except Exception as exc:
+        print(f"  (CanonicalRequestFingerprinter not available: {exc})")
+        canonical = None
 
-    # --- local: Scrapy's RFPDupeFilter ------------------------------------------------------
+    # --- local filters: fill ----------------------------------------------------------------
     from scrapy.dupefilters import RFPDupeFilter
 
-    crawler = crawler_for({})
-    rfp = RFPDupeFilter.from_crawler(crawler)
+    from scrapy_dedup.dupefilters import BloomDupeFilter
+
+    rfp = RFPDupeFilter.from_crawler(crawler_for({}))
     fps = rfp._fingerprints
     for d in digests(0, n):
         fps.add(d)
     per_member = -(-sys.getsizeof(b"x" * 20) // 16) * 16
     rows["Scrapy RFPDupeFilter"] = {"bytes": (sys.getsizeof(fps) + len(fps) * per_member) / n}
-    rows["Scrapy RFPDupeFilter"]["calls"], _ = timed_calls(rfp.request_seen, local_stream, clock=CPU)
-    del fps, rfp
-    gc.collect()
-
-    # --- local: ours --------------------------------------------------------------------------
-    from scrapy_dedup.dupefilters import BloomDupeFilter
 
     bloom_df = BloomDupeFilter.from_crawler(crawler_for({"DEDUP_BLOOM_CAPACITY": n, "DEDUP_BLOOM_ERROR_RATE": p}))
     store: BloomSeenSet = bloom_df.store
@@ -220,30 +227,31 @@ def main(argv: list[str] | None = None) -> int:
         add(d)
     check_us = (CPU() - began) / len(check) * 1e6
     gc.enable()
+    local = [("Scrapy RFPDupeFilter", rfp.request_seen, urls(10**9, sample), CPU),
+             ("BloomDupeFilter (Scrapy fingerprinter)", bloom_df.request_seen, urls(2 * 10**9, sample), CPU)]
     rows["BloomDupeFilter (Scrapy fingerprinter)"] = {"bytes": store.size_bytes() / n}
-    rows["BloomDupeFilter (Scrapy fingerprinter)"]["calls"], _ = timed_calls(bloom_df.request_seen, local_stream, clock=CPU)
-    canonical = None
-    try:
+    if canonical:
         bloom_canon = BloomDupeFilter.from_crawler(crawler_for({
-            "DEDUP_BLOOM_CAPACITY": n, "DEDUP_BLOOM_ERROR_RATE": p,
-            "REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter"}))
-        bloom_canon.store = store  # the same filled filter
-        canonical = "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter"
+            "DEDUP_BLOOM_CAPACITY": n, "DEDUP_BLOOM_ERROR_RATE": p, "REQUEST_FINGERPRINTER_CLASS": canonical}))
+        bloom_canon.store = store  # the same filled filter; its stream is other URLs
+        local.append(("BloomDupeFilter + CanonicalRequestFingerprinter", bloom_canon.request_seen,
+                      urls(3 * 10**9, sample), CPU))
         rows["BloomDupeFilter + CanonicalRequestFingerprinter"] = {"bytes": store.size_bytes() / n}
-        rows["BloomDupeFilter + CanonicalRequestFingerprinter"]["calls"], _ = timed_calls(
-            bloom_canon.request_seen, urls(2 * 10**9, sample), clock=CPU)
-    except ImportError as exc:
-        print(f"  (CanonicalRequestFingerprinter not available: {exc})")
-    print(f"  Bloom check alone (BloomSeenSet.add on fingerprints, filter of {n:,}): {check_us:.2f} us/call; "
-          f"filled {n - reserve:,} in {fill_seconds:.1f}s; {len(store):,} keys at the end; estimated false-positive rate now "
-          f"{store.estimated_false_positive_rate():.2g}")
-    del store, bloom_df
+    for name, rate in race(local).items():
+        rows[name]["calls"] = rate
+    print(f"  Bloom check alone (BloomSeenSet.add on fingerprints, filter of {n:,}): {check_us:.2f} us/call "
+          f"(CPU time); filled {n - reserve:,} in {fill_seconds:.1f}s; {len(store):,} keys at the end; "
+          f"estimated false-positive rate now {store.estimated_false_positive_rate():.2g}")
+    del fps, rfp, store, bloom_df, local
+    bloom_canon = None
     gc.collect()
 
-    # --- redis --------------------------------------------------------------------------------
+    # --- redis filters --------------------------------------------------------------------------
     server = None
     if not args.no_redis:
         import redis
+
+        from scrapy_dedup.dupefilters import RedisBloomDupeFilter, RedisDupeFilter
 
         if args.redis_url:
             redis_url = args.redis_url
@@ -252,56 +260,54 @@ def main(argv: list[str] | None = None) -> int:
             redis_url = server.url
         client = redis.Redis.from_url(redis_url)
         client.flushall()
-        redis_stream = recurring(urls(3 * 10**9, sample))
-        settings = {"DEDUP_REDIS_URL": redis_url, "REDIS_URL": redis_url, "DEDUP_BLOOM_CAPACITY": n,
-                    "DEDUP_BLOOM_ERROR_RATE": p}
+        settings = {"DEDUP_REDIS_URL": redis_url, "DEDUP_BLOOM_CAPACITY": n, "DEDUP_BLOOM_ERROR_RATE": p}
+        contenders = []
+        base = 4
         try:
             from scrapy_redis.dupefilter import RFPDupeFilter as ScrapyRedisFilter
 
             peer = ScrapyRedisFilter(client, "bench:scrapy-redis")
             pipelined(client, "sadd", peer.key, (d.hex() for d in digests(0, n)))
             rows["scrapy-redis RFPDupeFilter"] = {"bytes": redis_bytes(client, [peer.key]) / n}
-            rows["scrapy-redis RFPDupeFilter"]["calls"], _ = timed_calls(peer.request_seen, redis_stream)
-            client.delete(peer.key)
+            contenders.append(("scrapy-redis RFPDupeFilter", peer.request_seen))
         except ImportError as exc:
             print(f"  (scrapy-redis not importable: {exc})")
-
-        from scrapy_dedup.dupefilters import RedisBloomDupeFilter, RedisDupeFilter
-
+        pipelined(client, "sadd", "bench:exact", digests(0, n))
+        exact_bytes = redis_bytes(client, ["bench:exact"]) / n
+        bloom_bytes = None
         for label, extra in (("(Scrapy fingerprinter)", {}),
                              ("+ CanonicalRequestFingerprinter", {"REQUEST_FINGERPRINTER_CLASS": canonical})):
             if label.startswith("+") and canonical is None:
                 continue
-            ours = RedisDupeFilter.from_crawler(crawler_for({**settings, **extra, "DEDUP_REDIS_KEY": "bench:exact"}))
-            ours.open()
-            if not client.exists("bench:exact"):
-                pipelined(client, "sadd", "bench:exact", digests(0, n))
-            name = f"RedisDupeFilter {label}"
-            rows[name] = {"bytes": redis_bytes(client, ["bench:exact"]) / n}
-            rows[name]["calls"], _ = timed_calls(ours.request_seen, redis_stream)
-            client.srem("bench:exact", *[ours.fingerprinter.fingerprint(Request(u)) for u in set(redis_stream)])
-
-            ours_bloom = RedisBloomDupeFilter.from_crawler(
-                crawler_for({**settings, **extra, "DEDUP_REDIS_KEY": f"bench:bloom{len(rows)}"}))
-            ours_bloom.open()
-            ours_bloom.store.add_many(digests(0, n))
-            ours_bloom.store.cache.clear()
-            name = f"RedisBloomDupeFilter {label}"
-            rows[name] = {"bytes": redis_bytes(client, ours_bloom.store.shard_keys) / n}
-            rows[name]["calls"], _ = timed_calls(ours_bloom.request_seen, redis_stream)
-            client.delete(*ours_bloom.store.data_keys())
-
+            exact = RedisDupeFilter.from_crawler(crawler_for({**settings, **extra, "DEDUP_REDIS_KEY": "bench:exact"}))
+            exact.open()
+            rows[f"RedisDupeFilter {label}"] = {"bytes": exact_bytes}
+            contenders.append((f"RedisDupeFilter {label}", exact.request_seen))
+            rbloom = RedisBloomDupeFilter.from_crawler(
+                crawler_for({**settings, **extra, "DEDUP_REDIS_KEY": "bench:bloom"}))
+            rbloom.open()
+            if bloom_bytes is None:
+                rbloom.store.add_many(digests(0, n - 4 * sample))
+                rbloom.store.cache.clear()
+                bloom_bytes = redis_bytes(client, rbloom.store.shard_keys) / n
+            rows[f"RedisBloomDupeFilter {label}"] = {"bytes": bloom_bytes}
+            contenders.append((f"RedisBloomDupeFilter {label}", rbloom.request_seen))
         try:
             from scrapy_redis_bloomfilter.dupefilter import RFPDupeFilter as BloomPeer
 
             peer_bloom = BloomPeer(client, "bench:srbf", False, 30, 6)
-            peer_stream = recurring(urls(4 * 10**9, min(args.peer_bloom_sample, sample)), spread=300)
-            rows["scrapy-redis-bloomfilter"] = {"bytes": 2**30 / 8 / n}
-            rows["scrapy-redis-bloomfilter"]["calls"], _ = timed_calls(peer_bloom.request_seen, peer_stream)
-            rows["scrapy-redis-bloomfilter"]["note"] = f"timed on {len(peer_stream):,} calls, not filled"
-            client.delete("bench:srbf")
+            rows["scrapy-redis-bloomfilter"] = {
+                "bytes": 2**30 / 8 / n, "note": f"timed on {3 * min(args.peer_bloom_sample, sample):,} calls, not filled"}
+            contenders.append(("scrapy-redis-bloomfilter", peer_bloom.request_seen))
         except Exception as exc:  # an unmaintained peer: report, do not fail
             print(f"  (scrapy-redis-bloomfilter skipped: {exc.__class__.__name__}: {exc})")
+        timed = []
+        for name, request_seen in contenders:
+            size = min(args.peer_bloom_sample, sample) if name == "scrapy-redis-bloomfilter" else sample
+            base += 1
+            timed.append((name, request_seen, recurring(urls(base * 10**9, size)), time.perf_counter))
+        for name, rate in race(timed, chunk=300 if args.quick else 1500).items():
+            rows[name]["calls"] = rate
         client.close()
         if server:
             server.stop()
