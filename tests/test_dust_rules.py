@@ -193,3 +193,32 @@ def test_rewrite_never_raises_on_bad_urls():
     rules = rs(*ALL)
     for url in ("http://[::1/x", "", "not a url", "http://news.test:99999999/"):
         assert isinstance(rules.rewrite(url), str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["story", "~editors", "index.htm", "(S(abcdefghijklmnopqrstuv12))", "Bob.HTM",
+                                 "x.htm", "", ";jsessionid=0123456789abcdef0123", "7"]), max_size=5),
+       st.lists(st.sampled_from(["id=7", "print=1", "sid=00544", "page=1", "utm_source=x", "b=2"]), max_size=4),
+       st.sampled_from(["news.test", "www.news.test", "NEWS.test:80"]),
+       st.booleans(), st.booleans(), st.booleans())
+def test_canonicalize_with_dust_rules_is_idempotent(segments, params, host, slash, index, www):
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.policy import UrlPolicy
+
+    c = Canonicalizer(UrlPolicy(strip_trailing_slash=slash, drop_index=index, strip_www=www),
+                      dust_rules=rs(*ALL))
+    url = f"http://{host}/" + "/".join(segments) + ("?" + "&".join(params) if params else "")
+    once = c.canonicalize(url)
+    assert c.canonicalize(once) == once
+
+
+def test_canonicalize_dust_rules_argument(tmp_path):
+    from scrapy_dedup import canonicalize
+
+    path = tmp_path / "rules.json"
+    rs(PRINT, STORY).save(path)
+    assert canonicalize(f"HTTP://News.Test/story?print=1&id=7", dust_rules=str(path)) == f"http://{H}/story/7"
+    assert canonicalize(f"http://{H}/story?id=7", dust_rules=rs(STORY), sort_query=False) == f"http://{H}/story/7"
+    assert canonicalize(f"http://{H}/story?id=7") == f"http://{H}/story?id=7"  # no rules, no rewrite
+    with pytest.raises(DustRulesError, match="dust_rules: .*missing.json"):
+        canonicalize(f"http://{H}/", dust_rules=str(tmp_path / "missing.json"))
