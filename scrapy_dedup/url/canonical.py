@@ -493,7 +493,7 @@ class Canonicalizer:
 
         # --- 2. DUST rules of the host (scrapy_dedup.url.dust): one dict lookup for hosts without rules
         if plan.dust is not None:
-            host_rules = plan.dust.for_host(host)
+            host_rules = plan.dust.by_host.get(host)
             if host_rules is not None:
                 old_query = query or ""
                 new_path, new_query = host_rules.apply(path, old_query)

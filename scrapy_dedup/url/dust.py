@@ -485,12 +485,16 @@ class RuleSet:
     source: str = "<memory>"
 
     def __post_init__(self) -> None:
-        self._compiled: dict[str, HostRules] = {}
+        #: host -> compiled rules; the canonicalizer's hot path reads this dict directly (one lookup)
+        self.by_host: dict[str, HostRules] = {}
+        self._compiled = self.by_host
         self.recompile()
 
     def recompile(self) -> None:
-        """Rebuild the compiled per-host form (after editing ``hosts``)."""
-        self._compiled = {host.lower(): HostRules(host.lower(), rules) for host, rules in self.hosts.items() if rules}
+        """Rebuild the compiled per-host form (after editing ``hosts``); the dict is updated in place."""
+        self._compiled.clear()
+        self._compiled.update(
+            {host.lower(): HostRules(host.lower(), rules) for host, rules in self.hosts.items() if rules})
 
     # --- hot path ---
 
