@@ -221,7 +221,8 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_DUST_LEARN`: share of the requests an active learned rule collapses that are still "
        "fetched, to catch the rule's violations (a violating rule is deactivated)."),
     _s("DEDUP_DUST_RULES_OUT", None, to_optional_str, "url",
-       "Write the DUST rules in force at crawl end (loaded and learned) to this file, for the next crawl."),
+       "With `DEDUP_DUST_LEARN`: write the DUST rules in force at crawl end (loaded and learned) to this "
+       "file, for the next crawl."),
     # --- seen-URL stores ---
     _s("DEDUP_BLOOM_CAPACITY", 10_000_000, _number(int, minimum=1), "seen",
        "URLs the Bloom filter is sized for before it grows (local and Redis Bloom)."),
@@ -271,6 +272,19 @@ SETTINGS: tuple[Setting, ...] = (
        "Pages whose fingerprints differ in at most this many bits are near duplicates."),
     _s("DEDUP_BANDS", 4, _number(int, minimum=1, maximum=64), "content",
        "Blocks of the banded index; must be > DEDUP_HAMMING_THRESHOLD for guaranteed recall."),
+    _s("DEDUP_SKETCH_SIZE", 64, _number(int, minimum=0, maximum=1024), "content",
+       "Values of the per-page verification sketch (4 bytes each, kept apart from the index); "
+       "0 turns the verification stage off (plain rule: within DEDUP_HAMMING_THRESHOLD bits)."),
+    _s("DEDUP_VERIFY_RADIUS", 12, _number(int, minimum=0, maximum=63), "content",
+       "Candidates up to this many simhash bits away are verified by their sketches (>= the threshold)."),
+    _s("DEDUP_VERIFY_JACCARD", 0.85, _number(float, minimum=0, maximum=1, exclusive_min=True), "content",
+       "A verified candidate is a near duplicate when the estimated Jaccard resemblance of the "
+       "shingle sets reaches this..."),
+    _s("DEDUP_VERIFY_MAX_DIFF", 10, _number(float, minimum=0), "content",
+       "...or when one of the two pages has at most this many shingles of its own (an edit, an added "
+       "line) and the resemblance reaches DEDUP_VERIFY_MIN_JACCARD."),
+    _s("DEDUP_VERIFY_MIN_JACCARD", 0.6, _number(float, minimum=0, maximum=1), "content",
+       "Resemblance floor of the DEDUP_VERIFY_MAX_DIFF clause (a short page inside a long one is not its duplicate)."),
     _s("DEDUP_MIN_WORDS", 20, _number(int, minimum=1), "content",
        "Pages with fewer words of main text are degenerate: counted apart, never deduplicated or clustered."),
     _s("DEDUP_STRIP_TAGS", DEFAULT_STRIP_TAGS, to_str_tuple, "content",
@@ -341,6 +355,16 @@ class DedupSettings(Mapping):
         if self.bands > self.fingerprint_bits:
             raise DedupConfigError(
                 f"DEDUP_BANDS ({self.bands}) must not exceed DEDUP_FINGERPRINT_BITS ({self.fingerprint_bits})"
+            )
+        if self.sketch_size and self.verify_radius < self.hamming_threshold:
+            raise DedupConfigError(
+                f"DEDUP_VERIFY_RADIUS ({self.verify_radius}) must be at least DEDUP_HAMMING_THRESHOLD "
+                f"({self.hamming_threshold}): verification looks at the candidates within the radius"
+            )
+        if self.sketch_size and self.verify_min_jaccard > self.verify_jaccard:
+            raise DedupConfigError(
+                f"DEDUP_VERIFY_MIN_JACCARD ({self.verify_min_jaccard}) must not exceed DEDUP_VERIFY_JACCARD "
+                f"({self.verify_jaccard})"
             )
         if self.min_words < self.shingle_size:
             raise DedupConfigError(
