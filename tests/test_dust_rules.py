@@ -217,7 +217,7 @@ def test_canonicalize_dust_rules_argument(tmp_path):
 
     path = tmp_path / "rules.json"
     rs(PRINT, STORY).save(path)
-    assert canonicalize(f"HTTP://News.Test/story?print=1&id=7", dust_rules=str(path)) == f"http://{H}/story/7"
+    assert canonicalize("HTTP://News.Test/story?print=1&id=7", dust_rules=str(path)) == f"http://{H}/story/7"
     assert canonicalize(f"http://{H}/story?id=7", dust_rules=rs(STORY), sort_query=False) == f"http://{H}/story/7"
     assert canonicalize(f"http://{H}/story?id=7") == f"http://{H}/story?id=7"  # no rules, no rewrite
     with pytest.raises(DustRulesError, match="dust_rules: .*missing.json"):
