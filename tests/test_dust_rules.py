@@ -222,3 +222,22 @@ def test_canonicalize_dust_rules_argument(tmp_path):
     assert canonicalize(f"http://{H}/story?id=7") == f"http://{H}/story?id=7"  # no rules, no rewrite
     with pytest.raises(DustRulesError, match="dust_rules: .*missing.json"):
         canonicalize(f"http://{H}/", dust_rules=str(tmp_path / "missing.json"))
+
+
+def test_bad_rules_file_fails_the_crawl_at_start_naming_the_setting(tmp_path):
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter
+    from scrapy_dedup.settings import DedupConfigError
+
+    bad = tmp_path / "rules.json"
+    bad.write_text(json.dumps({"hosts": {H: [{"kind": "regex", "pattern": ".*"}]}}))
+    with pytest.raises(DedupConfigError, match=r"DEDUP_DUST_RULES: .*rules.json: hosts\['news.test'\] rule 1"):
+        CanonicalRequestFingerprinter.from_crawler(get_crawler(settings_dict={"DEDUP_DUST_RULES": str(bad)}))
+    good = tmp_path / "good.json"
+    rs(PRINT).save(good)
+    fingerprinter = CanonicalRequestFingerprinter.from_crawler(
+        get_crawler(settings_dict={"DEDUP_DUST_RULES": [str(good)]}))
+    import scrapy
+
+    assert fingerprinter.canonical_url(scrapy.Request(f"http://{H}/a?print=1")) == f"http://{H}/a"
