@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy_dedup.dust_learning import DustLearningMiddleware
 from scrapy_dedup.extensions import DuplicationReportExtension
 from scrapy_dedup.middlewares import ContentFingerprintMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
@@ -23,6 +24,8 @@ COMPONENTS = (
     ("SPIDER_MIDDLEWARES", ContentFingerprintMiddleware, 950),
     ("ITEM_PIPELINES", NearDuplicatePipeline, 200),
     ("EXTENSIONS", DuplicationReportExtension, 500),
+    # switches itself off (NotConfigured) unless DEDUP_DUST_LEARN = True
+    ("DOWNLOADER_MIDDLEWARES", DustLearningMiddleware, 100),
 )
 
 CLASS_SETTINGS = {
