@@ -26,8 +26,8 @@ pinned by golden values in ``tests/test_simhash.py``):
   not change it; any changed word or number does.
 
 Everything after tokenizing runs in numpy (one vectorized pass per shingle
-position, ``unpackbits`` for the vote); word hashes are cached per process, so
-a crawl's template vocabulary is hashed once.
+position, ``unpackbits`` and one vector-matrix product for the vote); word
+hashes are cached per process, so a crawl's template vocabulary is hashed once.
 """
 from __future__ import annotations
 
@@ -58,14 +58,39 @@ _FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
 _SHIFT = np.uint64(33)
 _LITTLE_U64 = np.dtype("<u8")
 
-_WORD_CACHE: dict[str, int] = {}
+class _WordHashCache(dict):
+    """word -> :func:`word_hash`, computed on first sight (``__missing__``), so a lookup of a known
+    word stays in C. Values never change, so concurrent threads can only compute one twice."""
+
+    def __missing__(self, word: str) -> int:
+        value = self[word] = word_hash(word)
+        return value
+
+
+_WORD_CACHE = _WordHashCache()
 _WORD_CACHE_LIMIT = 1 << 18  # ~30 MB at worst; cleared when full (numbers, ids make it grow)
 _blake2b = hashlib.blake2b
+# ASCII characters that are not word characters (re's \w on str: str.isalnum() or "_") -> space
+_ASCII_NON_WORD = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
+_ASCII_NON_WORD_BYTES = bytes(0x20 if c in _ASCII_NON_WORD else c for c in range(256))
+_ASCII_BYTES = bytes(range(128))
 
 
 def words(text: str) -> list[str]:
     """The words of ``text``: lowercased runs of Unicode word characters (numbers kept)."""
-    return _WORD.findall(text.lower())
+    lowered = text.lower()
+    # The same tokens as _WORD.findall(lowered), about twice as fast: every separator becomes a
+    # space by C-level translations, then str.split() cuts there. Word characters are never
+    # whitespace, so split() cannot cut inside a word.
+    if lowered.isascii():
+        return lowered.translate(_ASCII_NON_WORD).split()  # str.translate's ASCII fast path
+    # Other text: in UTF-8, where no character's bytes occur inside another's, the (few distinct)
+    # non-ASCII separators are replaced by spaces, then the ASCII ones by a 256-byte table.
+    data = lowered.encode("utf-8", "surrogatepass")
+    for char in set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")):
+        if not (char.isalnum() or char == "_"):
+            data = data.replace(char.encode("utf-8", "surrogatepass"), b" ")
+    return data.translate(_ASCII_NON_WORD_BYTES).decode("utf-8", "surrogatepass").split()
 
 
 def word_hash(word: str) -> int:
@@ -77,13 +102,7 @@ def _word_hashes(tokens: Sequence[str]) -> np.ndarray:
     cache = _WORD_CACHE
     if len(cache) > _WORD_CACHE_LIMIT:
         cache.clear()
-    unique = dict.fromkeys(tokens)
-    for word in unique:
-        value = cache.get(word)
-        if value is None:
-            value = cache[word] = word_hash(word)
-        unique[word] = value
-    return np.fromiter(map(unique.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
 
 
 def _fmix64(x: np.ndarray) -> np.ndarray:
@@ -118,10 +137,18 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     return values
 
 
+_EXACT_FLOAT32 = 1 << 24  # float32 sums of 0/1 are exact below this many terms
+
+
 def _vote(hashes: np.ndarray) -> int:
     """Bit i of the result is 1 when more than half of ``hashes`` have bit i set."""
-    bits = np.unpackbits(hashes.astype(_LITTLE_U64, copy=False).view(np.uint8), bitorder="little")
-    counts = np.add.reduce(bits.reshape(-1, 64), axis=0, dtype=np.int64)
+    bits = np.unpackbits(hashes.astype(_LITTLE_U64, copy=False).view(np.uint8), bitorder="little").reshape(-1, 64)
+    if len(hashes) < _EXACT_FLOAT32:
+        # column sums as one BLAS vector-matrix product: about twice as fast as an integer
+        # reduction along axis 0, and exact (integers below 2**24 in float32)
+        counts = np.ones(len(hashes), dtype=np.float32) @ bits.astype(np.float32)
+    else:
+        counts = np.add.reduce(bits, axis=0, dtype=np.int64)
     majority = np.packbits(counts * 2 > len(hashes), bitorder="little")
     return int.from_bytes(majority.tobytes(), "little")
 

@@ -1,0 +1,80 @@
+"""The fast paths of simhash.py against their plain definitions (module doc of simhash.py).
+
+tests/test_simhash.py pins golden values; these tests check that the faster
+tokenizer, the word-hash cache and the vote compute exactly the definitions, on
+text a regex tokenizer finds hard (Unicode separators, lone surrogates, case
+folding that changes lengths) and on vote sizes either side of the float path.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_dedup.content import simhash as S
+
+WORD = re.compile(r"\w+")
+
+
+def ref_words(text: str) -> list[str]:
+    return WORD.findall(text.lower())
+
+
+def ref_vote(hashes: np.ndarray) -> int:
+    values = [int(h) for h in hashes]
+    return sum(1 << bit for bit in range(64) if 2 * sum((v >> bit) & 1 for v in values) > len(values))
+
+
+PIECES = ["word", "Ünïcödé", "€", "\xa0", "\u2014", "\u201cq\u201d", "_", "x²", "٣", "\u0301", "İ", "ß", "\ud800",
+          "\U0001f600", "\t", "\n", "\x1c", ".", "-", "$19.99", "2024-01-05", " ", "Σίσυφος", "東京", "a_b"]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "ascii only, with punctuation: (yes)!", "Café crème €5",
+                                  "\u0130stanbul \u0130I", "a\ud800b\udfffc", "x\u00b2 y\u0301z \u00bd",
+                                  "hello\u00a0world\u2014yes\u3000\u2003end", "snake_case_name __init__",
+                                  "\x00nul\x1fctrl\x7fdel"])
+def test_words_match_the_regex_definition(text):
+    assert S.words(text) == ref_words(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(), st.lists(st.sampled_from(PIECES), max_size=30).map("".join),
+                 st.text(alphabet=st.characters(max_codepoint=127))))
+def test_words_match_the_regex_definition_on_any_text(text):
+    assert S.words(text) == ref_words(text)
+
+
+def test_word_hashes_are_the_definition_and_survive_cache_clearing(monkeypatch):
+    tokens = S.words("the same words the same words and a few new ones " * 3 + " ".join(map(str, range(50))))
+    expected = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in tokens]
+    assert S._word_hashes(tokens).tolist() == expected
+    monkeypatch.setattr(S, "_WORD_CACHE_LIMIT", 10)
+    assert S._word_hashes(tokens).tolist() == expected  # clears the cache first
+    assert len(S._WORD_CACHE) <= len(set(tokens))
+    assert S._word_hashes(tokens).tolist() == expected
+    assert S._word_hashes(["\ud800"]).tolist() == [S.word_hash("\ud800")]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 64, 391, 5000])
+def test_vote_is_the_bitwise_majority(size):
+    rng = np.random.default_rng(size)
+    hashes = rng.integers(0, 2**64 - 1, size=size, dtype=np.uint64, endpoint=True)
+    hashes[: size // 3] |= np.uint64(0xF0F0F0F0F0F0F0F0)  # skew some bits towards 1
+    assert S._vote(hashes) == ref_vote(hashes)
+
+
+def test_vote_integer_path_agrees_with_the_float_path(monkeypatch):
+    rng = np.random.default_rng(7)
+    hashes = rng.integers(0, 2**64 - 1, size=999, dtype=np.uint64, endpoint=True)
+    float_result = S._vote(hashes)
+    monkeypatch.setattr(S, "_EXACT_FLOAT32", 10)  # force the integer reduction used for huge pages
+    assert S._vote(hashes) == float_result == ref_vote(hashes)
+
+
+def test_ties_are_not_a_majority():
+    hashes = np.array([0xFFFFFFFFFFFFFFFF, 0], dtype=np.uint64)
+    assert S._vote(hashes) == 0
