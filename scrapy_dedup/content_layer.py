@@ -30,6 +30,7 @@ from scrapy_dedup.content.engine import (
     ContentFingerprinter,
     MemoryContentStore,
     Verdict,
+    verify_rule_from_settings,
 )
 from scrapy_dedup.content.text import page_text
 from scrapy_dedup.redis_conn import mask_url
@@ -144,11 +145,13 @@ class ContentLayer:
         fp = self._fingerprinters.get(policy.min_words)
         if fp is None:
             fp = self._fingerprinters[policy.min_words] = ContentFingerprinter(
-                shingle_size=self.cfg.shingle_size, bits=self.cfg.fingerprint_bits, min_words=policy.min_words
+                shingle_size=self.cfg.shingle_size, bits=self.cfg.fingerprint_bits, min_words=policy.min_words,
+                sketch_size=self.cfg.sketch_size,
             )
         return fp
 
     def _build_store(self, crawler: "Crawler", cfg: DedupSettings):
+        verify = verify_rule_from_settings(cfg)
         if cfg.content_backend == "redis":
             from scrapy_dedup.content.redis_index import RedisContentStore
 
@@ -157,10 +160,12 @@ class ContentLayer:
             store = RedisContentStore.from_url(
                 cfg.redis_url, key, params=cfg.redis_params, threshold=cfg.hamming_threshold,
                 bands=cfg.bands, bits=cfg.fingerprint_bits, ttl=cfg.redis_ttl,
+                sketch_size=cfg.sketch_size, verify=verify,
             )
             logger.info("Content index in Redis at %s, key %r", mask_url(cfg.redis_url), key)
             return store
-        return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits)
+        return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
+                                  sketch_size=cfg.sketch_size, verify=verify)
 
     def _spider_opened(self, spider) -> None:
         if self.cfg.content_backend == "memory" and self._jobdir:

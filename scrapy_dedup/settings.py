@@ -272,10 +272,10 @@ SETTINGS: tuple[Setting, ...] = (
        "Pages whose fingerprints differ in at most this many bits are near duplicates."),
     _s("DEDUP_BANDS", 4, _number(int, minimum=1, maximum=64), "content",
        "Blocks of the banded index; must be > DEDUP_HAMMING_THRESHOLD for guaranteed recall."),
-    _s("DEDUP_SKETCH_SIZE", 64, _number(int, minimum=0, maximum=1024), "content",
+    _s("DEDUP_SKETCH_SIZE", 256, _number(int, minimum=0, maximum=1024), "content",
        "Values of the per-page verification sketch (4 bytes each, kept apart from the index); "
        "0 turns the verification stage off (plain rule: within DEDUP_HAMMING_THRESHOLD bits)."),
-    _s("DEDUP_VERIFY_RADIUS", 12, _number(int, minimum=0, maximum=63), "content",
+    _s("DEDUP_VERIFY_RADIUS", 20, _number(int, minimum=0, maximum=63), "content",
        "Candidates up to this many simhash bits away are verified by their sketches (>= the threshold)."),
     _s("DEDUP_VERIFY_JACCARD", 0.85, _number(float, minimum=0, maximum=1, exclusive_min=True), "content",
        "A verified candidate is a near duplicate when the estimated Jaccard resemblance of the "

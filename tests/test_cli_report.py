@@ -110,8 +110,26 @@ class KnownDump:
     largest = 4
 
 
+PLAIN_RULE: dict = {}  # filled per test by the plain_rule fixture
+
+
+@pytest.fixture(autouse=True)
+def plain_rule(tmp_path):
+    """The dumps of this module are built at exact simhash distances, for the plain distance rule:
+    reports run with the verification stage off (``sketch_size: 0``) unless a test passes its own
+    ``--config``. The verification stage of the report is checked by ``test_report_verifies_by_default``."""
+    path = tmp_path / "plain-rule.json"
+    path.write_text('{"sketch_size": 0}')
+    PLAIN_RULE["path"] = path
+    yield
+    PLAIN_RULE.clear()
+
+
 def run_cli(args: list, capsys) -> tuple[int, str, str]:
-    code = main([str(a) for a in args])
+    args = [str(a) for a in args]
+    if args and args[0] == "report" and "--config" not in args and PLAIN_RULE:
+        args += ["--config", str(PLAIN_RULE["path"])]
+    code = main(args)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -229,9 +247,21 @@ def test_fail_above(known, capsys):
     assert run_cli(["report", known.path, "--fail-above", str(redundant + 0.01)], capsys)[0] == 0
 
 
+def test_report_verifies_by_default(known, tmp_path, capsys):
+    """With the crawl's defaults (verification on), the 1-3 word edit of page 2 that sits 5 bits
+    away (beyond the 3-bit threshold) is a near duplicate too; nothing else changes."""
+    PLAIN_RULE.clear()
+    code, out, err = run_cli(["report", known.path, "--json"], capsys)
+    assert code == 0, err
+    numbers = json.loads(out)["numbers"]
+    assert (numbers["exact"], numbers["near"], numbers["degenerate"]) == (known.exact, known.near + 1,
+                                                                          known.degenerate)
+    assert numbers["clusters"] == known.clusters + 1
+
+
 def test_config_file_and_flag_override(known, tmp_path, capsys):
     config = tmp_path / "dupcheck.yaml"
-    config.write_text("hamming_threshold: 1\nbands: 2\nmin_words: 20\n")
+    config.write_text("hamming_threshold: 1\nbands: 2\nmin_words: 20\nsketch_size: 0\n")
     code, out, _ = run_cli(["report", known.path, "--config", config, "--json"], capsys)
     assert code == 0
     assert json.loads(out)["numbers"]["near"] == 1  # only the distance-1 copy

@@ -41,15 +41,22 @@ def paths_of(items, host=None):
 
 
 def test_the_fixture_holds_what_it_claims():
-    """Near pairs of the test site are within the default threshold; siblings are not."""
-    from scrapy_dedup.content.simhash import hamming, simhash
+    """By the engine's default decision rule (simhash candidates verified by sketches), the edited
+    pages of the test site are near duplicates of their products, and no two siblings are."""
+    from scrapy_dedup.content.engine import ContentDeduplicator
     from tests.contentsite import edited_text, product_text, sibling_text
 
     for i in range(3, 5):
         assert product_text(i) != edited_text(i)
-        assert hamming(simhash(product_text(i)), simhash(edited_text(i))) <= 3
-    for i in range(1, 4):
-        assert hamming(simhash(sibling_text(0)), simhash(sibling_text(i))) > 3
+        dedup = ContentDeduplicator.in_memory()
+        assert dedup.check("https://t.test/p", product_text(i)).kind == "unique"
+        assert dedup.check("https://t.test/e", edited_text(i)).kind == "near"
+    for i in range(4):  # every pair of siblings, in both orders
+        for j in range(4):
+            if i != j:
+                dedup = ContentDeduplicator.in_memory()
+                assert dedup.check("https://t.test/a", sibling_text(i)).kind == "unique"
+                assert dedup.check("https://t.test/b", sibling_text(j)).kind == "unique", (i, j)
 
 
 def assert_one_of_each_pair_kept(kept: list[str], site: ContentSite) -> None:

@@ -233,3 +233,86 @@ def test_content_store_gives_the_engine_the_same_verdicts_as_memory(redis_url):
     assert kinds == {"unique", "exact", "near", "degenerate"}
     assert memory.report() == shared.report()
     shared.close()
+
+
+# -- the verification stage in Redis ------------------------------------------------------------
+def _verification_pages():
+    """Pages with edits beyond the simhash threshold, added lines, and templated siblings."""
+    from tests.textgen import article_words, edit_words
+
+    rng = random.Random(21)
+    pages = []
+    for n, length in enumerate((60, 150, 300, 900)):
+        base = article_words(rng, length)
+        pages.append((f"https://v.test/{n}", " ".join(base)))
+        for e in range(3):
+            pages.append((f"https://v.test/{n}/e{e}", " ".join(edit_words(base, rng, 2))))
+        pages.append((f"https://v.test/{n}/g", " ".join(base) + " Page generated on 2026-03-14 at 12:31:07"))
+    shared = " ".join(article_words(rng, 200))
+    for s in range(5):
+        pages.append((f"https://v.test/sib/{s}", f"{' '.join(article_words(rng, 14))}. {shared}"))
+    rng.shuffle(pages)
+    return pages
+
+
+def test_verification_gives_the_same_verdicts_in_redis_as_in_memory(redis_url):
+    from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter
+
+    memory = ContentDeduplicator.in_memory()
+    shared = ContentDeduplicator(ContentFingerprinter(), RedisContentStore.from_redis(redis_url, "verify"))
+    plain = ContentDeduplicator.in_memory(verify=None)
+    kinds, beyond = [], 0
+    for url, text in _verification_pages():
+        a, b = memory.check(url, text), shared.check(url, text)
+        assert (a.kind, a.kept_url, a.distance) == (b.kind, b.kept_url, b.distance), url
+        kinds.append(a.kind)
+        beyond += a.kind == "near" and a.distance > 3
+        if "/sib/" in url:
+            assert a.kind == "unique"
+        plain.check(url, text)
+    assert beyond >= 3  # the stage was exercised beyond the threshold, in both stores alike
+    assert kinds.count("near") > plain.counts()["near"]
+    # sketches are stored apart, one field per kept page, under the index's hash tag
+    client = shared.store.index.client
+    assert client.hlen(shared.store.index.sketch_key) == kinds.count("unique")
+    shared.close()
+
+
+def test_verifying_and_plain_stores_refuse_to_share_one_index(redis_url):
+    from types import SimpleNamespace as NS
+
+    from scrapy_dedup.content.engine import ContentFingerprinter
+
+    fp = ContentFingerprinter().fingerprint("alpha beta gamma delta epsilon zeta eta theta iota kappa " * 3)
+    RedisContentStore.from_redis(redis_url, "mixed").check_and_add("https://a.test/", fp)
+    with pytest.raises(ValueError, match="sketch=256"):
+        RedisContentStore.from_redis(redis_url, "mixed", verify=None).check_and_add(
+            "https://b.test/", NS(exact=b"x" * 16, simhash=fp.simhash, words=30))
+
+
+def _verify_race_worker(url: str, worker: int, barrier, results) -> None:
+    from scrapy_dedup.content.engine import ContentFingerprinter
+    from tests.textgen import article_words, edit_words
+
+    store = RedisContentStore.from_redis(url, "verify-race")
+    fingerprinter = ContentFingerprinter()
+    base = random.Random(5)
+    groups = [article_words(base, 300) for _ in range(12)]
+    rng = random.Random(500 + worker)
+    fps = [fingerprinter.fingerprint(" ".join(edit_words(g, rng, 2))) for g in groups]
+    barrier.wait()
+    wins = [g for g, fp in enumerate(fps) if store.check_and_add(f"w{worker}-g{g}", fp)[0] == "unique"]
+    results.put((worker, wins))
+
+
+def test_exactly_one_process_wins_each_group_with_verification(redis_url):
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(4), ctx.Queue()
+    procs = [ctx.Process(target=_verify_race_worker, args=(redis_url, w, barrier, results)) for w in range(4)]
+    for p in procs:
+        p.start()
+    collected = [results.get(timeout=90) for _ in procs]
+    for p in procs:
+        p.join(30)
+        assert p.exitcode == 0
+    assert sorted(g for _, won in collected for g in won) == list(range(12))

@@ -45,6 +45,11 @@ class AuditConfig:
     bands: int = _default("DEDUP_BANDS")
     allow_approximate: bool = False
     min_words: int = _default("DEDUP_MIN_WORDS")
+    sketch_size: int = _default("DEDUP_SKETCH_SIZE")
+    verify_radius: int = _default("DEDUP_VERIFY_RADIUS")
+    verify_jaccard: float = _default("DEDUP_VERIFY_JACCARD")
+    verify_max_diff: float = _default("DEDUP_VERIFY_MAX_DIFF")
+    verify_min_jaccard: float = _default("DEDUP_VERIFY_MIN_JACCARD")
     strip_tags: tuple = DEFAULT_STRIP_TAGS
     strip_selectors: tuple = ()
     max_bytes: int = _default("DEDUP_MAX_BYTES")
@@ -135,6 +140,11 @@ KEYS = {
     "bands": _int(1, 64),
     "allow_approximate": _bool,
     "min_words": _int(1),
+    "sketch_size": _int(0, 1024),
+    "verify_radius": _int(0, 63),
+    "verify_jaccard": _float01,
+    "verify_max_diff": _int(0),
+    "verify_min_jaccard": _float01,
     "strip_tags": _str_tuple,
     "strip_selectors": _str_tuple,
     "max_bytes": _int(1024),
@@ -204,6 +214,9 @@ def build_config(file_values: Mapping[str, Any] | None = None,
 
 def check(cfg: AuditConfig) -> None:
     """Cross-key checks: the same rules as the crawl settings (``check_content_engine``)."""
+    if cfg.sketch_size and cfg.verify_min_jaccard > cfg.verify_jaccard:
+        raise AuditConfigError(f"verify_min_jaccard ({cfg.verify_min_jaccard}) must not exceed "
+                               f"verify_jaccard ({cfg.verify_jaccard})")
     if cfg.fingerprint_bits not in (64, 128):
         raise AuditConfigError(f"fingerprint_bits must be 64 or 128, got {cfg.fingerprint_bits}")
     if cfg.bands > cfg.fingerprint_bits:

@@ -47,7 +47,7 @@ class SimhashMethod:
 
         self.cfg = cfg
         self.fingerprinter = ContentFingerprinter(shingle_size=cfg.shingle_size, bits=cfg.fingerprint_bits,
-                                                  min_words=cfg.min_words)
+                                                  min_words=cfg.min_words, sketch_size=cfg.sketch_size)
 
     def fingerprint(self, text: str) -> Any:
         return self.fingerprinter.fingerprint(text)
@@ -58,12 +58,13 @@ class SimhashMethod:
 
 class SimhashDecider:
     def __init__(self, cfg: AuditConfig, fingerprinter: Any):
-        from scrapy_dedup.content.engine import ContentDeduplicator, MemoryContentStore
+        from scrapy_dedup.content.engine import ContentDeduplicator, MemoryContentStore, verify_rule_from_settings
 
         self.cfg = cfg
         self.fingerprinter = fingerprinter
         store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
-                                   allow_approximate=cfg.allow_approximate)
+                                   allow_approximate=cfg.allow_approximate, sketch_size=cfg.sketch_size,
+                                   verify=verify_rule_from_settings(cfg))
         self.engine = ContentDeduplicator(fingerprinter, store)
         self._all: Optional[Any] = None  # a second SimhashIndex, only for --all-pairs
         self._exact_first: dict = {}

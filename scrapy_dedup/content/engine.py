@@ -11,8 +11,10 @@
   one-word edit from a different page.
 * A :class:`ContentStore` answers "is this fingerprint new?" and remembers it in
   one atomic step: the exact layer first (dict of 16-byte hashes), then the
-  simhash index. Only unique pages are inserted; a duplicate points at the kept
-  page it matched. :class:`MemoryContentStore` is the in-process store;
+  simhash index, whose candidates within ``VerifyRule.radius`` bits are verified
+  by a per-page sketch (:mod:`scrapy_dedup.content.sketch`: estimated Jaccard
+  resemblance and one-sided shingle differences). Only unique pages are
+  inserted; a duplicate points at the kept page it matched. :class:`MemoryContentStore` is the in-process store;
   ``RedisContentStore`` (``content/redis_index.py``) shares one across processes.
 * :class:`ContentDeduplicator` combines the two, returns a :class:`Verdict` per
   page and keeps the counts and clusters of the :class:`DuplicationReport`.
@@ -29,7 +31,15 @@ import numpy as np
 
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _atomic_write, _read_exactly
-from scrapy_dedup.content.simhash import SUPPORTED_BITS, exact_hash_words, simhash_words, words
+from scrapy_dedup.content.simhash import (
+    SUPPORTED_BITS,
+    exact_hash_words,
+    hamming,
+    simhash_and_shingle_hashes,
+    simhash_words,
+    words,
+)
+from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, LONG_PAGE, MAX_SKETCH_SIZE, Sketch, SketchStore, VerifyRule, make_sketch
 from scrapy_dedup.report import DuplicationReport
 
 __all__ = [
@@ -41,6 +51,8 @@ __all__ = [
     "Verdict",
     "Kind",
     "DEFAULT_MIN_WORDS",
+    "DEFAULT_SKETCH_SIZE",
+    "VerifyRule",
 ]
 
 Kind = Literal["unique", "exact", "near", "degenerate"]
@@ -51,17 +63,20 @@ StoreAnswer = Tuple[str, Union[str, None], Union[int, None]]
 
 @dataclass(frozen=True)
 class ContentFingerprint:
-    """What the engine keeps of a page: exact hash (16 bytes), simhash, number of words."""
+    """What the engine keeps of a page: exact hash (16 bytes), simhash, number of words,
+    and the verification sketch (None when the fingerprinter makes none)."""
 
     exact: bytes
     simhash: int
     words: int
+    sketch: Sketch | None = None
 
 
 class ContentFingerprinter:
     """Main text -> :class:`ContentFingerprint`, with one tokenization for both hashes."""
 
-    def __init__(self, shingle_size: int = 5, bits: int = 64, min_words: int = DEFAULT_MIN_WORDS):
+    def __init__(self, shingle_size: int = 5, bits: int = 64, min_words: int = DEFAULT_MIN_WORDS,
+                 sketch_size: int = DEFAULT_SKETCH_SIZE):
         if not isinstance(shingle_size, int) or shingle_size < 1:
             raise ValueError(f"shingle_size must be a positive integer, got {shingle_size!r}")
         if bits not in SUPPORTED_BITS:
@@ -71,21 +86,29 @@ class ContentFingerprinter:
                 f"min_words ({min_words!r}) must be at least shingle_size ({shingle_size}): "
                 "a page needs one whole shingle to be fingerprinted"
             )
+        if not isinstance(sketch_size, int) or not 0 <= sketch_size <= MAX_SKETCH_SIZE:
+            raise ValueError(f"sketch_size must be an integer in [0, {MAX_SKETCH_SIZE}], got {sketch_size!r}")
         self.shingle_size = shingle_size
         self.bits = bits
         self.min_words = min_words
+        self.sketch_size = sketch_size
 
     def __repr__(self) -> str:
-        return f"ContentFingerprinter(shingle_size={self.shingle_size}, bits={self.bits}, min_words={self.min_words})"
+        return (f"ContentFingerprinter(shingle_size={self.shingle_size}, bits={self.bits}, "
+                f"min_words={self.min_words}, sketch_size={self.sketch_size})")
 
     def fingerprint(self, text: str) -> ContentFingerprint:
-        """Fingerprint ``text`` (the output of :func:`~scrapy_dedup.content.text.page_text`)."""
+        """Fingerprint ``text`` (the output of :func:`~scrapy_dedup.content.text.page_text`).
+
+        Simhash and sketch come from one pass over the shingle hashes.
+        """
         tokens = words(text)
-        return ContentFingerprint(
-            exact=exact_hash_words(tokens),
-            simhash=simhash_words(tokens, self.shingle_size, self.bits),
-            words=len(tokens),
-        )
+        if not self.sketch_size or not tokens:
+            simhash, sketch = simhash_words(tokens, self.shingle_size, self.bits), None
+        else:
+            simhash, hashes = simhash_and_shingle_hashes(tokens, self.shingle_size, self.bits)
+            sketch = make_sketch(hashes, self.sketch_size)
+        return ContentFingerprint(exact=exact_hash_words(tokens), simhash=simhash, words=len(tokens), sketch=sketch)
 
     def is_degenerate(self, fp: ContentFingerprint) -> bool:
         """Too short to fingerprint reliably: counted apart, never deduplicated or clustered."""
@@ -107,19 +130,31 @@ class ContentStore(Protocol):
 
 
 _STORE_MAGIC = b"SDSTORE\x00"
-_STORE_VERSION = 1
+_STORE_VERSION = 2  # 2: sketches after the index (version 1 files load, without sketches)
 _STORE_HEADER = struct.Struct("<8sHHQQ")  # magic, version, reserved, pages, url bytes
-# then: uint32 length of each URL, the URLs (UTF-8), 16-byte exact hash per page, the SimhashIndex
+# then: uint32 length of each URL, the URLs (UTF-8), 16-byte exact hash per page, the SimhashIndex,
+# (version 2) uint32 sketch size (0: no sketches) and the SketchStore
 
 
 class MemoryContentStore:
-    """In-process store: exact hash -> page id, a :class:`SimhashIndex` of ids, id -> URL.
+    """In-process store: exact hash -> page id, a :class:`SimhashIndex` of ids, id -> URL, id -> sketch.
+
+    ``verify`` (a :class:`VerifyRule`, None to switch the stage off) decides the
+    simhash candidates within ``verify.radius`` bits by their sketches; without it,
+    or for a page without a sketch, a candidate within ``threshold`` bits is a
+    near duplicate (the plain simhash rule).
 
     Thread-safe: ``check_and_add`` holds one lock across both layers.
     """
 
-    def __init__(self, threshold: int = 3, bands: int = 4, bits: int = 64, allow_approximate: bool = False):
+    def __init__(self, threshold: int = 3, bands: int = 4, bits: int = 64, allow_approximate: bool = False, *,
+                 sketch_size: int = DEFAULT_SKETCH_SIZE, verify: VerifyRule | None = VerifyRule()):
         self.index = SimhashIndex(threshold, bands, bits, allow_approximate)
+        if verify is not None and not sketch_size:
+            raise ValueError("verification needs sketches: sketch_size must be > 0 when verify is set")
+        self.verify = verify
+        self.sketch_size = sketch_size if verify is not None else 0
+        self.sketches: SketchStore | None = SketchStore(sketch_size) if self.sketch_size else None
         self._exact: dict[bytes, int] = {}
         self._urls: list[str] = []
         self._lock = threading.Lock()
@@ -142,16 +177,53 @@ class MemoryContentStore:
             if kept is not None:
                 return "exact", self._urls[kept], 0
             page_id = len(self._urls)
-            match = self.index.add_if_new(page_id, fp.simhash)
-            if match is not None:
-                kept, distance = match
-                return "near", self._urls[kept], distance
+            if self.sketches is None:
+                match = self.index.add_if_new(page_id, fp.simhash)
+                if match is not None:
+                    kept, distance = match
+                    return "near", self._urls[kept], distance
+            else:
+                match = self._verified_match(fp)
+                if match is not None:
+                    kept, distance = match
+                    return "near", self._urls[kept], distance
+                self.index.add(page_id, fp.simhash)
+                self.sketches.add(fp.sketch)
             self._exact[fp.exact] = page_id
             self._urls.append(url)
             return "unique", None, None
 
+    def _verified_match(self, fp: ContentFingerprint) -> tuple[int, int] | None:
+        """The closest kept page that the verification stage accepts, as ``(page_id, distance)``."""
+        rule, sketches = self.verify, self.sketches
+        assert rule is not None and sketches is not None
+        threshold = self.index.threshold
+        radius = max(rule.radius, threshold)
+        candidates = dict((pos, d) for pos, d in self.index.query_radius(fp.simhash, radius))
+        sketch = fp.sketch
+        if sketch is not None:
+            for pos in sketches.candidates(sketch):
+                if pos not in candidates:
+                    d = hamming(fp.simhash, self.index.fingerprint_at(pos))
+                    if d <= radius:
+                        candidates[pos] = d
+        for pos, d in sorted(candidates.items(), key=lambda item: (item[1], item[0])):
+            kept = sketches.get(pos)
+            if sketch is None or kept is None:
+                if d <= threshold:
+                    return pos, d
+            elif rule.near(sketch, kept, self.sketch_size):
+                return pos, d
+        return None
+
     def url(self, page_id: int) -> str:
         return self._urls[page_id]
+
+    @property
+    def nbytes(self) -> dict[str, int]:
+        """Bytes held per part: ``index`` (simhash tables and LSH tables), ``sketches`` (apart)."""
+        index = self.index.nbytes + (self.sketches.nbytes_tables if self.sketches is not None else 0)
+        return {"index": index, "sketches": self.sketches.nbytes_sketches if self.sketches is not None else 0}
 
     def close(self) -> None:
         """Nothing to release (call :meth:`save` to persist)."""
@@ -159,7 +231,7 @@ class MemoryContentStore:
     # -- persistence: one file, written atomically --
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write URLs, exact hashes and the index to ``path`` atomically (for resumed crawls)."""
+        """Write URLs, exact hashes, the index and the sketches to ``path`` atomically (for resumed crawls)."""
         _atomic_write(path, self._write_to)
 
     def _write_to(self, f: BinaryIO) -> None:
@@ -177,29 +249,47 @@ class MemoryContentStore:
             f.write(urls)
             f.write(b"".join(by_id))
             self.index.write_to(f)
+            f.write(struct.pack("<I", self.sketch_size))
+            if self.sketches is not None:
+                self.sketches.write_to(f)
 
     def load_into(self, path: str | os.PathLike) -> None:
         """Replace this store's contents by the store saved at ``path`` (resuming a crawl).
 
-        The saved index must have this store's threshold, bands and bits, else ``ValueError``
-        (a changed configuration would silently change what counts as a duplicate).
+        The saved index must have this store's threshold, bands and bits, and its
+        sketches this store's sketch size, else ``ValueError`` (a changed configuration
+        would silently change what counts as a duplicate). A file saved without
+        sketches (version 1, or the stage off) loads into a verifying store: its pages
+        have no sketch and are matched by the plain threshold rule.
         """
         loaded = self.load(path)
         mine = (self.index.threshold, self.index.bands, self.index.bits)
         theirs = (loaded.index.threshold, loaded.index.bands, loaded.index.bits)
         if mine != theirs:
             raise ValueError(f"saved content store has threshold/bands/bits {theirs}, this store {mine}")
+        sketches = loaded.sketches
+        if self.sketch_size and sketches is None:
+            sketches = SketchStore(self.sketch_size)
+            for _ in range(len(loaded)):
+                sketches.add(None)
+        elif not self.sketch_size:
+            sketches = None
+        elif sketches.size != self.sketch_size:
+            raise ValueError(f"saved content store has sketch size {sketches.size}, this store {self.sketch_size}")
         with self._lock:
-            self.index, self._exact, self._urls = loaded.index, loaded._exact, loaded._urls
+            self.index, self._exact, self._urls, self.sketches = loaded.index, loaded._exact, loaded._urls, sketches
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> MemoryContentStore:
-        """Read a store written by :meth:`save` (``IndexFileError`` if damaged)."""
+    def load(cls, path: str | os.PathLike, verify: VerifyRule | None = VerifyRule()) -> MemoryContentStore:
+        """Read a store written by :meth:`save` (``IndexFileError`` if damaged).
+
+        ``verify`` is the rule of the returned store when the file holds sketches.
+        """
         with open(path, "rb") as f:
             magic, version, _, pages, url_bytes = _STORE_HEADER.unpack(_read_exactly(f, _STORE_HEADER.size))
             if magic != _STORE_MAGIC:
                 raise IndexFileError("not a scrapy-dedup content store file")
-            if version != _STORE_VERSION:
+            if version not in (1, _STORE_VERSION):
                 raise IndexFileError(f"content store file version {version} is not supported")
             lengths = np.frombuffer(_read_exactly(f, 4 * pages), dtype="<u4")
             if int(lengths.sum()) != url_bytes:
@@ -209,13 +299,40 @@ class MemoryContentStore:
             urls = [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip([0] + ends[:-1], ends)]
             digests = _read_exactly(f, 16 * pages)
             index = SimhashIndex.read_from(f)
-        if len(urls) != pages or len(index) != pages:
+            sketches = None
+            if version >= 2:
+                (size,) = struct.unpack("<I", _read_exactly(f, 4))
+                if size:
+                    try:
+                        sketches = SketchStore.read_from(f, _read_exactly)
+                    except ValueError as exc:
+                        raise IndexFileError(f"content store file is corrupt (sketches: {exc})") from None
+                    if sketches.size != size:
+                        raise IndexFileError("content store file is corrupt (sketch size)")
+            if f.read(1):
+                raise IndexFileError("content store file has trailing data")
+        if len(urls) != pages or len(index) != pages or (sketches is not None and len(sketches) != pages):
             raise IndexFileError("content store file is inconsistent (page counts differ)")
-        store = cls(index.threshold, index.bands, index.bits, index.allow_approximate)
+        size = sketches.size if sketches is not None else 0
+        store = cls(index.threshold, index.bands, index.bits, index.allow_approximate, sketch_size=size,
+                    verify=verify if size else None)
         store.index = index
+        store.sketches = sketches if size and verify is not None else None
+        store.sketch_size = size if store.sketches is not None else 0
         store._urls = urls
         store._exact = {digests[16 * i : 16 * i + 16]: i for i in range(pages)}
         return store
+
+
+def verify_rule_from_settings(cfg) -> VerifyRule | None:
+    """The :class:`VerifyRule` of a :class:`~scrapy_dedup.settings.DedupSettings` (or any object with
+    ``sketch_size``, ``verify_radius``, ``verify_jaccard``, ``verify_max_diff``, ``verify_min_jaccard``);
+    None when ``sketch_size`` is 0 (the verification stage off)."""
+    if not getattr(cfg, "sketch_size", 0):
+        return None
+    return VerifyRule(radius=max(cfg.verify_radius, cfg.hamming_threshold), jaccard=cfg.verify_jaccard,
+                      max_diff=cfg.verify_max_diff, min_jaccard=cfg.verify_min_jaccard,
+                      long_page=LONG_PAGE)
 
 
 @dataclass(frozen=True)
@@ -250,6 +367,10 @@ class ContentDeduplicator:
         store_bits = getattr(store, "bits", fingerprinter.bits)
         if store_bits != fingerprinter.bits:
             raise ValueError(f"fingerprinter makes {fingerprinter.bits}-bit simhashes, store holds {store_bits}-bit")
+        store_sketch = getattr(store, "sketch_size", 0)
+        if store_sketch and fingerprinter.sketch_size != store_sketch:
+            raise ValueError(f"fingerprinter makes {fingerprinter.sketch_size}-value sketches, "
+                             f"store verifies with {store_sketch}")
         self.fingerprinter = fingerprinter
         self.store = store
         self.clusters: Clusters[str] = Clusters()
@@ -260,12 +381,14 @@ class ContentDeduplicator:
     @classmethod
     def in_memory(
         cls, *, shingle_size: int = 5, bits: int = 64, min_words: int = DEFAULT_MIN_WORDS, threshold: int = 3,
-        bands: int = 4, allow_approximate: bool = False,
+        bands: int = 4, allow_approximate: bool = False, sketch_size: int = DEFAULT_SKETCH_SIZE,
+        verify: VerifyRule | None = VerifyRule(),
     ) -> ContentDeduplicator:
-        """A deduplicator over a fresh :class:`MemoryContentStore`."""
+        """A deduplicator over a fresh :class:`MemoryContentStore` (``verify=None``: plain simhash rule)."""
+        sketch_size = sketch_size if verify is not None else 0
         return cls(
-            ContentFingerprinter(shingle_size, bits, min_words),
-            MemoryContentStore(threshold, bands, bits, allow_approximate),
+            ContentFingerprinter(shingle_size, bits, min_words, sketch_size),
+            MemoryContentStore(threshold, bands, bits, allow_approximate, sketch_size=sketch_size, verify=verify),
         )
 
     def fingerprint(self, text: str) -> ContentFingerprint:

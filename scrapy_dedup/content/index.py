@@ -176,6 +176,26 @@ class _Table:
         self.head = array("i", head.tobytes())
         self.next = array("i", nxt.tobytes())
 
+    def link(self, start: int, lo: np.ndarray, hi: np.ndarray | None) -> None:
+        """Chain entries ``start, start + 1, ...`` (fingerprints ``lo``/``hi``) in, newest first."""
+        buckets = self._np_buckets(lo, hi).astype(np.int64)
+        head = np.frombuffer(self.head, dtype=np.int32).copy()
+        nxt = np.full(len(lo), -1, dtype=np.int32)
+        order = np.argsort(buckets, kind="stable")
+        sorted_buckets = buckets[order]
+        entries = (order + start).astype(np.int32)
+        same = np.zeros(len(order), dtype=bool)
+        same[1:] = sorted_buckets[1:] == sorted_buckets[:-1]
+        # the oldest new entry of a bucket points at the bucket's old head, the others at the previous new one
+        nxt[order[same]] = entries[np.nonzero(same)[0] - 1]
+        first = ~same
+        nxt[order[first]] = head[sorted_buckets[first]]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = ~same[1:]
+        head[sorted_buckets[last]] = entries[last]
+        self.head = array("i", head.tobytes())
+        self.next.frombytes(nxt.tobytes())
+
 
 def _offsets(segments: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     out, offset = [], 0
@@ -277,19 +297,51 @@ class SimhashIndex:
             return None
 
     def add_many(self, keys: Iterable[int], fps: Iterable[int]) -> None:
-        """Bulk insert (no duplicate check), rebuilding the tables in one vectorized pass."""
+        """Bulk insert (no duplicate check): only the new entries are linked into the tables.
+
+        Vectorized per call (numpy); the tables are rebuilt from scratch only when the
+        head tables grow (4x each time), so loading in chunks costs the same as one call.
+        """
         keys = list(keys)
         fps = list(fps)
         if len(keys) != len(fps):
             raise ValueError("add_many: keys and fps differ in length")
         split = [self._split(k, f) for k, f in zip(keys, fps)]
+        if not split:
+            return
         with self._lock:
+            start = len(self._keys)
             self._keys.extend(k for k, _ in split)
             self._lo.extend(fp & _M64 for _, fp in split)
             if self._hi is not None:
                 self._hi.extend(fp >> 64 for _, fp in split)
             self._check_capacity()
-            self._rebuild()
+            if self._target_head_bits(len(self._keys)) != self._head_bits:
+                self._rebuild()
+                return
+            lo, hi = self._arrays()
+            lo, hi = lo[start:].copy(), (hi[start:].copy() if hi is not None else None)
+            for table in self._tables:
+                table.link(start, lo, hi)
+
+    def query_radius(self, fp: int, radius: int) -> list[tuple[int, int]]:
+        """Every ``(key, distance)`` with distance ``<= radius`` among the entries sharing a table key with ``fp``.
+
+        Complete up to ``threshold`` (the index's guarantee); beyond it, only the
+        entries that happen to share a table key are seen (the verification stage's
+        candidates, see :mod:`scrapy_dedup.content.sketch`). Closest, then oldest, first.
+        """
+        _, fp = self._split(0, fp)
+        with self._lock:
+            found = self._candidates(fp, radius)
+        found.sort()
+        keys = self._keys
+        return [(keys[i], d) for d, i in found]
+
+    def fingerprint_at(self, position: int) -> int:
+        """The fingerprint of the ``position``-th stored entry (insertion order)."""
+        with self._lock:
+            return self._lo[position] | (self._hi[position] << 64 if self._hi is not None else 0)
 
     def items(self) -> Iterator[tuple[int, int]]:
         """``(key, fingerprint)`` of every stored entry, in insertion order."""
@@ -435,9 +487,9 @@ class SimhashIndex:
         if self._growable and (1 << self._head_bits) * _MAX_LOAD < i + 1:
             self._rebuild()
 
-    def _candidates(self, fp: int) -> list[tuple[int, int]]:
-        """``(distance, entry)`` of every stored entry within the threshold."""
-        threshold = self.threshold
+    def _candidates(self, fp: int, radius: int | None = None) -> list[tuple[int, int]]:
+        """``(distance, entry)`` of every probed entry within ``radius`` (default: the threshold)."""
+        threshold = self.threshold if radius is None else radius
         popcount = _popcount
         lo, hi = fp & _M64, fp >> 64
         fps_lo = self._lo

@@ -45,6 +45,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Optional, Union
 
+from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
 from scrapy_dedup.redis_conn import connect, mask_url
 
 Key = Union[str, int]
@@ -55,16 +56,21 @@ LAYOUT_VERSION = 1
 ID_BYTES = 4
 MAX_ID = 2 ** (8 * ID_BYTES) - 1
 
-# KEYS[1] meta, KEYS[2] keys, KEYS[3] exact, KEYS[4..] band buckets
+# KEYS[1] meta, KEYS[2] keys, KEYS[3] exact, KEYS[4] sketches, KEYS[5..] buckets (simhash bands, then LSH)
 # ARGV[1] mode: "a" add, "n" add_if_new, "c" check_and_add (exact hash first)
 # ARGV[2] fingerprint (W bytes)   ARGV[3] threshold   ARGV[4] encoded key
 # ARGV[5] exact hash bytes ("" for none)   ARGV[6] ttl seconds (0: none)
-# ARGV[7] config string (bits, bands, layout version)
+# ARGV[7] config string (bits, bands, layout version, sketch size)
+# ARGV[8] sketch of the page ("" for none: plain threshold rule)   ARGV[9] radius
+# ARGV[10] jaccard   ARGV[11] max_diff   ARGV[12] min_jaccard   ARGV[13] sketch size   ARGV[14] long_page
 # Returns {kind, kept_key or false, distance or false}; kind "unique", "exact", "near".
 LUA_CHECK_AND_ADD = r"""
-local meta, keyhash, exacthash = KEYS[1], KEYS[2], KEYS[3]
+local meta, keyhash, exacthash, sketchhash = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local mode, fp, threshold = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local ukey, exact, ttl, config = ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local sketch, radius = ARGV[8], tonumber(ARGV[9])
+local min_j, max_diff, low_j, size = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12]), tonumber(ARGV[13])
+local long_page = tonumber(ARGV[14])
 
 local stored = redis.call('HGET', meta, 'config')
 if not stored then
@@ -79,14 +85,54 @@ local function touch()
   end
 end
 
+local function u32(s, p)
+  local a, b, c, d = string.byte(s, p, p + 3)
+  return ((a * 256 + b) * 256 + c) * 256 + d
+end
+
+-- a sketch: 4-byte shingle count, then sorted 4-byte values (all big-endian)
+local function parse(blob)
+  local values = {}
+  for i = 1, (#blob - 4) / 4 do values[i] = u32(blob, 4 * i + 1) end
+  return u32(blob, 1), values
+end
+
+-- the verification rule of scrapy_dedup.content.sketch (resemblance + VerifyRule.accepts), same arithmetic
+local mine_n, mine_v
+local function near(kept_blob)
+  local kept_n, kept_v = parse(kept_blob)
+  local la, lb = #mine_v, #kept_v
+  local jac, only_a, only_b
+  if la == 0 or lb == 0 then
+    if la == lb then jac = 1.0 else jac = 0.0 end
+    only_a, only_b = mine_n, kept_n
+  else
+    local i, j, taken, m = 1, 1, 0, 0
+    while taken < size and (i <= la or j <= lb) do
+      if j > lb or (i <= la and mine_v[i] < kept_v[j]) then
+        i = i + 1
+      elseif i > la or kept_v[j] < mine_v[i] then
+        j = j + 1
+      else
+        m = m + 1
+        i = i + 1
+        j = j + 1
+      end
+      taken = taken + 1
+    end
+    jac = m / taken
+    local common = jac * (mine_n + kept_n) / (1 + jac)
+    only_a, only_b = mine_n - common, kept_n - common
+  end
+  if jac >= min_j and math.min(mine_n, kept_n) >= long_page then return true end
+  return jac >= low_j and math.min(only_a, only_b) <= max_diff + 1e-9
+end
+
 local W = #fp
 local E = W + 4
 local halves = W / 4
 local q = {}
-for h = 0, halves - 1 do
-  local a, b, c, d = string.byte(fp, 4 * h + 1, 4 * h + 4)
-  q[h + 1] = ((a * 256 + b) * 256 + c) * 256 + d
-end
+for h = 0, halves - 1 do q[h + 1] = u32(fp, 4 * h + 1) end
 
 if mode == 'c' and exact ~= '' then
   local id = redis.call('HGET', exacthash, exact)
@@ -96,32 +142,55 @@ if mode == 'c' and exact ~= '' then
   end
 end
 
+local limit = threshold
+if sketch ~= '' then
+  mine_n, mine_v = parse(sketch)
+  if radius > limit then limit = radius end
+end
+
 local best_d, best_id = nil, nil
 if mode ~= 'a' then
   local bxor, band = bit.bxor, bit.band
-  for i = 4, #KEYS do
+  local cand, list = {}, {}
+  for i = 5, #KEYS do
     local s = redis.call('GET', KEYS[i])
     if s then
       for o = 1, #s, E do
         local dist = 0
         for h = 0, halves - 1 do
-          local p = o + 4 * h
-          local a, b, c, d = string.byte(s, p, p + 3)
-          local x = bxor(((a * 256 + b) * 256 + c) * 256 + d, q[h + 1])
-          while x ~= 0 and dist <= threshold do
+          local x = bxor(u32(s, o + 4 * h), q[h + 1])
+          while x ~= 0 and dist <= limit do
             x = band(x, x - 1)
             dist = dist + 1
           end
-          if dist > threshold then break end
+          if dist > limit then break end
         end
-        if dist <= threshold then
-          local a, b, c, d = string.byte(s, o + W, o + W + 3)
-          local id = ((a * 256 + b) * 256 + c) * 256 + d
-          if best_d == nil or dist < best_d or (dist == best_d and id < best_id) then
-            best_d, best_id = dist, id
+        if dist <= limit then
+          local id = u32(s, o + W)
+          if cand[id] == nil then
+            cand[id] = dist
+            list[#list + 1] = id
           end
         end
       end
+    end
+  end
+  table.sort(list, function(x, y)
+    if cand[x] ~= cand[y] then return cand[x] < cand[y] end
+    return x < y
+  end)
+  for _, id in ipairs(list) do
+    local d = cand[id]
+    local ok
+    if sketch == '' then
+      ok = d <= threshold
+    else
+      local kept = redis.call('HGET', sketchhash, tostring(id))
+      if kept then ok = near(kept) else ok = d <= threshold end
+    end
+    if ok then
+      best_d, best_id = d, id
+      break
     end
   end
 end
@@ -142,8 +211,11 @@ redis.call('HSET', keyhash, tostring(id), ukey)
 if mode == 'c' and exact ~= '' then
   redis.call('HSET', exacthash, exact, id)
 end
+if sketch ~= '' then
+  redis.call('HSET', sketchhash, tostring(id), sketch)
+end
 local entry = fp .. idbytes
-for i = 4, #KEYS do
+for i = 5, #KEYS do
   redis.call('APPEND', KEYS[i], entry)
 end
 touch()
@@ -227,6 +299,7 @@ class RedisSimhashIndex:
         self.meta_key = f"{self._tag}:meta"
         self.keys_key = f"{self._tag}:keys"
         self.exact_key = f"{self._tag}:exact"
+        self.sketch_key = f"{self._tag}:sketch"
         self._config = f"bits={bits};bands={bands};layout={LAYOUT_VERSION}"
         # (shift, mask) of each band, top band first
         self._bands: list[tuple[int, int]] = []
@@ -270,11 +343,25 @@ class RedisSimhashIndex:
             raise ValueError(f"fingerprint does not fit in {self.bits} bits: {fp!r}")
         return fp.to_bytes(self._fp_bytes, "big")
 
-    def _call(self, mode: str, key: Key, fp: int, exact: bytes = b"",
-              threshold: Optional[int] = None) -> tuple[str, Optional[Key], Optional[int]]:
-        keys = [self.meta_key, self.keys_key, self.exact_key, *self.bucket_keys(fp)]
+    def lsh_bucket_keys(self, sketch: Sketch) -> list[str]:
+        """Names of the LSH buckets of a page's sketch (16 bits of each table key; same hash tag)."""
+        return [f"{self._tag}:m{t}:{key >> 16:04x}" for t, key in enumerate(lsh_keys(sketch))]
+
+    def _call(self, mode: str, key: Key, fp: int, exact: bytes = b"", threshold: Optional[int] = None,
+              sketch: Optional[Sketch] = None, verify: Optional[VerifyRule] = None,
+              sketch_size: int = 0) -> tuple[str, Optional[Key], Optional[int]]:
+        keys = [self.meta_key, self.keys_key, self.exact_key, self.sketch_key, *self.bucket_keys(fp)]
+        config = self._config
+        verify_args: list[Any] = ["", 0, 1.0, 0, 0.0, 0, 0]
+        if verify is not None and sketch_size:
+            config = f"{config};sketch={sketch_size}"
+            if sketch is not None:
+                keys.extend(self.lsh_bucket_keys(sketch))
+                verify_args = [sketch.to_bytes(), verify.radius, repr(float(verify.jaccard)),
+                               repr(float(verify.max_diff)), repr(float(verify.min_jaccard)), sketch_size,
+                               verify.long_page]
         args = [mode, self._fp_to_bytes(fp), self.threshold if threshold is None else threshold,
-                encode_key(key), exact, self.ttl or 0, self._config]
+                encode_key(key), exact, self.ttl or 0, config, *verify_args]
         try:
             kind, kept, distance = self._script(keys=keys, args=args)
         except Exception as exc:  # redis.exceptions.ResponseError; redis is imported lazily
@@ -341,14 +428,22 @@ class RedisContentStore:
 
     ``check_and_add(url, fp)`` is one Lua script call: the exact hash of the page
     text is looked up first (an exact duplicate), then the band buckets of the
-    simhash (a near duplicate within the threshold: the closest, oldest first),
-    and only a new page is recorded. Atomic across every process and machine that
-    shares the Redis server and key prefix, so of two processes racing with
-    duplicate pages exactly one keeps its page.
+    simhash and the LSH buckets of the page's sketch; every candidate within
+    ``verify.radius`` bits is verified against the kept page's sketch (the rule of
+    :mod:`scrapy_dedup.content.sketch`, the same arithmetic in Lua), closest then
+    oldest first, and only a new page is recorded (with its sketch). Atomic across
+    every process and machine that shares the Redis server and key prefix, so of
+    two processes racing with duplicate pages exactly one keeps its page.
+    ``verify=None`` is the plain rule: a candidate within ``threshold`` bits.
     """
 
-    def __init__(self, index: RedisSimhashIndex, *, owns_client: bool = False):
+    def __init__(self, index: RedisSimhashIndex, *, owns_client: bool = False,
+                 sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule()):
+        if verify is not None and not sketch_size:
+            raise ValueError("verification needs sketches: sketch_size must be > 0 when verify is set")
         self.index = index
+        self.verify = verify
+        self.sketch_size = sketch_size if verify is not None else 0
         self._owns_client = owns_client
 
     @property
@@ -362,24 +457,40 @@ class RedisContentStore:
     @classmethod
     def from_redis(cls, client_or_url: Any, prefix: str, threshold: int = 3, bands: int = 4,
                    bits: int = 64, ttl: Optional[int] = None, *,
-                   params: Optional[dict[str, Any]] = None, allow_approximate: bool = False
+                   params: Optional[dict[str, Any]] = None, allow_approximate: bool = False,
+                   sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule(),
                    ) -> "RedisContentStore":
         """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup.redis_conn.connect`)."""
         return cls(RedisSimhashIndex.from_redis(client_or_url, prefix, threshold, bands, bits, ttl,
                                                 params=params, allow_approximate=allow_approximate),
-                   owns_client=isinstance(client_or_url, str))
+                   owns_client=isinstance(client_or_url, str), sketch_size=sketch_size, verify=verify)
+
+    @classmethod
+    def from_url(cls, url: str, prefix: str, *, params: Optional[dict[str, Any]] = None, threshold: int = 3,
+                 bands: int = 4, bits: int = 64, ttl: Optional[int] = None, allow_approximate: bool = False,
+                 sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule(),
+                 ) -> "RedisContentStore":
+        """Keyword form of :meth:`from_redis` for a URL (the connection is closed by :meth:`close`)."""
+        return cls.from_redis(url, prefix, threshold, bands, bits, ttl, params=params,
+                              allow_approximate=allow_approximate, sketch_size=sketch_size, verify=verify)
 
     @classmethod
     def from_settings(cls, cfg: Any, spider_name: str, client: Any = None) -> "RedisContentStore":
         """Build from a :class:`scrapy_dedup.settings.DedupSettings`: ``DEDUP_REDIS_INDEX_KEY``
         (``%(spider)s`` filled in), ``DEDUP_REDIS_URL``/``PARAMS``, ``DEDUP_REDIS_TTL``, and the
-        content engine's threshold, bands and bits."""
-        return cls(RedisSimhashIndex.from_settings(cfg, spider_name, client), owns_client=client is None)
+        content engine's threshold, bands, bits and verification settings."""
+        from scrapy_dedup.content.engine import verify_rule_from_settings
+
+        verify = verify_rule_from_settings(cfg)
+        return cls(RedisSimhashIndex.from_settings(cfg, spider_name, client), owns_client=client is None,
+                   sketch_size=cfg.sketch_size if verify is not None else 0, verify=verify)
 
     def check_and_add(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
         """``("unique", None, None)`` after recording ``url``, or ``("exact" | "near", kept_url, distance)``."""
         exact = fp.exact if isinstance(fp.exact, bytes) else int(fp.exact).to_bytes(16, "big")
-        kind, kept, distance = self.index._call("c", url, fp.simhash, exact=exact)
+        kind, kept, distance = self.index._call("c", url, fp.simhash, exact=exact,
+                                                sketch=getattr(fp, "sketch", None), verify=self.verify,
+                                                sketch_size=self.sketch_size)
         return kind, (None if kept is None else str(kept)), distance
 
     def __len__(self) -> int:
@@ -394,4 +505,4 @@ class RedisContentStore:
             self.index.client.close()
 
     def __repr__(self) -> str:
-        return f"RedisContentStore({self.index!r})"
+        return f"RedisContentStore({self.index!r}, sketch_size={self.sketch_size}, verify={self.verify!r})"

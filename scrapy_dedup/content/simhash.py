@@ -201,3 +201,24 @@ else:  # pragma: no cover - Python 3.9
     def hamming(a: int, b: int) -> int:
         """Number of differing bits between two fingerprints."""
         return bin(a ^ b).count("1")
+
+
+def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64) -> tuple[int, np.ndarray]:
+    """``(simhash_words(tokens, ...), distinct shingle hashes)`` from one pass over the shingles.
+
+    The hashes are the 64-bit ``fmix64`` values that vote (low half of a 128-bit
+    fingerprint), distinct, in no particular order: the verification sketch
+    (:mod:`scrapy_dedup.content.sketch`) is taken from them, so a page is tokenized and
+    its shingles hashed once for both.
+    """
+    _check(shingle_size, bits)
+    if not tokens:
+        return 0, np.zeros(0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        states = _distinct(_shingle_states(tokens, shingle_size))
+        mixed = _fmix64(states.copy())
+        fp = _vote(mixed)
+        if bits == 128:
+            states ^= _HIGH_SALT
+            fp |= _vote(_fmix64(states)) << 64
+    return fp, mixed
