@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite (pytest), with its own set-up: Debian's redis-server
-# (the Redis tests start a real one on loopback), a virtualenv with the test
+# (the Redis tests start a real one on loopback), chromium + chromium-driver (the
+# HTML report is checked in a real headless browser), a virtualenv with the test
 # extras. Extra arguments go to pytest, e.g. scripts/test.sh -k bloom
 source "$(dirname "$0")/_env.sh"
 need_package "command -v redis-server" redis-server
+# the HTML audit report is checked in a real headless browser
+need_package "command -v chromium" chromium
+need_package "command -v chromedriver" chromium-driver
 setup_venv test
 cd "$ROOT"
 set +e
