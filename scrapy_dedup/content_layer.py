@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
+import time
 import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
@@ -137,6 +139,8 @@ class ContentLayer:
         self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
         self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
         self._jobdir = job_dir(crawler.settings)
+        self._checkpoint_loop: Any = None  # a LoopingCall every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
+        self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
         self._closed = False
         self._store_failing = False
         crawler.signals.connect(self._forget_item, signal=signals.item_scraped)
@@ -181,11 +185,45 @@ class ContentLayer:
                     self.store.load_into(path)
                     logger.info("Content index restored from %s (%d pages)", path, len(self.store))
                     self.stats.set_value("dedup/content/restored", len(self.store))
+                    self._saved_pages = len(self.store)
                 except Exception as exc:  # a corrupt checkpoint must not pass silently
+                    kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+                    try:  # keep the bad file for inspection: the next checkpoint must not overwrite it
+                        os.replace(path, kept)
+                    except OSError:
+                        kept = path
                     logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
-                                 "content index; near duplicates of pages from the previous run will be kept",
-                                 path, exc)
+                                 "content index; near duplicates of pages from the previous run will be kept "
+                                 "(the bad file is kept as %s)", path, exc, kept)
                     self.stats.inc_value("dedup/content/checkpoint_errors")
+            if self.cfg.checkpoint_seconds:
+                from twisted.internet.task import LoopingCall
+
+                self._checkpoint_loop = LoopingCall(self.checkpoint)
+                self._checkpoint_loop.start(self.cfg.checkpoint_seconds, now=False)
+
+    def checkpoint(self) -> None:
+        """Save the memory content index to ``JOBDIR`` now if it changed (atomic: temp file, fsync, rename).
+
+        Called every ``DEDUP_CHECKPOINT_SECONDS`` and at close, so a crawl killed
+        between two checkpoints loses at most that many seconds of kept pages (their
+        near duplicates would be kept again on resume). A failed write is logged and
+        counted, never raised: the crawl goes on.
+        """
+        if self.cfg.content_backend != "memory" or not self._jobdir:
+            return
+        pages = len(self.store)
+        if pages == self._saved_pages:
+            return
+        path = Path(self._jobdir, CHECKPOINT_NAME)
+        try:
+            self.store.save(path)
+        except (OSError, ValueError) as exc:
+            logger.error("Could not checkpoint the content index to %s: %s", path, exc)
+            self.stats.inc_value("dedup/content/checkpoint_errors")
+            return
+        self._saved_pages = pages
+        self.stats.inc_value("dedup/content/checkpoints")
 
     # --- the per-response decision ---
 
@@ -339,13 +377,9 @@ class ContentLayer:
         if self._closed:
             return
         self._closed = True
-        if self.cfg.content_backend == "memory" and self._jobdir:
-            path = Path(self._jobdir, CHECKPOINT_NAME)
-            try:
-                self.store.save(path)
-            except OSError as exc:
-                logger.error("Could not checkpoint the content index to %s: %s", path, exc)
-                self.stats.inc_value("dedup/content/checkpoint_errors")
+        if self._checkpoint_loop is not None and self._checkpoint_loop.running:
+            self._checkpoint_loop.stop()
+        self.checkpoint()
         for sink in (self.audit, self.crawl_log):
             if sink is not None:
                 sink.close()

@@ -1,0 +1,150 @@
+"""A crawl in its own process, for the stop/resume and kill tests (``python -m tests.faultcrawl CONFIG``).
+
+The test starts this script, signals it (SIGINT, SIGTERM, SIGKILL) while it
+crawls a :class:`ResumeSite`, and starts it again with the same config. What
+the test reads afterwards:
+
+* ``kept_file``: one JSON line per item that left every pipeline (written and
+  flushed per item, so it survives a SIGKILL up to the last whole line);
+* ``stats_file``: the crawler's stats at ``spider_closed`` (graceful stops only).
+
+Start requests are ordinary requests (``dont_filter=False``): a resumed crawl
+must not fetch the start page again either.
+"""
+from __future__ import annotations
+
+import json
+import random
+import sys
+from typing import Any
+
+import scrapy
+from scrapy import signals
+from scrapy.crawler import CrawlerProcess
+
+from tests import textgen
+
+
+class ResumeSite:
+    """An index, ``lists`` list pages in a chain, unique articles and their near-duplicates.
+
+    List pages ``0 .. lists/2 - 1`` link the originals ``/a/<i>``; list pages
+    ``lists/2 ..`` link one near duplicate ``/b/<i>`` of each (one word edited), so a
+    crawl stopped half-way has kept originals whose near duplicates come after the stop.
+    Every response is delayed by ``delay`` seconds so a signal lands mid-crawl.
+    """
+
+    def __init__(self, lists: int = 10, per_list: int = 5, delay: float = 0.05, seed: int = 11):
+        import time
+
+        self.time = time
+        self.lists, self.per_list, self.delay = lists, per_list, delay
+        rng = random.Random(seed)
+        self.originals: dict[str, str] = {}
+        self.near: dict[str, str] = {}
+        originals = (lists // 2) * per_list
+        for i in range(originals):
+            words = textgen.article_words(rng, 220)
+            self.originals[f"/a/{i}"] = " ".join(words)
+            self.near[f"/b/{i}"] = " ".join(textgen.edit_words(words, rng, 1))
+
+    def paths(self) -> list[str]:
+        return ["/", *(f"/list/{k}" for k in range(self.lists)), *self.originals, *self.near]
+
+    def list_links(self, k: int) -> list[str]:
+        half = self.lists // 2
+        ids = range((k % half) * self.per_list, (k % half + 1) * self.per_list)
+        prefix = "/a/" if k < half else "/b/"
+        nxt = [f"/list/{k + 1}"] if k + 1 < self.lists else []
+        return nxt + [f"{prefix}{i}" for i in ids]  # the next list first: LIFO queues take the articles first
+
+    def route(self, host: str, path: str):
+        from tests.support.localsite import Page
+
+        self.time.sleep(self.delay)
+        if path == "/":
+            return Page('<html><body><a href="/list/0">start</a></body></html>')
+        if path.startswith("/list/"):
+            k = int(path.rsplit("/", 1)[1])
+            if k >= self.lists:
+                return None
+            links = "".join(f'<li><a href="{href}">{href}</a></li>' for href in self.list_links(k))
+            return Page(f"<html><body><h1>List {k}</h1><ul>{links}</ul></body></html>")
+        text = self.originals.get(path) or self.near.get(path)
+        if text is None:
+            return None
+        return Page(f"<html><head><title>Article</title></head><body><article><p>{text}</p></article>"
+                    f"</body></html>")
+
+
+class FollowSpider(scrapy.Spider):
+    name = "faultcrawl"
+
+    def __init__(self, start_url: str = "", **kwargs: Any):
+        super().__init__(**kwargs)
+        self.start_url = start_url
+
+    async def start(self):  # Scrapy >= 2.13
+        for request in self.start_requests():
+            yield request
+
+    def start_requests(self):
+        yield scrapy.Request(self.start_url)  # not dont_filter: a resumed crawl skips it too
+
+    def parse(self, response):
+        if "/a/" in response.url or "/b/" in response.url:
+            yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+
+
+class KeptItems:
+    """Append every item that left the pipelines to ``FAULTCRAWL_KEPT_FILE`` (flushed per line)."""
+
+    def __init__(self, path: str):
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at spider close
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        pipeline = cls(crawler.settings["FAULTCRAWL_KEPT_FILE"])
+        crawler.signals.connect(pipeline.close, signal=signals.spider_closed)
+        return pipeline
+
+    def close(self, spider=None) -> None:
+        self.file.close()
+
+    def process_item(self, item, spider=None):
+        self.file.write(json.dumps(dict(item)) + "\n")
+        self.file.flush()
+        return item
+
+
+def main(config_path: str) -> None:
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    settings = {
+        "TELNETCONSOLE_ENABLED": False,
+        "ROBOTSTXT_OBEY": False,
+        "RETRY_ENABLED": False,
+        "COOKIES_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+        "ADDONS": {"scrapy_dedup.Addon": 0},
+        "ITEM_PIPELINES": {"tests.faultcrawl.KeptItems": 900},
+        "FAULTCRAWL_KEPT_FILE": config["kept_file"],
+        **config.get("settings", {}),
+    }
+    process = CrawlerProcess(settings, install_root_handler=True)
+    crawler = process.create_crawler(FollowSpider)
+
+    def dump_stats(spider, reason):
+        with open(config["stats_file"], "w", encoding="utf-8") as out:
+            stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
+            json.dump({**stats, "finish_reason": reason}, out)
+
+    crawler.signals.connect(dump_stats, signal=signals.spider_closed)
+    process.crawl(crawler, start_url=config["start_url"])
+    process.start()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
