@@ -82,8 +82,26 @@ def simhash_variant(shingle: int = 5, threshold: int = 3, verify_radius: int = 0
     return decide, label
 
 
+def engine_variant(label: str, **kw) -> tuple[Decider, str]:
+    """The library's ContentDeduplicator with one engine option changed (e.g. the verification stage)."""
+    from scrapy_dedup.content.engine import ContentDeduplicator
+
+    check = ContentDeduplicator.in_memory(**kw).check
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        verdict = check(url, page_text(html))
+        return verdict.kept_url if verdict.is_duplicate else None
+
+    return decide, f"idea: {label}"
+
+
 def deciders(pages=None) -> list[tuple[Decider, str]]:
+    from scrapy_dedup.content.sketch import VerifyRule
+
     return [
+        engine_variant("ours, verification off", verify=None),
+        engine_variant("ours, sketch 64 values", sketch_size=64),
+        engine_variant("ours, radius 12", verify=VerifyRule(radius=12)),
         simhash_variant(shingle=5, threshold=3),
         simhash_variant(shingle=3, threshold=3),
         simhash_variant(shingle=2, threshold=3),

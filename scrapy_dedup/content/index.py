@@ -39,7 +39,10 @@ about 60 candidates at 1,000,000 pages. Entries are never removed.
 ``add_if_new`` runs its check and insert under one lock, so concurrent callers
 cannot both insert two near duplicates. Persistence (:meth:`save`/:meth:`load`)
 writes a versioned, checksummed file atomically (temp file, fsync, rename);
-the tables are rebuilt on load with numpy in one pass.
+the tables are rebuilt on load with numpy in one pass. ``add_many`` links only the new
+entries into the tables (vectorized), rebuilding only when the head tables grow.
+``query_radius(fp, radius)`` returns the probed entries up to a wider radius: the
+candidates of the verification stage (:mod:`scrapy_dedup.content.sketch`).
 """
 from __future__ import annotations
 

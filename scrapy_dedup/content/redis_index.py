@@ -19,6 +19,15 @@ carries the hash tag ``{P}``):
                         (4 bytes, big-endian). Appending is O(1), and verifying a
                         candidate needs no second lookup.
 
+``{P}:sketch``          hash: page id -> the page's verification sketch (4-byte shingle
+                        count, then sorted 4-byte values; :mod:`scrapy_dedup.content.sketch`)
+``{P}:m<t>:<hex>``      string: LSH bucket of table ``t`` (16 bits of the sketch's key),
+                        entries as in the band buckets
+
+With a sketch, every candidate within the verify radius is decided in the same
+script by the rule of :mod:`scrapy_dedup.content.sketch` (the same arithmetic in
+IEEE doubles), closest then oldest first; the page's sketch is stored with it.
+
 Lua numbers are doubles (53-bit mantissa), so a 64-bit fingerprint never
 becomes a Lua number: it stays an 8-byte string and is compared in 32-bit
 halves with ``bit.bxor`` and a Kernighan popcount that stops as soon as the
