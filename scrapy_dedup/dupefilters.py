@@ -34,6 +34,14 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
 from scrapy_dedup.redis_conn import connect, mask_url
+from scrapy_dedup.redis_policy import (
+    CLOSE_REASON,
+    RedisErrorPolicy,
+    RedisUnavailable,
+    describe,
+    is_transient,
+    secrets_of,
+)
 from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
@@ -50,6 +58,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 CHECKPOINT_FILE = "seen.bloom"
+#: fingerprints answered "new" during a Redis outage and not yet in Redis, kept in JOBDIR for the next run
+UNCONFIRMED_FILE = "redis-unconfirmed.fps"
 #: request_seen calls between two looks at the checkpoint clock
 _CLOCK_EVERY = 1024
 
@@ -255,20 +265,45 @@ class BloomDupeFilter(_SeenDupeFilter):
         self.checkpoint()
 
 
+class RedisStartupError(RuntimeError):
+    """The Redis dupefilter could not start (refused credentials, Redis down at start-up); no secret inside."""
+
+
 class _RedisDupeFilter(_SeenDupeFilter):
-    """Redis connection, key, start-up report, persistence; every Redis call goes through :meth:`_redis`."""
+    """Redis connection, key, start-up report, persistence; every Redis call goes through :meth:`_redis`.
+
+    Outages follow ``DEDUP_REDIS_ON_ERROR`` (:mod:`scrapy_dedup.redis_policy`).
+    A request met while Redis is unreachable and the policy does not (or no
+    longer) wait is treated as unseen, so it is scheduled, never lost
+    (``dedup/redis/fail_open``); its fingerprint is remembered locally, so a
+    link met again during the outage is still filtered, and written to Redis
+    when it is back (``dedup/redis/replayed``), so every process learns it.
+    When ``retry`` gives up, the spider is closed with reason
+    ``dedup_redis_unavailable`` (with ``JOBDIR`` the pending requests are kept
+    on disk for the next run, and the fingerprints Redis never received are
+    kept in ``JOBDIR/redis-unconfirmed.fps`` and written to Redis when the next
+    run starts).
+    """
 
     def __init__(self, store: SeenSet, *, server: Any, url: str = "", key: str = "",
                  persist: bool = True, flush_on_start: bool = False,
                  fingerprinter: RequestFingerprinterProtocol | None = None,
-                 debug: bool = False, stats: StatsCollector | None = None):
+                 debug: bool = False, stats: StatsCollector | None = None,
+                 policy: RedisErrorPolicy | None = None, crawler: Crawler | None = None,
+                 jobdir: str | None = None):
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.server = server
         self.url = url
         self.key = key
         self.persist = persist
         self.flush_on_start = flush_on_start
+        self.policy = policy or RedisErrorPolicy(name=self.kind, url=url, stats=stats)
+        self.crawler = crawler
+        self.unconfirmed_path = Path(jobdir, UNCONFIRMED_FILE) if jobdir else None
         self._started = False
+        #: fingerprints answered "new" while Redis was unreachable, not yet written to Redis
+        self._unconfirmed: set[bytes] = set()
+        self._close_requested = False
 
     @staticmethod
     def _redis_key(crawler: Crawler, cfg: DedupSettings) -> str:
@@ -282,13 +317,48 @@ class _RedisDupeFilter(_SeenDupeFilter):
             ) from None
 
     def _redis(self, call: Callable[..., T], *args: Any) -> T:
-        """The one place Redis is called from: a Redis outage policy hooks in here."""
-        return call(*args)
+        """The one place Redis is called from, under the outage policy (may raise :class:`RedisUnavailable`)."""
+        return self.policy.call(call, *args)
 
     def _add(self, fingerprint: bytes) -> bool:
         if not self._started:
             self._start()
-        return self._redis(self.store.add, fingerprint)
+        if fingerprint in self._unconfirmed or fingerprint in self.store.cache:
+            return False  # known here without asking Redis (and no sign of whether Redis is up)
+        try:
+            new = self._redis(self.store.add, fingerprint)
+        except RedisUnavailable:
+            self._unconfirmed.add(fingerprint)
+            if self.stats is not None:
+                self.stats.inc_value("dedup/redis/fail_open")
+            if self.policy.gave_up:
+                self._close_spider()
+            return True
+        if self._unconfirmed:
+            self._replay()
+        return new
+
+    def _replay(self) -> None:
+        """Write the fingerprints answered "new" during the outage to Redis (stops at the next failure)."""
+        replayed = 0
+        for fingerprint in list(self._unconfirmed):
+            try:
+                self._redis(self.store.add, fingerprint)
+            except RedisUnavailable:
+                break
+            self._unconfirmed.discard(fingerprint)
+            replayed += 1
+        if self.stats is not None and replayed:
+            self.stats.inc_value("dedup/redis/replayed", replayed)
+
+    def _close_spider(self) -> None:
+        """Ask the engine to close the spider with ``dedup_redis_unavailable`` (once, outside this call)."""
+        if self._close_requested or self.crawler is None or self.crawler.engine is None:
+            return
+        self._close_requested = True
+        from twisted.internet import reactor
+
+        reactor.callLater(0, _close_spider, self.crawler, CLOSE_REASON)
 
     def open(self) -> None:
         if not self._started:
@@ -296,13 +366,33 @@ class _RedisDupeFilter(_SeenDupeFilter):
         return None
 
     def _start(self) -> None:
-        """Flush if asked, prepare the store, and say how much the key already holds (once)."""
+        """Flush if asked, prepare the store, say how much the key holds (once); clear errors at start-up.
+
+        Refused credentials, or Redis still down once ``retry`` gives up, stop the
+        start-up with :class:`RedisStartupError` (masked URL, no password);
+        under ``fail_open`` an unreachable Redis only logs, and the crawl starts.
+        """
         self._started = True
+        try:
+            self._start_checked()
+        except RedisUnavailable as exc:
+            if self.policy.mode == "retry":
+                raise RedisStartupError(f"{exc}; the crawl cannot start (DEDUP_REDIS_ON_ERROR='retry', "
+                                        "DEDUP_REDIS_RETRY_SECONDS)") from None
+        except Exception as exc:
+            if is_transient(exc) or not _is_redis_error(exc):
+                raise
+            raise RedisStartupError(
+                f"{self.kind}: cannot use Redis at {mask_url(self.url)} ({describe(exc, self.policy.secrets)}); "
+                "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+
+    def _start_checked(self) -> None:
         where = f"Redis key {self.key!r} at {mask_url(self.url)}"
         if self.flush_on_start:
             self._redis(self.store.clear)
             logger.info("%s: %s flushed at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind, where)
         self._redis(self._prepare)
+        self._load_unconfirmed()
         held = self._redis(len, self.store)
         if held:
             logger.info("%s: %s already holds %s fingerprints; those requests will be skipped as seen. "
@@ -317,12 +407,58 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     def clear(self) -> None:
         self._redis(self.store.clear)
+        self._unconfirmed.clear()
 
     def _close_store(self, reason: str) -> None:
-        if not self.persist:
-            self._redis(self.store.clear)
-            logger.info("%s: deleted Redis key %r at close (DEDUP_REDIS_PERSIST=False)", self.kind, self.key)
+        try:
+            if self._unconfirmed and not self.policy.gave_up:
+                self._replay()
+            if not self.persist:
+                self._redis(self.store.clear)
+                logger.info("%s: deleted Redis key %r at close (DEDUP_REDIS_PERSIST=False)", self.kind, self.key)
+        except RedisUnavailable as exc:
+            logger.warning("%s: could not finish with Redis at close: %s", self.kind, exc)
+        if self._unconfirmed:
+            self._save_unconfirmed()
         self.store.close()
+
+    def _save_unconfirmed(self) -> None:
+        """Keep the fingerprints Redis never received in JOBDIR (atomically), or say what that costs."""
+        if self.unconfirmed_path is None:
+            logger.warning("%s: %d fingerprints answered as new during the Redis outage were never written to "
+                           "Redis (without JOBDIR they are lost: a later crawl may fetch those pages again)",
+                           self.kind, len(self._unconfirmed))
+            return
+        lines = "".join(f"{fp.hex()}\n" for fp in sorted(self._unconfirmed))
+        old = self.unconfirmed_path.read_text() if self.unconfirmed_path.exists() else ""
+        tmp = self.unconfirmed_path.with_name(self.unconfirmed_path.name + ".tmp")
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(old + lines)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.unconfirmed_path)
+        logger.warning("%s: %d fingerprints answered as new during the Redis outage are kept in %s and will be "
+                       "written to Redis when the next run starts", self.kind, len(self._unconfirmed),
+                       self.unconfirmed_path)
+
+    def _load_unconfirmed(self) -> None:
+        """Write the previous run's unconfirmed fingerprints (JOBDIR) to Redis, then delete the file."""
+        path = self.unconfirmed_path
+        if path is None or not path.exists():
+            return
+        fingerprints = []
+        for number, line in enumerate(path.read_text(encoding="ascii", errors="replace").splitlines(), 1):
+            try:
+                fingerprints.append(bytes.fromhex(line.strip()))
+            except ValueError:
+                logger.warning("%s: %s line %d is not a hex fingerprint; skipped", self.kind, path, number)
+        for fingerprint in fingerprints:
+            self._redis(self.store.add, fingerprint)
+        path.unlink()
+        if self.stats is not None:
+            self.stats.inc_value("dedup/redis/replayed", len(fingerprints))
+        logger.info("%s: wrote %d fingerprints of the previous run's Redis outage from %s to Redis",
+                    self.kind, len(fingerprints), path)
 
     def _write_stats(self, final: bool = False) -> None:
         super()._write_stats(final)
@@ -335,6 +471,29 @@ class _RedisDupeFilter(_SeenDupeFilter):
     @classmethod
     def _connect(cls, cfg: DedupSettings) -> Any:
         return connect(cfg.redis_url, cfg.redis_params)
+
+    @classmethod
+    def _policy(cls, crawler: Crawler, cfg: DedupSettings) -> RedisErrorPolicy:
+        return RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
+                                secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats)
+
+
+def _is_redis_error(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith("redis")
+
+
+def _close_spider(crawler: Crawler, reason: str) -> None:
+    """Close the crawler's spider with ``reason`` (Scrapy 2.13's and 2.14+'s engine APIs)."""
+    engine = crawler.engine
+    if engine is None or getattr(engine, "spider", None) is None:
+        return
+    close_async = getattr(engine, "close_spider_async", None)
+    if close_async is not None:
+        from scrapy.utils.defer import deferred_from_coro
+
+        deferred_from_coro(close_async(reason=reason))
+    else:  # Scrapy < 2.14
+        engine.close_spider(engine.spider, reason)
 
 
 class RedisDupeFilter(_RedisDupeFilter):
@@ -355,7 +514,8 @@ class RedisDupeFilter(_RedisDupeFilter):
         store = RedisSeenSet(server, key, ttl=cfg.redis_ttl)
         return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
                    flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
-                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats)
+                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
+                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings))
 
 
 class RedisBloomDupeFilter(_RedisDupeFilter):
@@ -382,7 +542,8 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
             raise DedupConfigError(str(exc)) from None
         return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
                    flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
-                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats)
+                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
+                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings))
 
     def _prepare(self) -> None:
         self.store.prepare()

@@ -248,6 +248,13 @@ SETTINGS: tuple[Setting, ...] = (
        "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`)."),
     _s("DEDUP_REDIS_BLOOM_SHARDS", 1, _number(int, minimum=1, maximum=4096), "redis",
        "Number of Redis keys the Redis Bloom filter is split over (one hash slot each, for Redis Cluster)."),
+    _s("DEDUP_REDIS_ON_ERROR", "retry", _choice("retry", "fail_open"), "redis",
+       "What the Redis dupefilters do while Redis is unreachable: `retry` (wait, retrying with exponential "
+       "backoff for up to `DEDUP_REDIS_RETRY_SECONDS` per outage, then close the spider with reason "
+       "`dedup_redis_unavailable`) or `fail_open` (treat requests as unseen, counted in "
+       "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md."),
+    _s("DEDUP_REDIS_RETRY_SECONDS", 60.0, _number(float, minimum=0), "redis",
+       "Longest wait, in seconds, of `DEDUP_REDIS_ON_ERROR = 'retry'` for Redis to come back in one outage."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`)."),
     # --- content layer ---

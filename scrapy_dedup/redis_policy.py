@@ -1,0 +1,205 @@
+"""What a shared store does while Redis is unreachable (``DEDUP_REDIS_ON_ERROR``); no Scrapy imports.
+
+Why a policy object: a crawl that runs for days will see Redis restart, fail
+over or drop connections. Each Redis call of the dupefilters goes through
+:meth:`RedisErrorPolicy.call`, which decides, in one place:
+
+* ``retry`` (the default): the call is retried with exponential backoff
+  (0.05 s doubling up to 5 s) for at most ``retry_seconds`` counted from the
+  start of the outage. The crawl waits meanwhile (a dupefilter answers
+  synchronously, so there is nothing else it could do without guessing). If
+  Redis is still down when the bound is passed, the policy *gives up*: the
+  caller is told (:class:`RedisUnavailable`, :attr:`gave_up`) and closes the
+  spider with the reason :data:`CLOSE_REASON`.
+* ``fail_open``: the call fails at once with :class:`RedisUnavailable`; the
+  caller treats the request as unseen (it is fetched, never lost) and counts it.
+
+Only transient errors (connection refused or reset, timeouts, a loading or
+read-only replica, cluster reconfiguration) are handled so; a wrong password,
+a wrong key type or a bug is raised unchanged, at once.
+
+The log gets one ERROR line when an outage starts and one INFO line when it
+ends (never a line or a traceback per request); every failed attempt is
+counted in ``dedup/redis/errors``, every wait in ``dedup/redis/retries``,
+every outage in ``dedup/redis/outages``. Messages name the server with
+:func:`~scrapy_dedup.redis_conn.mask_url` and have every known secret
+replaced by ``***``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable, Iterable, Protocol, TypeVar
+
+from scrapy_dedup.redis_conn import mask_url
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+ON_ERROR_CHOICES = ("retry", "fail_open")
+#: the reason the spider is closed with when ``retry`` gives up
+CLOSE_REASON = "dedup_redis_unavailable"
+BACKOFF_START = 0.05
+BACKOFF_CAP = 5.0
+
+
+class RedisUnavailable(ConnectionError):
+    """Redis could not be reached and the policy says not to wait (longer); the message has no secret."""
+
+
+class _Stats(Protocol):
+    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
+
+
+_TRANSIENT: tuple[type[BaseException], ...] | None = None
+_PERMANENT: tuple[type[BaseException], ...] = ()
+
+
+def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(transient, permanent) exception classes; redis is imported lazily."""
+    global _TRANSIENT, _PERMANENT
+    if _TRANSIENT is None:
+        from redis import exceptions as e
+
+        transient: list[type[BaseException]] = [e.ConnectionError, e.TimeoutError, e.ReadOnlyError,
+                                                e.ClusterDownError, e.TryAgainError, ConnectionError, TimeoutError]
+        for name in ("ClusterError", "MasterDownError", "SlotNotCoveredError", "MaxConnectionsError"):
+            cls = getattr(e, name, None)
+            if cls is not None:
+                transient.append(cls)
+        # Refused credentials are a configuration error: waiting does not fix them.
+        permanent = tuple(getattr(e, n) for n in ("AuthenticationError", "AuthorizationError") if hasattr(e, n))
+        _TRANSIENT, _PERMANENT = tuple(transient), permanent
+    return _TRANSIENT, _PERMANENT
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors that waiting may cure (Redis restarting, a dropped connection, a failover)."""
+    transient, permanent = _error_classes()
+    return isinstance(exc, transient) and not isinstance(exc, permanent) and not isinstance(exc, RedisUnavailable)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every non-empty secret replaced by ``***``."""
+    for secret in secrets:
+        if secret and len(secret) >= 1:
+            text = text.replace(secret, "***")
+    return text
+
+
+def secrets_of(url: str, params: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The passwords in a Redis URL and client parameters (to be kept out of every message)."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        if parts.password:
+            found += [parts.password, unquote(parts.password)]
+        elif parts.username and "@" in parts.netloc:  # "redis://secret@host": a bare password
+            found += [parts.username, unquote(parts.username)]
+        found += parse_qs(parts.query).get("password", [])
+    except ValueError:
+        pass
+    for name in ("password", "ssl_password"):
+        value = (params or {}).get(name)
+        if isinstance(value, str):
+            found.append(value)
+    return tuple(sorted({s for s in found if s}, key=len, reverse=True))
+
+
+def describe(exc: BaseException, secrets: Iterable[str] = ()) -> str:
+    """``"ClassName: message"`` with secrets removed."""
+    return redact(f"{type(exc).__name__}: {exc}", secrets)
+
+
+class RedisErrorPolicy:
+    """Runs Redis calls under ``DEDUP_REDIS_ON_ERROR``; counts and logs outages (see the module doc)."""
+
+    def __init__(self, mode: str = "retry", retry_seconds: float = 60.0, *, name: str = "Redis",
+                 url: str = "", secrets: Iterable[str] = (), stats: _Stats | None = None,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
+        if mode not in ON_ERROR_CHOICES:
+            raise ValueError(f"DEDUP_REDIS_ON_ERROR must be one of {ON_ERROR_CHOICES}, got {mode!r}")
+        self.mode = mode
+        self.retry_seconds = float(retry_seconds)
+        self.name = name
+        self.where = mask_url(url) if url else "Redis"
+        self.secrets = tuple(secrets)
+        self.stats = stats
+        self.sleep = sleep
+        self.clock = clock
+        #: monotonic time the current outage started, None while Redis answers
+        self.down_since: float | None = None
+        self.gave_up = False
+        self.errors = 0
+        self.outages = 0
+        self._attempt = 0
+        self._errors_this_outage = 0
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(f"dedup/redis/{name}", n)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, retried under the policy; :class:`RedisUnavailable` when it says stop."""
+        while True:
+            try:
+                result = fn(*args)
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self._failed(exc)
+                delay = self._next_delay()
+                if delay is None:
+                    raise RedisUnavailable(f"{self.name}: Redis at {self.where} is unavailable "
+                                           f"({describe(exc, self.secrets)})") from None
+                self._count("retries")
+                self.sleep(delay)
+                continue
+            if self.down_since is not None:
+                self._recovered()
+            return result
+
+    def _failed(self, exc: BaseException) -> None:
+        self.errors += 1
+        self._errors_this_outage += 1
+        self._count("errors")
+        if self.down_since is not None:
+            return
+        self.down_since = self.clock()
+        self._attempt = 0
+        self.outages += 1
+        self._count("outages")
+        if self.mode == "retry" and not self.gave_up:
+            then = f"retrying with backoff for up to {self.retry_seconds:g} s, then closing the spider"
+        else:
+            then = "requests are treated as unseen (fetched, never lost) until it is back"
+        logger.error("%s: Redis at %s is unavailable (%s); %s (DEDUP_REDIS_ON_ERROR=%r; errors are counted "
+                     "in dedup/redis/errors, this is logged once per outage)",
+                     self.name, self.where, describe(exc, self.secrets), then, self.mode)
+
+    def _next_delay(self) -> float | None:
+        """Seconds to wait before the next attempt, or None to stop waiting (and maybe give up)."""
+        if self.mode != "retry" or self.gave_up:
+            return None
+        assert self.down_since is not None
+        left = self.down_since + self.retry_seconds - self.clock()
+        if left <= 0:
+            self.gave_up = True
+            logger.error("%s: Redis at %s still unavailable after %.1f s (DEDUP_REDIS_RETRY_SECONDS=%g): "
+                         "giving up, the spider is closed with reason %r", self.name, self.where,
+                         self.clock() - self.down_since, self.retry_seconds, CLOSE_REASON)
+            return None
+        delay = min(BACKOFF_START * 2 ** self._attempt, BACKOFF_CAP, left)
+        self._attempt += 1
+        return delay
+
+    def _recovered(self) -> None:
+        assert self.down_since is not None
+        seconds = self.clock() - self.down_since
+        logger.info("%s: Redis at %s is back after %.1f s (%d failed calls in this outage)",
+                    self.name, self.where, seconds, self._errors_this_outage)
+        self.down_since = None
+        self._errors_this_outage = 0
