@@ -6,6 +6,7 @@ the test reads afterwards:
 
 * ``kept_file``: one JSON line per item that left every pipeline (written and
   flushed per item, so it survives a SIGKILL up to the last whole line);
+* ``parsed_file``: one line per response the spider's callback received (flushed per line);
 * ``stats_file``: the crawler's stats at ``spider_closed`` (graceful stops only).
 
 Start requests are ordinary requests (``dont_filter=False``): a resumed crawl
@@ -80,9 +81,10 @@ class ResumeSite:
 class FollowSpider(scrapy.Spider):
     name = "faultcrawl"
 
-    def __init__(self, start_url: str = "", **kwargs: Any):
+    def __init__(self, start_url: str = "", parsed_file: str = "", **kwargs: Any):
         super().__init__(**kwargs)
         self.start_url = start_url
+        self.parsed = open(parsed_file, "a", encoding="utf-8") if parsed_file else None  # noqa: SIM115
 
     async def start(self):  # Scrapy >= 2.13
         for request in self.start_requests():
@@ -92,6 +94,9 @@ class FollowSpider(scrapy.Spider):
         yield scrapy.Request(self.start_url)  # not dont_filter: a resumed crawl skips it too
 
     def parse(self, response):
+        if self.parsed is not None:  # every page the spider saw, flushed per line (survives SIGKILL)
+            self.parsed.write(response.url + "\n")
+            self.parsed.flush()
         if "/a/" in response.url or "/b/" in response.url:
             yield {"url": response.url}
         for href in response.css("a::attr(href)").getall():
@@ -142,7 +147,7 @@ def main(config_path: str) -> None:
             json.dump({**stats, "finish_reason": reason}, out)
 
     crawler.signals.connect(dump_stats, signal=signals.spider_closed)
-    process.crawl(crawler, start_url=config["start_url"])
+    process.crawl(crawler, start_url=config["start_url"], parsed_file=config.get("parsed_file", ""))
     process.start()
 
 

@@ -1,0 +1,258 @@
+"""A scrapy-redis request queue that survives ``kill -9``: popped requests stay in Redis until handled.
+
+scrapy-redis's queues remove a request from Redis when the scheduler pops it.
+If the process is then killed (SIGKILL, OOM killer, a lost machine) the
+requests it was downloading or parsing are gone: they are in the dupefilter's
+seen set, so no other page's link brings them back, and neither they nor the
+links on them are ever crawled. A test showed it: with ``CONCURRENT_REQUESTS = 2``
+a SIGKILL mid-crawl lost two pages (and so let their near duplicates be kept).
+
+:class:`AckPriorityQueue` is scrapy-redis's ``PriorityQueue`` with
+acknowledgements (the "reliable queue" pattern):
+
+* ``pop`` moves the request, in one Lua script, from the queue into this
+  process's in-flight sorted set (same score, so the same priority if it comes back);
+* :class:`AckMiddleware` (a spider middleware, outermost) removes it once the
+  spider's output for its response has been consumed (the links on the page
+  are then in the queue), or once its download ended without a response
+  (an error, a redirect or retry scheduled as a new request);
+* each process keeps an ``alive`` key with a TTL, refreshed every
+  ``ttl/3`` seconds; a process starting, and each live process at each
+  refresh, puts back into the queue the in-flight requests of processes that
+  are dead (same host: PID gone; any host: ``alive`` key expired), atomically,
+  so two processes never both take them back;
+* a graceful close puts its own unacknowledged requests back.
+
+The promise: after a hard kill and a restart no request is lost; a request
+that was in flight at the kill is fetched again (at least once, never "at most
+once"). One window remains: scrapy-redis's scheduler marks a request seen
+(dupefilter) and pushes it in two Redis calls, so a kill between the two loses
+that one request.
+
+Use (scrapy-redis's scheduler)::
+
+    SCHEDULER = "scrapy_redis.scheduler.Scheduler"
+    SCHEDULER_PERSIST = True
+    SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"
+    SPIDER_MIDDLEWARES = {"scrapy_dedup.redis_queue.AckMiddleware": 0}
+
+Single Redis node (or Redis Cluster with a ``{hash tag}`` in
+``SCHEDULER_QUEUE_KEY``: the script touches the queue and the in-flight set).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy_redis.queue import PriorityQueue
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+logger = logging.getLogger(__name__)
+
+#: seconds a process's ``alive`` key lives without a refresh
+ALIVE_TTL = 30
+
+_POP = """
+local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #r == 0 then return false end
+redis.call('ZREM', KEYS[1], r[1])
+redis.call('ZADD', KEYS[2], r[2], r[1])
+return r[1]
+"""
+
+# KEYS: queue, in-flight set of the worker, workers set, alive key; ARGV: worker id, "force"
+# Puts the in-flight requests back unless the worker is alive (or "force": it is known dead / it is us).
+_REQUEUE = """
+if ARGV[2] ~= 'force' and redis.call('EXISTS', KEYS[4]) == 1 then return -1 end
+local n = redis.call('ZCARD', KEYS[2])
+if n > 0 then
+  redis.call('ZUNIONSTORE', KEYS[1], 2, KEYS[1], KEYS[2], 'AGGREGATE', 'MIN')
+  redis.call('DEL', KEYS[2])
+end
+redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[4])
+return n
+"""
+
+
+class AckPriorityQueue(PriorityQueue):
+    """scrapy-redis's priority queue whose popped requests stay in Redis until acknowledged."""
+
+    _by_crawler: "weakref.WeakKeyDictionary[Crawler, AckPriorityQueue]" = weakref.WeakKeyDictionary()
+
+    def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None):
+        super().__init__(server, spider, key, serializer)
+        crawler = spider.crawler
+        middlewares = crawler.settings.getwithbase("SPIDER_MIDDLEWARES")
+        if not any(_names_ack_middleware(name) for name, order in middlewares.items() if order is not None):
+            raise NotConfigured(
+                "SCHEDULER_QUEUE_CLASS AckPriorityQueue needs its spider middleware: add "
+                "SPIDER_MIDDLEWARES = {'scrapy_dedup.redis_queue.AckMiddleware': 0}"
+            )
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.workers_key = f"{self.key}:workers"
+        self._pop = server.register_script(_POP)
+        self._requeue = server.register_script(_REQUEUE)
+        self._pending: dict[int, tuple[Request, bytes]] = {}
+        self._responded: set[int] = set()
+        self._closed = False
+        self.stats = crawler.stats
+        server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+        server.sadd(self.workers_key, self.worker)
+        self.reclaim_dead()
+        from twisted.internet.task import LoopingCall
+
+        self._heartbeat = LoopingCall(self._beat)
+        self._heartbeat.start(ALIVE_TTL / 3, now=False)
+        crawler.signals.connect(self._response_received, signal=signals.response_received)
+        crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        AckPriorityQueue._by_crawler[crawler] = self
+
+    @classmethod
+    def for_crawler(cls, crawler: "Crawler") -> "AckPriorityQueue | None":
+        return cls._by_crawler.get(crawler)
+
+    def _alive_key(self, worker: str) -> str:
+        return f"{self.key}:alive:{worker}"
+
+    def _inflight_key(self, worker: str) -> str:
+        return f"{self.key}:inflight:{worker}"
+
+    # --- the queue ---
+
+    def pop(self, timeout: int = 0) -> "Request | None":
+        data = self._pop(keys=[self.key, self._inflight_key(self.worker)])
+        if not data:
+            return None
+        request = self._decode_request(data)
+        self._pending[id(request)] = (request, data)
+        return request
+
+    def ack(self, request: "Request") -> None:
+        """The request's work is done (its links are queued): forget it in Redis too."""
+        entry = self._pending.pop(id(request), None)
+        self._responded.discard(id(request))
+        if entry is not None and entry[0] is request:
+            self.server.zrem(self._inflight_key(self.worker), entry[1])
+
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    # --- acknowledgements of requests that never reach the spider with a response ---
+
+    def _response_received(self, response: "Response", request: "Request", spider: Any) -> None:
+        if id(request) in self._pending:
+            self._responded.add(id(request))
+
+    def _left_downloader(self, request: "Request", spider: Any) -> None:
+        # Without a response the download failed or was replaced (redirect, retry: a new request
+        # already scheduled); with one, AckMiddleware acknowledges after the spider's output.
+        if id(request) in self._pending and id(request) not in self._responded:
+            self.ack(request)
+
+    # --- liveness and recovery ---
+
+    def _beat(self) -> None:
+        try:
+            self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+            self.reclaim_dead()
+        except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
+            logger.warning("AckPriorityQueue: heartbeat failed (%s: %s)", type(exc).__name__, exc)
+
+    def reclaim_dead(self) -> int:
+        """Put back the in-flight requests of dead processes; return how many came back."""
+        back = 0
+        host = socket.gethostname()
+        for raw in self.server.smembers(self.workers_key):
+            worker = raw.decode() if isinstance(raw, bytes) else raw
+            if worker == self.worker:
+                continue
+            force = "force" if _dead_here(worker, host) else ""
+            n = self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key,
+                                    self._alive_key(worker)], args=[worker, force])
+            if n > 0:
+                back += n
+                logger.warning("AckPriorityQueue: %d request(s) in flight in the dead process %s put back "
+                               "into the queue (they will be fetched again)", n, worker)
+        if back and self.stats is not None:
+            self.stats.inc_value("dedup/queue/reclaimed", back)
+        return back
+
+    def _spider_closed(self, spider: Any, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._heartbeat.running:
+            self._heartbeat.stop()
+        n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
+                                self._alive_key(self.worker)], args=[self.worker, "force"])
+        if n > 0:
+            logger.info("AckPriorityQueue: %d unfinished request(s) put back into the queue at close", n)
+        self._pending.clear()
+
+
+def _dead_here(worker: str, host: str) -> bool:
+    """True when ``worker`` ran on this host and its process is gone."""
+    worker_host, _, rest = worker.partition(":")
+    pid = rest.partition(":")[0]
+    if worker_host != host or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, another user's
+        return False
+    return False
+
+
+def _names_ack_middleware(name: Any) -> bool:
+    return (name is AckMiddleware or getattr(name, "__name__", None) == "AckMiddleware"
+            or (isinstance(name, str) and name.rsplit(".", 1)[-1] == "AckMiddleware"))
+
+
+class AckMiddleware:
+    """Acknowledges a popped request once the spider's output for its response has been consumed.
+
+    Put it outermost (order 0): its output wrapper finishes after every other
+    middleware's, when the scheduler has received every request of the page.
+    """
+
+    def __init__(self, crawler: "Crawler"):
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: "Crawler") -> "AckMiddleware":
+        return cls(crawler)
+
+    def _ack(self, response: "Response") -> None:
+        queue = AckPriorityQueue.for_crawler(self.crawler)
+        if queue is not None and response.request is not None:
+            queue.ack(response.request)
+
+    async def process_spider_output_async(self, response: "Response", result: Any, spider: Any = None):
+        try:
+            async for item in result:
+                yield item
+        finally:  # also when the callback raised half-way: its page is done as far as it goes
+            self._ack(response)
+
+    def process_spider_output(self, response: "Response", result: Any, spider: Any = None):
+        try:
+            yield from result
+        finally:
+            self._ack(response)
+
+    def process_spider_exception(self, response: "Response", exception: BaseException, spider: Any = None) -> None:
+        self._ack(response)
+        return None
