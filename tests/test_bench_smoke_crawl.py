@@ -21,6 +21,7 @@ def test_bench_crawl_quick_reports_both_cpu_figures():
         # the spider's open..close window is part of the whole process
         assert 0 < row["spider_cpu"] <= row["cpu"]
         assert 0 < row["spider_cpu_per_page_ms"] <= row["cpu_per_page_ms"]
-    for key in ("ratio_per_page", "ratio_per_page_spider", "ratio_per_page_min", "ratio_per_page_spider_min"):
+    for key in ("ratio_per_page", "ratio_per_page_spider", "ratio_per_page_min", "ratio_per_page_spider_min",
+                "ratio_per_page_paired", "ratio_per_page_spider_paired"):
         assert result[key] > 0
     assert "whole process" in out and "spider_opened .. spider_closed" in out
