@@ -1,0 +1,202 @@
+"""Four crawler processes share the Redis dupefilter and the Redis content index and crawl one site at once.
+
+Each process is a real OS process (``tests/reliability_worker.py``, a
+``CrawlerProcess``); a start barrier makes them begin together, and the
+site's entry page links to every page, so all four race for every URL and
+for every pair of near-duplicate pages (the server holds the entry page
+until all four have asked for it). The truth is counted on the HTTP
+server: every path must be fetched exactly once in total (the entry page is
+also a start request, ``dont_filter``: once more per process, counted apart), and of
+each (page, near copy) pair exactly one item kept over all processes.
+
+The same runs against a real three-node Redis Cluster started here
+(``redis-server --cluster-enabled yes``, ``redis-cli --cluster create``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.reliabilitysite import LinkedSite
+from tests.support.localsite import LocalSite
+from tests.support.redis_server import RedisServer, redis_required
+
+pytestmark = [pytest.mark.redis, pytest.mark.crawl]
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS = 4
+
+
+def _port_pair_free(port: int) -> bool:
+    for p in (port, port + 10000):  # a cluster node also listens on its bus port, +10000
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def cluster_ports(n: int) -> list[int]:
+    import random
+
+    ports: list[int] = []
+    while len(ports) < n:
+        port = random.randint(20000, 29999)
+        if port not in ports and _port_pair_free(port):
+            ports.append(port)
+    return ports
+
+
+@pytest.fixture(scope="module")
+def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
+    if shutil.which("redis-cli") is None:
+        if redis_required():
+            pytest.fail("redis-cli is required (CI=true): apt-get install redis-tools")
+        pytest.skip("redis-cli not installed")
+    nodes = [RedisServer(port, extra_args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                           "--cluster-node-timeout", "5000")).start()
+             for port in cluster_ports(3)]
+    try:
+        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],
+                       "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60)
+        deadline = time.monotonic() + 30
+        while True:
+            states = [subprocess.run(["redis-cli", "-p", str(n.port), "cluster", "info"], capture_output=True,
+                                     text=True, timeout=10).stdout for n in nodes]
+            if all("cluster_state:ok" in s for s in states):
+                break
+            assert time.monotonic() < deadline, f"cluster did not become ok: {states}"
+            time.sleep(0.2)
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+class EntryBarrier:
+    """Hold the entry page's responses until every process has asked for it: all then race for all links."""
+
+    def __init__(self, router, parties: int = WORKERS):
+        self.router = router
+        self.barrier = threading.Barrier(parties, timeout=60)
+        self.entered = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, host: str, path: str):
+        if path == "/":
+            with self.lock:
+                self.entered += 1
+                first_round = self.entered <= self.barrier.parties
+            if first_round:
+                self.barrier.wait()
+        return self.router(host, path)
+
+
+def run_workers(site_url: str, settings: dict, tmp: Path, n: int = WORKERS) -> list[dict]:
+    """Start ``n`` crawler processes, release them together, return each one's kept paths and stats."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = []
+    outs = [tmp / f"worker{i}.json" for i in range(n)]
+    for out in outs:
+        procs.append(subprocess.Popen([sys.executable, "-m", "tests.reliability_worker", site_url, str(out),
+                                       json.dumps(settings)], cwd=ROOT, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + 90
+    while not all(Path(str(o) + ".ready").exists() for o in outs):
+        dead = [p for p in procs if p.poll() is not None]
+        assert not dead, dead[0].stdout.read().decode(errors="replace")
+        assert time.monotonic() < deadline, "workers did not get ready"
+        time.sleep(0.05)
+    (tmp / "go").touch()
+    results = []
+    for proc, out in zip(procs, outs):
+        output, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0, output.decode(errors="replace")
+        results.append(json.loads(out.read_text()))
+    return results
+
+
+def check_race(site: LocalSite, linked: LinkedSite, results: list[dict], name: str) -> None:
+    hits = Counter(path for _, path in site.fetched())
+    kept = Counter(path for r in results for path in r["kept"])
+    new = [r["stats"].get("dedup/seen/new", 0) for r in results]
+    print(f"\n[reliability] {name}: {len(results)} processes, pages={len(linked.paths)}, "
+          f"fetches={sum(hits[p] for p in linked.paths)}, fetched_twice={sum(1 for p in linked.paths if hits[p] > 1)}, "
+          f"lost={sum(1 for p in linked.paths if not hits[p])}, entry page fetches={hits['/']}, "
+          f"new per process={new}, items kept={sum(kept.values())}, "
+          f"pairs kept twice={sum(1 for a, b in linked.pairs() if kept[a] + kept[b] > 1)}, "
+          f"redis errors={sum(r['stats'].get('dedup/redis/errors', 0) for r in results)}")
+    # the entry page: a start request (dont_filter) once per process, plus once through the filter, as
+    # the pages' "Home" link; the 404 "/cart" link only through the filter
+    assert hits["/"] == len(results) + 1
+    assert hits["/cart"] == 1
+    assert {p: hits[p] for p in linked.paths if hits[p] != 1} == {}  # every page exactly once in total
+    assert sum(new) == len(linked.paths) + 2  # each URL ("/", "/cart" too) "new" to exactly one process
+    # every process asked about every link of the entry page (they raced for them; Redis picked one each)
+    checked = [r["stats"].get("dedup/seen/checked", 0) for r in results]
+    assert min(checked) >= len(linked.paths), checked
+    paired = {p for pair in linked.pairs() for p in pair}
+    assert {p: kept[p] for p in linked.paths if p not in paired and kept[p] != 1} == {}
+    assert [(a, b, kept[a], kept[b]) for a, b in linked.pairs() if kept[a] + kept[b] != 1] == []
+    for r in results:
+        assert r["stats"]["finish_reason"] == "finished"
+        assert "dedup/content/store_errors" not in r["stats"]
+        assert "dedup/redis/errors" not in r["stats"]
+
+
+def base_settings(url: str, dupefilter: str, **extra) -> dict:
+    return {
+        "ADDONS": {"scrapy_dedup.Addon": 0},
+        "DUPEFILTER_CLASS": dupefilter,
+        "DEDUP_REDIS_URL": url,
+        "DEDUP_CONTENT_BACKEND": "redis",
+        "DEDUP_BLOOM_CAPACITY": 100_000,
+        "CONCURRENT_REQUESTS": 4,
+        **extra,
+    }
+
+
+def test_four_processes_one_redis_exact_filter_and_content_index(redis_url, tmp_path):
+    linked = LinkedSite(pages=40, near=10, delay=0.01)
+    with LocalSite(EntryBarrier(linked)) as site:
+        results = run_workers(site.url("127.0.0.1"), base_settings(redis_url, "scrapy_dedup.RedisDupeFilter"),
+                              tmp_path)
+    check_race(site, linked, results, "4 processes, one Redis, RedisDupeFilter")
+
+
+@pytest.mark.parametrize("dupefilter,extra", [
+    ("scrapy_dedup.RedisDupeFilter", {}),
+    ("scrapy_dedup.RedisBloomDupeFilter", {"DEDUP_REDIS_BLOOM_SHARDS": 3}),
+], ids=["exact", "bloom-3-shards"])
+def test_four_processes_on_a_three_node_redis_cluster(redis_cluster, tmp_path, dupefilter, extra):
+    import redis
+
+    url = f"redis://127.0.0.1:{redis_cluster[0].port}/0"
+    params = {"redis_cls": "redis.cluster.RedisCluster"}
+    client = redis.cluster.RedisCluster.from_url(url)
+    client.flushall()
+    linked = LinkedSite(pages=40, near=10, delay=0.01)
+    with LocalSite(EntryBarrier(linked)) as site:
+        results = run_workers(site.url("127.0.0.1"),
+                              base_settings(url, dupefilter, DEDUP_REDIS_PARAMS=params, **extra), tmp_path)
+    check_race(site, linked, results, f"4 processes, 3-node Redis Cluster, {dupefilter.rsplit('.', 1)[1]}")
+    # the data really is spread over the nodes: Bloom shards on more than one node; the content index in one slot
+    keys_per_node = [set(k.decode() for k in redis.Redis(port=n.port).keys("*")) for n in redis_cluster]
+    content_nodes = [i for i, keys in enumerate(keys_per_node) if any(":content" in k for k in keys)]
+    assert len(content_nodes) == 1  # one hash tag: the whole index on one node
+    if "Bloom" in dupefilter:
+        shard_nodes = [i for i, keys in enumerate(keys_per_node) if any(k.startswith("{dedup:") for k in keys)]
+        assert len(shard_nodes) >= 2
+    client.close()
