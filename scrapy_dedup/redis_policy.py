@@ -16,7 +16,8 @@ over or drop connections. Each Redis call of the dupefilters goes through
 
 Only transient errors (connection refused or reset, timeouts, a loading or
 read-only replica, cluster reconfiguration) are handled so; a wrong password,
-a wrong key type or a bug is raised unchanged, at once.
+a TLS certificate that does not verify, a wrong key type or a bug is raised
+unchanged, at once.
 
 The log gets one ERROR line when an outage starts and one INFO line when it
 ends (never a line or a traceback per request); every failed attempt is
@@ -75,9 +76,20 @@ def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseEx
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for errors that waiting may cure (Redis restarting, a dropped connection, a failover)."""
+    """True for errors that waiting may cure (Redis restarting, a dropped connection, a failover).
+
+    Refused credentials and a TLS certificate that does not verify are not: they
+    are configuration errors, raised at once.
+    """
+    import ssl
+
     transient, permanent = _error_classes()
-    return isinstance(exc, transient) and not isinstance(exc, permanent) and not isinstance(exc, RedisUnavailable)
+    if not isinstance(exc, transient) or isinstance(exc, permanent) or isinstance(exc, RedisUnavailable):
+        return False
+    cause = exc.__cause__ or exc.__context__
+    if isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        return False
+    return True
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
