@@ -219,14 +219,16 @@ def test_bloom_false_positive_rate_on_a_million_non_members(redis_client, rate, 
 
 # --- atomic across processes -----------------------------------------------------------------
 
-def _race(url: str, kind: str, seed: int, queue) -> None:
+def _race(url: str, kind: str, seed: int, queue, barrier) -> None:
     client = redis.Redis.from_url(url)
+    client.ping()
     keys = fingerprints(3000)
     random.Random(seed).shuffle(keys)
     if kind == "exact":
         store = RedisSeenSet(client, "t:race")
     else:
         store = RedisBloomSeenSet(client, "t:race", capacity=100_000, error_rate=1e-6)
+    barrier.wait(60)  # all connected and ready: start together
     queue.put([k for k in keys if store.add(k)])
 
 
@@ -236,7 +238,8 @@ def test_racing_processes_get_new_exactly_once(redis_url, kind):
         RedisBloomSeenSet(redis.Redis.from_url(redis_url), "t:race", capacity=100_000, error_rate=1e-6).prepare()
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(redis_url, kind, seed, queue)) for seed in range(4)]
+    barrier = ctx.Barrier(4)
+    procs = [ctx.Process(target=_race, args=(redis_url, kind, seed, queue, barrier)) for seed in range(4)]
     for proc in procs:
         proc.start()
     results = [queue.get(timeout=120) for _ in procs]
