@@ -166,6 +166,11 @@ class _SeenDupeFilter(BaseDupeFilter):
             self.logdupes = False
         stats = self.stats if self.stats is not None else spider.crawler.stats
         stats.inc_value("dupefilter/filtered")
+        # Which canonicalization switches made this URL a duplicate (for the crawl-end report).
+        fired = getattr(self.fingerprinter, "fired_switches", None)
+        if fired is not None:
+            for switch in fired(request):
+                stats.inc_value(f"dedup/url/filtered/{switch}")
 
 
 class BloomDupeFilter(_SeenDupeFilter):

@@ -114,7 +114,7 @@ class CanonicalRequestFingerprinter:
         self.canonicalizer = canonicalizer
         self.fallback = fallback
         self.crawler = crawler
-        # request -> [canonical URL, fingerprint or None]
+        # request -> [canonical URL, fingerprint or None, switches that fired]
         self._cache: WeakKeyDictionary[Request, list] = WeakKeyDictionary()
 
     @classmethod
@@ -130,13 +130,15 @@ class CanonicalRequestFingerprinter:
         entry = self._cache.get(request)
         if entry is not None:
             return entry
+        fired: tuple[str, ...] = ()
         if request.meta.get("verbatim_url"):
             canonical = request.url
         else:
             result = self.canonicalizer.canonicalize_with_info(request.url)
             canonical = result.url
+            fired = tuple(result.fired)
             self._count(request.url, result)
-        entry = [canonical, None]
+        entry = [canonical, None, fired]
         self._cache[request] = entry
         return entry
 
@@ -150,6 +152,10 @@ class CanonicalRequestFingerprinter:
             stats.inc_value(STATS_CANONICALIZED)
         for switch in result.fired:
             stats.inc_value(STATS_RULE_PREFIX + switch)
+
+    def fired_switches(self, request: Request) -> tuple[str, ...]:
+        """The canonicalization steps that changed ``request``'s URL (``"dust"`` for DUST rules)."""
+        return self._entry(request)[2]
 
     def canonical_url(self, request: Request) -> str:
         """The URL this fingerprinter identifies ``request`` by (cached per request)."""

@@ -206,7 +206,8 @@ def test_audit_file_and_crawl_log(tmp_path):
     for row in audit_rows:
         assert set(row) >= {"url", "kept_url", "distance", "kind", "cluster"}
         assert row["kind"] in ("exact", "near")
-        assert (row["distance"] == 0) == (row["kind"] == "exact")
+        if row["kind"] == "exact":  # (a near duplicate may have distance 0 too: same simhash, other words)
+            assert row["distance"] == 0
     log_rows = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(log_rows) == len(site_def.paths)
     for row in log_rows:

@@ -121,3 +121,23 @@ def test_per_domain_policy_without_strip_tracking_fetches_that_hosts_variants():
     # news.test keeps the default policy: everything collapsed
     for page in (("/", ""), ("/item", "1"), ("/item", "2")):
         assert per_page[("news.test", page)] == 1, per_page
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_report_counts_filtered_requests_per_switch(caplog):
+    """Requests filtered because a switch rewrote their URL are counted per switch, in stats and the report."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    site, crawler = yield crawl({"ADDONS": {"scrapy_dedup.Addon": 0}})
+    stats = crawler.stats.get_stats()
+    assert stats["dedup/url/filtered/strip_tracking"] >= TRACKING_VARIANTS_OF_ITEM_1
+    assert stats["dedup/url/filtered/strip_session"] >= 1
+    assert stats["dedup/url/filtered/drop_fragment"] >= 1
+    # never more than the duplicates filtered in all
+    per_switch = [v for k, v in stats.items() if k.startswith("dedup/url/filtered/")]
+    assert max(per_switch) <= stats["dupefilter/filtered"]
+    report = next(r.getMessage() for r in caplog.records if "duplication report" in r.getMessage())
+    assert "Filtered after a switch changed the URL:" in report
+    assert f"strip_tracking {stats['dedup/url/filtered/strip_tracking']}" in report
