@@ -8,7 +8,7 @@ need_package "command -v redis-server" redis-server
 # the HTML audit report is checked in a real headless browser
 need_package "command -v chromium" chromium
 need_package "command -v chromedriver" chromium-driver
-setup_venv test
+setup_venv "test,bench"
 cd "$ROOT"
 set +e
 python -m pytest "$@"
