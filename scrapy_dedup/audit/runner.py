@@ -384,7 +384,7 @@ def _summarize(result: AuditResult, pages: _Pages, cfg: AuditConfig, want_sample
 def _distance_key(distance: float, cfg: AuditConfig) -> Any:
     if cfg.method == "simhash":
         return int(distance)
-    return round(distance, 2)
+    return round(distance, 4)
 
 
 def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
@@ -427,6 +427,7 @@ class PairsWriter:
         a, b = (other, index) if other < index else (index, other)
         url_a = pages.urls[a]
         url_b = pages.urls[b] if b < len(pages) else None
+        distance = int(distance) if float(distance).is_integer() else round(float(distance), 4)
         self.f.write(json.dumps({"url_a": url_a, "url_b": url_b, "distance": distance, "kind": kind},
                                 ensure_ascii=False) + "\n")
         self.count += 1
