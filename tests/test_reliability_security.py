@@ -85,6 +85,9 @@ def test_password_never_reaches_logs_or_stats_even_through_an_outage(password_re
     assert "redis://:***@127.0.0.1" in logged  # the server is named, masked
     assert PASSWORD not in logged
     assert PASSWORD not in repr(stats)
+    print(f"\n[reliability] password crawl: {len(caplog.records)} log records, {len(logged)} characters, "
+          f"password found 0 times; stats {len(stats)} values, password found 0 times; "
+          f"redis errors={stats['dedup/redis/errors']}")
     assert not [p for p in linked.paths if not site.hits[("site.test", p)]]  # and nothing was lost
 
     # Every script Redis holds now is one of the package's constant scripts (nothing built from data).
@@ -308,6 +311,7 @@ def lua_constants() -> dict[str, str]:
 
 def test_lua_scripts_are_constants_and_take_data_only_through_keys_and_argv():
     texts = lua_constants()
+    print(f"\n[reliability] Lua: {len(script_sources())} script call sites, {len(texts)} scripts: {sorted(texts)}")
     # the seen sets' three scripts and the content index's one, at least
     assert {"_ADD_SCRIPT", "_ADD_MANY_SCRIPT", "_CONTAINS_MANY_SCRIPT", "LUA_CHECK_AND_ADD"} <= set(texts)
     for name, text in texts.items():
