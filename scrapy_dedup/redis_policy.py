@@ -13,6 +13,11 @@ over or drop connections. Each Redis call of the dupefilters goes through
   spider with the reason :data:`CLOSE_REASON`.
 * ``fail_open``: the call fails at once with :class:`RedisUnavailable`; the
   caller treats the request as unseen (it is fetched, never lost) and counts it.
+  While the outage lasts, Redis is only probed again after a growing pause
+  (0.05 s doubling up to 5 s; the calls in between fail without a network
+  attempt), so an unreachable host that makes each attempt wait for the
+  connect timeout does not stall every request. The same holds once
+  ``retry`` has given up.
 
 Only transient errors (connection refused or reset, timeouts, a loading or
 read-only replica, cluster reconfiguration) are handled so; a wrong password,
@@ -149,6 +154,9 @@ class RedisErrorPolicy:
         self.outages = 0
         self._attempt = 0
         self._errors_this_outage = 0
+        self._next_probe = 0.0
+        self._probe_attempt = 0
+        self._last_error = ""
 
     def _count(self, name: str, n: int = 1) -> None:
         if self.stats is not None:
@@ -157,6 +165,8 @@ class RedisErrorPolicy:
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, retried under the policy; :class:`RedisUnavailable` when it says stop."""
         while True:
+            if self.down_since is not None and not self._waits() and self.clock() < self._next_probe:
+                raise RedisUnavailable(self._last_error)  # between two probes: no network attempt
             try:
                 result = fn(*args)
             except Exception as exc:
@@ -165,14 +175,20 @@ class RedisErrorPolicy:
                 self._failed(exc)
                 delay = self._next_delay()
                 if delay is None:
-                    raise RedisUnavailable(f"{self.name}: Redis at {self.where} is unavailable "
-                                           f"({describe(exc, self.secrets)})") from None
+                    self._last_error = (f"{self.name}: Redis at {self.where} is unavailable "
+                                        f"({describe(exc, self.secrets)})")
+                    self._next_probe = self.clock() + min(BACKOFF_START * 2 ** self._probe_attempt, BACKOFF_CAP)
+                    self._probe_attempt += 1
+                    raise RedisUnavailable(self._last_error) from None
                 self._count("retries")
                 self.sleep(delay)
                 continue
             if self.down_since is not None:
                 self._recovered()
             return result
+
+    def _waits(self) -> bool:
+        return self.mode == "retry" and not self.gave_up
 
     def _failed(self, exc: BaseException) -> None:
         self.errors += 1
@@ -182,6 +198,7 @@ class RedisErrorPolicy:
             return
         self.down_since = self.clock()
         self._attempt = 0
+        self._probe_attempt = 0
         self.outages += 1
         self._count("outages")
         if self.mode == "retry" and not self.gave_up:
@@ -215,3 +232,5 @@ class RedisErrorPolicy:
                     self.name, self.where, seconds, self._errors_this_outage)
         self.down_since = None
         self._errors_this_outage = 0
+        self._probe_attempt = 0
+        self._next_probe = 0.0

@@ -143,7 +143,8 @@ def test_fail_open_keeps_crawling_and_replays_fingerprints_when_redis_is_back(ow
     assert result["fetched_twice"] == []
     assert stats["finish_reason"] == "finished"
     assert stats["dedup/redis/fail_open"] >= 1
-    assert stats["dedup/redis/errors"] == stats["dedup/redis/fail_open"]  # fail_open never retries
+    # fail_open never waits, and probes Redis only now and then during the outage
+    assert 1 <= stats["dedup/redis/errors"] <= stats["dedup/redis/fail_open"]
     assert "dedup/redis/retries" not in stats
     assert stats.get("dedup/redis/replayed", 0) == stats["dedup/redis/fail_open"]  # all written once back
     assert_no_item_lost(linked, result["kept"])
@@ -221,6 +222,30 @@ def test_policy_backoff_is_bounded_and_counts_every_attempt():
         policy.call(down)
     assert stats["dedup/redis/retries"] == len(waits)
     assert stats["dedup/redis/outages"] == 1
+
+
+def test_fail_open_probes_a_down_redis_only_after_a_growing_pause():
+    import redis
+
+    now = [0.0]
+    attempts = []
+    policy = RedisErrorPolicy("fail_open", sleep=lambda s: pytest.fail("fail_open must not wait"),
+                              clock=lambda: now[0])
+
+    def down():
+        attempts.append(now[0])
+        raise redis.exceptions.TimeoutError("Timeout connecting to server")
+
+    for _ in range(100):  # 100 requests over 10 s of fake time
+        with pytest.raises(RedisUnavailable):
+            policy.call(down)
+        now[0] += 0.1
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
+    assert len(attempts) < 15  # not one attempt per request
+    assert gaps == sorted(gaps) and max(gaps) <= 5.0 + 0.1
+    now[0] += 10  # past the next probe: Redis answers, the outage is over
+    assert policy.call(lambda: "up") == "up" and policy.down_since is None
+    assert policy.call(lambda: "again") == "again"
 
 
 def test_policy_raises_refused_credentials_at_once():
