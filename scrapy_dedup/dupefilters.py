@@ -417,6 +417,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def _close_store(self, reason: str) -> None:
         try:
             if self._unconfirmed and not self.policy.gave_up:
+                self.policy.probe_now()  # a last try, even within a pause between probes
                 self._replay()
             if not self.persist:
                 self._redis(self.store.clear)

@@ -187,6 +187,10 @@ class RedisErrorPolicy:
                 self._recovered()
             return result
 
+    def probe_now(self) -> None:
+        """Let the next call reach Redis even within a pause between probes (e.g. a last try at close)."""
+        self._next_probe = 0.0
+
     def _waits(self) -> bool:
         return self.mode == "retry" and not self.gave_up
 

@@ -43,8 +43,10 @@ def kill(server: RedisServer) -> None:
     server.proc = None
 
 
-def killer(server: RedisServer, after: int, down_for: float | None):
-    """A spider hook that kills Redis at the ``after``-th response and restarts it ``down_for`` s later."""
+def killer(server: RedisServer, after: int, down_for: float | None = None, restart_at: int | None = None):
+    """A spider hook that kills Redis at the ``after``-th response and restarts it ``down_for`` s later
+    (from a thread: the crawl may be waiting) or at the ``restart_at``-th response (in the crawl's thread:
+    Redis is surely back while pages remain)."""
     seen = {"n": 0}
 
     def on_response(spider, response):
@@ -53,6 +55,8 @@ def killer(server: RedisServer, after: int, down_for: float | None):
             kill(server)
             if down_for is not None:
                 threading.Timer(down_for, server.start).start()
+        if seen["n"] == restart_at:
+            server.start()
 
     return on_response
 
@@ -130,11 +134,11 @@ def test_retry_waits_for_redis_and_the_crawl_loses_nothing(own_redis, flt, caplo
 @pytest.mark.parametrize("flt", ["exact", "bloom"])
 @inlineCallbacks
 def test_fail_open_keeps_crawling_and_replays_fingerprints_when_redis_is_back(own_redis, flt, caplog):
-    linked = LinkedSite(pages=30, near=5, delay=0.03, entry_links_all=False)
+    linked = LinkedSite(pages=30, near=5, delay=0.01, entry_links_all=False)
     with LocalSite(linked) as site:
         crawler = yield run_crawl(
             LinkedSpider, settings_for(own_redis, flt, DEDUP_REDIS_ON_ERROR="fail_open"),
-            start_urls=[site.url("site.test")], on_response=killer(own_redis, after=8, down_for=0.5))
+            start_urls=[site.url("site.test")], on_response=killer(own_redis, after=8, restart_at=16))
     result = outcome(site, linked, crawler)
     stats = crawler.stats.get_stats()
     report(f"fail_open {flt}", result, stats)
