@@ -35,11 +35,13 @@ class ResumeSite:
     Every response is delayed by ``delay`` seconds so a signal lands mid-crawl.
     """
 
-    def __init__(self, lists: int = 10, per_list: int = 5, delay: float = 0.05, seed: int = 11):
+    def __init__(self, lists: int = 10, per_list: int = 5, delay: float = 0.05, seed: int = 11,
+                 extra_links: int = 0):
         import time
 
         self.time = time
         self.lists, self.per_list, self.delay = lists, per_list, delay
+        self.extra_links = extra_links  # links back to "/" on each article: dupefilter traffic, no new page
         rng = random.Random(seed)
         self.originals: dict[str, str] = {}
         self.near: dict[str, str] = {}
@@ -74,8 +76,9 @@ class ResumeSite:
         text = self.originals.get(path) or self.near.get(path)
         if text is None:
             return None
+        back = '<a href="/">home</a>' * self.extra_links
         return Page(f"<html><head><title>Article</title></head><body><article><p>{text}</p></article>"
-                    f"</body></html>")
+                    f"{back}</body></html>")
 
 
 class FollowSpider(scrapy.Spider):
