@@ -100,7 +100,7 @@ def is_transient(exc: BaseException) -> bool:
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every non-empty secret replaced by ``***``."""
     for secret in secrets:
-        if secret and len(secret) >= 1:
+        if secret:
             text = text.replace(secret, "***")
     return text
 
