@@ -133,6 +133,8 @@ def parse_record(number: int, raw: Union[bytes, str], fields: FieldNames) -> Uni
         return BadLine(number, "not UTF-8"), ()
     except ValueError:
         return BadLine(number, "invalid JSON"), ()
+    except RecursionError:  # e.g. 100,000 nested brackets: json's C decoder gives up
+        return BadLine(number, "JSON nested too deeply"), ()
     if not isinstance(record, dict):
         return BadLine(number, "not a JSON object"), ()
     url = record.get(fields.url)

@@ -67,7 +67,10 @@ def _parser() -> etree.HTMLParser:
     parser = getattr(_LOCAL, "parser", None)
     if parser is None:
         # A plain etree parser: lxml.html's element classes cost a Python lookup per element.
-        parser = _LOCAL.parser = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True)
+        # huge_tree as parsel: without it libxml2 stops at 256 levels of nesting (parsel: about 2,048), so a page
+        # would give different text in a crawl (Scrapy's tree) and from its bytes (truncated body, offline report).
+        parser = _LOCAL.parser = etree.HTMLParser(encoding="utf-8", remove_comments=True, remove_pis=True,
+                                                  huge_tree=True)
     return parser
 
 _TEXT_NODES = etree.XPath("descendant-or-self::text()", smart_strings=False)
