@@ -25,7 +25,9 @@ a TLS certificate that does not verify, a wrong key type or a bug is raised
 unchanged, at once.
 
 The log gets one ERROR line when an outage starts and one INFO line when it
-ends (never a line or a traceback per request); every failed attempt is
+ends (never a line or a traceback per request; outages starting within a
+minute of the last logged one, as with a flapping server or one dead node of
+a cluster, are only counted); every failed attempt is
 counted in ``dedup/redis/errors``, every wait in ``dedup/redis/retries``,
 every outage in ``dedup/redis/outages``. Messages name the server with
 :func:`~scrapy_dedup.redis_conn.mask_url` and have every known secret
@@ -48,6 +50,8 @@ ON_ERROR_CHOICES = ("retry", "fail_open")
 CLOSE_REASON = "dedup_redis_unavailable"
 BACKOFF_START = 0.05
 BACKOFF_CAP = 5.0
+#: outages that start within this many seconds of the last logged one are counted, not logged
+LOG_EVERY = 60.0
 
 
 class RedisUnavailable(ConnectionError):
@@ -152,6 +156,9 @@ class RedisErrorPolicy:
         self.gave_up = False
         self.errors = 0
         self.outages = 0
+        self._last_logged: float | None = None
+        self._unlogged_outages = 0
+        self._outage_logged = False
         self._attempt = 0
         self._errors_this_outage = 0
         self._next_probe = 0.0
@@ -205,13 +212,24 @@ class RedisErrorPolicy:
         self._probe_attempt = 0
         self.outages += 1
         self._count("outages")
+        # A flapping server (or one dead node of a cluster, between calls to live ones) starts many short
+        # outages: log at most one every LOG_EVERY seconds, and say how many went unlogged.
+        now = self.down_since
+        self._outage_logged = self._last_logged is None or now - self._last_logged >= LOG_EVERY
+        if not self._outage_logged:
+            self._unlogged_outages += 1
+            return
+        self._last_logged = now
         if self.mode == "retry" and not self.gave_up:
             then = f"retrying with backoff for up to {self.retry_seconds:g} s, then closing the spider"
         else:
             then = "requests are treated as unseen (fetched, never lost) until it is back"
+        since = (f"; {self._unlogged_outages} more short outages since the last such line"
+                 if self._unlogged_outages else "")
+        self._unlogged_outages = 0
         logger.error("%s: Redis at %s is unavailable (%s); %s (DEDUP_REDIS_ON_ERROR=%r; errors are counted "
-                     "in dedup/redis/errors, this is logged once per outage)",
-                     self.name, self.where, describe(exc, self.secrets), then, self.mode)
+                     "in dedup/redis/errors, outages in dedup/redis/outages; logged at most once a minute%s)",
+                     self.name, self.where, describe(exc, self.secrets), then, self.mode, since)
 
     def _next_delay(self) -> float | None:
         """Seconds to wait before the next attempt, or None to stop waiting (and maybe give up)."""
@@ -232,8 +250,9 @@ class RedisErrorPolicy:
     def _recovered(self) -> None:
         assert self.down_since is not None
         seconds = self.clock() - self.down_since
-        logger.info("%s: Redis at %s is back after %.1f s (%d failed calls in this outage)",
-                    self.name, self.where, seconds, self._errors_this_outage)
+        if self._outage_logged:
+            logger.info("%s: Redis at %s is back after %.1f s (%d failed calls in this outage)",
+                        self.name, self.where, seconds, self._errors_this_outage)
         self.down_since = None
         self._errors_this_outage = 0
         self._probe_attempt = 0

@@ -26,6 +26,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from pytest_twisted import inlineCallbacks
 
 from tests.reliabilitysite import LinkedSite
 from tests.support.localsite import LocalSite
@@ -200,3 +201,64 @@ def test_four_processes_on_a_three_node_redis_cluster(redis_cluster, tmp_path, d
         shard_nodes = [i for i, keys in enumerate(keys_per_node) if any(k.startswith("{dedup:") for k in keys)]
         assert len(shard_nodes) >= 2
     client.close()
+
+
+@pytest.mark.parametrize("policy", ["fail_open", "retry"])
+@inlineCallbacks
+def test_one_cluster_node_killed_mid_crawl_and_restarted(redis_cluster, policy, caplog):
+    """A partial outage: the node holding a Bloom shard is SIGKILLed at the 8th response and restarted
+    (at the 16th response, or 1 s later from a thread while ``retry`` waits); its slots come back with it."""
+    import logging
+
+    import redis
+
+    from tests.reliabilitysite import LinkedSpider
+    from tests.support.crawl import run_crawl
+
+    url = f"redis://127.0.0.1:{redis_cluster[0].port}/0"
+    client = redis.cluster.RedisCluster.from_url(url)
+    client.flushall()
+    port = client.get_node_from_key("{dedup:linked:seen:0}").port
+    client.close()
+    victim = next(node for node in redis_cluster if node.port == port)
+    count = {"n": 0}
+
+    def on_response(spider, response):
+        count["n"] += 1
+        if count["n"] == 8:
+            victim.proc.kill()
+            victim.proc.wait()
+            victim.proc = None
+            if policy == "retry":
+                threading.Timer(1.0, victim.start).start()
+        if count["n"] == 16 and policy == "fail_open":
+            victim.start()
+
+    linked = LinkedSite(pages=30, near=5, delay=0.01, entry_links_all=False)
+    settings = {**base_settings(url, "scrapy_dedup.RedisBloomDupeFilter", DEDUP_REDIS_BLOOM_SHARDS=3,
+                                DEDUP_REDIS_PARAMS={"redis_cls": "redis.cluster.RedisCluster"},
+                                DEDUP_REDIS_ON_ERROR=policy),
+                "CONCURRENT_REQUESTS": 2}
+    try:
+        with LocalSite(linked) as site:
+            crawler = yield run_crawl(LinkedSpider, settings, start_urls=[site.url("site.test")],
+                                      on_response=on_response)
+    finally:
+        if victim.proc is None:
+            victim.start()
+    hits = Counter(path for _, path in site.fetched())
+    stats = crawler.stats.get_stats()
+    print(f"\n[reliability] cluster node killed, {policy}: lost={sum(1 for p in linked.paths if not hits[p])} "
+          f"fetched_twice={sum(1 for p in linked.paths if hits[p] > 1)} finish_reason={stats['finish_reason']} "
+          + str({k: v for k, v in sorted(stats.items()) if k.startswith(('dedup/redis/', 'dedup/content/store'))}))
+    assert [p for p in linked.paths if not hits[p]] == []
+    assert [p for p in linked.paths if hits[p] > 1] == []
+    assert stats["finish_reason"] == "finished"
+    assert stats["dedup/redis/errors"] >= 1
+    if policy == "fail_open":
+        assert stats["dedup/redis/replayed"] == stats["dedup/redis/fail_open"]
+    else:
+        assert "dedup/redis/fail_open" not in stats
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.name for r in errors].count("scrapy_dedup.redis_policy") == 1
+    assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"

@@ -285,3 +285,30 @@ def test_lua_scripts_are_reloaded_after_a_restart_empties_the_script_cache(own_r
     assert bloom.add(b"b" * 20) is True
     assert store.check_and_add("http://x.test/2", fingerprint(edited_text(1)))[0] == "near"
     client.close()
+
+
+def test_a_flapping_redis_is_logged_once_a_minute_and_counted_always(caplog):
+    """One dead node of a cluster between live ones looks like many short outages: counted, not logged each."""
+    import redis
+
+    now = [0.0]
+    policy = RedisErrorPolicy("fail_open", clock=lambda: now[0])
+
+    def down():
+        raise redis.exceptions.ConnectionError("Connection refused")
+
+    with caplog.at_level(logging.INFO, logger="scrapy_dedup"):
+        for _ in range(50):  # 50 outages in 50 s, each ended by a successful call
+            with pytest.raises(RedisUnavailable):
+                policy.call(down)
+            now[0] += 1.0
+            assert policy.call(lambda: "ok") == "ok"
+        now[0] += 60
+        with pytest.raises(RedisUnavailable):
+            policy.call(down)
+    lines = [r.getMessage() for r in caplog.records if r.name == "scrapy_dedup.redis_policy"]
+    errors = [line for line in lines if "is unavailable" in line]
+    assert policy.outages == 51 and policy.errors == 51
+    assert len(errors) == 2
+    assert "49 more short outages" in errors[1]
+    assert len(lines) == 3  # the first outage's "back" line; the unlogged ones end silently
