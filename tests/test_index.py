@@ -232,6 +232,66 @@ def test_compact_layout_at_default_settings():
     """Structure size per page with integer keys (no Python object per page)."""
     rng = random.Random(2)
     n = 200_000
+    fps = [rng.getrandbits(64) for _ in range(n)]
     index = SimhashIndex()
-    index.add_many(range(n), (rng.getrandbits(64) for _ in range(n)))
-    assert index.nbytes / n <= 40  # 8 key + 8 fingerprint + 4 tables x 4 + heads
+    index.add_many(range(n), fps)
+    assert index.positional_keys
+    assert index.nbytes / n <= 32  # positional keys: 8 fingerprint + 4 tables x 4 + heads, no key column
+    keyed = SimhashIndex()
+    keyed.add_many(range(10, n + 10), fps)
+    assert not keyed.positional_keys
+    assert index.nbytes + 8 * n == keyed.nbytes  # other keys: one 8-byte column more
+
+
+def test_positional_keys_switch_to_a_key_column_without_losing_earlier_keys(tmp_path):
+    rng = random.Random(4)
+    fps = [rng.getrandbits(64) for _ in range(3000)]
+    index = SimhashIndex()
+    index.add_many(range(1000), fps[:1000])
+    for key in range(1000, 2000):
+        assert index.add_if_new(key, fps[key]) is None
+    assert index.positional_keys
+    index.add(-7, fps[2000])  # not its position: the key column appears
+    assert not index.positional_keys
+    index.add_many([10**12 + i for i in range(999)], fps[2001:])
+    expected = list(range(2000)) + [-7] + [10**12 + i for i in range(999)]
+    assert [k for k, _ in index.items()] == expected
+    assert [f for _, f in index.items()] == fps
+    for key in (0, 1999, 2000, 2500):
+        assert index.query(fps[key])[0] == (expected[key], 0)
+    path = tmp_path / "k.idx"
+    index.save(path)
+    assert list(SimhashIndex.load(path).items()) == list(index.items())
+
+
+def test_positional_index_file_has_no_key_column(tmp_path):
+    rng = random.Random(6)
+    fps = [rng.getrandbits(64) for _ in range(500)]
+    positional, keyed = SimhashIndex(), SimhashIndex()
+    positional.add_many(range(500), fps)
+    keyed.add_many(range(1, 501), fps)
+    positional.save(tmp_path / "p.idx")
+    keyed.save(tmp_path / "k.idx")
+    assert os.path.getsize(tmp_path / "k.idx") - os.path.getsize(tmp_path / "p.idx") == 8 * 500
+    loaded = SimhashIndex.load(tmp_path / "p.idx")
+    assert loaded.positional_keys and list(loaded.items()) == list(enumerate(fps))
+    assert loaded.add_if_new(500, fps[3] ^ 0b101) == (3, 2)
+
+
+def test_version_1_files_still_load(tmp_path):
+    """A file in the first format (always a key column), written here byte by byte."""
+    import hashlib
+    import struct
+
+    rng = random.Random(8)
+    fps = [rng.getrandbits(64) for _ in range(300)]
+    for keys in (list(range(300)), [5 * k + 1 for k in range(300)]):
+        header = struct.pack("<8sHHHHHHQ", b"SDSIMIX\x00", 1, 64, 3, 4, 0, 0, len(fps))
+        body = struct.pack(f"<{len(keys)}q", *keys) + struct.pack(f"<{len(fps)}Q", *fps)
+        digest = hashlib.blake2b(header + body, digest_size=16).digest()
+        path = tmp_path / "v1.idx"
+        path.write_bytes(header + body + digest)
+        loaded = SimhashIndex.load(path)
+        assert list(loaded.items()) == list(zip(keys, fps))
+        assert loaded.positional_keys == (keys == list(range(300)))
+        assert loaded.query(fps[7] ^ 1) == [(keys[7], 1)]

@@ -29,12 +29,17 @@ stored fingerprint within the threshold is ever missed.
 
 Layout (compact, no Python object per page)
 -------------------------------------------
-Fingerprints and keys live in ``array`` buffers (8 + 8 bytes per page, a second
-8 for 128-bit fingerprints). Each table is a chained hash table in two ``int32``
-arrays: ``head`` (bucket -> newest entry) and ``next`` (entry -> older entry in
-the same bucket): 4 bytes per page per table. At the defaults that is about
-33 bytes per page (16 + 4 x 4, plus four 256 KB heads), and a query walks
-about 60 candidates at 1,000,000 pages. Entries are never removed.
+Fingerprints live in an ``array`` buffer (8 bytes per page, a second 8 for
+128-bit fingerprints). Keys cost nothing while they are the insertion positions
+0, 1, 2, ... (the content store's page ids): the key of entry ``i`` is ``i``.
+The first key that is not its position turns on an explicit ``int64`` key
+column (8 bytes per page, the positions so far copied in), so any integer keys
+still work. Each table is a chained hash table in two ``int32`` arrays: ``head``
+(bucket -> newest entry) and ``next`` (entry -> older entry in the same
+bucket): 4 bytes per page per table. At the defaults with positional keys that
+is about 25 bytes per page (8 + 4 x 4, plus four 256 KB heads: 1 byte per page
+at 1,000,000), 33 with explicit keys, and a query walks about 60 candidates at
+1,000,000 pages. Entries are never removed.
 
 ``add_if_new`` runs its check and insert under one lock, so concurrent callers
 cannot both insert two near duplicates. Persistence (:meth:`save`/:meth:`load`)
@@ -69,9 +74,10 @@ _MULT = 0x9E3779B97F4A7C15
 _MIN_HEAD_BITS = 10
 _MAX_LOAD = 4  # entries per bucket (per table) before the head tables grow
 _MAGIC = b"SDSIMIX\x00"
-_VERSION = 1
+_VERSION = 2  # 2: no key column when keys are the positions (flag); version 1 files still load
 _HEADER = struct.Struct("<8sHHHHHHQ")  # magic, version, bits, threshold, bands, flags, reserved, count
 _FLAG_APPROXIMATE = 1
+_FLAG_POSITION_KEYS = 2  # keys are 0..count-1: the file has no key column
 _I32_MAX = 2**31 - 1
 
 
@@ -214,7 +220,9 @@ class SimhashIndex:
     ``add(key, fp)`` stores, ``query(fp)`` returns every stored ``(key, distance)``
     with distance ``<= threshold`` (closest first), ``add_if_new(key, fp)`` returns
     the closest match or stores the fingerprint and returns None, atomically.
-    Keys are signed 64-bit integers (page ids; keep URLs elsewhere).
+    Keys are signed 64-bit integers (page ids; keep URLs elsewhere). Keys equal to
+    the insertion position (0, 1, 2, ...) are not stored at all; other keys add an
+    8-byte column.
     """
 
     def __init__(self, threshold: int = 3, bands: int = 4, bits: int = 64, allow_approximate: bool = False):
@@ -246,7 +254,7 @@ class SimhashIndex:
         self._tables = [
             _Table([blocks[i] for i in combo]) for combo in combos
         ]
-        self._keys = array("q")
+        self._keys: array | None = None  # None: the key of entry i is i
         self._lo = array("Q")
         self._hi = array("Q") if bits == 128 else None
         self._head_bits = _MIN_HEAD_BITS
@@ -261,7 +269,12 @@ class SimhashIndex:
         return len(self._tables)
 
     def __len__(self) -> int:
-        return len(self._keys)
+        return len(self._lo)
+
+    @property
+    def positional_keys(self) -> bool:
+        """True while every key equals its insertion position (no key column is held)."""
+        return self._keys is None
 
     def __repr__(self) -> str:
         return (
@@ -282,6 +295,8 @@ class SimhashIndex:
             found = self._candidates(fp)
         found.sort()
         keys = self._keys
+        if keys is None:
+            return [(i, d) for d, i in found]
         return [(keys[i], d) for d, i in found]
 
     def add_if_new(self, key: int, fp: int) -> tuple[int, int] | None:
@@ -295,7 +310,7 @@ class SimhashIndex:
             found = self._candidates(fp)
             if found:
                 distance, i = min(found)
-                return self._keys[i], distance
+                return (i if self._keys is None else self._keys[i]), distance
             self._insert(key, fp)
             return None
 
@@ -313,13 +328,13 @@ class SimhashIndex:
         if not split:
             return
         with self._lock:
-            start = len(self._keys)
-            self._keys.extend(k for k, _ in split)
+            start = len(self._lo)
+            self._extend_keys(start, [k for k, _ in split])
             self._lo.extend(fp & _M64 for _, fp in split)
             if self._hi is not None:
                 self._hi.extend(fp >> 64 for _, fp in split)
             self._check_capacity()
-            if self._target_head_bits(len(self._keys)) != self._head_bits:
+            if self._target_head_bits(len(self._lo)) != self._head_bits:
                 self._rebuild()
                 return
             lo, hi = self._arrays()
@@ -339,6 +354,8 @@ class SimhashIndex:
             found = self._candidates(fp, radius)
         found.sort()
         keys = self._keys
+        if keys is None:
+            return [(i, d) for d, i in found]
         return [(keys[i], d) for d, i in found]
 
     def fingerprint_at(self, position: int) -> int:
@@ -349,7 +366,8 @@ class SimhashIndex:
     def items(self) -> Iterator[tuple[int, int]]:
         """``(key, fingerprint)`` of every stored entry, in insertion order."""
         with self._lock:
-            keys, lo, hi = list(self._keys), list(self._lo), list(self._hi) if self._hi is not None else None
+            lo, hi = list(self._lo), list(self._hi) if self._hi is not None else None
+            keys = list(self._keys) if self._keys is not None else range(len(lo))
         for i, key in enumerate(keys):
             yield key, lo[i] | (hi[i] << 64 if hi is not None else 0)
 
@@ -372,7 +390,7 @@ class SimhashIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the index's arrays (fingerprints, keys, tables)."""
+        """Bytes held by the index's arrays (fingerprints, keys if not positional, tables)."""
         with self._lock:
             total = sum(a.itemsize * len(a) for a in (self._keys, self._lo, self._hi) if a is not None)
             for table in self._tables:
@@ -392,9 +410,11 @@ class SimhashIndex:
             return cls.read_from(f)
 
     def write_to(self, f: BinaryIO) -> None:
-        """Serialize into an open binary file (header, keys, fingerprints, checksum)."""
+        """Serialize into an open binary file (header, keys unless positional, fingerprints, checksum)."""
         with self._lock:
             flags = _FLAG_APPROXIMATE if self.allow_approximate else 0
+            if self._keys is None:
+                flags |= _FLAG_POSITION_KEYS
             header = _HEADER.pack(_MAGIC, _VERSION, self.bits, self.threshold, self.bands, flags, 0, len(self))
             digest = hashlib.blake2b(header, digest_size=16)
             f.write(header)
@@ -415,24 +435,28 @@ class SimhashIndex:
         magic, version, bits, threshold, bands, flags, _, count = _HEADER.unpack(header)
         if magic != _MAGIC:
             raise IndexFileError("not a scrapy-dedup simhash index file")
-        if version != _VERSION:
+        if version not in (1, _VERSION):
             raise IndexFileError(f"simhash index file version {version} is not supported (expected {_VERSION})")
+        positional = version >= 2 and bool(flags & _FLAG_POSITION_KEYS)
         try:
             index = cls(threshold, bands, bits, allow_approximate=bool(flags & _FLAG_APPROXIMATE))
         except ValueError as exc:
             raise IndexFileError(f"simhash index file has invalid parameters: {exc}") from None
         digest = hashlib.blake2b(header, digest_size=16)
         parts = []
-        for dtype in ("<i8", "<u8") + (("<u8",) if bits == 128 else ()):
+        for dtype in (() if positional else ("<i8",)) + ("<u8",) + (("<u8",) if bits == 128 else ()):
             payload = _read_exactly(f, 8 * count)
             digest.update(payload)
             parts.append(np.frombuffer(payload, dtype=dtype))
         if _read_exactly(f, 16) != digest.digest():
             raise IndexFileError("simhash index file is corrupt (checksum mismatch)")
-        index._keys = array("q", parts[0].astype(np.int64).tobytes())
-        index._lo = array("Q", parts[1].astype(np.uint64).tobytes())
+        if not positional:
+            keys = parts.pop(0).astype(np.int64)
+            if not np.array_equal(keys, np.arange(count, dtype=np.int64)):  # a version-1 file may have them
+                index._keys = array("q", keys.tobytes())
+        index._lo = array("Q", parts[0].astype(np.uint64).tobytes())
         if bits == 128:
-            index._hi = array("Q", parts[2].astype(np.uint64).tobytes())
+            index._hi = array("Q", parts[1].astype(np.uint64).tobytes())
         index._check_capacity()
         index._rebuild()
         return index
@@ -455,8 +479,16 @@ class SimhashIndex:
             hi = np.frombuffer(self._hi, dtype=np.uint64) if len(self._hi) else np.zeros(0, np.uint64)
         return lo, hi
 
+    def _extend_keys(self, start: int, keys: list[int]) -> None:
+        """Record the keys of entries ``start, start + 1, ...``: nothing while they are the positions."""
+        if self._keys is None:
+            if keys == list(range(start, start + len(keys))):
+                return
+            self._keys = array("q", np.arange(start, dtype=np.int64).tobytes())  # the positions so far
+        self._keys.extend(keys)
+
     def _check_capacity(self) -> None:
-        if len(self._keys) > _I32_MAX:
+        if len(self._lo) > _I32_MAX:
             raise OverflowError("SimhashIndex holds at most 2**31 - 1 fingerprints")
 
     def _target_head_bits(self, n: int) -> int:
@@ -467,7 +499,7 @@ class SimhashIndex:
         return bits
 
     def _rebuild(self) -> None:
-        self._head_bits = self._target_head_bits(len(self._keys))
+        self._head_bits = self._target_head_bits(len(self._lo))
         self._growable = self._head_bits < 30 and any(t.key_bits > self._head_bits for t in self._tables)
         # numpy views on the array buffers must be released before the arrays grow again
         lo, hi = self._arrays()
@@ -476,10 +508,13 @@ class SimhashIndex:
             table.rebuild(self._head_bits, lo, hi)
 
     def _insert(self, key: int, fp: int) -> None:
-        i = len(self._keys)
+        i = len(self._lo)
         if i >= _I32_MAX:
             raise OverflowError("SimhashIndex holds at most 2**31 - 1 fingerprints")
-        self._keys.append(key)
+        if self._keys is not None:
+            self._keys.append(key)
+        elif key != i:
+            self._extend_keys(i, [key])
         self._lo.append(fp & _M64)
         if self._hi is not None:
             self._hi.append(fp >> 64)
