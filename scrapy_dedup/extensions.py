@@ -64,9 +64,37 @@ class DuplicationReportExtension:
             self.stats.set_value(key, value)
         lines = ["Content layer:"]
         lines += ["  " + line for line in report.to_text().splitlines()]
+        bucket = self._bucket_canary(layer)
+        if bucket:
+            lines.append(f"  WARNING: one index bucket holds {bucket} pages (template canary, see the log)")
         if layer.counts.get("extraction_errors"):
             lines.append(f"  Extraction errors:     {layer.counts['extraction_errors']}")
         return lines
+
+    def _bucket_canary(self, layer: ContentLayer) -> int:
+        """Size of an index bucket far above chance (0 if none): many pages share a fingerprint block.
+
+        Random fingerprints spread evenly over the 2**(bits/bands) keys of a band; a
+        bucket above DEDUP_CANARY_SIZE and 8 times the even share means many pages
+        fingerprint alike: usually boilerplate (a template, a cookie wall) in the text.
+        """
+        index = getattr(layer.store, "index", None)
+        largest = getattr(index, "largest_bucket", None)
+        if largest is None:
+            return 0
+        cfg = layer.cfg
+        size = largest()
+        even_share = len(layer.store) / 2 ** (cfg.fingerprint_bits // cfg.bands)
+        if size <= max(cfg.canary_size, 8 * even_share):
+            return 0
+        self.stats.set_value("dedup/content/largest_bucket", size)
+        logger.warning(
+            "One bucket of the content index holds %d pages (DEDUP_CANARY_SIZE %d): many kept pages "
+            "share a fingerprint block, usually because their text is mostly boilerplate; check "
+            "DEDUP_STRIP_SELECTORS for the site, or audit with DEDUP_CONTENT_ACTION='tag'",
+            size, cfg.canary_size,
+        )
+        return size
 
     def spider_closed(self, spider: "Spider", reason: str) -> None:
         layer = ContentLayer.existing(self.crawler)

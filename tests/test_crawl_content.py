@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 
 import pytest
 import scrapy
@@ -249,3 +250,42 @@ class UpperPipeline:
     def process_item(self, item, spider=None):
         item["upper"] = True
         return item
+
+
+@inlineCallbacks
+def test_template_canaries_warn_on_a_cluster_and_a_bucket_past_the_threshold(caplog):
+    """Pages that are the same apart from a few words of their own: the canaries speak up."""
+    from tests.contentsite import SHARED_DESCRIPTION, template
+
+    # 12 pages that differ by one word: one big near-duplicate cluster, and (kept with
+    # verification off) one bucket of the index holding all of them
+    pages = {f"/t/{i}": Page(template(f"{SHARED_DESCRIPTION} item{i}", title="T")) for i in range(12)}
+    caplog.set_level(logging.INFO)
+    with LocalSite(lambda host, path: pages.get(path)) as site:
+        crawler = yield run_crawl(PageSpider, {**ADDON, "DEDUP_CANARY_SIZE": 5, "DEDUP_CONTENT_ACTION": "log"},
+                                  start_urls=[site.url("shop.test", p) for p in pages])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("cluster" in w and "DEDUP_CANARY_SIZE" in w for w in warnings), warnings
+    assert crawler.stats.get_value("dedup/content/canary_warnings") == 1
+    assert crawler.stats.get_value("dedup/content/largest_cluster") == 12
+
+
+@inlineCallbacks
+def test_bucket_canary_warns_when_kept_pages_crowd_one_index_bucket(caplog):
+    """Templated siblings are kept apart, but their fingerprints crowd one band bucket: warned."""
+    from scrapy_dedup.content.simhash import simhash
+    from scrapy_dedup.content.text import page_text
+    from tests.contentsite import sibling_text, template
+
+    pages = {f"/s/{i}": Page(template(sibling_text(i), title="S")) for i in range(30)}
+    # the fixture's premise: some 16-bit band value is shared by more than 5 of the pages
+    fps = [simhash(page_text(page.body)) for page in pages.values()]
+    assert max(Counter((f >> (16 * b)) & 0xFFFF for f in fps).most_common(1)[0][1] for b in range(4)) > 5
+    caplog.set_level(logging.INFO)
+    with LocalSite(lambda host, path: pages.get(path)) as site:
+        crawler = yield run_crawl(PageSpider, {**ADDON, "DEDUP_CANARY_SIZE": 5},
+                                  start_urls=[site.url("shop.test", p) for p in pages])
+    assert len(crawler.items) == 30  # siblings: all kept
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("bucket of the content index" in w for w in warnings), warnings
+    assert crawler.stats.get_value("dedup/content/largest_bucket") > 5
