@@ -84,9 +84,10 @@ class ResumeSite:
 class FollowSpider(scrapy.Spider):
     name = "faultcrawl"
 
-    def __init__(self, start_url: str = "", parsed_file: str = "", **kwargs: Any):
+    def __init__(self, start_url: str = "", parsed_file: str = "", follow: str = "all", **kwargs: Any):
         super().__init__(**kwargs)
         self.start_url = start_url
+        self.follow = follow  # "all" pages' links, or "index": only the start page's (big pages stay unparsed)
         self.parsed = open(parsed_file, "a", encoding="utf-8") if parsed_file else None  # noqa: SIM115
 
     async def start(self):  # Scrapy >= 2.13
@@ -100,10 +101,14 @@ class FollowSpider(scrapy.Spider):
         if self.parsed is not None:  # every page the spider saw, flushed per line (survives SIGKILL)
             self.parsed.write(response.url + "\n")
             self.parsed.flush()
-        if "/a/" in response.url or "/b/" in response.url:
+        if "/a/" in response.url or "/b/" in response.url or self.follow == "index":
             yield {"url": response.url}
-        for href in response.css("a::attr(href)").getall():
-            yield response.follow(href)
+        if self.follow == "all" or response.url == self.start_url:
+            for href in response.css("a::attr(href)").getall():
+                try:
+                    yield response.follow(href)
+                except ValueError:  # Scrapy refuses some hostile links itself (e.g. "http://[::1")
+                    self.logger.info("Scrapy refused the link %r", href)
 
 
 class KeptItems:
@@ -127,6 +132,16 @@ class KeptItems:
         return item
 
 
+def peak_rss_kb() -> int:
+    """Peak resident memory of this process image (VmHWM: unlike ru_maxrss it does not count the
+    parent's pages the child had between fork and exec)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return -1
+
+
 def main(config_path: str) -> None:
     with open(config_path, encoding="utf-8") as f:
         config = json.load(f)
@@ -147,10 +162,11 @@ def main(config_path: str) -> None:
     def dump_stats(spider, reason):
         with open(config["stats_file"], "w", encoding="utf-8") as out:
             stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
-            json.dump({**stats, "finish_reason": reason}, out)
+            json.dump({**stats, "finish_reason": reason, "peak_rss_kb": peak_rss_kb()}, out)
 
     crawler.signals.connect(dump_stats, signal=signals.spider_closed)
-    process.crawl(crawler, start_url=config["start_url"], parsed_file=config.get("parsed_file", ""))
+    process.crawl(crawler, start_url=config["start_url"], parsed_file=config.get("parsed_file", ""),
+                  **config.get("spider_args", {}))
     process.start()
 
 

@@ -27,7 +27,7 @@ HOST = "127.0.0.1"
 class CrawlProcess:
     """One ``python -m tests.faultcrawl`` run; stderr (the Scrapy log) kept in a file."""
 
-    def __init__(self, tmp: Path, name: str, start_url: str, settings: dict):
+    def __init__(self, tmp: Path, name: str, start_url: str, settings: dict, spider_args: dict | None = None):
         self.dir = tmp
         self.name = name
         self.config = tmp / f"{name}.json"
@@ -37,7 +37,8 @@ class CrawlProcess:
         self.parsed_file = tmp / "parsed.txt"  # shared too
         self.config.write_text(json.dumps({"start_url": start_url, "settings": settings,
                                            "kept_file": str(self.kept_file), "stats_file": str(self.stats_file),
-                                           "parsed_file": str(self.parsed_file)}))
+                                           "parsed_file": str(self.parsed_file),
+                                           "spider_args": spider_args or {}}))
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "CrawlProcess":
