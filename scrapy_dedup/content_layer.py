@@ -173,9 +173,31 @@ class ContentLayer:
                 sketch_size=cfg.sketch_size, verify=verify,
             )
             logger.info("Content index in Redis at %s, key %r", mask_url(cfg.redis_url), key)
+            self._check_redis(store, cfg)
             return store
         return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
                                   sketch_size=cfg.sketch_size, verify=verify)
+
+    @staticmethod
+    def _check_redis(store: Any, cfg: DedupSettings) -> None:
+        """Refused credentials or TLS fail at start-up (masked); an unreachable server only logs.
+
+        The content index fails open (pages kept unchecked while Redis is away), so a
+        server that is down at start is an outage like any other, not a start-up error.
+        """
+        from scrapy_dedup.dupefilters import RedisStartupError
+        from scrapy_dedup.redis_policy import describe, is_transient, secrets_of
+
+        secrets = secrets_of(cfg.redis_url, cfg.redis_params)
+        try:
+            store.index.client.ping()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise RedisStartupError(
+                    f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, secrets)}); "
+                    "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+            logger.error("Content index: Redis at %s is unreachable at start (%s); pages are kept "
+                         "unchecked until it is back", mask_url(cfg.redis_url), describe(exc, secrets))
 
     def _spider_opened(self, spider) -> None:
         if self.cfg.content_backend == "memory" and self._jobdir:

@@ -101,6 +101,26 @@ def test_password_never_reaches_logs_or_stats_even_through_an_outage(password_re
 @pytest.mark.redis
 @pytest.mark.crawl
 @inlineCallbacks
+def test_a_wrong_password_for_the_content_index_alone_stops_the_start_up(password_redis, caplog):
+    """Only the content index in Redis (the dupefilter stays local): refused credentials still fail at start."""
+    caplog.set_level(logging.DEBUG)
+    wrong = "Wr0ng-Pa55-" + PASSWORD[::-1]
+    url = f"redis://:{wrong}@127.0.0.1:{password_redis.port}/0"
+    settings = {"ADDONS": {"scrapy_dedup.Addon": 0}, "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": url}
+    with LocalSite(LinkedSite(pages=3, near=0)) as site:
+        with pytest.raises(RedisStartupError) as info:
+            yield run_crawl(LinkedSpider, settings, start_urls=[site.url("site.test")])
+        assert not site.hits
+    message = str(info.value)
+    assert "content index" in message and "redis://:***@127.0.0.1" in message
+    for secret in (wrong, PASSWORD):
+        assert secret not in message
+        assert secret not in everything_logged(caplog)
+
+
+@pytest.mark.redis
+@pytest.mark.crawl
+@inlineCallbacks
 def test_a_wrong_password_stops_the_start_up_with_a_clear_error_without_the_password(password_redis, caplog):
     caplog.set_level(logging.DEBUG)
     wrong = "Wr0ng-Pa55-" + PASSWORD[::-1]
