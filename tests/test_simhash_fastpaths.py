@@ -67,11 +67,11 @@ def test_vote_is_the_bitwise_majority(size):
     assert S._vote(hashes) == ref_vote(hashes)
 
 
-def test_vote_integer_path_agrees_with_the_float_path(monkeypatch):
+def test_vote_blocked_path_agrees_with_the_one_product_path(monkeypatch):
     rng = np.random.default_rng(7)
     hashes = rng.integers(0, 2**64 - 1, size=999, dtype=np.uint64, endpoint=True)
     float_result = S._vote(hashes)
-    monkeypatch.setattr(S, "_EXACT_FLOAT32", 10)  # force the integer reduction used for huge pages
+    monkeypatch.setattr(S, "_VOTE_CHUNK", 10)  # force the blocked sums used for long pages (last block partial)
     assert S._vote(hashes) == float_result == ref_vote(hashes)
 
 
