@@ -94,6 +94,12 @@ class NearDuplicatePipeline:
         verdict = self._verdict(item)
         if verdict is None or verdict.kind not in ("exact", "near"):
             return item
+        if verdict.kept_url == verdict.url:
+            # The same URL fetched again (a dont_filter request, a page in flight when a
+            # crawl was killed): whether the first fetch's item was stored is unknown, so
+            # the item is kept rather than risk losing it. The page still counts as redundant.
+            self.stats.inc_value("dedup/items/refetch_kept")
+            return item
         self.stats.inc_value(f"dedup/items/{verdict.kind}_duplicates")
         if self.action == "drop":
             cls = ExactDuplicateItem if verdict.kind == "exact" else NearDuplicateItem
