@@ -75,7 +75,7 @@ class DustLearningMiddleware:
     def __init__(self, crawler: Crawler):
         cfg = read_settings(crawler.settings)
         if not cfg.enabled or not cfg.dust_learn:
-            raise NotConfigured("DEDUP_DUST_LEARN is off")
+            raise NotConfigured  # off: no message, so Scrapy does not log a warning
         fingerprinter = getattr(crawler, "request_fingerprinter", None)
         canonicalizer = getattr(fingerprinter, "canonicalizer", None)
         if canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
