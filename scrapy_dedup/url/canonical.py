@@ -491,13 +491,14 @@ class Canonicalizer:
         plan = self._single or self._plans.lookup(host)
         fired: list[str] | None = None
 
-        # --- 2. DUST rules of the host (scrapy_dedup.url.dust): one dict lookup for hosts without rules
+        # --- 2. DUST rules of the host (scrapy_dedup.url.dust): one dict lookup for hosts without rules;
+        # on a host with rules, URLs that no rule can match pay one cheap gate (HostRules.changes -> None)
         if plan.dust is not None:
             host_rules = plan.dust.by_host.get(host)
             if host_rules is not None:
-                old_query = query or ""
-                new_path, new_query = host_rules.apply(path, old_query)
-                if new_path != path or new_query != old_query:
+                changed = host_rules.changes(path, query or "")
+                if changed is not None:
+                    new_path, new_query = changed
                     if new_path != path:  # a hand-written rule may bring unescaped text or dot segments
                         path = _normalize_escapes(new_path)
                         if _has_dot_segment(path):

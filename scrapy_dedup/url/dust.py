@@ -305,7 +305,8 @@ class HostRules:
 
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
-                 "_head_match", "_tail_match", "_root_sub", "apply", "_once")
+                 "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
+                 "_once")
 
     def __init__(self, host: str, rules: Sequence[DustRule]):
         self.host = host
@@ -353,26 +354,63 @@ class HostRules:
         if root_default:
             alternatives.append(_trie_pattern(root_default))
         self._root_sub = (re.compile(f"(?:^|&)(?:{'|'.join(alternatives)})(?=&|$)").sub if alternatives else None)
+        self._root_alternatives = tuple(alternatives)
         narrow = {n for n, rs in self._params.items() if n not in root_drop and any(p != "/" for p, _ in rs)}
         names = _trie_pattern(narrow)
         self._param_search = re.compile(f"(?:^|&)(?:{names})(?:=|&|$)").search if narrow else None
+        self._narrow = frozenset(narrow)
 
         #: apply(path, query) -> (path, query): the rules to a fixed point; query without "?" ('' when none)
-        self.apply = self._compile()
+        #: changes(path, query) -> (path, query) or None: the same, None when no rule fires (the hot path's form)
+        self.apply, self.changes = self._compile()
 
-    def _compile(self) -> Any:
-        """The rules as one closure over local names (no attribute lookups on the hot path)."""
+    def _compile(self) -> tuple[Any, Any]:
+        """The rules as two closures over local names (no attribute lookups on the hot path).
+
+        ``changes`` opens with a gate: for each rule family one cheap test that is true whenever a
+        rule of that family fires (a set lookup of the path's first or last characters, a substring
+        test, one regex search of the query for the parameter rules that can apply under this path).
+        Most URLs of a host with rules pass none and cost only the gate. ``once`` is one pass of every
+        rule, each family behind the same test.
+        """
         segment_search, drops_segment = self._segment_search, self._drops_segment
+        segment_literal = _required_literal([r.shape for r in self.rules if r.kind == "drop_segment"])
         lowercase = self._lowercase
         root_sub, param_search, params = self._root_sub, self._param_search, self._params
-        q2p = self._q2p or None
-        head_match, heads = self._head_match, self._heads
-        tail_match, tails = self._tail_match, self._tails
-        head_literals = tuple(heads)  # str.startswith/endswith over a tuple: one C call, no allocation
-        tail_literals = tuple(t[::-1] for t in tails)
+        alternatives, narrow = list(self._root_alternatives), self._narrow
+        # the query's parameter rules. Under "/" they are exact in ``root_gate`` (a default of "" also lets
+        # a bare ``name`` through: the loop of ``once`` drops it when it runs). A parameter with a rule
+        # under a narrower prefix is found by name, and only on paths that start like one of those
+        # prefixes, unless one of its rules is under "/" or a bare ``name`` may be dropped: then everywhere.
+        bare = sorted({n for n, rs in params.items() for p, d in rs if p == "/" and d == ""})
+        if bare:
+            alternatives.append(_trie_pattern(bare))
+        root_alternatives = "|".join(f"(?:{a})" for a in alternatives)
+        root_gate = re.compile(f"&(?:{root_alternatives})(?=&|$)").search if alternatives else None
+        narrow_prefixes = {p for n in narrow for p, _ in params[n]}
+        narrow_everywhere = "/" in narrow_prefixes
+        narrow_loop_everywhere = narrow_everywhere or bool(bare)
+        narrow_len = min(map(len, narrow_prefixes)) if narrow_prefixes and not narrow_everywhere else 0
+        narrow_starts = frozenset(p[:narrow_len] for p in narrow_prefixes)
+        narrow_alternative = f"(?:{_trie_pattern(narrow)})(?=[=&]|$)" if narrow else ""
+        param_gate = (re.compile(f"&(?:(?:{root_alternatives})(?=&|$)|{narrow_alternative})").search
+                      if alternatives and narrow else
+                      re.compile(f"&{narrow_alternative}").search if narrow else None)
+        # query_to_path: path -> [(param, "param=", value matcher, template head, template tail)]; a rule
+        # needs its parameter with a value, so the gate looks for "&param=" in "&" + query
+        q2p = {path: [(c[0], c[0] + "=", *c[1:]) for c in cands] for path, cands in self._q2p.items()} or None
+        q2p_keys = {path: tuple(f"&{c[0]}=" for c in cands) for path, cands in self._q2p.items()} or None
+        # substitutions: the first (last) characters of the path, as many as the shortest literal has
+        heads, tails = self._heads, self._tails
+        head_match, tail_match = self._head_match, self._tail_match
+        head_len = min(map(len, heads)) if heads else 0
+        head_starts = frozenset(h[:head_len] for h in heads)
+        tail_len = min(map(len, tails)) if tails else 0
+        tail_ends = frozenset(t[::-1][-tail_len:] for t in tails)
 
         def once(path: str, query: str) -> tuple[str, str]:
-            if segment_search is not None and segment_search(path) is not None:
+            if segment_search is not None and (segment_literal is None or segment_literal in path) \
+                    and segment_search(path) is not None:
                 segs = path.split("/")
                 kept = [s for s in segs[1:-1] if not drops_segment(path, s)]
                 if len(kept) != len(segs) - 2:
@@ -384,7 +422,9 @@ class HostRules:
                     stripped = root_sub("", query)
                     if stripped != query:
                         query = stripped[1:] if stripped[:1] == "&" and query[:1] != "&" else stripped
-                if query and param_search is not None and param_search(query) is not None:
+                if query and param_search is not None and (
+                        narrow_loop_everywhere or path[:narrow_len] in narrow_starts) \
+                        and param_search(query) is not None:
                     kept_parts = []
                     for part in query.split("&"):
                         name, _, value = part.partition("=")
@@ -397,8 +437,8 @@ class HostRules:
                     candidates = q2p.get(path)
                     if candidates:
                         parts = query.split("&")
-                        for param, match, head, tail in candidates:
-                            found = [i for i, part in enumerate(parts) if _param_name(part) == param]
+                        for param, key, match, head, tail in candidates:
+                            found = [i for i, part in enumerate(parts) if part == param or part.startswith(key)]
                             if len(found) == 1:
                                 value = parts[found[0]].partition("=")[2]
                                 if match(value):
@@ -406,31 +446,57 @@ class HostRules:
                                     del parts[found[0]]
                                     query = "&".join(parts)
                                     break
-            if head_match is not None and path.startswith(head_literals):
-                found = head_match(path)
+            if head_len and path[:head_len] in head_starts:
+                found = head_match(path)  # type: ignore[misc]
                 if found is not None:
                     old = found.group()
                     path = heads[old] + path[len(old):]
-            if tail_match is not None and path.endswith(tail_literals):
-                found = tail_match(path[::-1])
+            if tail_len and path[-tail_len:] in tail_ends:
+                found = tail_match(path[::-1])  # type: ignore[misc]
                 if found is not None and found.end() < len(path):
                     old = found.group()
                     path = path[: len(path) - len(old)] + tails[old]
             return path, query
 
-        def apply(path: str, query: str) -> tuple[str, str]:
+        def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
+            """The rules to a fixed point (at most ``passes`` passes); None when the URL comes out unchanged."""
+            # --- the gate
+            if not ((segment_search is not None and (segment_literal is None or segment_literal in path)
+                     and segment_search(path) is not None)
+                    or (lowercase and (path != path.lower() or "%" in path))
+                    or (head_len and path[:head_len] in head_starts)
+                    or (tail_len and path[-tail_len:] in tail_ends)):
+                if not query:
+                    return None
+                amp_query = "&" + query
+                if narrow_everywhere or (narrow_len and path[:narrow_len] in narrow_starts):
+                    hit = param_gate(amp_query) is not None  # type: ignore[misc]
+                else:
+                    hit = root_gate is not None and root_gate(amp_query) is not None
+                if not hit:
+                    keys = q2p_keys.get(path) if q2p_keys is not None else None
+                    if keys is None:
+                        return None
+                    for key in keys:
+                        if key in amp_query:
+                            break
+                    else:
+                        return None
+            # --- a rule may fire: one pass, then again on its result while passes are left
             new_path, new_query = once(path, query)
+            if passes > 1 and (new_path != path or new_query != query):
+                again = changes(new_path, new_query, passes - 1)  # None: the result is a fixed point
+                if again is not None:
+                    new_path, new_query = again
             if new_path == path and new_query == query:
-                return path, query
-            for _ in range(MAX_PASSES - 1):  # to a fixed point: rules compose
-                path, query = new_path, new_query
-                new_path, new_query = once(path, query)
-                if new_path == path and new_query == query:
-                    break
+                return None
             return new_path, new_query
 
+        def apply(path: str, query: str) -> tuple[str, str]:
+            return changes(path, query) or (path, query)
+
         self._once = once
-        return apply
+        return apply, changes
 
     def _drops_segment(self, path: str, segment: str) -> bool:
         if not self._segment_prefixes:
@@ -439,6 +505,18 @@ class HostRules:
 
     def fired(self, path: str, query: str) -> bool:
         return self.apply(path, query) != (path, query)
+
+
+def _required_literal(shapes: Sequence[str]) -> str | None:
+    """A literal every path holding a segment of one of ``shapes`` contains (``(S(`` for ``(S(<alnum:24>))``).
+
+    None when there are several shapes or the shape has no literal of two characters or more: the
+    segment regex is then searched on every path.
+    """
+    if len(shapes) != 1:
+        return None
+    literals = [piece for piece in _TOKEN.split(shapes[0])[::3] if len(piece) >= 2]
+    return max(literals, key=len) if literals else None
 
 
 def _trie_pattern(words: Iterable[str]) -> str:
@@ -632,8 +710,6 @@ class RuleSet:
             raise DustRulesError(f"{source}: cannot read DUST rules file: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise DustRulesError(f"{source}: not valid JSON: {exc}") from None
-        except RecursionError:
-            raise DustRulesError(f"{source}: not valid JSON: nested too deeply") from None
         return cls.from_json(data, source)
 
     @classmethod
