@@ -710,6 +710,8 @@ class RuleSet:
             raise DustRulesError(f"{source}: cannot read DUST rules file: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise DustRulesError(f"{source}: not valid JSON: {exc}") from None
+        except RecursionError:
+            raise DustRulesError(f"{source}: not valid JSON: nested too deeply") from None
         return cls.from_json(data, source)
 
     @classmethod
