@@ -162,3 +162,31 @@ def test_core_imports_nothing_from_scrapy():
         "assert not [m for m in sys.modules if m == 'scrapy' or m.startswith('scrapy.')], 'scrapy imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_store_file_v3_checksums_the_whole_file_and_v2_files_still_load(tmp_path):
+    """Version 3 adds a CRC-32 over everything; a version 2 file (same body, no trailer) still loads."""
+    import struct
+
+    from scrapy_dedup.content.engine import _STORE_HEADER
+    from scrapy_dedup.content.index import IndexFileError
+
+    dedup = ContentDeduplicator.in_memory()
+    for i in range(5):
+        dedup.check(f"https://a.test/{i}", " ".join(f"word{i}x{j}" for j in range(60)))
+    path = tmp_path / "store.idx"
+    dedup.store.save(path)
+    data = path.read_bytes()
+    magic, version, *rest = _STORE_HEADER.unpack(data[: _STORE_HEADER.size])
+    assert version == 3
+    # a flipped bit in the URLs (outside the index's own checksum) is refused
+    bad = bytearray(data)
+    bad[_STORE_HEADER.size + 4 * 5 + 3] ^= 0x01
+    path.write_bytes(bytes(bad))
+    with pytest.raises(IndexFileError, match="checksum"):
+        MemoryContentStore.load(path)
+    # the same body as version 2, without the trailer
+    v2 = _STORE_HEADER.pack(magic, 2, *rest) + data[_STORE_HEADER.size : -4]
+    path.write_bytes(v2)
+    loaded = MemoryContentStore.load(path)
+    assert len(loaded) == 5 and loaded.url(0) == "https://a.test/0"

@@ -144,8 +144,6 @@ def test_every_truncation_of_a_content_checkpoint_is_refused(tmp_path, cut):
     assert not isinstance(caught.value, (MemoryError, RecursionError))
 
 
-@pytest.mark.xfail(strict=True, reason="MemoryContentStore's file checksums only its SimhashIndex part: a flipped "
-                   "byte in the URLs, exact hashes or sketches loads silently (reported to the content engine's owner)")
 def test_a_flipped_byte_anywhere_in_a_content_checkpoint_is_refused(tmp_path):
     path = _saved_store(tmp_path)
     data = path.read_bytes()

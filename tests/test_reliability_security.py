@@ -408,14 +408,10 @@ def test_every_file_the_suite_writes_follows_the_umask(umask, tmp_path, capsys):
     print(f"\n[reliability] umask {umask:03o}: " + ", ".join(f"{n}={m:03o}" for n, m in modes.items()))
     assert {n: oct(m) for n, m in modes.items() if m & stat.S_IWOTH} == {}  # never world-writable
     assert {n: oct(m) for n, m in modes.items() if m & ~allowed} == {}  # never more than the umask allows
-    # the user's umask decides (a checkpoint the user's group may read when the umask says so); the content
-    # index checkpoint is the known exception, tested apart below
-    ours = {n: m for n, m in modes.items() if n != "job/dedup-content.idx"}
-    assert {n: oct(m) for n, m in ours.items() if m != allowed} == {}
+    # the user's umask decides (a checkpoint the user's group may read when the umask says so)
+    assert {n: oct(m) for n, m in modes.items() if m != allowed} == {}
 
 
-@pytest.mark.xfail(strict=True, reason="content/index.py writes its checkpoint through tempfile.mkstemp, which "
-                                       "creates 0600 whatever the umask (safe, but a umask of 022 is not honoured)")
 def test_content_index_checkpoint_follows_a_permissive_umask(tmp_path):
     from scrapy_dedup.content.engine import MemoryContentStore
 

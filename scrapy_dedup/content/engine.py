@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 import threading
 from dataclasses import dataclass
 from typing import BinaryIO, Literal, Protocol, Tuple, Union, runtime_checkable
@@ -130,7 +131,29 @@ class ContentStore(Protocol):
 
 
 _STORE_MAGIC = b"SDSTORE\x00"
-_STORE_VERSION = 2  # 2: sketches after the index (version 1 files load, without sketches)
+_STORE_VERSION = 3  # 2: sketches after the index; 3: a CRC-32 of everything before it at the end
+# (versions 1 and 2 still load: 1 without sketches, both without the whole-file check)
+
+
+class _Crc32Stream:
+    """Passes reads or writes through to ``f`` and keeps the CRC-32 of the bytes seen.
+
+    The index part of the file has its own checksum; this one covers the URLs, exact
+    hashes and sketches too, so a flipped bit anywhere is refused, not loaded.
+    """
+
+    def __init__(self, f: BinaryIO):
+        self.f = f
+        self.crc = 0
+
+    def write(self, data: bytes) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        return self.f.write(data)
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.f.read(size)
+        self.crc = zlib.crc32(data, self.crc)
+        return data
 _STORE_HEADER = struct.Struct("<8sHHQQ")  # magic, version, reserved, pages, url bytes
 # then: uint32 length of each URL, the URLs (UTF-8), 16-byte exact hash per page, the SimhashIndex,
 # (version 2) uint32 sketch size (0: no sketches) and the SketchStore
@@ -234,7 +257,8 @@ class MemoryContentStore:
         """Write URLs, exact hashes, the index and the sketches to ``path`` atomically (for resumed crawls)."""
         _atomic_write(path, self._write_to)
 
-    def _write_to(self, f: BinaryIO) -> None:
+    def _write_to(self, raw: BinaryIO) -> None:
+        f = _Crc32Stream(raw)
         with self._lock:
             by_id = [b""] * len(self._urls)
             for digest, page_id in self._exact.items():
@@ -252,6 +276,7 @@ class MemoryContentStore:
             f.write(struct.pack("<I", self.sketch_size))
             if self.sketches is not None:
                 self.sketches.write_to(f)
+            raw.write(struct.pack("<I", f.crc))
 
     def load_into(self, path: str | os.PathLike) -> None:
         """Replace this store's contents by the store saved at ``path`` (resuming a crawl).
@@ -285,11 +310,12 @@ class MemoryContentStore:
 
         ``verify`` is the rule of the returned store when the file holds sketches.
         """
-        with open(path, "rb") as f:
+        with open(path, "rb") as fh:
+            f = _Crc32Stream(fh)
             magic, version, _, pages, url_bytes = _STORE_HEADER.unpack(_read_exactly(f, _STORE_HEADER.size))
             if magic != _STORE_MAGIC:
                 raise IndexFileError("not a scrapy-dedup content store file")
-            if version not in (1, _STORE_VERSION):
+            if version not in (1, 2, _STORE_VERSION):
                 raise IndexFileError(f"content store file version {version} is not supported")
             lengths = np.frombuffer(_read_exactly(f, 4 * pages), dtype="<u4")
             if int(lengths.sum()) != url_bytes:
@@ -309,7 +335,12 @@ class MemoryContentStore:
                         raise IndexFileError(f"content store file is corrupt (sketches: {exc})") from None
                     if sketches.size != size:
                         raise IndexFileError("content store file is corrupt (sketch size)")
-            if f.read(1):
+            if version >= 3:
+                expected = f.crc
+                (stored,) = struct.unpack("<I", _read_exactly(fh, 4))
+                if stored != expected:
+                    raise IndexFileError("content store file is corrupt (checksum mismatch)")
+            if fh.read(1):
                 raise IndexFileError("content store file has trailing data")
         if len(urls) != pages or len(index) != pages or (sketches is not None and len(sketches) != pages):
             raise IndexFileError("content store file is inconsistent (page counts differ)")
