@@ -50,7 +50,6 @@ import hashlib
 import logging
 import statistics
 import os
-import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -61,11 +60,11 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 import quality_corpus as qc  # noqa: E402
+from textbook import textbook_fingerprint, word_shingles  # noqa: E402
 
 # A decider takes (url, html) and returns the url of the kept page it duplicates, or None.
 Decider = Callable[[str, bytes], Optional[str]]
 
-_WORD = re.compile(r"\w+")
 
 
 # -- text front ends ---------------------------------------------------------------------------
@@ -91,11 +90,6 @@ def our_text(html: bytes) -> str:
     return page_text(html)
 
 
-def word_shingles(text: str, k: int = 5) -> list[str]:
-    words = _WORD.findall(text.lower())
-    if len(words) < k:
-        return [" ".join(words)] if words else []
-    return [" ".join(words[i:i + k]) for i in range(len(words) - k + 1)]
 
 
 # -- deciders ----------------------------------------------------------------------------------
@@ -171,20 +165,6 @@ def datasketch_decider(text_fn: Callable[[bytes], str], label: str,
     return decide, f"datasketch MinHashLSH 128p t={threshold} [{label}]"
 
 
-def textbook_fingerprint(text: str) -> int:
-    counts = [0] * 64
-    for shingle in word_shingles(text):
-        h = int.from_bytes(hashlib.md5(shingle.encode("utf-8")).digest()[:8], "big")
-        for i in range(64):
-            if (h >> i) & 1:
-                counts[i] += 1
-            else:
-                counts[i] -= 1
-    fp = 0
-    for i in range(64):
-        if counts[i] > 0:
-            fp |= 1 << i
-    return fp
 
 
 def textbook_decider(text_fn: Callable[[bytes], str], label: str) -> tuple[Decider, str]:

@@ -37,7 +37,6 @@ import itertools
 import json
 import os
 import random
-import re
 import resource
 import subprocess
 import sys
@@ -49,8 +48,11 @@ from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
 
-_WORD = re.compile(r"\w+")
+from textbook import textbook_fingerprint  # noqa: E402
+from textbook import word_shingles as shingles  # noqa: E402
+
 
 
 # -- the generated dump ----------------------------------------------------------------------------
@@ -155,27 +157,8 @@ def naive_text(html: str) -> str:
     return " ".join(doc.text_content().split())
 
 
-def shingles(text: str, k: int = 5) -> list[str]:
-    words = _WORD.findall(text.lower())
-    if len(words) < k:
-        return [" ".join(words)] if words else []
-    return [" ".join(words[i:i + k]) for i in range(len(words) - k + 1)]
 
 
-def textbook_fingerprint(text: str) -> int:
-    counts = [0] * 64
-    for shingle in shingles(text):
-        h = int.from_bytes(hashlib.md5(shingle.encode("utf-8")).digest()[:8], "big")
-        for i in range(64):
-            if (h >> i) & 1:
-                counts[i] += 1
-            else:
-                counts[i] -= 1
-    fp = 0
-    for i in range(64):
-        if counts[i] > 0:
-            fp |= 1 << i
-    return fp
 
 
 class TextbookIndex:

@@ -166,8 +166,6 @@ def test_core_imports_nothing_from_scrapy():
 
 def test_store_file_v3_checksums_the_whole_file_and_v2_files_still_load(tmp_path):
     """Version 3 adds a CRC-32 over everything; a version 2 file (same body, no trailer) still loads."""
-    import struct
-
     from scrapy_dedup.content.engine import _STORE_HEADER
     from scrapy_dedup.content.index import IndexFileError
 

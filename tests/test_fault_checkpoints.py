@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import shutil
 
 import pytest
 from pytest_twisted import inlineCallbacks

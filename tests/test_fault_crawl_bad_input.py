@@ -10,7 +10,6 @@ duplicate), and the crawl's peak memory stays far below what parsing 50 MB would
 from __future__ import annotations
 
 import logging
-import os
 import random
 
 import pytest

@@ -96,7 +96,7 @@ def load(driver, path: Path) -> None:
 
 def test_report_renders_and_shows_the_numbers(browser, tmp_path, capsys):
     known = KnownDump(tmp_path)
-    html, js = tmp_path / "audit.html", tmp_path / "numbers.json"
+    html = tmp_path / "audit.html"
     assert main(["report", str(known.path), "--html", str(html), "--json"]) == 0
     numbers = json.loads(capsys.readouterr().out)["numbers"]
     load(browser, html)

@@ -52,10 +52,10 @@ the crawl's quiet periods (as for the dupefilters' ``DEDUP_REDIS_TTL``).
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, Optional, Union
+from typing import Any, Optional, Union
 
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
-from scrapy_dedup.redis_conn import connect, mask_url
+from scrapy_dedup.redis_conn import connect
 
 Key = Union[str, int]
 
