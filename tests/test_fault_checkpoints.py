@@ -75,7 +75,9 @@ def test_damaged_content_checkpoint_is_logged_counted_kept_aside_and_the_crawl_g
     kept_aside = list(second_dir.glob("dedup-content.idx.corrupt-*"))
     assert len(kept_aside) == 1 and str(kept_aside[0]) in message
     # The fallback: an empty index, so every original is kept again; near duplicates within the run are still caught.
-    assert sorted(item["url"] for item in crawler.items) == sorted(site.url(HOST, p) for p in design.originals)
+    # (one page of each original/near-duplicate pair, whichever the crawl met first)
+    assert sorted(item["url"].replace("/b/", "/a/") for item in crawler.items) \
+        == sorted(site.url(HOST, p) for p in design.originals)
     # And the new checkpoint is whole again.
     assert len(MemoryContentStore.load(second_dir / "dedup-content.idx")) >= len(design.originals)
 
