@@ -383,6 +383,7 @@ def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, ins
     for src in available:
         originals = distinct_originals(source_files(src, max_bytes), per_source, rng)
         host = f"{src.name}.example.test"
+        used_donors: set[tuple[str, ...]] = set()
         for i, (path, html) in enumerate(originals):
             group += 1
             rel = os.path.relpath(path, src.pattern.split("*")[0])
@@ -393,9 +394,16 @@ def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, ins
                     continue
                 url = f"https://{host}/{rel}?utm_source=news&utm_medium={kind}&ref={i}"
                 pages.append(Page(url, dup, group, kind, src.name))
-            donor_path, donor_html = originals[(i + 1 + rng.randrange(len(originals) - 1)) % len(originals)] \
-                if len(originals) > 1 else (path, html)
-            sib = make_sibling(html, donor_paragraphs(donor_html, rng)) if donor_path != path else None
+            # A sibling must differ from every other sibling too: two siblings given the same
+            # donor text would be one page twice (a near duplicate, not a hard negative).
+            sib = None
+            for _ in range(5 if len(originals) > 1 else 0):
+                donor_path, donor_html = originals[(i + 1 + rng.randrange(len(originals) - 1)) % len(originals)]
+                donor = donor_paragraphs(donor_html, rng)
+                if donor and tuple(donor) not in used_donors:
+                    used_donors.add(tuple(donor))
+                    sib = make_sibling(html, donor)
+                    break
             if sib is not None:
                 group += 1
                 pages.append(Page(f"https://{host}/sibling/{rel}", sib, group, "sibling", src.name))
