@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from scrapy_dedup._batching import batches
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLine, BadLines, DumpError, FieldNames, PageRecord, open_dump, \
     parse_record, read_lines
@@ -96,27 +97,16 @@ def _work(batch: list) -> list:
     return _WORKER.process_batch(batch)
 
 
-def _batches(lines: Iterable[tuple[int, bytes]], size: int) -> Iterator[list]:
-    batch: list = []
-    for item in lines:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int) -> Iterator[list]:
     """Processed batches in dump order; bounded look-ahead with workers."""
     if jobs <= 1:
         worker = PageWorker(cfg)
-        for batch in _batches(lines, BATCH_LINES):
+        for batch in batches(lines, BATCH_LINES):
             yield worker.process_batch(batch)
         return
     with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(cfg,)) as pool:
         pending: deque = deque()
-        for batch in _batches(lines, BATCH_LINES):
+        for batch in batches(lines, BATCH_LINES):
             pending.append(pool.submit(_work, batch))
             if len(pending) >= 2 * jobs:
                 yield pending.popleft().result()

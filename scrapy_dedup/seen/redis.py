@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 import struct
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from scrapy_dedup._batching import batches
 from scrapy_dedup.seen.base import (
     DIGEST_LENGTHS,
     SeenSet,
@@ -128,17 +129,6 @@ class _RedisStore(SeenSet):
         self.cache.clear()
 
 
-def _batches(items: Iterable[bytes], size: int = BATCH_SIZE) -> Iterator[list[bytes]]:
-    batch: list[bytes] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 class RedisSeenSet(_RedisStore):
     """An exact set in one Redis key: 20-byte binary members, one ``SADD`` per new key.
 
@@ -166,7 +156,7 @@ class RedisSeenSet(_RedisStore):
     def add_many(self, keys: Iterable[bytes]) -> list[bool]:
         """One pipelined round trip per batch of keys; keeps the order of ``keys``."""
         result: list[bool] = []
-        for batch in _batches(keys):
+        for batch in batches(keys, BATCH_SIZE):
             pipe = self.client.pipeline(transaction=False)
             for key in batch:
                 pipe.sadd(self.key, key)
@@ -179,7 +169,7 @@ class RedisSeenSet(_RedisStore):
 
     def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
         result: list[bool] = []
-        for batch in _batches(keys):
+        for batch in batches(keys, BATCH_SIZE):
             pipe = self.client.pipeline(transaction=False)
             for key in batch:
                 pipe.sismember(self.key, key)
@@ -420,7 +410,7 @@ class RedisBloomSeenSet(_RedisStore):
         if not self._prepared:
             self.prepare()
         result: list[bool] = []
-        for batch in _batches(keys):
+        for batch in batches(keys, BATCH_SIZE):
             groups = self._by_shard(batch)
             pipe = self.client.pipeline(transaction=False)
             for shard_key, (_, packed) in groups.items():
