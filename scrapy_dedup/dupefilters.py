@@ -330,8 +330,16 @@ class _RedisDupeFilter(_SeenDupeFilter):
             self._start()
         if fingerprint in self._unconfirmed or fingerprint in self.store.cache:
             return False  # known here without asking Redis (and no sign of whether Redis is up)
+        errors_before = self.policy.errors
         try:
             new = self._redis(self.store.add, fingerprint)
+            if not new and self.policy.errors != errors_before:
+                # An attempt failed before this answer: it may have reached Redis and added the key
+                # before the reply was lost, so "seen" may be our own first attempt. Fetch it: a
+                # possible duplicate fetch during an outage, never a page lost to it.
+                new = True
+                if self.stats is not None:
+                    self.stats.inc_value("dedup/redis/retried_seen_kept")
         except RedisUnavailable:
             self._unconfirmed.add(fingerprint)
             if self.stats is not None:

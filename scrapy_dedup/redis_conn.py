@@ -73,3 +73,101 @@ def connect(url: str, params: dict[str, Any] | None = None) -> Any:
     params.setdefault("health_check_interval", 30)
     validate_url(url)
     return cls.from_url(url, **params)
+
+
+# --- a fast lane for the per-request command ----------------------------------------------
+
+def bulk(value: bytes) -> bytes:
+    """One RESP bulk string."""
+    return b"$%d\r\n%s\r\n" % (len(value), value)
+
+
+def command_prefix(*fixed: bytes | str | int, trailing: int = 1) -> bytes:
+    """The RESP encoding of a command's first arguments, ``trailing`` more bulk strings to follow.
+
+    A per-request command such as ``SADD key <fingerprint>`` only changes in its
+    last argument, so its head is encoded once: ``prefix + bulk(fingerprint)``.
+    """
+    parts = [b"*%d\r\n" % (len(fixed) + trailing)]
+    for arg in fixed:
+        if isinstance(arg, int):
+            arg = str(arg)
+        parts.append(bulk(arg.encode() if isinstance(arg, str) else arg))
+    return b"".join(parts)
+
+
+class PinnedConnection:
+    """One connection taken from a ``redis.Redis`` client's pool and kept, for pre-encoded commands.
+
+    Why: a dupefilter sends one command per new request and waits for the
+    answer. redis-py spends 40-100 µs of Python per command (pool checkout,
+    argument encoding, its retry wrapper, response callbacks, observability
+    hooks) where the loopback round trip itself costs 10-20 µs; most of a
+    Redis dupefilter's time went there (``benchmarks/bench_seen.py``). This
+    sends bytes encoded once (:func:`command_prefix`) on one connection and
+    reads the reply with the connection's own parser; everything else (AUTH,
+    TLS, unix sockets, ``SELECT``, health checks, reconnecting after an error)
+    is still the connection's own code.
+
+    A connection the server has closed meanwhile (a restart, ``CLIENT KILL``,
+    an idle ``timeout``) is noticed *before* the command is sent (the socket
+    reads as closed) and replaced, so such a command is never half-done. What
+    it does not do is retry after sending: a command may have run even though
+    its reply was lost, so the error is raised as redis-py's exception (the
+    connection is dropped, the next call reconnects) and the caller's policy
+    (:mod:`scrapy_dedup.redis_policy`) decides. Clients without
+    a plain connection pool (``RedisCluster``) get ``None`` from :meth:`of`
+    and keep using their commands. Calls are serialized by a lock, so sharing a
+    store between threads is safe, if not parallel.
+    """
+
+    def __init__(self, pool: Any):
+        import threading
+
+        from redis.exceptions import ConnectionError as RedisConnectionError
+
+        self._closed_error = RedisConnectionError
+        self.pool = pool
+        self._conn: Any = None
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, client: Any) -> "PinnedConnection | None":
+        """A pinned connection for ``client``, or ``None`` where it has no plain connection pool."""
+        pool = getattr(client, "connection_pool", None)
+        if pool is None or not hasattr(pool, "get_connection") or not hasattr(pool, "release"):
+            return None
+        return cls(pool)
+
+    def _connection(self) -> Any:
+        import os
+
+        if self._conn is None or self._pid != os.getpid():  # after a fork, the parent's socket is not ours
+            self._conn = None
+            try:
+                conn = self.pool.get_connection()
+            except TypeError:  # redis-py < 5.3 wants a command name
+                conn = self.pool.get_connection("_")
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def execute(self, command: bytes) -> Any:
+        """Send one pre-encoded command and return its reply (errors raised as redis-py's exceptions)."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                stale = conn.can_read(timeout=0)  # nothing is due: readable means closed by the server
+            except self._closed_error:
+                stale = True
+            if stale:
+                conn.disconnect()  # send_packed_command connects again (AUTH, SELECT, TLS as configured)
+            conn.send_packed_command([command])
+            return conn.read_response()
+
+    def release(self) -> None:
+        """Give the connection back to its pool (the next :meth:`execute` takes one again)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                self.pool.release(conn)

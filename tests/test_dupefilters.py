@@ -20,6 +20,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_dedup.dupefilters import BloomDupeFilter, RedisBloomDupeFilter, RedisDupeFilter
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
 from scrapy_dedup.settings import DedupConfigError
+from tests.support.lossy_proxy import LossyProxy
 from tests.support.redis_server import RedisServer
 
 LOGGER = "scrapy_dedup.dupefilters"
@@ -353,6 +354,33 @@ def test_redis_key_template_persist_flush_and_ttl(cls, redis_url, redis_client):
     assert df.request_seen(Request("http://a.test/1"))
     df.close("finished")
     assert not redis_client.keys("*crawl:*")
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("cls", [RedisDupeFilter, RedisBloomDupeFilter])
+def test_a_lost_reply_never_loses_the_request(cls, redis_server, redis_url, redis_client):
+    """The add ran in Redis but its reply was lost: the retry says "seen", yet the request is fetched."""
+    proxy = LossyProxy("127.0.0.1", redis_server.port)
+    settings = {"DUPEFILTER_CLASS": cls, "DEDUP_REDIS_URL": redis_url.replace(f":{redis_server.port}/",
+                                                                              f":{proxy.port}/"),
+                "DEDUP_BLOOM_CAPACITY": 10_000}
+    try:
+        df = get_dupefilter(settings=settings)
+        assert not df.request_seen(Request("http://a.test/1"))
+        proxy.drop_next_reply()
+        assert not df.request_seen(Request("http://a.test/2"))  # Redis added it; the retry answered "seen"
+        assert proxy.dropped == 1
+        assert df.stats.get_value("dedup/redis/errors") == 1
+        assert df.stats.get_value("dedup/redis/retried_seen_kept") == 1
+        assert df.request_seen(Request("http://a.test/2"))  # from now on a plain duplicate
+        other = get_dupefilter(settings={**settings, "DEDUP_REDIS_URL": redis_url})
+        assert other.request_seen(Request("http://a.test/2"))  # it did reach Redis the first time
+        assert not df.request_seen(Request("http://a.test/3"))
+        assert df.stats.get_value("dedup/redis/retried_seen_kept") == 1
+        other.close("finished")
+        df.close("finished")
+    finally:
+        proxy.close()
 
 
 @pytest.mark.redis

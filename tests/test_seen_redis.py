@@ -164,6 +164,56 @@ def test_bloom_one_script_call_per_new_key(redis_client):
     assert server_calls(redis_client, "setbit") == 99 * bloom.hashes  # inside the script, no extra round trip
 
 
+@pytest.mark.parametrize("kind", ["exact", "bloom"])
+def test_store_keeps_working_after_redis_forgets_its_scripts(redis_client, kind):
+    """A restarted Redis has an empty script cache: the add script is loaded again, nothing is lost."""
+    store = (RedisSeenSet(redis_client, "t:k") if kind == "exact"
+             else RedisBloomSeenSet(redis_client, "t:k", capacity=10_000, error_rate=1e-6))
+    keys = fingerprints(20)
+    assert all(store.add(k) for k in keys[:10])
+    redis_client.script_flush()
+    assert all(store.add(k) for k in keys[10:])
+    fresh = (RedisSeenSet(redis_client, "t:k") if kind == "exact"
+             else RedisBloomSeenSet(redis_client, "t:k", capacity=10_000, error_rate=1e-6))
+    assert not any(fresh.add(k) for k in keys)
+
+
+@pytest.mark.parametrize("kind", ["exact", "bloom"])
+def test_store_pins_one_connection_and_gives_it_back_at_close(redis_server, kind):
+    """The per-key command uses one connection of the client's pool, returned by close()."""
+    pool = redis.BlockingConnectionPool.from_url(redis_server.url, max_connections=2, timeout=0.5)
+    client = redis.Redis(connection_pool=pool)
+    client.flushdb()
+    store = (RedisSeenSet(client, "t:pin") if kind == "exact"
+             else RedisBloomSeenSet(client, "t:pin", capacity=10_000, error_rate=1e-6))
+    assert all(store.add(k) for k in fingerprints(50))
+    assert client.info("clients")["connected_clients"] == 2  # the pinned one and the pool's other
+    held = pool.get_connection()  # the pool's last free connection
+    with pytest.raises(redis.ConnectionError):
+        client.ping()  # none left: the store still holds its own
+    pool.release(held)
+    store.close()
+    held = pool.get_connection()
+    assert client.ping()  # the store's connection is back in the pool
+    pool.release(held)
+    pool.disconnect()
+
+
+@pytest.mark.parametrize("kind", ["exact", "bloom"])
+def test_store_replaces_a_connection_the_server_closed_before_sending(redis_client, kind):
+    """A connection closed by the server (restart, CLIENT KILL, idle timeout) is noticed before sending, not after."""
+    store = (RedisSeenSet(redis_client, "t:k") if kind == "exact"
+             else RedisBloomSeenSet(redis_client, "t:k", capacity=10_000, error_rate=1e-6))
+    keys = fingerprints(4)
+    assert store.add(keys[0])
+    for key in keys[1:]:
+        assert redis_client.client_kill_filter(_type="normal", skipme=True) >= 1
+        assert store.add(key)  # no error: the closed connection was replaced before the command went out
+    fresh = (RedisSeenSet(redis_client, "t:k") if kind == "exact"
+             else RedisBloomSeenSet(redis_client, "t:k", capacity=10_000, error_rate=1e-6))
+    assert not any(fresh.add(k) for k in keys)
+
+
 def test_bloom_refuses_another_layout(redis_client):
     RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6).prepare()
     other = RedisBloomSeenSet(redis_client, "t:bloom", capacity=20_000, error_rate=1e-6)

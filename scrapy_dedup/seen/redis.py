@@ -12,8 +12,14 @@ cache is exact and saves the round trip that recurring links would cost.
 (If another process deletes or expires the key mid-crawl, this process keeps
 treating what it cached as seen, at most ``cache_size * 2`` fingerprints.)
 
+The per-request command goes over a :class:`~scrapy_dedup.redis_conn.PinnedConnection`
+(pre-encoded bytes on one connection of the client's pool) where the client
+has a plain pool, which cuts redis-py's per-command Python cost; cluster
+clients use their normal commands.
+
 No Scrapy imports here. The client is any redis-py client (``Redis``,
-``RedisCluster``); the store does not own it and never closes it.
+``RedisCluster``); the store does not own it and never closes it (it gives
+back the one connection it pinned, at :meth:`close`).
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from scrapy_dedup._batching import batches
+from scrapy_dedup.redis_conn import PinnedConnection, bulk, command_prefix
 from scrapy_dedup.seen.base import (
     DIGEST_LENGTHS,
     SeenSet,
@@ -94,6 +101,7 @@ class _RedisStore(SeenSet):
         self.ttl = ttl
         self.cache = ConfirmedCache(cache_size)
         self._next_ttl_refresh = 0.0
+        self._pinned = PinnedConnection.of(client)
 
     def data_keys(self) -> list[str]:
         """Every Redis key this store writes (for TTL, delete, memory)."""
@@ -127,6 +135,8 @@ class _RedisStore(SeenSet):
 
     def close(self) -> None:
         self.cache.clear()
+        if self._pinned is not None:
+            self._pinned.release()
 
 
 class RedisSeenSet(_RedisStore):
@@ -136,10 +146,18 @@ class RedisSeenSet(_RedisStore):
     strings), against about 100 for scrapy-redis's 40-character hex members.
     """
 
+    def __init__(self, client: Any, key: str, *, ttl: int | None = None,
+                 cache_size: int = DEFAULT_CACHE_SIZE):
+        super().__init__(client, key, ttl=ttl, cache_size=cache_size)
+        self._sadd_prefix = command_prefix("SADD", key)
+
     def add(self, key: bytes) -> bool:
         if key in self.cache:
             return False
-        added = self.client.sadd(self.key, key)
+        if self._pinned is not None:
+            added = self._pinned.execute(self._sadd_prefix + bulk(key))
+        else:
+            added = self.client.sadd(self.key, key)
         self.cache.add(key)
         if self.ttl:
             self._refresh_ttl()
@@ -318,6 +336,8 @@ class RedisBloomSeenSet(_RedisStore):
         self.meta_key = f"{key}:meta"
         self._pack = struct.Struct(f"<{hashes}I").pack
         self._add_script = client.register_script(_ADD_SCRIPT)
+        self._add_prefixes = {name: command_prefix("EVALSHA", self._add_script.sha, 1, name)
+                              for name in self.shard_keys}
         self._add_many_script = client.register_script(_ADD_MANY_SCRIPT)
         self._contains_many_script = client.register_script(_CONTAINS_MANY_SCRIPT)
         self._prepared = False
@@ -383,11 +403,27 @@ class RedisBloomSeenSet(_RedisStore):
         if not self._prepared:
             self.prepare()
         shard_key, packed = self._locate(key)
-        new = self._add_script(keys=[shard_key], args=[packed])
+        if self._pinned is not None:
+            new = self._evalsha_add(shard_key, packed)
+        else:
+            new = self._add_script(keys=[shard_key], args=[packed])
         self.cache.add(key)
         if self.ttl:
             self._refresh_ttl()
         return new == 1
+
+    def _evalsha_add(self, shard_key: str, packed: bytes) -> int:
+        """The add script by its SHA on the pinned connection; loaded first if Redis lost it (a restart)."""
+        command = self._add_prefixes[shard_key] + bulk(packed)
+        try:
+            return self._pinned.execute(command)
+        except Exception as exc:
+            from redis.exceptions import NoScriptError  # here: the hot path pays no import
+
+            if not isinstance(exc, NoScriptError):
+                raise
+        self.client.script_load(_ADD_SCRIPT)
+        return self._pinned.execute(command)
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, bytes):
