@@ -152,13 +152,17 @@ def test_store_keys_tables_and_growth():
         sk = make_sketch(rng.integers(0, 2**64, int(rng.integers(1, 300)), dtype=np.uint64), 64) if i % 9 else None
         sketches.append(sk)
         assert store.add(sk) == i
-    keys = _np_lsh_keys(store._values, store._lengths, 64)
+    keys = _np_lsh_keys(np.frombuffer(store._values, dtype=np.uint32), np.frombuffer(store._lengths, dtype=np.uint16))
     for i, sk in enumerate(sketches):
         assert store.get(i) == sk
         if sk is not None:
             assert [int(k) for k in keys[i]] == lsh_keys(sk)
             assert i in store.candidates(sk)
-    assert store.nbytes_sketches == 6000 * (4 * 64 + 2 + 4)
+    # packed: each page holds only its own values (none without a sketch), plus length and count,
+    # plus one 8-byte start per 256 pages
+    values = sum(len(sk) for sk in sketches if sk is not None)
+    assert values < 6000 * 64
+    assert store.nbytes_sketches == 4 * values + 6000 * (2 + 4) + 8 * -(-6000 // 256)
 
 
 def test_persistence_round_trip_keeps_the_sketches(tmp_path):
@@ -204,3 +208,35 @@ def test_add_many_in_chunks_equals_one_by_one():
     for fp in fps[::50] + [f ^ 0b1011 for f in fps[::97]]:
         assert one.query(fp) == chunked.query(fp)
         assert one.query_radius(fp, 12) == chunked.query_radius(fp, 12)
+
+
+def test_packed_store_writes_the_fixed_slot_file_layout_and_reads_it_back():
+    """In memory a page takes only its own values; the file keeps ``size`` slots per page (older files load)."""
+    import io
+    import struct
+
+    from scrapy_dedup.content.index import _read_exactly
+
+    rng = np.random.default_rng(5)
+    store, sketches = SketchStore(32), []
+    for i in range(2600):  # more than two chunks of 1,024 pages, blocks of 256
+        n = int(rng.integers(1, 80))
+        sk = make_sketch(rng.integers(0, 2**64, n, dtype=np.uint64), 32) if i % 7 else None
+        sketches.append(sk)
+        store.add(sk)
+    out = io.BytesIO()
+    store.write_to(out)
+    expected = bytearray(struct.pack("<IQ", 32, 2600))
+    expected += b"".join(struct.pack("<H", len(sk) if sk else 0) for sk in sketches)
+    expected += b"".join(struct.pack("<I", sk.shingles if sk else 0) for sk in sketches)
+    for sk in sketches:
+        ints = list(sk.ints) if sk else []
+        expected += struct.pack(f"<{32}I", *(ints + [0] * (32 - len(ints))))
+    assert out.getvalue() == bytes(expected)
+    loaded = SketchStore.read_from(io.BytesIO(bytes(expected)), _read_exactly)
+    assert len(loaded) == 2600 and loaded.nbytes_sketches == store.nbytes_sketches
+    for i, sk in enumerate(sketches):
+        assert loaded.get(i) == sk
+        if sk is not None:
+            assert i in loaded.candidates(sk)
+    assert loaded.add(sketches[1]) == 2600 and loaded.get(2600) == sketches[1]

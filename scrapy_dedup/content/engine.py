@@ -10,7 +10,7 @@
   sentences: below it a 5-word shingle set is too small for simhash to tell a
   one-word edit from a different page.
 * A :class:`ContentStore` answers "is this fingerprint new?" and remembers it in
-  one atomic step: the exact layer first (dict of 16-byte hashes), then the
+  one atomic step: the exact layer first (a compact table of 16-byte hashes), then the
   simhash index, whose candidates within ``VerifyRule.radius`` bits are verified
   by a per-page sketch (:mod:`scrapy_dedup.content.sketch`: estimated Jaccard
   resemblance and one-sided shingle differences). Only unique pages are
@@ -21,6 +21,7 @@
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 import zlib
@@ -31,6 +32,7 @@ from typing import BinaryIO, Literal, Protocol, Tuple, Union, runtime_checkable
 import numpy as np
 
 from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.compact import DigestTable, StringList
 from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _atomic_write, _read_exactly
 from scrapy_dedup.content.simhash import (
     SUPPORTED_BITS,
@@ -162,6 +164,12 @@ _STORE_HEADER = struct.Struct("<8sHHQQ")  # magic, version, reserved, pages, url
 class MemoryContentStore:
     """In-process store: exact hash -> page id, a :class:`SimhashIndex` of ids, id -> URL, id -> sketch.
 
+    Compact (no Python object per kept page): the exact hashes in a
+    :class:`~scrapy_dedup.content.compact.DigestTable` (16 bytes + an int32 slot or two),
+    the URLs as UTF-8 in a :class:`~scrapy_dedup.content.compact.StringList` (their
+    bytes + 8), the index (about 25 bytes), the sketches packed in a :class:`SketchStore`.
+    An exact hash that is not 16 bytes long is stored as its 16-byte BLAKE2b.
+
     ``verify`` (a :class:`VerifyRule`, None to switch the stage off) decides the
     simhash candidates within ``verify.radius`` bits by their sketches; without it,
     or for a page without a sketch, a candidate within ``threshold`` bits is a
@@ -178,8 +186,8 @@ class MemoryContentStore:
         self.verify = verify
         self.sketch_size = sketch_size if verify is not None else 0
         self.sketches: SketchStore | None = SketchStore(sketch_size) if self.sketch_size else None
-        self._exact: dict[bytes, int] = {}
-        self._urls: list[str] = []
+        self._exact = DigestTable(16)
+        self._urls = StringList()
         self._lock = threading.Lock()
 
     @property
@@ -196,7 +204,8 @@ class MemoryContentStore:
 
     def check_and_add(self, url: str, fp: ContentFingerprint) -> StoreAnswer:
         with self._lock:
-            kept = self._exact.get(fp.exact)
+            exact = _exact_key(fp.exact)
+            kept = self._exact.position_of(exact)
             if kept is not None:
                 return "exact", self._urls[kept], 0
             page_id = len(self._urls)
@@ -212,7 +221,7 @@ class MemoryContentStore:
                     return "near", self._urls[kept], distance
                 self.index.add(page_id, fp.simhash)
                 self.sketches.add(fp.sketch)
-            self._exact[fp.exact] = page_id
+            self._exact.append(exact)
             self._urls.append(url)
             return "unique", None, None
 
@@ -244,9 +253,11 @@ class MemoryContentStore:
 
     @property
     def nbytes(self) -> dict[str, int]:
-        """Bytes held per part: ``index`` (simhash tables and LSH tables), ``sketches`` (apart)."""
+        """Bytes held per part: ``index`` (simhash tables and LSH tables), ``sketches`` (apart),
+        ``exact`` (hashes and their table), ``urls``."""
         index = self.index.nbytes + (self.sketches.nbytes_tables if self.sketches is not None else 0)
-        return {"index": index, "sketches": self.sketches.nbytes_sketches if self.sketches is not None else 0}
+        return {"index": index, "sketches": self.sketches.nbytes_sketches if self.sketches is not None else 0,
+                "exact": self._exact.nbytes, "urls": self._urls.nbytes}
 
     def close(self) -> None:
         """Nothing to release (call :meth:`save` to persist)."""
@@ -260,18 +271,11 @@ class MemoryContentStore:
     def _write_to(self, raw: BinaryIO) -> None:
         f = _Crc32Stream(raw)
         with self._lock:
-            by_id = [b""] * len(self._urls)
-            for digest, page_id in self._exact.items():
-                by_id[page_id] = digest
-            if any(len(d) != 16 for d in by_id):
-                raise ValueError("MemoryContentStore can only save 16-byte exact hashes")
-            encoded = [u.encode("utf-8", "surrogatepass") for u in self._urls]
-            lengths = np.array([len(e) for e in encoded], dtype="<u4").tobytes()
-            urls = b"".join(encoded)
+            urls, lengths = self._urls.encoded()
             f.write(_STORE_HEADER.pack(_STORE_MAGIC, _STORE_VERSION, 0, len(self._urls), len(urls)))
-            f.write(lengths)
+            f.write(lengths.astype("<u4").tobytes())
             f.write(urls)
-            f.write(b"".join(by_id))
+            f.write(self._exact.to_bytes())
             self.index.write_to(f)
             f.write(struct.pack("<I", self.sketch_size))
             if self.sketches is not None:
@@ -321,8 +325,10 @@ class MemoryContentStore:
             if int(lengths.sum()) != url_bytes:
                 raise IndexFileError("content store file is corrupt (URL lengths)")
             raw = _read_exactly(f, url_bytes)
-            ends = np.cumsum(lengths).tolist()
-            urls = [raw[a:b].decode("utf-8", "surrogatepass") for a, b in zip([0] + ends[:-1], ends)]
+            if not _valid_utf8_items(raw, lengths):
+                raise IndexFileError("content store file is corrupt (URLs)")
+            urls = StringList.from_encoded(raw, lengths)
+            del raw
             digests = _read_exactly(f, 16 * pages)
             index = SimhashIndex.read_from(f)
             sketches = None
@@ -351,8 +357,27 @@ class MemoryContentStore:
         store.sketches = sketches if size and verify is not None else None
         store.sketch_size = size if store.sketches is not None else 0
         store._urls = urls
-        store._exact = {digests[16 * i : 16 * i + 16]: i for i in range(pages)}
+        store._exact = DigestTable.from_bytes(digests, 16)
         return store
+
+
+def _valid_utf8_items(data: bytes, lengths: np.ndarray) -> bool:
+    """True when ``data`` cut at ``lengths`` is a sequence of valid UTF-8 strings (surrogates allowed)."""
+    try:
+        data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return False
+    starts = np.cumsum(lengths, dtype=np.int64)[:-1]
+    starts = starts[starts < len(data)]
+    # a whole that decodes could still be cut inside a character: no item may start with a continuation byte
+    return not bool(np.any((np.frombuffer(data, dtype=np.uint8)[starts] & 0xC0) == 0x80)) if len(starts) else True
+
+
+def _exact_key(exact: bytes) -> bytes:
+    """The 16-byte exact-layer key of a fingerprint's exact hash (the fingerprinter's are 16 already)."""
+    if len(exact) == 16:
+        return exact
+    return hashlib.blake2b(exact, digest_size=16).digest()
 
 
 def verify_rule_from_settings(cfg) -> VerifyRule | None:

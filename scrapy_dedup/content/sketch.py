@@ -61,14 +61,16 @@ memory (chained int32 ``next`` arrays), and every candidate is still checked by
 its simhash distance (``<= radius``) before its sketch is read.
 
 Bytes per kept page (defaults, ``size = 256``): sketch 1,024 + shingle count 4 +
-length 2 = 1,030 bytes, stored apart from the index; LSH tables 16 bytes.
+length 2 = 1,030 bytes (packed: a page with fewer distinct shingles stores only
+those, a page without a sketch 6 bytes), stored apart from the index; LSH tables
+16 bytes.
 """
 from __future__ import annotations
 
 import struct
 from array import array
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, NamedTuple, Optional
+from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
 
@@ -236,21 +238,29 @@ def lsh_keys(sketch: Sketch) -> list[int]:
     return [_mix64((bins[2 * t] << 32) | bins[2 * t + 1]) >> 32 for t in range(LSH_TABLES)]
 
 
-def _np_lsh_keys(values: array, lengths: array, size: int) -> np.ndarray:
-    """:func:`lsh_keys` of every stored page at once: a ``(pages, LSH_TABLES)`` uint64 array."""
+def _np_lsh_keys(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """:func:`lsh_keys` of consecutive pages at once: a ``(pages, LSH_TABLES)`` uint64 array.
+
+    ``values`` are the pages' sketch values back to back (each page's ascending),
+    ``lengths`` how many each page has. A page without values gets the keys of
+    all-empty bins (the store never links it).
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
     n = len(lengths)
     if not n:
         return np.zeros((0, LSH_TABLES), dtype=np.uint64)
-    vals = np.frombuffer(values, dtype=np.uint32).reshape(n, size).astype(np.uint64)
-    used = np.arange(size)[None, :] < np.frombuffer(lengths, dtype=np.uint16)[:, None]
-    vals = np.where(used, vals, np.uint64(_EMPTY_BIN))
-    low = vals & np.uint64(7)
-    bins = [np.where(low == np.uint64(b), vals, np.uint64(_EMPTY_BIN)).min(axis=1) for b in range(_BINS)]
+    vals = np.asarray(values, dtype=np.uint32)
+    bins = np.full(n * _BINS, _EMPTY_BIN, dtype=np.uint32)
+    if len(vals):
+        slot = np.repeat(np.arange(n, dtype=np.int64) * _BINS, lengths) + (vals & np.uint32(7))
+        np.minimum.at(bins, slot, vals)  # a bin's value is its smallest member
+        del slot
+    bins = bins.reshape(n, _BINS).astype(np.uint64)
     out = np.empty((n, LSH_TABLES), dtype=np.uint64)
     shift = np.uint64(33)
     with np.errstate(over="ignore"):
         for t in range(LSH_TABLES):
-            x = (bins[2 * t] << np.uint64(32)) | bins[2 * t + 1]
+            x = (bins[:, 2 * t] << np.uint64(32)) | bins[:, 2 * t + 1]
             x ^= x >> shift
             x *= np.uint64(0xFF51AFD7ED558CCD)
             x ^= x >> shift
@@ -260,12 +270,20 @@ def _np_lsh_keys(values: array, lengths: array, size: int) -> np.ndarray:
     return out
 
 
+_BLOCK = 256  # pages per offset checkpoint (a page's values start = its block's start + lengths before it)
+_CHUNK_PAGES = 1024  # pages per vectorized step when rebuilding or saving (bounds the temporary memory)
+
+
 class SketchStore:
     """Sketches of kept pages by position (0, 1, 2, ...), and the LSH tables that find candidates.
 
     Positions are the content store's page ids; pages may have no sketch (``None``).
-    Compact: one ``uint32`` array of ``size`` slots per page, lengths, shingle counts,
-    and per table a chained hash table (``int32`` head and next arrays).
+    Compact: the values of all sketches back to back in one ``uint32`` array (a page
+    with fewer than ``size`` distinct shingles, or none, takes only what it has), a
+    ``uint16`` length and a ``uint32`` shingle count per page, the start of every
+    256th page (8 bytes per 256 pages), and per table a chained hash table (``int32``
+    head and next arrays). At the defaults: 1,024 + 6 bytes per full sketch, 6 bytes
+    per page without one, 16 bytes of LSH chains per page.
     """
 
     def __init__(self, size: int = DEFAULT_SKETCH_SIZE):
@@ -275,6 +293,7 @@ class SketchStore:
         self._values = array("I")
         self._lengths = array("H")
         self._shingles = array("I")
+        self._block_starts = array("q")
         self._head_bits = _MIN_HEAD_BITS
         self._heads = [array("i", [-1]) * (1 << self._head_bits) for _ in range(LSH_TABLES)]
         self._next = [array("i") for _ in range(LSH_TABLES)]
@@ -287,9 +306,10 @@ class SketchStore:
         pos = len(self._lengths)
         if pos >= _I32_MAX:
             raise OverflowError("SketchStore holds at most 2**31 - 1 pages")
+        if pos % _BLOCK == 0:
+            self._block_starts.append(len(self._values))
         ints = sketch.ints[: self.size] if sketch is not None else ()
         self._values.extend(ints)
-        self._values.extend([0] * (self.size - len(ints)))
         self._lengths.append(len(ints))
         self._shingles.append(min(sketch.shingles, _M32) if sketch is not None else 0)
         keys = lsh_keys(sketch) if ints else None
@@ -306,11 +326,17 @@ class SketchStore:
             self._rebuild(self._head_bits + 2)
         return pos
 
+    def _start(self, pos: int) -> int:
+        """Index in ``_values`` of page ``pos``'s first value."""
+        first = pos - pos % _BLOCK
+        start = self._block_starts[pos // _BLOCK]
+        return start + sum(self._lengths[first:pos]) if pos > first else start
+
     def get(self, pos: int) -> Optional[Sketch]:
         n = self._lengths[pos]
         if not n:
             return None
-        start = pos * self.size
+        start = self._start(pos)
         return Sketch.from_ints(self._values[start : start + n], self._shingles[pos])
 
     def candidates(self, sketch: Sketch) -> set[int]:
@@ -329,61 +355,95 @@ class SketchStore:
 
     @property
     def nbytes_sketches(self) -> int:
-        """Bytes of the sketches, lengths and shingle counts."""
-        return sum(a.itemsize * len(a) for a in (self._values, self._lengths, self._shingles))
+        """Bytes of the sketches, lengths, shingle counts and block starts."""
+        return sum(a.itemsize * len(a) for a in (self._values, self._lengths, self._shingles, self._block_starts))
 
     @property
     def nbytes_tables(self) -> int:
         """Bytes of the LSH tables (heads and chains)."""
         return sum(a.itemsize * len(a) for a in (*self._heads, *self._next))
 
+    def _chunks(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """``(first page, lengths, values)`` of consecutive runs of at most ``_CHUNK_PAGES`` pages (copies)."""
+        n = len(self._lengths)
+        for first in range(0, n, _CHUNK_PAGES):
+            last = min(first + _CHUNK_PAGES, n)
+            start = self._block_starts[first // _BLOCK]
+            end = self._block_starts[last // _BLOCK] if last < n else len(self._values)
+            if last < n and last % _BLOCK:
+                end = self._start(last)
+            lengths = np.array(self._lengths[first:last], dtype=np.uint16)
+            values = np.array(self._values[start:end], dtype=np.uint32)
+            yield first, lengths, values
+
     def _rebuild(self, head_bits: int) -> None:
-        """Rebuild every table for a larger head (amortized: heads grow 4x), vectorized."""
+        """Rebuild every table for a larger head (amortized: heads grow 4x), vectorized in chunks of pages."""
         self._head_bits = head_bits
         n = len(self._lengths)
-        keys = _np_lsh_keys(self._values, self._lengths, self.size)
-        has = np.frombuffer(self._lengths, dtype=np.uint16) > 0 if n else np.zeros(0, bool)
-        positions = np.nonzero(has)[0].astype(np.int32)
-        self._heads, self._next = [], []
-        for t in range(LSH_TABLES):
-            head = np.full(1 << head_bits, -1, dtype=np.int32)
-            nxt = np.full(n, -1, dtype=np.int32)
-            if len(positions):
-                buckets = (keys[has, t] >> np.uint64(32 - head_bits)).astype(np.int64)
+        heads = [np.full(1 << head_bits, -1, dtype=np.int32) for _ in range(LSH_TABLES)]
+        nexts = [np.full(n, -1, dtype=np.int32) for _ in range(LSH_TABLES)]
+        for first, lengths, values in self._chunks():  # oldest first: chains end up newest -> oldest
+            has = lengths > 0
+            if not has.any():
+                continue
+            positions = (np.nonzero(has)[0] + first).astype(np.int32)
+            keys = _np_lsh_keys(values, lengths)[has]
+            for t in range(LSH_TABLES):
+                head, nxt = heads[t], nexts[t]
+                buckets = (keys[:, t] >> np.uint64(32 - head_bits)).astype(np.int64)
                 order = np.argsort(buckets, kind="stable")
                 sb, sp = buckets[order], positions[order]
-                same = sb[1:] == sb[:-1]
-                nxt[sp[1:][same]] = sp[:-1][same]
+                same = np.zeros(len(sb), dtype=bool)
+                same[1:] = sb[1:] == sb[:-1]
+                nxt[sp[same]] = sp[np.nonzero(same)[0] - 1]  # within the chunk: the previous one
+                nxt[sp[~same]] = head[sb[~same]]  # the chunk's oldest of a bucket: the bucket's old head
                 last = np.ones(len(sb), dtype=bool)
-                last[:-1] = ~same
+                last[:-1] = ~same[1:]
                 head[sb[last]] = sp[last]
-            self._heads.append(array("i", head.tobytes()))
-            self._next.append(array("i", nxt.tobytes()))
+        self._heads = [array("i", h.tobytes()) for h in heads]
+        self._next = [array("i", x.tobytes()) for x in nexts]
 
     # -- persistence (inside the content store file) --
 
     _HEADER = struct.Struct("<IQ")  # size, pages
 
     def write_to(self, f: BinaryIO) -> None:
+        """Header, lengths, shingle counts, then ``size`` slots per page (unused ones 0), little-endian.
+
+        The file keeps the fixed-slot layout of earlier versions, so files written before the
+        packed in-memory layout load unchanged and vice versa.
+        """
         f.write(self._HEADER.pack(self.size, len(self)))
-        for arr, dtype in ((self._lengths, "<u2"), (self._shingles, "<u4"), (self._values, "<u4")):
+        for arr, dtype in ((self._lengths, "<u2"), (self._shingles, "<u4")):
             if len(arr):
                 data = np.frombuffer(arr, dtype=np.uint16 if arr.typecode == "H" else np.uint32)
                 f.write(data.astype(dtype).tobytes())
                 del data  # release the buffer export before the array may grow again
+        slots = np.arange(self.size)
+        for _, lengths, values in self._chunks():
+            padded = np.zeros((len(lengths), self.size), dtype="<u4")
+            padded[slots[None, :] < lengths[:, None]] = values  # row by row: each page's values in order
+            f.write(padded.tobytes())
 
     @classmethod
     def read_from(cls, f: BinaryIO, read_exactly) -> "SketchStore":
         size, pages = cls._HEADER.unpack(read_exactly(f, cls._HEADER.size))
         store = cls(size)
-        lengths = np.frombuffer(read_exactly(f, 2 * pages), dtype="<u2")
+        lengths = np.frombuffer(read_exactly(f, 2 * pages), dtype="<u2").astype(np.uint16)
         shingles = np.frombuffer(read_exactly(f, 4 * pages), dtype="<u4")
-        values = np.frombuffer(read_exactly(f, 4 * pages * size), dtype="<u4")
         if pages and int(lengths.max()) > size:
             raise ValueError("sketch lengths exceed the sketch size")
-        store._lengths = array("H", lengths.astype(np.uint16).tobytes())
+        slots = np.arange(size)
+        values = array("I")
+        for first in range(0, pages, _CHUNK_PAGES):
+            chunk = lengths[first:first + _CHUNK_PAGES]
+            padded = np.frombuffer(read_exactly(f, 4 * size * len(chunk)), dtype="<u4").reshape(len(chunk), size)
+            values.frombytes(padded[slots[None, :] < chunk[:, None]].astype(np.uint32).tobytes())
+        starts = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))[:-1][::_BLOCK] if pages else ()
+        store._lengths = array("H", lengths.tobytes())
         store._shingles = array("I", shingles.astype(np.uint32).tobytes())
-        store._values = array("I", values.astype(np.uint32).tobytes())
+        store._values = values
+        store._block_starts = array("q", np.asarray(starts, dtype=np.int64).tobytes())
         bits = _MIN_HEAD_BITS
         while (1 << bits) * _MAX_LOAD < pages and bits < 30:
             bits += 2
