@@ -338,3 +338,35 @@ def test_console_entry_points(known):
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith("Total URLs:")
         assert proc.stderr == ""  # no progress bar when stderr is not a terminal
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_html_from_stdin_shows_the_sampled_pairs_text(tmp_path, capsys, monkeypatch, compress):
+    """The HTML sample re-reads its pages: a dump on stdin is spooled to a temporary file for that."""
+    import io
+    import re
+    import tempfile
+
+    original = body_words(31)
+    edited = edit_to_distance(original, 2, seed=5)
+    changed = {w for a, w in zip(original, edited) if a != w}
+    assert changed
+    lines = [{"url": "https://shop.test/item/1", "text": " ".join(original)},  # text: exact distances
+             {"url": "https://shop.test/item/1?ref=mail", "text": " ".join(edited)},
+             {"url": "https://shop.test/item/2", "html": html_page(body_words(32))}]
+    dump = write_dump(tmp_path / ("dump.jsonl.gz" if compress else "dump.jsonl"), lines, compress)
+    spool_dir = tmp_path / "spool"
+    spool_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spool_dir))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(dump.read_bytes()))))
+    code, out, err = run_cli(["report", "-", "--html", tmp_path / "stdin.html"], capsys)
+    assert code == 0, err
+    code, out, err = run_cli(["report", dump, "--html", tmp_path / "file.html"], capsys)
+    assert code == 0, err
+    from_stdin = (tmp_path / "stdin.html").read_text(encoding="utf-8")
+    from_file = (tmp_path / "file.html").read_text(encoding="utf-8")
+    inserted = re.findall(r"<ins>(.*?)</ins>", from_stdin)
+    assert inserted and changed <= set(" ".join(inserted).split())  # the flagged pair's own words
+    assert inserted == re.findall(r"<ins>(.*?)</ins>", from_file)
+    assert re.findall(r"<del>(.*?)</del>", from_stdin) == re.findall(r"<del>(.*?)</del>", from_file)
+    assert list(spool_dir.iterdir()) == []  # the spooled copy is removed

@@ -4,7 +4,8 @@ Memory: page texts live only while a page is fingerprinted (in a worker with
 ``--jobs N``); what stays is, per page, its URL, its line number, and a few
 bytes of verdict in typed arrays (kind, matched page, distance), plus the
 engine's fingerprints and index. The HTML sample needs the texts of a few
-pairs: they are read again from the dump in a second pass, by line number.
+pairs: they are read again from the dump in a second pass, by line number (a dump
+on stdin is first spooled to a temporary file, see :func:`spool_stdin`).
 
 Parallelism: with ``jobs > 1``, batches of raw lines go to worker processes
 that parse JSON, extract the text and fingerprint it; the decisions (index
@@ -18,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from array import array
 from collections import Counter, deque
@@ -447,23 +450,57 @@ def write_clusters(path: str, pages: _Pages, cfg: AuditConfig) -> int:
     return written
 
 
+def spool_stdin(directory: Optional[str] = None) -> str:
+    """Copy standard input (as bytes, gzip or not) to a new temporary file; returns its path.
+
+    Why: the HTML page's sample of pairs needs the texts of a few pages that are only
+    chosen once the whole dump has been seen, and stdin cannot be read twice. Keeping
+    every kept page's text in memory "in case" would break the streaming promise, so
+    the dump is spooled to disk (its own size, compressed if it came compressed) and
+    read again like a file. The caller removes the file.
+    """
+    fd, path = tempfile.mkstemp(prefix="scrapy-dedup-stdin-", suffix=".dump", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
 def run_report(args: Any, cfg: AuditConfig) -> int:
-    """The ``report`` subcommand: run, print, write the requested files, apply ``--fail-above``."""
+    """The ``report`` subcommand: run, print, write the requested files, apply ``--fail-above``.
+
+    With ``--html`` and the dump on stdin (``-``), stdin is first spooled to a temporary
+    file (:func:`spool_stdin`, removed at the end) so the sampled pairs can show their text.
+    """
+    dump, spooled = args.dump, None
+    if args.html and dump == "-":
+        spooled = dump = spool_stdin()
+    try:
+        return _run_report(args, cfg, dump)
+    finally:
+        if spooled is not None:
+            os.unlink(spooled)
+
+
+def _run_report(args: Any, cfg: AuditConfig, dump: str) -> int:
     pairs_out = PairsWriter(args.pairs) if args.pairs else None
     try:
-        result, pages, _ = audit_dump(args.dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
+        result, pages, _ = audit_dump(dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
                                       want_samples=bool(args.html), pairs_out=pairs_out,
                                       all_pairs=args.all_pairs)
     finally:
         if pairs_out is not None:
             pairs_out.close()
+    result.source = args.dump
     if args.clusters:
         write_clusters(args.clusters, pages, cfg)
     if args.html:
         from scrapy_dedup.audit.html import render_html
 
-        if args.dump != "-":
-            fill_sample_texts(result, pages, args.dump)
+        fill_sample_texts(result, pages, dump)
         with open(args.html, "w", encoding="utf-8") as f:
             f.write(render_html(result))
     if args.json:

@@ -133,6 +133,11 @@ class Sketch:
     def to_bytes(self) -> bytes:
         return struct.pack(">I", self.shingles) + self.values
 
+    def __reduce__(self):
+        # Pickled (to and from worker processes) as its bytes only: the cached tuple of Python ints
+        # is 256 objects, about 4 times the bytes, and is rebuilt on demand.
+        return (Sketch, (self.values, self.shingles))
+
     @property
     def ints(self) -> tuple:
         """The values as Python ints (sorted ascending)."""
