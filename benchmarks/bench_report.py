@@ -19,15 +19,20 @@ machine the wall clock depends on the other load. Memory per page is
 the growth of the peak RSS over the run divided by the pages; ours keeps only
 fingerprints, index and URLs.
 
-Then an index-only run: 1,000,000 fingerprints (10% within 3 bits of an earlier
-one) through the engine's ``ContentDeduplicator.check_fingerprint`` vs the textbook
-4-band dict index, and datasketch ``MinHashLSH`` over random 128-value signatures
-(10% sharing ~90% of an earlier one) at ``--index-peer-size`` (generating a
-million signatures alone takes 1 GB). This is the memory that stays per page.
+Memory against datasketch is compared at the same page counts, each method in its
+own subprocess: on realistic pages (the first ``--memory-pages`` pages of the dump,
+default all of it, one core each) and in an index-only run: ``--index-peer-size``
+fingerprints (10% within 3 bits of an earlier one) through the engine's
+``ContentDeduplicator.check_fingerprint``, the textbook 4-band dict index, and
+datasketch ``MinHashLSH`` over random 128-value signatures (10% sharing ~90% of an
+earlier one); then ours and the textbook index alone at ``--index-size`` (generating
+a million datasketch signatures alone takes 1 GB). The load average of the machine
+is printed with every row (other jobs distort wall-clock figures, not CPU time).
 
     python benchmarks/bench_report.py                  # full: 100k pages, 1M fingerprints
     python benchmarks/bench_report.py --quick          # seconds: the smoke test
     python benchmarks/bench_report.py --pages 100000 --peer-pages 1000 --curve-pages 10000 --jobs 1,2
+    python benchmarks/bench_report.py --dump dump.jsonl --pages 100000 --only memory   # memory rows only
 """
 from __future__ import annotations
 
@@ -256,7 +261,7 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
         elapsed = time.perf_counter() - start
     peak = _rss_kb()
     cpu_main, cpu_workers = _cpu_seconds()
-    return {"method": method, "jobs": jobs, "pages": n, "seconds": round(elapsed, 3),
+    return {"method": method, "jobs": jobs, "load": round(os.getloadavg()[0], 2), "pages": n, "seconds": round(elapsed, 3),
             "pages_per_s": round(n / elapsed, 1) if elapsed else 0.0, "flagged": flagged,
             "cpu_main_s": round(cpu_main - cpu0[0], 2), "cpu_workers_s": round(cpu_workers - cpu0[1], 2),
             "cpu_ms_per_page": round(1000 * (cpu_main - cpu0[0] + cpu_workers - cpu0[1]) / max(n, 1), 2),
@@ -322,7 +327,8 @@ def measure_index(method: str, count: int, seed: int = 3) -> dict:
         raise SystemExit(f"unknown index method {method}")
     elapsed = time.perf_counter() - start
     peak = _rss_kb()
-    return {"method": method, "fingerprints": count, "seconds": round(elapsed, 3),
+    return {"method": method, "fingerprints": count, "load": round(os.getloadavg()[0], 2),
+            "seconds": round(elapsed, 3),
             "checks_per_s": round(count / elapsed, 1), "flagged": flagged,
             "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / count, 1)}
 
@@ -344,8 +350,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="signatures for datasketch in the index-only run (128 x 8 bytes each to generate)")
     p.add_argument("--jobs", default="1,2", help="comma-separated --jobs values for ours (the curve)")
     p.add_argument("--curve-pages", type=int, default=0,
-                   help="first pages of the dump for the --jobs curve (0: the whole dump); when smaller than "
-                        "the dump, ours also runs once on the whole dump with the largest --jobs")
+                   help="first pages of the dump for the --jobs curve (0: the whole dump)")
+    p.add_argument("--memory-pages", type=int, default=0,
+                   help="first pages of the dump for the memory comparison with datasketch (0: the whole dump)")
+    p.add_argument("--only", default="speed,memory,curve,index",
+                   help="comma-separated parts to run: speed, memory, curve, index")
     p.add_argument("--dump", help="reuse this dump instead of generating one")
     p.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
     p.add_argument("--_run", help=argparse.SUPPRESS)
@@ -361,58 +370,72 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     if args.quick:
         args.pages, args.peer_pages, args.index_size, args.index_peer_size, args.jobs = 60, 30, 5_000, 2_000, "1,2"
+        args.memory_pages = 60
+    parts = {x.strip() for x in args.only.split(",") if x.strip()}
     jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
     tmp = tempfile.mkdtemp(prefix="bench-report-")
     dump = args.dump
-    if not dump:
+    if not dump and parts - {"index"}:
         dump = os.path.join(tmp, "dump.jsonl")
         t = time.perf_counter()
         info = generate_dump(Path(dump), args.pages)
         print(f"generated {dump}: {info} in {time.perf_counter() - t:.0f} s", flush=True)
-    peer_n = min(args.peer_pages, args.pages)
-    print(f"\n== pages: first {peer_n} pages, one core ==", flush=True)
-    rows = []
-    for m in ("ours", "textbook", "datasketch"):
-        r = _sub(["--_run", m, "--dump", dump, "--_limit", str(peer_n)])
-        rows.append(r)
-        print(f"{r['method']:<11} {r['pages_per_s']:>9.1f} pages/s  {r['cpu_ms_per_page']:>7.2f} CPU ms/page  "
-              f"{r['peak_growth_bytes_per_page']:>10.1f} B/page peak growth  flagged {r['flagged']:>6}  "
-              f"ours is x{rows[0]['pages_per_s'] / r['pages_per_s']:.2f} by wall clock, "
-              f"x{r['cpu_ms_per_page'] / rows[0]['cpu_ms_per_page']:.2f} by CPU time", flush=True)
-    ours = rows[0]
-    curve_n = min(args.curve_pages or args.pages, args.pages)
-    print(f"\n== pages: first {curve_n} pages, ours, --jobs curve ==", flush=True)
-    curve = []
-    for j in jobs:
-        r = _sub(["--_run", "ours", "--dump", dump, "--_jobs", str(j), "--_limit", str(curve_n)])
-        curve.append(r)
-        print(f"ours --jobs {j}: {r['pages_per_s']:>9.1f} pages/s  {r['peak_growth_bytes_per_page']:>8.1f} B/page "
-              f"peak growth (main process)  flagged {r['flagged']}  CPU {r['cpu_ms_per_page']} ms/page "
-              f"(main {r['cpu_main_s']} s, workers {r['cpu_workers_s']} s)  "
-              f"x{r['pages_per_s'] / curve[0]['pages_per_s']:.2f} of --jobs {jobs[0]}", flush=True)
-    whole = None
-    if curve_n < args.pages:
-        print(f"\n== pages: whole dump ({args.pages}), ours --jobs {max(jobs)} ==", flush=True)
-        whole = _sub(["--_run", "ours", "--dump", dump, "--_jobs", str(max(jobs))])
-        print(f"ours --jobs {max(jobs)}: {whole['pages_per_s']:>9.1f} pages/s  "
-              f"{whole['peak_growth_bytes_per_page']:>8.1f} B/page peak growth (main process)  "
-              f"flagged {whole['flagged']} of {whole['pages']}", flush=True)
-    print(f"\n== index only: {args.index_size} fingerprints (datasketch: "
-          f"{min(args.index_peer_size, args.index_size)} signatures) ==", flush=True)
-    index_rows = [_sub(["--_index", m, "--index-size", str(args.index_size)]) for m in ("ours", "textbook")]
-    index_rows.append(_sub(["--_index", "datasketch", "--index-size", str(min(args.index_peer_size,
-                                                                             args.index_size))]))
-    for r in index_rows:
-        print(f"{r['method']:<10} {r['fingerprints']:>8} {r['checks_per_s']:>11.1f} checks/s  {r['peak_growth_bytes_per_page']:>7.1f} B/page "
-              f"peak growth  flagged {r['flagged']}  x{index_rows[0]['checks_per_s'] / r['checks_per_s']:.2f} speed "
-              f"of ours", flush=True)
-    summary = {"pages": rows, "jobs_curve": curve, "whole_dump": whole, "index": index_rows,
-               "speedup_vs_textbook": round(ours["pages_per_s"] / rows[1]["pages_per_s"], 2),
-               "cpu_speedup_vs_textbook": round(rows[1]["cpu_ms_per_page"] / ours["cpu_ms_per_page"], 2),
-               "memory_vs_datasketch": round(ours["peak_growth_bytes_per_page"]
-                                             / max(rows[2]["peak_growth_bytes_per_page"], 1e-9), 3)}
+    summary: dict = {"load_at_start": [round(x, 2) for x in os.getloadavg()]}
+    print(f"load average at start: {summary['load_at_start']}", flush=True)
+    rows: list = []
+    if "speed" in parts:
+        peer_n = min(args.peer_pages, args.pages)
+        print(f"\n== pages: first {peer_n} pages, one core ==", flush=True)
+        for m in ("ours", "textbook", "datasketch"):
+            r = _sub(["--_run", m, "--dump", dump, "--_limit", str(peer_n)])
+            rows.append(r)
+            print(f"{r['method']:<11} {r['pages_per_s']:>9.1f} pages/s  {r['cpu_ms_per_page']:>7.2f} CPU ms/page  "
+                  f"{r['peak_growth_bytes_per_page']:>10.1f} B/page peak growth  flagged {r['flagged']:>6}  "
+                  f"ours is x{rows[0]['pages_per_s'] / r['pages_per_s']:.2f} by wall clock, "
+                  f"x{r['cpu_ms_per_page'] / rows[0]['cpu_ms_per_page']:.2f} by CPU time  (load {r['load']})",
+                  flush=True)
+        summary.update(pages=rows, speedup_vs_textbook=round(rows[0]["pages_per_s"] / rows[1]["pages_per_s"], 2),
+                       cpu_speedup_vs_textbook=round(rows[1]["cpu_ms_per_page"] / rows[0]["cpu_ms_per_page"], 2))
+    if "memory" in parts:
+        mem_n = min(args.memory_pages or args.pages, args.pages)
+        print(f"\n== memory: first {mem_n} pages, ours vs datasketch, one core each, same pages ==", flush=True)
+        mem = [_sub(["--_run", m, "--dump", dump, "--_limit", str(mem_n)]) for m in ("ours", "datasketch")]
+        for r in mem:
+            print(f"{r['method']:<11} {r['pages']:>8} pages  {r['peak_growth_bytes_per_page']:>9.1f} B/page peak growth  "
+                  f"{r['pages_per_s']:>8.1f} pages/s  {r['cpu_ms_per_page']:>6.2f} CPU ms/page  flagged {r['flagged']}  "
+                  f"(load {r['load']})", flush=True)
+        ratio = mem[0]["peak_growth_bytes_per_page"] / max(mem[1]["peak_growth_bytes_per_page"], 1e-9)
+        print(f"ours / datasketch peak growth per page: {ratio:.3f}", flush=True)
+        summary.update(memory=mem, memory_vs_datasketch=round(ratio, 3))
+    if "curve" in parts:
+        curve_n = min(args.curve_pages or args.pages, args.pages)
+        print(f"\n== pages: first {curve_n} pages, ours, --jobs curve ==", flush=True)
+        curve: list = []
+        for j in jobs:
+            r = _sub(["--_run", "ours", "--dump", dump, "--_jobs", str(j), "--_limit", str(curve_n)])
+            curve.append(r)
+            print(f"ours --jobs {j}: {r['pages_per_s']:>9.1f} pages/s  {r['peak_growth_bytes_per_page']:>8.1f} B/page "
+                  f"peak growth (main process)  flagged {r['flagged']}  CPU {r['cpu_ms_per_page']} ms/page "
+                  f"(main {r['cpu_main_s']} s, workers {r['cpu_workers_s']} s)  "
+                  f"x{r['pages_per_s'] / curve[0]['pages_per_s']:.2f} of --jobs {jobs[0]}  (load {r['load']})",
+                  flush=True)
+        summary["jobs_curve"] = curve
+    if "index" in parts:
+        peer = min(args.index_peer_size, args.index_size)
+        print(f"\n== index only: {peer} fingerprints each (same count for all three) ==", flush=True)
+        index_rows = [_sub(["--_index", m, "--index-size", str(peer)]) for m in ("ours", "textbook", "datasketch")]
+        if args.index_size > peer:
+            print(f"   then ours and the textbook index at {args.index_size}", flush=True)
+            index_rows += [_sub(["--_index", m, "--index-size", str(args.index_size)]) for m in ("ours", "textbook")]
+        for r in index_rows:
+            print(f"{r['method']:<10} {r['fingerprints']:>8} {r['checks_per_s']:>11.1f} checks/s  "
+                  f"{r['peak_growth_bytes_per_page']:>7.1f} B/page peak growth  flagged {r['flagged']}  (load {r['load']})",
+                  flush=True)
+        ratio = index_rows[0]["peak_growth_bytes_per_page"] / max(index_rows[2]["peak_growth_bytes_per_page"], 1e-9)
+        print(f"ours / datasketch peak growth per page at {peer}: {ratio:.3f}", flush=True)
+        summary.update(index=index_rows, index_memory_vs_datasketch=round(ratio, 3))
     print("\nSUMMARY " + json.dumps(summary))
-    if not args.dump:
+    if not args.dump and dump:
         os.unlink(dump)
     os.rmdir(tmp)
     return 0

@@ -20,6 +20,9 @@ def test_bench_report_quick():
     # --jobs must not change the answer: same pages flagged with 1 and 2 workers
     assert len({row["flagged"] for row in summary["jobs_curve"]}) == 1
     assert summary["jobs_curve"][0]["flagged"] > 0
-    assert [row["method"] for row in summary["index"]] == ["ours", "textbook", "datasketch"]
+    assert [row["method"] for row in summary["index"]][:3] == ["ours", "textbook", "datasketch"]
     # the generated duplicates are within the threshold of their source: both indexes find the same ones
     assert summary["index"][0]["flagged"] == summary["index"][1]["flagged"] > 0
+    assert [row["method"] for row in summary["memory"]] == ["ours", "datasketch"]
+    assert summary["memory"][0]["pages"] == summary["memory"][1]["pages"] > 0  # same pages for both
+    assert summary["index"][0]["fingerprints"] == summary["index"][2]["fingerprints"]  # same count as datasketch
