@@ -12,10 +12,13 @@ acknowledgements (the "reliable queue" pattern):
 
 * ``pop`` moves the request, in one Lua script, from the queue into this
   process's in-flight sorted set (same score, so the same priority if it comes back);
-* :class:`AckMiddleware` (a spider middleware, outermost) removes it once the
-  spider's output for its response has been consumed (the links on the page
-  are then in the queue), or once its download ended without a response
-  (an error, a redirect or retry scheduled as a new request);
+* the request is acknowledged (removed from the in-flight set) when Scrapy's
+  engine is done with it: its download ended, and the scraper has finished
+  with its response or error (every request the callback or errback produced
+  has been pushed, every item has left the pipelines), or the request a
+  downloader middleware returned instead (redirect, retry) has been scheduled.
+  That is the moment the engine removes it from its in-progress set, the same
+  in Scrapy 2.13 and 2.19, and the queue acknowledges there;
 * each process keeps an ``alive`` key with a TTL, refreshed every
   ``ttl/3`` seconds; a process starting, and each live process at each
   refresh, puts back into the queue the in-flight requests of processes that
@@ -23,18 +26,34 @@ acknowledgements (the "reliable queue" pattern):
   so two processes never both take them back;
 * a graceful close puts its own unacknowledged requests back.
 
+Acknowledging earlier loses pages. An earlier version acknowledged at
+``request_left_downloader`` unless a response had been received, but Scrapy
+sends that signal before ``response_received``, so every request was
+acknowledged as soon as its download ended, before its page was parsed: a kill
+in that gap lost the page and every page only it links to (Scrapy 2.13, whose
+scraper parses a response a reactor turn or two later, lost them in each test
+run; 2.19 by luck of timing did not). Acknowledging at the end of the spider
+middleware's output is too early as well: with the asyncio reactor, Scrapy 2.19
+drains the callback's output into a queue and schedules its requests from
+worker tasks, after the output generator has finished.
+
 The promise: after a hard kill and a restart no request is lost; a request
 that was in flight at the kill is fetched again (at least once, never "at most
 once"). One window remains: scrapy-redis's scheduler marks a request seen
 (dupefilter) and pushes it in two Redis calls, so a kill between the two loses
-that one request.
+that one request (at most one per kill: the process schedules one request at a
+time). Closing it needs the mark and the push in one Lua script, hence the seen
+set and the queue on one Redis server, which neither scrapy-redis nor our
+dupefilters (any server, exact set or Bloom) require.
 
 Use (scrapy-redis's scheduler)::
 
     SCHEDULER = "scrapy_redis.scheduler.Scheduler"
     SCHEDULER_PERSIST = True
     SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"
-    SPIDER_MIDDLEWARES = {"scrapy_dedup.redis_queue.AckMiddleware": 0}
+
+(``AckMiddleware`` is no longer needed; it is kept, doing nothing, so settings
+that name it still load.)
 
 Single Redis node (or Redis Cluster with a ``{hash tag}`` in
 ``SCHEDULER_QUEUE_KEY``: the script touches the queue and the in-flight set).
@@ -54,7 +73,7 @@ from scrapy_redis.queue import PriorityQueue
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.http import Request, Response
+    from scrapy.http import Request
 
 logger = logging.getLogger(__name__)
 
@@ -92,20 +111,14 @@ class AckPriorityQueue(PriorityQueue):
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer)
         crawler = spider.crawler
-        middlewares = crawler.settings.getwithbase("SPIDER_MIDDLEWARES")
-        if not any(_names_ack_middleware(name) for name, order in middlewares.items() if order is not None):
-            raise NotConfigured(
-                "SCHEDULER_QUEUE_CLASS AckPriorityQueue needs its spider middleware: add "
-                "SPIDER_MIDDLEWARES = {'scrapy_dedup.redis_queue.AckMiddleware': 0}"
-            )
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.workers_key = f"{self.key}:workers"
         self._pop = server.register_script(_POP)
         self._requeue = server.register_script(_REQUEUE)
         self._pending: dict[int, tuple[Request, bytes]] = {}
-        self._responded: set[int] = set()
         self._closed = False
         self.stats = crawler.stats
+        self._watch_engine(crawler)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
         self.reclaim_dead()
@@ -113,10 +126,54 @@ class AckPriorityQueue(PriorityQueue):
 
         self._heartbeat = LoopingCall(self._beat)
         self._heartbeat.start(ALIVE_TTL / 3, now=False)
-        crawler.signals.connect(self._response_received, signal=signals.response_received)
-        crawler.signals.connect(self._left_downloader, signal=signals.request_left_downloader)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         AckPriorityQueue._by_crawler[crawler] = self
+
+    def _watch_engine(self, crawler: "Crawler") -> None:
+        """Acknowledge each popped request when the engine removes it from its in-progress set.
+
+        Scrapy has no signal for "this request is done". The engine's slot
+        (``ExecutionEngine._slot``, built before the scheduler is opened) is told
+        ``remove_request(request)`` once the request's download and the handling
+        of its outcome have finished: the scraper is done with the response or
+        failure (callback or errback output scheduled, items through the
+        pipelines), or the request a downloader middleware returned has been
+        scheduled. Same name and meaning in Scrapy 2.13 to 2.19. Without an
+        engine (a queue used on its own) requests are acknowledged by :meth:`ack` only.
+        """
+        try:
+            engine = getattr(crawler, "engine", None)
+        except RuntimeError:  # Scrapy >= 2.14 raises when the crawl has not started
+            engine = None
+        if engine is None:
+            return
+        slot = getattr(engine, "_slot", None)
+        remove = getattr(slot, "remove_request", None)
+        if not callable(remove):
+            raise NotConfigured(
+                "AckPriorityQueue acknowledges a request when Scrapy's engine has finished with it "
+                "(ExecutionEngine._slot.remove_request, Scrapy 2.13 to 2.19); this Scrapy version has no such "
+                "hook, so acknowledging would be guesswork: use scrapy-redis's own SCHEDULER_QUEUE_CLASS"
+            )
+
+        def remove_request(request: "Request") -> None:
+            try:  # first: removing the last request may close the spider, which puts back what is unacknowledged
+                self._engine_done(request)
+            finally:
+                remove(request)
+
+        slot.remove_request = remove_request
+
+    def _engine_done(self, request: "Request") -> None:
+        if id(request) not in self._pending:
+            return
+        try:
+            self.ack(request)
+        except Exception as exc:  # Redis unreachable: the request stays in flight, so it is fetched again
+            logger.warning("AckPriorityQueue: could not acknowledge %s (%s: %s); after a restart it will be "
+                           "fetched again", request, type(exc).__name__, exc)
+            if self.stats is not None:
+                self.stats.inc_value("dedup/queue/ack_errors")
 
     @classmethod
     def for_crawler(cls, crawler: "Crawler") -> "AckPriorityQueue | None":
@@ -141,24 +198,11 @@ class AckPriorityQueue(PriorityQueue):
     def ack(self, request: "Request") -> None:
         """The request's work is done (its links are queued): forget it in Redis too."""
         entry = self._pending.pop(id(request), None)
-        self._responded.discard(id(request))
         if entry is not None and entry[0] is request:
             self.server.zrem(self._inflight_key(self.worker), entry[1])
 
     def in_flight(self) -> int:
         return len(self._pending)
-
-    # --- acknowledgements of requests that never reach the spider with a response ---
-
-    def _response_received(self, response: "Response", request: "Request", spider: Any) -> None:
-        if id(request) in self._pending:
-            self._responded.add(id(request))
-
-    def _left_downloader(self, request: "Request", spider: Any) -> None:
-        # Without a response the download failed or was replaced (redirect, retry: a new request
-        # already scheduled); with one, AckMiddleware acknowledges after the spider's output.
-        if id(request) in self._pending and id(request) not in self._responded:
-            self.ack(request)
 
     # --- liveness and recovery ---
 
@@ -216,43 +260,14 @@ def _dead_here(worker: str, host: str) -> bool:
     return False
 
 
-def _names_ack_middleware(name: Any) -> bool:
-    return (name is AckMiddleware or getattr(name, "__name__", None) == "AckMiddleware"
-            or (isinstance(name, str) and name.rsplit(".", 1)[-1] == "AckMiddleware"))
-
-
 class AckMiddleware:
-    """Acknowledges a popped request once the spider's output for its response has been consumed.
+    """No longer needed: :class:`AckPriorityQueue` acknowledges when the engine is done with a request.
 
-    Put it outermost (order 0): its output wrapper finishes after every other
-    middleware's, when the scheduler has received every request of the page.
+    It used to acknowledge at the end of the spider's output, which Scrapy 2.19
+    reaches before the requests of that output are scheduled (see the module
+    docstring). Kept, doing nothing, so settings naming it still load.
     """
-
-    def __init__(self, crawler: "Crawler"):
-        self.crawler = crawler
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "AckMiddleware":
-        return cls(crawler)
-
-    def _ack(self, response: "Response") -> None:
-        queue = AckPriorityQueue.for_crawler(self.crawler)
-        if queue is not None and response.request is not None:
-            queue.ack(response.request)
-
-    async def process_spider_output_async(self, response: "Response", result: Any, spider: Any = None):
-        try:
-            async for item in result:
-                yield item
-        finally:  # also when the callback raised half-way: its page is done as far as it goes
-            self._ack(response)
-
-    def process_spider_output(self, response: "Response", result: Any, spider: Any = None):
-        try:
-            yield from result
-        finally:
-            self._ack(response)
-
-    def process_spider_exception(self, response: "Response", exception: BaseException, spider: Any = None) -> None:
-        self._ack(response)
-        return None
+        return cls()

@@ -4,18 +4,21 @@ from __future__ import annotations
 import socket
 
 import pytest
-from scrapy import Request, Spider
-from scrapy.exceptions import NotConfigured
+import scrapy
+from pytest_twisted import inlineCallbacks
+from scrapy import Request, Spider, signals
 from scrapy.utils.test import get_crawler
 
 from scrapy_dedup.redis_queue import AckPriorityQueue
+from tests.support.crawl import run_crawl
+from tests.support.localsite import LocalSite, Page
+from tests.support.redis_server import free_port
 
-ACK = {"SPIDER_MIDDLEWARES": {"scrapy_dedup.redis_queue.AckMiddleware": 0}}
 KEY = "%(spider)s:requests"
 
 
-def make_queue(redis_client, settings=ACK) -> AckPriorityQueue:
-    crawler = get_crawler(Spider, settings)
+def make_queue(redis_client, settings=None) -> AckPriorityQueue:
+    crawler = get_crawler(Spider, settings or {})
     spider = Spider.from_crawler(crawler, name="q")
     return AckPriorityQueue(redis_client, spider, KEY)
 
@@ -30,9 +33,116 @@ def urls(queue: AckPriorityQueue, redis_client) -> list[str]:
     return sorted(picklecompat.loads(d)["url"] for d in redis_client.zrange(queue.key, 0, -1))
 
 
-def test_without_its_middleware_it_refuses_to_start_naming_the_setting(redis_client):
-    with pytest.raises(NotConfigured, match="SPIDER_MIDDLEWARES.*AckMiddleware"):
-        make_queue(redis_client, {})
+class RecordingQueue(AckPriorityQueue):
+    """AckPriorityQueue writing every push, acknowledgement and scraped item, in order, to ``crawler.queue_log``."""
+
+    def __init__(self, server, spider, key, serializer=None):
+        super().__init__(server, spider, key, serializer)
+        self.log = spider.crawler.queue_log = []
+        spider.crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+
+    def _item_scraped(self, item, **kwargs):
+        self.log.append(("item", item["url"]))
+
+    def push(self, request):
+        self.log.append(("push", request.url))
+        super().push(request)
+
+    def ack(self, request):
+        if id(request) in self._pending:
+            self.log.append(("ack", request.url))
+        super().ack(request)
+
+
+class AckSpider(scrapy.Spider):
+    """Follows links, asks for a redirect, and meets two download errors, one with an errback that yields a request."""
+
+    name = "ack"
+
+    def __init__(self, site_url: str = "", dead_url: str = "", **kwargs):
+        super().__init__(**kwargs)
+        self.site_url, self.dead_url = site_url, dead_url
+
+    async def start(self):  # Scrapy >= 2.13
+        for request in self.start_requests():
+            yield request
+
+    def start_requests(self):
+        yield Request(self.site_url + "/")
+
+    def parse(self, response):
+        yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+        if response.url.endswith("/list"):
+            yield Request(self.dead_url + "/rescue", errback=self.rescue)
+            yield Request(self.dead_url + "/gone")  # no errback: logged, nothing produced
+
+    def rescue(self, failure):
+        yield Request(self.site_url + "/rescued")
+
+
+@pytest.mark.crawl
+@pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")  # scrapy-redis
+@inlineCallbacks
+def test_a_request_is_acknowledged_only_after_every_request_it_produced_was_pushed(redis_url, redis_client):
+    """The acknowledgement comes after the outcome of the request was handled in full, whatever it was.
+
+    A page's links, the target of a redirect, the request an errback yields, and
+    the page's item must all be in the queue (or out of the pipelines) before
+    the request leaves the in-flight set: a kill in between would lose them.
+    """
+    pages = {
+        ("a.test", "/"): Page('<a href="/list">list</a> <a href="/old">old</a>'),
+        ("a.test", "/list"): Page('<a href="/x">x</a> <a href="/y">y</a> <a href="/z">z</a>'),
+        ("a.test", "/old"): Page("", status=302, headers={"Location": "/new"}),
+        **{("a.test", path): Page(f"<p>{path}</p>") for path in ("/x", "/y", "/z", "/new", "/rescued")},
+    }
+    settings = {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "SCHEDULER_PERSIST": True,
+        "SCHEDULER_QUEUE_CLASS": "tests.test_redis_queue.RecordingQueue",
+        "REDIS_URL": redis_url,
+        "DUPEFILTER_CLASS": "scrapy_dedup.RedisDupeFilter",
+        "DEDUP_REDIS_URL": redis_url,
+        "LOG_LEVEL": "WARNING",
+    }
+    with LocalSite(pages) as site:
+        base, dead = site.url("a.test").rstrip("/"), f"http://127.0.0.1:{free_port()}"  # nothing listens there
+        crawler = yield run_crawl(AckSpider, settings, site_url=base, dead_url=dead)
+    log = crawler.queue_log
+
+    def when(event: str, url: str) -> int:
+        assert (event, url) in log, (event, url, log)
+        return log.index((event, url))
+
+    produced = {  # request -> what its outcome must have put in the queue first
+        "/": [base + "/list", base + "/old"],
+        "/list": [base + p for p in ("/x", "/y", "/z")] + [dead + "/rescue", dead + "/gone"],
+        "/old": [base + "/new"],  # RedirectMiddleware's request, scheduled by the engine
+    }
+    for parent, children in produced.items():
+        for child in children:
+            assert when("push", child) < when("ack", base + parent), (parent, child)
+    assert when("push", base + "/rescued") < when("ack", dead + "/rescue")  # the errback's request
+    for path in ("/", "/list", "/x", "/y", "/z", "/new", "/rescued"):  # the item left the pipelines first
+        assert when("item", base + path) < when("ack", base + path), path
+    acked = [url for event, url in log if event == "ack"]
+    assert sorted(acked) == sorted(url for event, url in log if event == "push")  # each popped one, once
+    assert dead + "/gone" in acked  # a download error without errback is acknowledged too
+    # Nothing was put back at close (all acknowledged), nothing left in flight.
+    assert redis_client.zcard("ack:requests") == 0
+    assert list(redis_client.scan_iter(match="ack:requests:inflight:*")) == []
+
+
+def test_settings_naming_the_retired_middleware_still_load():
+    """AckMiddleware is no longer needed; settings written for the earlier version must not break."""
+    from scrapy.utils.misc import build_from_crawler
+
+    from scrapy_dedup.redis_queue import AckMiddleware
+
+    crawler = get_crawler(Spider, {"SPIDER_MIDDLEWARES": {"scrapy_dedup.redis_queue.AckMiddleware": 0}})
+    assert isinstance(build_from_crawler(AckMiddleware, crawler), AckMiddleware)
 
 
 def test_pop_keeps_the_request_in_flight_until_ack(redis_client):
