@@ -6,7 +6,7 @@
 * :class:`RedisDupeFilter` - an exact Redis set shared by every process of a
   spider (a drop-in for scrapy-redis's ``RFPDupeFilter``).
 * :class:`RedisBloomDupeFilter` - a Bloom filter in Redis bitmaps, shared,
-  one script call per new request.
+  one ``BITFIELD`` command per new request.
 
 All three follow Scrapy's dupefilter contract (``from_crawler``, a
 synchronous ``request_seen``, ``open()``/``close(reason)`` returning None,
@@ -537,8 +537,8 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
 
     Sized by ``DEDUP_BLOOM_CAPACITY`` and ``DEDUP_BLOOM_ERROR_RATE`` and
     allocated in full at start-up (3.75 bytes per URL of capacity at 1e-6);
-    one Lua script call per request not yet confirmed by this process, atomic
-    across processes. ``DEDUP_REDIS_BLOOM_SHARDS`` splits it over several keys
+    one ``BITFIELD`` command per request not yet confirmed by this process,
+    atomic across processes. ``DEDUP_REDIS_BLOOM_SHARDS`` splits it over several keys
     for Redis Cluster.
     """
 

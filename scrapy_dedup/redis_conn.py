@@ -152,18 +152,38 @@ class PinnedConnection:
             self._conn, self._pid = conn, os.getpid()
         return self._conn
 
+    def _ready(self) -> Any:
+        """The connection, replaced first if the server closed it (nothing is due, so readable means closed)."""
+        conn = self._connection()
+        try:
+            stale = conn.can_read(timeout=0)
+        except self._closed_error:
+            stale = True
+        if stale:
+            conn.disconnect()  # send_packed_command connects again (AUTH, SELECT, TLS as configured)
+        return conn
+
     def execute(self, command: bytes) -> Any:
         """Send one pre-encoded command and return its reply (errors raised as redis-py's exceptions)."""
         with self._lock:
-            conn = self._connection()
-            try:
-                stale = conn.can_read(timeout=0)  # nothing is due: readable means closed by the server
-            except self._closed_error:
-                stale = True
-            if stale:
-                conn.disconnect()  # send_packed_command connects again (AUTH, SELECT, TLS as configured)
+            conn = self._ready()
             conn.send_packed_command([command])
             return conn.read_response()
+
+    def execute_many(self, commands: list[bytes]) -> list[Any]:
+        """Send pre-encoded commands in one write and return their replies, in order (a pipeline).
+
+        Any error, even one command's error reply, drops the connection: replies
+        still unread would otherwise answer the next call.
+        """
+        with self._lock:
+            conn = self._ready()
+            conn.send_packed_command([b"".join(commands)])
+            try:
+                return [conn.read_response() for _ in commands]
+            except BaseException:
+                conn.disconnect()
+                raise
 
     def release(self) -> None:
         """Give the connection back to its pool (the next :meth:`execute` takes one again)."""

@@ -22,6 +22,10 @@ def test_bench_seen_quick_runs_all_contenders(redis_server):
         assert row, f"{name} missing from:\n{out}"
         assert float(row.group(1)) > 0 and int(row.group(2)) > 0
     assert "Bloom check alone" in out
+    variants = re.findall(r"^  (Lua script \(SETBIT per bit\)|BITFIELD \(the store\)), (python parser|hiredis)"
+                          r"\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+    assert len(variants) >= 2, out  # both commands on at least redis-py's own parser
+    assert all(float(v) > 0 for row in variants for v in row[2:])  # wall, client CPU and Redis CPU measured
     assert out.count("[met]") + out.count("[MISSED]") >= 8  # every target is reported, met or not
 
 

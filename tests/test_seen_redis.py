@@ -151,31 +151,38 @@ def test_bloom_add_and_contains(redis_client):
     assert abs(len(fresh) - 3000) < 30  # estimated from the bits set
 
 
-def test_bloom_one_script_call_per_new_key(redis_client):
+@pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "client-commands"])
+def test_bloom_one_command_per_new_key(redis_client, pinned):
     bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)
+    if not pinned:
+        bloom._pinned = None  # the path cluster clients take: redis-py's own commands
     bloom.prepare()
     keys = fingerprints(100)
-    bloom.add(keys[0])  # loads the script
     redis_client.config_resetstat()
     for _ in range(3):
-        for k in keys[1:]:
+        for k in keys:
             bloom.add(k)
-    assert server_calls(redis_client, "evalsha") == 99
-    assert server_calls(redis_client, "setbit") == 99 * bloom.hashes  # inside the script, no extra round trip
+    assert server_calls(redis_client, "bitfield") == 100  # one round trip per new key, none for recurrences
+    assert sum(server_calls(redis_client, c) for c in ("setbit", "getbit", "evalsha", "eval")) == 0
+    fresh = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)
+    if not pinned:
+        fresh._pinned = None
+    assert fresh.contains_many(keys + fingerprints(50, "other")) == [True] * 100 + [False] * 50
+    assert fresh.add_many(keys[:10] + fingerprints(5, "new")) == [False] * 10 + [True] * 5
+    assert server_calls(redis_client, "bitfield_ro") == 150
 
 
-@pytest.mark.parametrize("kind", ["exact", "bloom"])
-def test_store_keeps_working_after_redis_forgets_its_scripts(redis_client, kind):
-    """A restarted Redis has an empty script cache: the add script is loaded again, nothing is lost."""
-    store = (RedisSeenSet(redis_client, "t:k") if kind == "exact"
-             else RedisBloomSeenSet(redis_client, "t:k", capacity=10_000, error_rate=1e-6))
-    keys = fingerprints(20)
-    assert all(store.add(k) for k in keys[:10])
-    redis_client.script_flush()
-    assert all(store.add(k) for k in keys[10:])
-    fresh = (RedisSeenSet(redis_client, "t:k") if kind == "exact"
-             else RedisBloomSeenSet(redis_client, "t:k", capacity=10_000, error_rate=1e-6))
-    assert not any(fresh.add(k) for k in keys)
+def test_bloom_reads_with_plain_bitfield_where_bitfield_ro_is_unknown(redis_client):
+    """Redis before 6.2 has no BITFIELD_RO: membership falls back to BITFIELD with GETs only."""
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)
+    keys = fingerprints(30)
+    bloom.add_many(keys[:20])
+    redis_client.config_resetstat()
+    bloom._read_command = "BITFIELD_RO_UNKNOWN"  # what an old server answers for BITFIELD_RO
+    assert bloom.contains_many(keys) == [True] * 20 + [False] * 10
+    assert bloom._read_command == "BITFIELD"
+    assert server_calls(redis_client, "bitfield") == 30
+    assert bloom.contains_many(keys[25:]) == [False] * 5  # nothing set by the reads
 
 
 @pytest.mark.parametrize("kind", ["exact", "bloom"])

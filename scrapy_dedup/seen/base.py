@@ -95,7 +95,7 @@ def choose_hashes(error_rate: float, memory_slack: float = 0.05) -> int:
 
     The optimum (``k = log2(1/p)``, 20 at 1e-6) is flat: 14 hashes cost 4% more
     bits at 1e-6 but 30% fewer bit lookups per check, and lookups are what a
-    check costs in Python (and in the Redis script).
+    check costs in Python (and in Redis's ``BITFIELD``).
     """
     costs = {k: bits_per_key(error_rate, k) for k in range(1, 65)}
     best = min(costs.values())
