@@ -172,7 +172,6 @@ def redis_scheduler_settings(redis_url: str, ack: bool = True) -> dict:
     }
     if ack:
         settings["SCHEDULER_QUEUE_CLASS"] = "scrapy_dedup.redis_queue.AckPriorityQueue"
-        settings["SPIDER_MIDDLEWARES"] = {"scrapy_dedup.redis_queue.AckMiddleware": 0}
     return settings
 
 
@@ -211,9 +210,15 @@ def test_sigkill_with_the_queue_in_redis_loses_no_page_and_keeps_no_duplicate(tm
 
     Asserted: every page is fetched (none lost); a page fetched twice is one the killed
     process had in flight (popped, not yet acknowledged: read from Redis before the
-    restart); no URL kept twice; of an original and its near duplicate at most one item is
-    kept, and exactly one unless the original was in flight at the kill (its fingerprint may
-    have reached the index before its item reached the exporter).
+    restart); of an original and its near duplicate at most one URL is kept, and exactly
+    one unless the original was in flight at the kill (its fingerprint may have reached
+    the index before its item reached the exporter).
+
+    A URL may be kept twice, and only if its page was in flight: a request is
+    acknowledged after its item has left the pipelines (earlier, a kill would lose the
+    item or the page's links), so a kill between the export and the acknowledgement
+    delivers that item again after the restart. No design can tell, after a SIGKILL,
+    whether a non-transactional exporter wrote the item: at least once, or lost.
     """
     design = ResumeSite()
     settings = redis_scheduler_settings(redis_url)
@@ -224,7 +229,8 @@ def test_sigkill_with_the_queue_in_redis_loses_no_page_and_keeps_no_duplicate(tm
     assert in_flight, "the kill should land while a page is being served"
     print(f"SIGKILL+AckPriorityQueue: first run fetched {sum(fetched_first.values())} of {len(paths)} pages; "
           f"in flight at the kill {len(in_flight)}; fetched twice "
-          f"{sum(1 for n in fetched_all.values() if n > 1)}; kept {len(first.kept())}")
+          f"{sum(1 for n in fetched_all.values() if n > 1)}; kept {len(first.kept())} items, "
+          f"{len(set(first.kept()))} URLs")
     # None lost: every page fetched, and every page parsed by the spider in one run or the other.
     assert set(fetched_all) == {(HOST, path) for path in paths}
     assert set(second.parsed()) == set(paths)
@@ -234,9 +240,13 @@ def test_sigkill_with_the_queue_in_redis_loses_no_page_and_keeps_no_duplicate(tm
     assert twice <= in_flight
     # The restarted process put exactly those requests back.
     assert second.stats()["dedup/queue/reclaimed"] == len(in_flight)
-    # No duplicate kept.
+    # No duplicate kept: a URL twice only if its page was in flight (the same page delivered again,
+    # counted by the restarted run's pipeline as a refetch it kept), never two pages of a family.
     kept = [url.split(str(site.port), 1)[1] for url in first.kept()]
-    assert len(kept) == len(set(kept))
+    kept_twice = {path for path, n in Counter(kept).items() if n > 1}
+    assert max(Counter(kept).values()) <= 2
+    assert kept_twice <= in_flight
+    assert second.stats().get("dedup/items/refetch_kept", 0) >= len(kept_twice)
     for original, near in zip(design.originals, design.near):
         group = [path for path in (original, near) if path in kept]
         assert len(group) <= 1, group
