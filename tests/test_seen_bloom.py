@@ -67,6 +67,26 @@ def test_positions_are_the_double_hashing_progression_modulo_m():
         assert len(set(got)) == hashes or bits < hashes
 
 
+def test_strided_slices_touch_exactly_the_positions():
+    """add() reads and sets bits through strided slices: the same bits as the position list, wrapping or not."""
+    from scrapy_dedup.seen.bloom import _Slice
+
+    rng = random.Random(11)
+    wrapped = 0
+    for _ in range(300):
+        piece = _Slice(capacity=rng.randint(5, 400), error_rate=rng.choice([1e-2, 1e-4, 1e-6]))
+        h1, h2 = rng.getrandbits(64), rng.getrandbits(64)
+        want = piece.positions(h1, h2)
+        wrapped += len(piece.strides(h1, h2)) == 2
+        assert not piece.holds(h1, h2)
+        piece.put(h1, h2)
+        assert sorted(piece.bits.search(1)) == sorted(want)
+        assert piece.holds(h1, h2)
+        piece.bits[want[-1]] = 0
+        assert not piece.holds(h1, h2)
+    assert wrapped > 30  # both shapes were exercised
+
+
 def test_sizing_is_near_the_optimum():
     # 1.44 * log2(1/p) bits per key is the optimum; we allow 5% for fewer hashes.
     for rate in (1e-2, 1e-3, 1e-6, 1e-9):

@@ -97,6 +97,29 @@ class _Slice:
     def positions(self, h1: int, h2: int) -> list[int]:
         return positions(h1, h2, self.nbits, self.hashes, self.step)
 
+    def strides(self, h1: int, h2: int) -> tuple[slice, ...]:
+        """The same positions as :meth:`positions`, as one or two strided slices of the bit array.
+
+        ``bits[a:end:b]`` reads or sets every position in C; indexing with a
+        list of positions costs about 8 times as much (bitarray 3, 14 hashes).
+        """
+        m = self.nbits
+        a = h1 % m
+        b = h2 % self.step + 1
+        end = a + self.hashes * b
+        if end <= m:
+            return (slice(a, end, b),)
+        return slice(a, m, b), slice((a - m) % b, end - m, b)
+
+    def holds(self, h1: int, h2: int) -> bool:
+        bits = self.bits
+        return all(bits[part].all() for part in self.strides(h1, h2))
+
+    def put(self, h1: int, h2: int) -> None:
+        bits = self.bits
+        for part in self.strides(h1, h2):
+            bits[part] = 1
+
     def header(self) -> dict[str, Any]:
         return {"capacity": self.capacity, "error_rate": self.error_rate, "bits": self.nbits,
                 "hashes": self.hashes, "count": self.count}
@@ -144,29 +167,31 @@ class BloomSeenSet(SeenSet):
         else:
             h1, h2, _ = digest_pair(key)
         slices = self.slices
-        if len(slices) == 1:  # the common case, inlined
+        if len(slices) == 1:  # the common case, inlined: one strided slice unless the progression wraps
             only = slices[0]
             m = only.nbits
             a = h1 % m
             b = h2 % only.step + 1
             end = a + only.hashes * b
-            where = list(range(a, end, b)) if end <= m else [*range(a, m, b), *range((a - m) % b, end - m, b)]
-            bits = only.bits
-            if bits[where].all():
+            if end <= m:
+                bits = only.bits
+                if bits[a:end:b].all():
+                    return False
+                if only.count < only.capacity:
+                    bits[a:end:b] = 1
+                    only.count += 1
+                    self.dirty = True
+                    return True
+            elif only.holds(h1, h2):
                 return False
-            if only.count < only.capacity:
-                bits[where] = 1
-                only.count += 1
-                self.dirty = True
-                return True
         else:
             for piece in slices:
-                if piece.bits[piece.positions(h1, h2)].all():
+                if piece.holds(h1, h2):
                     return False
         newest = slices[-1]
         if newest.count >= newest.capacity:
             newest = self._grow()
-        newest.bits[newest.positions(h1, h2)] = 1
+        newest.put(h1, h2)
         newest.count += 1
         self.dirty = True
         return True
@@ -175,16 +200,7 @@ class BloomSeenSet(SeenSet):
         if not isinstance(key, (bytes, bytearray, memoryview)):
             return False
         h1, h2, _ = digest_pair(bytes(key))
-        slices = self.slices
-        if len(slices) == 1:
-            only = slices[0]
-            m = only.nbits
-            a = h1 % m
-            b = h2 % only.step + 1
-            end = a + only.hashes * b
-            return only.bits[list(range(a, end, b)) if end <= m
-                             else [*range(a, m, b), *range((a - m) % b, end - m, b)]].all()
-        return any(piece.bits[piece.positions(h1, h2)].all() for piece in self.slices)
+        return any(piece.holds(h1, h2) for piece in self.slices)
 
     def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
         return [key in self for key in keys]
