@@ -309,6 +309,9 @@ class _RedisDupeFilter(_SeenDupeFilter):
         #: fingerprints answered "new" while Redis was unreachable, not yet written to Redis
         self._unconfirmed: set[bytes] = set()
         self._close_requested = False
+        #: the scheduler queue that marks a fingerprint seen and queues its request in one Redis script
+        #: (:class:`scrapy_dedup.redis_queue.AckPriorityQueue` on the same server), or None
+        self.atomic_queue: Any = None
 
     @staticmethod
     def _redis_key(crawler: Crawler, cfg: DedupSettings) -> str:
@@ -347,6 +350,62 @@ class _RedisDupeFilter(_SeenDupeFilter):
             if self.policy.gave_up:
                 self._close_spider()
             return True
+        if self._unconfirmed:
+            self._replay()
+        return new
+
+    # --- marking seen and queueing in one step (set up by scrapy_dedup.redis_queue.AckPriorityQueue) ---
+
+    def pair_queue(self, queue: Any) -> None:
+        """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on.
+
+        Why: scrapy-redis's scheduler calls ``request_seen`` (a write to Redis) and
+        then ``queue.push`` (a second write); a SIGKILL between the two left the
+        request marked seen and never queued, lost for good. Paired, ``request_seen``
+        writes nothing itself: a fingerprint in the local cache is "seen" at once,
+        any other is handed with its request to ``queue.mark_and_push``, whose
+        script adds the fingerprint and, only if it was new, queues the request;
+        the scheduler's ``push`` of that request then does nothing. The answer to
+        the scheduler, the log and every stat are what they were before.
+        """
+        self.atomic_queue = queue
+
+    def request_seen(self, request: Request) -> bool:
+        if self.atomic_queue is None:
+            return super().request_seen(request)
+        fingerprint = self.fingerprinter.fingerprint(request)
+        self.checked += 1
+        if self._add_and_push(request, fingerprint):
+            self.new += 1
+            return False
+        return True
+
+    def _add_and_push(self, request: Request, fingerprint: bytes) -> bool:
+        """:meth:`_add` for the paired mode: True if new (and then already in the queue, or held by it)."""
+        if not self._started:
+            self._start()
+        queue = self.atomic_queue
+        if fingerprint in self._unconfirmed or fingerprint in self.store.cache or queue.holds(fingerprint):
+            return False
+        errors_before = self.policy.errors
+        try:
+            new = self._redis(queue.mark_and_push, request, fingerprint, False)
+            if not new and self.policy.errors != errors_before:
+                # An earlier attempt may have run before its reply was lost: "seen" may be our own mark,
+                # with the request queued or not. Push it anyway (the same bytes: no second entry if it is
+                # still queued): a possible duplicate fetch during an outage, never a page lost to it.
+                self._redis(queue.mark_and_push, request, fingerprint, True)
+                new = True
+                if self.stats is not None:
+                    self.stats.inc_value("dedup/redis/retried_seen_kept")
+        except RedisUnavailable:
+            queue.hold(request, fingerprint)  # marked and queued together when Redis answers again
+            if self.stats is not None:
+                self.stats.inc_value("dedup/redis/fail_open")
+            if self.policy.gave_up:
+                self._close_spider()
+            return True
+        self.store.confirmed(fingerprint)
         if self._unconfirmed:
             self._replay()
         return new

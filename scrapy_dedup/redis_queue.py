@@ -63,6 +63,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 import uuid
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,8 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy_redis.queue import PriorityQueue
+
+from scrapy_dedup.redis_policy import is_transient
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -102,6 +105,47 @@ redis.call('DEL', KEYS[4])
 return n
 """
 
+# Mark a request's fingerprint seen and, only if it was new (or ARGV[4] is '1'), queue the request: one
+# step, so no kill can leave a request seen but not queued. Data only through KEYS/ARGV.
+# KEYS: the seen set, the queue; ARGV: fingerprint, score, serialized request, force.
+_MARK_SET_AND_PUSH = """
+local added = redis.call('SADD', KEYS[1], ARGV[1])
+if added == 1 or ARGV[4] == '1' then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+end
+return added
+"""
+
+# The same for a Bloom filter shard: ARGV[1] is the key's bit positions, little-endian uint32 each,
+# set in one BITFIELD (as RedisBloomSeenSet.add does); new if any of those bits was 0.
+_MARK_BITS_AND_PUSH = """
+local packed = ARGV[1]
+local args = {}
+for i = 1, #packed, 4 do
+  local b1, b2, b3, b4 = string.byte(packed, i, i + 3)
+  local n = #args
+  args[n + 1] = 'SET'
+  args[n + 2] = 'u1'
+  args[n + 3] = b1 + b2 * 256 + b3 * 65536 + b4 * 16777216
+  args[n + 4] = 1
+end
+local old = redis.call('BITFIELD', KEYS[1], unpack(args))
+local added = 0
+for i = 1, #old do
+  if old[i] == 0 then
+    added = 1
+    break
+  end
+end
+if added == 1 or ARGV[4] == '1' then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+end
+return added
+"""
+
+#: seconds between two attempts to queue the requests held during a Redis outage
+HELD_RETRY_SECONDS = 1.0
+
 
 class AckPriorityQueue(PriorityQueue):
     """scrapy-redis's priority queue whose popped requests stay in Redis until acknowledged."""
@@ -117,7 +161,19 @@ class AckPriorityQueue(PriorityQueue):
         self._requeue = server.register_script(_REQUEUE)
         self._pending: dict[int, tuple[Request, bytes]] = {}
         self._closed = False
+        self.crawler = crawler
         self.stats = crawler.stats
+        self._mark_and_push = {"set": server.register_script(_MARK_SET_AND_PUSH),
+                               "bloom": server.register_script(_MARK_BITS_AND_PUSH)}
+        #: the scheduler's dupefilter once paired (see :meth:`pair`), else None
+        self.dupefilter: Any = None
+        self._pairing_done = False
+        #: the request the paired dupefilter has already queued or held: the scheduler's push of it does nothing
+        self._handed: Request | None = None
+        #: (fingerprint or None, serialized request, score) not yet in Redis because it was unreachable
+        self._held: list[tuple[bytes | None, bytes, float]] = []
+        self._held_fingerprints: set[bytes] = set()
+        self._next_flush = 0.0
         self._watch_engine(crawler)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
@@ -127,6 +183,7 @@ class AckPriorityQueue(PriorityQueue):
         self._heartbeat = LoopingCall(self._beat)
         self._heartbeat.start(ALIVE_TTL / 3, now=False)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         AckPriorityQueue._by_crawler[crawler] = self
 
     def _watch_engine(self, crawler: "Crawler") -> None:
@@ -185,9 +242,173 @@ class AckPriorityQueue(PriorityQueue):
     def _inflight_key(self, worker: str) -> str:
         return f"{self.key}:inflight:{worker}"
 
+    # --- marking seen and queueing in one step ---
+
+    def _spider_opened(self, spider: Any) -> None:
+        self._pair_once()  # the scheduler has built its dupefilter by now, and no request was scheduled yet
+
+    def _pair_once(self) -> None:
+        if self._pairing_done:
+            return
+        self._pairing_done = True
+        dupefilter = self._scheduler_dupefilter()
+        if dupefilter is not None:
+            self.pair(dupefilter)
+
+    def _scheduler_dupefilter(self) -> Any:
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts
+            return None
+        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
+        return getattr(scheduler, "df", None)
+
+    def pair(self, dupefilter: Any) -> bool:
+        """Mark seen and queue in one Redis script with ``dupefilter`` if it can be done; say so either way.
+
+        Possible with scrapy_dedup's ``RedisDupeFilter`` or ``RedisBloomDupeFilter``
+        on the same Redis server and database as the queue (on Redis Cluster: the
+        seen key(s) in the queue key's hash slot). Otherwise the scheduler's two
+        Redis calls stay, and one WARNING line says what that costs and how to avoid it.
+        """
+        self._pairing_done = True
+        why_not = self._cannot_pair(dupefilter)
+        if why_not is not None:
+            logger.warning(
+                "AckPriorityQueue: %s, so a request is marked seen and queued in two Redis calls: a SIGKILL "
+                "between them loses that request (at most one per kill). To close the gap use scrapy_dedup's "
+                "RedisDupeFilter or RedisBloomDupeFilter with DEDUP_REDIS_URL on the queue's server and database "
+                "(REDIS_URL); on Redis Cluster give SCHEDULER_QUEUE_KEY and DEDUP_REDIS_KEY one {hash tag} and "
+                "keep the Bloom filter in one key (DEDUP_REDIS_BLOOM_SHARDS=1).", why_not)
+            return False
+        dupefilter.pair_queue(self)
+        self.dupefilter = dupefilter
+        logger.info("AckPriorityQueue: %s and the queue %r share a Redis server: a new request is marked seen "
+                    "and queued in one step (no kill can leave it seen but not queued)",
+                    type(dupefilter).__name__, self.key)
+        return True
+
+    def _cannot_pair(self, dupefilter: Any) -> str | None:
+        """Why the mark and the push cannot be one script, or None if they can."""
+        store = getattr(dupefilter, "store", None)
+        kind = getattr(store, "script_kind", None)
+        if not callable(getattr(dupefilter, "pair_queue", None)) or kind not in self._mark_and_push:
+            return f"the dupefilter {type(dupefilter).__name__} marks requests seen in a Redis call of its own"
+        try:
+            same = _same_server(self.server, dupefilter.server)
+        except Exception as exc:
+            return f"the dupefilter's and the queue's Redis servers could not be compared ({type(exc).__name__})"
+        if not same:
+            return (f"{type(dupefilter).__name__} (DEDUP_REDIS_URL) and the queue (REDIS_URL) are not on "
+                    "the same Redis server and database")
+        if _is_cluster(self.server):
+            seen_keys = list(getattr(store, "shard_keys", [store.key]))
+            slots = {self.server.keyslot(name) for name in [self.key, *seen_keys]}
+            if len(slots) > 1:
+                return (f"on Redis Cluster the seen key(s) {seen_keys} and the queue {self.key!r} are in "
+                        f"{len(slots)} different hash slots")
+        return None
+
+    def mark_and_push(self, request: "Request", fingerprint: bytes, force: bool = False) -> bool:
+        """Add ``fingerprint`` to the paired dupefilter's store and, if it was new (or ``force``), queue
+        ``request``, in one Lua script. True if the fingerprint was new.
+
+        Called by the dupefilter's ``request_seen`` (under its ``DEDUP_REDIS_ON_ERROR``
+        policy); the scheduler's ``push`` of the same request right after does nothing.
+        """
+        store = self.dupefilter.store
+        seen_key, argument = store.script_args(fingerprint)
+        added = self._mark_and_push[store.script_kind](
+            keys=[seen_key, self.key],
+            args=[argument, -request.priority, self._encode_request(request), 1 if force else 0])
+        if added or force:
+            self._handed = request
+            if self.stats is not None:
+                self.stats.inc_value("dedup/queue/marked_and_pushed")
+        return bool(added)
+
+    def hold(self, request: "Request", fingerprint: bytes | None = None) -> None:
+        """Keep ``request`` in this process until Redis answers again (it was unreachable), then queue it.
+
+        With ``fingerprint`` it is marked seen and queued then in one step (only if
+        still new: a process that marked it meanwhile also queued it).
+        """
+        self._hold(fingerprint, self._encode_request(request), -request.priority)
+        self._handed = request
+
+    def holds(self, fingerprint: bytes) -> bool:
+        """True if a request with this fingerprint is held here, waiting for Redis (it counts as seen)."""
+        return fingerprint in self._held_fingerprints
+
+    def _hold(self, fingerprint: bytes | None, data: bytes, score: float) -> None:
+        if not self._held:
+            logger.warning("AckPriorityQueue: Redis is unavailable; new requests are held in this process and "
+                           "queued when it answers again (counted in dedup/queue/held; a kill meanwhile loses them)")
+        self._held.append((fingerprint, data, score))
+        if fingerprint is not None:
+            self._held_fingerprints.add(fingerprint)
+        if self.stats is not None:
+            self.stats.inc_value("dedup/queue/held")
+
+    def _flush_held(self, now: float | None = None) -> None:
+        """Queue the held requests, in order, until Redis fails again (then wait HELD_RETRY_SECONDS)."""
+        now = time.monotonic() if now is None else now
+        if not self._held or now < self._next_flush:
+            return
+        queued = found_seen = 0
+        while self._held:
+            fingerprint, data, score = self._held[0]
+            try:
+                if fingerprint is None:
+                    self.server.execute_command("ZADD", self.key, score, data)
+                else:
+                    store = self.dupefilter.store
+                    seen_key, argument = store.script_args(fingerprint)
+                    if not self._mark_and_push[store.script_kind](keys=[seen_key, self.key],
+                                                                 args=[argument, score, data, 0]):
+                        found_seen += 1
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                self._next_flush = now + HELD_RETRY_SECONDS
+                break
+            self._held.pop(0)
+            if fingerprint is not None:
+                self._held_fingerprints.discard(fingerprint)
+                self.dupefilter.store.confirmed(fingerprint)
+            queued += 1
+        if queued:
+            logger.info("AckPriorityQueue: %d request(s) held during the Redis outage are handled "
+                        "(%d of them were meanwhile marked seen and queued by another process)", queued, found_seen)
+            if self.stats is not None:
+                self.stats.inc_value("dedup/queue/held_queued", queued - found_seen)
+                if found_seen:
+                    self.stats.inc_value("dedup/queue/held_found_seen", found_seen)
+
     # --- the queue ---
 
+    def push(self, request: "Request") -> None:
+        if request is self._handed:  # already queued (or held) together with its fingerprint
+            self._handed = None
+            return
+        self._handed = None
+        self._pair_once()
+        if self._held:
+            self._flush_held()
+        data, score = self._encode_request(request), -request.priority
+        if self._held:  # Redis still down: keep the order
+            self._hold(None, data, score)
+            return
+        try:
+            self.server.execute_command("ZADD", self.key, score, data)
+        except Exception as exc:  # scrapy-redis lets it propagate into the engine: the request would be lost
+            if not is_transient(exc):
+                raise
+            self._hold(None, data, score)
+
     def pop(self, timeout: int = 0) -> "Request | None":
+        if self._held:
+            self._flush_held()
         data = self._pop(keys=[self.key, self._inflight_key(self.worker)])
         if not data:
             return None
@@ -209,6 +430,7 @@ class AckPriorityQueue(PriorityQueue):
     def _beat(self) -> None:
         try:
             self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+            self._flush_held()
             self.reclaim_dead()
         except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
             logger.warning("AckPriorityQueue: heartbeat failed (%s: %s)", type(exc).__name__, exc)
@@ -238,11 +460,55 @@ class AckPriorityQueue(PriorityQueue):
         self._closed = True
         if self._heartbeat.running:
             self._heartbeat.stop()
+        if self._held:
+            self._next_flush = 0.0
+            try:
+                self._flush_held()
+            finally:
+                if self._held:
+                    logger.error("AckPriorityQueue: %d request(s) held during the Redis outage could not be "
+                                 "queued before the spider closed (Redis still unavailable); they are lost "
+                                 "(dedup/queue/held_lost)", len(self._held))
+                    if self.stats is not None:
+                        self.stats.inc_value("dedup/queue/held_lost", len(self._held))
         n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
                                 self._alive_key(self.worker)], args=[self.worker, "force"])
         if n > 0:
             logger.info("AckPriorityQueue: %d unfinished request(s) put back into the queue at close", n)
         self._pending.clear()
+        # The scheduler (scrapy-redis) never closes its client, and its sockets would outlive the crawl;
+        # the scheduler is done with it by now (it closes before spider_closed), and a later use reconnects.
+        try:
+            self.server.close()
+        except Exception:  # pragma: no cover - closing a broken connection
+            pass
+
+
+def _is_cluster(client: Any) -> bool:
+    return callable(getattr(client, "keyslot", None)) and callable(getattr(client, "get_nodes", None))
+
+
+def _server_identity(client: Any) -> tuple[Any, ...]:
+    """What tells two clients apart: the server's ``run_id`` and the database (the address if INFO is refused).
+
+    ``run_id`` changes when the server restarts, so both clients are asked now;
+    it also tells ``localhost`` and ``127.0.0.1`` (or a forwarded port) apart from a second server.
+    """
+    if _is_cluster(client):
+        return ("cluster", frozenset(info.get("node_id") for info in client.cluster_nodes().values()))
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    db = int(kwargs.get("db") or 0)
+    try:
+        return ("run_id", client.info("server")["run_id"], db)
+    except Exception:  # INFO denied by an ACL: compare the addresses
+        return ("address", kwargs.get("path") or (kwargs.get("host"), kwargs.get("port")), db)
+
+
+def _same_server(a: Any, b: Any) -> bool:
+    ida, idb = _server_identity(a), _server_identity(b)
+    if ida[0] == idb[0] == "cluster":
+        return bool(ida[1] & idb[1])
+    return ida == idb
 
 
 def _dead_here(worker: str, host: str) -> bool:

@@ -208,3 +208,105 @@ def test_a_live_process_on_another_host_is_left_alone_until_its_heartbeat_expire
         assert queue.reclaim_dead() == 1 and redis_client.zcard(inflight) == 0
     finally:
         close(queue)
+
+
+# --- marking seen and queueing in one step (the paired dupefilter) ---
+
+DUPEFILTERS = ["scrapy_dedup.RedisDupeFilter", "scrapy_dedup.RedisBloomDupeFilter"]
+
+
+def other_db(redis_url: str) -> str:
+    """The same server, database 1: a dupefilter there cannot share a script with the queue (database 0)."""
+    assert redis_url.endswith("/0")
+    return redis_url[:-1] + "1"
+
+
+class DupLinkSpider(scrapy.Spider):
+    """Follows every link; the site links most pages several times, so the dupefilter filters a lot."""
+
+    name = "duplinks"
+
+    def __init__(self, site_url: str = "", **kwargs):
+        super().__init__(**kwargs)
+        self.site_url = site_url
+
+    async def start(self):  # Scrapy >= 2.13
+        for request in self.start_requests():
+            yield request
+
+    def start_requests(self):
+        yield Request(self.site_url + "/")
+        yield Request(self.site_url + "/", dont_filter=True)  # a dont_filter request: pushed as before
+
+    def parse(self, response):
+        yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+
+
+def dup_link_site() -> dict:
+    pages = {("a.test", "/"): Page("".join(f'<a href="/p{i}">p{i}</a><a href="/p{i}?">again</a>' for i in range(8)))}
+    for i in range(8):
+        pages[("a.test", f"/p{i}")] = Page(f'<a href="/">home</a><a href="/p{(i + 1) % 8}">next</a>'
+                                           f'<a href="/p{(i + 3) % 8}">other</a>')
+    return pages
+
+
+@pytest.mark.crawl
+@pytest.mark.parametrize("dupefilter", DUPEFILTERS, ids=["exact", "bloom"])
+@pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
+@inlineCallbacks
+def test_one_step_mark_and_push_keeps_the_dupefilter_stats_and_log_of_two_calls(redis_url, dupefilter, caplog):
+    """The same crawl with the dupefilter on the queue's database (one script per new request) and on another
+    database (the scheduler's two calls): the same answers, stats and log lines; only the way differs."""
+    import logging
+
+    import redis
+
+    runs = {}
+    with LocalSite(dup_link_site()) as site:
+        base = site.url("a.test").rstrip("/")
+        for mode, dedup_url in (("one step", redis_url), ("two calls", other_db(redis_url))):
+            client = redis.Redis.from_url(redis_url)
+            client.flushall()  # both databases
+            client.close()
+            caplog.clear()
+            settings = {
+                "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+                "SCHEDULER_PERSIST": True,
+                "SCHEDULER_QUEUE_CLASS": "scrapy_dedup.redis_queue.AckPriorityQueue",
+                "REDIS_URL": redis_url,
+                "DUPEFILTER_CLASS": dupefilter,
+                "DUPEFILTER_DEBUG": True,
+                "DEDUP_REDIS_URL": dedup_url,
+                "DEDUP_BLOOM_CAPACITY": 10_000,
+                "LOG_LEVEL": "DEBUG",
+            }
+            with caplog.at_level(logging.DEBUG):
+                hits_before = sum(site.hits.values())
+                crawler = yield run_crawl(DupLinkSpider, settings, site_url=base)
+            stats = crawler.stats.get_stats()
+            runs[mode] = {
+                "stats": {k: stats.get(k) for k in ("dupefilter/filtered", "dedup/seen/checked", "dedup/seen/new",
+                                                    "scheduler/enqueued/redis", "scheduler/dequeued/redis",
+                                                    "item_scraped_count", "finish_reason")},
+                "filtered_lines": sorted(r.getMessage() for r in caplog.records
+                                         if r.getMessage().startswith("Filtered duplicate request")),
+                "fetches": sum(site.hits.values()) - hits_before,
+                "one_step": stats.get("dedup/queue/marked_and_pushed"),
+                "info": [r.getMessage() for r in caplog.records if "marked seen and queued in one step" in r.getMessage()],
+                "warning": [r.getMessage() for r in caplog.records
+                            if r.levelno == logging.WARNING and "two Redis calls" in r.getMessage()],
+            }
+    one, two = runs["one step"], runs["two calls"]
+    print(f"\none step: {one['stats']} marked_and_pushed={one['one_step']}\ntwo calls: {two['stats']}")
+    assert one["stats"] == two["stats"]
+    assert one["filtered_lines"] == two["filtered_lines"] and len(one["filtered_lines"]) == one["stats"]["dupefilter/filtered"]
+    assert one["stats"]["dupefilter/filtered"] > 10  # the site links its pages several times
+    assert one["stats"]["dedup/seen/new"] == 9  # "/" and /p0../p7 ("/p0?" is "/p0")
+    assert one["fetches"] == two["fetches"] == 10  # each page once, "/" once more (the dont_filter start request)
+    # the paired run did each new request's mark and push in one script, and said so; the other warned
+    assert one["one_step"] == one["stats"]["dedup/seen/new"] and two["one_step"] is None
+    assert len(one["info"]) == 1 and one["warning"] == []
+    assert len(two["warning"]) == 1 and "not on the same Redis server and database" in two["warning"][0]
+    assert two["info"] == []

@@ -24,6 +24,7 @@ back the one connection it pinned, at :meth:`close`).
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -124,6 +125,21 @@ class _RedisStore(SeenSet):
 
     delete = clear
 
+    # --- for a caller that adds keys in its own Lua script (scrapy_dedup.redis_queue) ---------
+
+    #: how :meth:`script_args` is to be read: "set" (SADD the argument) or "bloom" (set the packed bits)
+    script_kind = "set"
+
+    def script_args(self, key: bytes) -> tuple[str, bytes]:
+        """``(redis_key, argument)``: what a Lua script needs to add ``key`` itself, in one step with other work."""
+        raise NotImplementedError
+
+    def confirmed(self, key: bytes) -> None:
+        """``key`` was added to Redis by someone else's script: remember it locally, keep the TTL armed."""
+        self.cache.add(key)
+        if self.ttl:
+            self._refresh_ttl()
+
     def size_bytes(self) -> int:
         """Redis memory of the keys (``MEMORY USAGE``; sampled for large sets)."""
         total = 0
@@ -161,6 +177,10 @@ class RedisSeenSet(_RedisStore):
         if self.ttl:
             self._refresh_ttl()
         return added == 1
+
+    def script_args(self, key: bytes) -> tuple[str, bytes]:
+        """The set's key and the fingerprint itself (the script runs ``SADD``)."""
+        return self.key, key
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, bytes):
@@ -352,6 +372,19 @@ class RedisBloomSeenSet(_RedisStore):
             h1, h2, h3 = digest_pair(key)
             shard = h3 % self.shards
         return self.shard_keys[shard], positions(h1, h2, self.shard_bits, self.hashes, self.step)
+
+    script_kind = "bloom"
+
+    def script_args(self, key: bytes) -> tuple[str, bytes]:
+        """The key's shard and its bit positions packed as little-endian uint32 (the script sets those bits).
+
+        Positions fit: a shard holds at most 2**32 bits. The filter is allocated
+        (:meth:`prepare`) first, as :meth:`add` does.
+        """
+        if not self._prepared:
+            self.prepare()
+        shard_key, where = self._locate(key)
+        return shard_key, struct.pack(f"<{len(where)}I", *where)
 
     def _encode_set(self, shard_key: str, where: list[int]) -> bytes:
         fill: list[int] = []
