@@ -132,6 +132,47 @@ class KeptItems:
         return item
 
 
+def _kill_between_seen_and_push_scheduler():
+    """scrapy-redis's scheduler, SIGKILLing its own process at the point its two Redis calls used to leave open.
+
+    For the request whose path is ``FAULTCRAWL_KILL_AFTER_SEEN`` it runs
+    ``enqueue_request`` as scrapy-redis does up to the dupefilter's answer, and
+    when that is "not seen" it kills the process before ``queue.push``: with the
+    two-call path the request is then marked seen in Redis and not queued; with
+    the one-step path (``AckPriorityQueue`` paired with the dupefilter) the answer
+    came from the script that marked it and queued it. Built lazily: scrapy-redis
+    is only needed by the tests that use it.
+    """
+    import os
+    import signal as signals_module
+    from urllib.parse import urlsplit
+
+    from scrapy_redis.scheduler import Scheduler
+
+    class KillBetweenSeenAndPush(Scheduler):
+        @classmethod
+        def from_crawler(cls, crawler):
+            scheduler = super().from_crawler(crawler)
+            scheduler.kill_path = crawler.settings.get("FAULTCRAWL_KILL_AFTER_SEEN")
+            return scheduler
+
+        def enqueue_request(self, request):
+            if request.dont_filter or urlsplit(request.url).path != self.kill_path:
+                return super().enqueue_request(request)
+            if self.df.request_seen(request):
+                self.df.log(request, self.spider)
+                return False
+            os.kill(os.getpid(), signals_module.SIGKILL)  # scrapy-redis would now call self.queue.push(request)
+
+    return KillBetweenSeenAndPush
+
+
+def __getattr__(name: str):  # "tests.faultcrawl.KillBetweenSeenAndPush" as a SCHEDULER setting
+    if name == "KillBetweenSeenAndPush":
+        return _kill_between_seen_and_push_scheduler()
+    raise AttributeError(name)
+
+
 def peak_rss_kb() -> int:
     """Peak resident memory of this process image (VmHWM: unlike ru_maxrss it does not count the
     parent's pages the child had between fork and exec)."""

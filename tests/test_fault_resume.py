@@ -259,6 +259,59 @@ def test_sigkill_with_the_queue_in_redis_loses_no_page_and_keeps_no_duplicate(tm
 
 
 @pytest.mark.crawl
+@pytest.mark.parametrize("dupefilter,same_server", [
+    ("scrapy_dedup.RedisDupeFilter", True),
+    ("scrapy_dedup.RedisBloomDupeFilter", True),
+    ("scrapy_dedup.RedisDupeFilter", False),
+], ids=["one-step-exact", "one-step-bloom", "two-calls"])
+def test_sigkill_between_marking_seen_and_pushing(tmp_path, redis_url, redis_client, dupefilter, same_server):
+    """The process kills itself right after the dupefilter said "not seen" for /list/3, before the push.
+
+    scrapy-redis's scheduler marks a request seen and pushes it in two Redis calls.
+    With the dupefilter on the queue's server, AckPriorityQueue makes them one Lua
+    script: the "not seen" answer comes from the script that also queued the request,
+    so after the restart /list/3 (and all it leads to) is crawled. With the dupefilter
+    on another database (two-calls, what every setup did before) the kill leaves
+    /list/3 marked seen and not queued: its parent /list/2, in flight at the kill,
+    is put back and parsed again, and its link to /list/3 is filtered as seen, so
+    /list/3 and every page after it are lost. The last case shows the test can fail.
+    """
+    design = ResumeSite()
+    settings = {**redis_scheduler_settings(redis_url), "DUPEFILTER_CLASS": dupefilter,
+                "DEDUP_BLOOM_CAPACITY": 10_000}
+    if not same_server:
+        assert redis_url.endswith("/0")
+        settings["DEDUP_REDIS_URL"] = redis_url[:-1] + "1"
+    killer = {**settings, "SCHEDULER": "tests.faultcrawl.KillBetweenSeenAndPush",
+              "FAULTCRAWL_KILL_AFTER_SEEN": "/list/3"}
+    paths = design.paths()
+    with LocalSite(design.route) as site:
+        start = site.url(HOST, "/")
+        first = CrawlProcess(tmp_path, "first", start, killer).start()
+        assert first.wait() == -signal.SIGKILL, first.log_text()[-3000:]
+        fetched_first = Counter(site.hits)
+        second = CrawlProcess(tmp_path, "second", start, settings).start()
+        assert second.wait() == 0, second.log_text()[-3000:]
+        fetched_all = Counter(site.hits)
+    never = sorted(path for path in paths if (HOST, path) not in fetched_all)
+    print(f"kill between seen and push ({'one step' if same_server else 'two calls'}, {dupefilter}): first run "
+          f"fetched {sum(fetched_first.values())} of {len(paths)}; never fetched after the restart: {len(never)}")
+    assert (HOST, "/list/2") in fetched_first and (HOST, "/list/3") not in fetched_first  # killed there
+    assert second.stats()["dedup/queue/reclaimed"] >= 1  # /list/2 came back and was parsed again
+    if same_server:
+        assert "marked seen and queued in one step" in first.log_text()
+        assert never == []
+        assert set(second.parsed()) == set(paths)
+        assert max(fetched_all.values()) <= 2
+        assert error_lines(second.log_text()) == []
+        assert redis_client.zcard("faultcrawl:requests") == 0
+    else:
+        assert "two Redis calls" in first.log_text()
+        assert "/list/3" in never  # lost: marked seen, never queued
+        assert {f"/list/{k}" for k in range(3, design.lists)} <= set(never)
+
+
+@pytest.mark.crawl
 @pytest.mark.slow
 def test_sigkill_with_scrapy_redis_own_queue_loses_the_pages_in_flight(tmp_path, redis_url, redis_client):
     """The gap AckPriorityQueue closes: scrapy-redis's PriorityQueue forgets a request when it is popped.
