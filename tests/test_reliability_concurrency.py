@@ -262,3 +262,47 @@ def test_one_cluster_node_killed_mid_crawl_and_restarted(redis_cluster, policy, 
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert [r.name for r in errors].count("scrapy_dedup.redis_policy") == 1
     assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"
+
+
+@pytest.mark.parametrize("workers,dupefilter", [
+    (2, "scrapy_dedup.RedisDupeFilter"),
+    (4, "scrapy_dedup.RedisDupeFilter"),
+    (4, "scrapy_dedup.RedisBloomDupeFilter"),
+], ids=["2-exact", "4-exact", "4-bloom"])
+def test_processes_sharing_the_redis_queue_and_the_dupefilter_fetch_every_page_once(
+        redis_url, tmp_path, workers, dupefilter):
+    """scrapy-redis's scheduler with AckPriorityQueue on the dupefilter's server (one script marks and queues):
+    the processes share one queue and one seen set, pop each other's requests, and every page is fetched once."""
+    linked = LinkedSite(pages=40, near=10, delay=0.05)  # slow enough for every process to find work queued
+    settings = base_settings(redis_url, dupefilter,
+                             SCHEDULER="scrapy_redis.scheduler.Scheduler", SCHEDULER_PERSIST=True,
+                             SCHEDULER_QUEUE_CLASS="scrapy_dedup.redis_queue.AckPriorityQueue", REDIS_URL=redis_url)
+    with LocalSite(linked) as site:
+        results = run_workers(site.url("127.0.0.1"), settings, tmp_path, n=workers)
+    hits = Counter(path for _, path in site.fetched())
+    kept = Counter(path for r in results for path in r["kept"])
+    new = [r["stats"].get("dedup/seen/new", 0) for r in results]
+    one_step = [r["stats"].get("dedup/queue/marked_and_pushed", 0) for r in results]
+    print(f"\n[reliability] {workers} processes, shared Redis queue and {dupefilter.rsplit('.', 1)[1]}: "
+          f"fetches={sum(hits[p] for p in linked.paths)} of {len(linked.paths)} pages, "
+          f"entry page fetches={hits['/']}, new per process={new}, one-step pushes={one_step}, "
+          f"dequeued per process={[r['stats'].get('scheduler/dequeued/redis', 0) for r in results]}")
+    assert {p: hits[p] for p in linked.paths if hits[p] != 1} == {}  # every page exactly once in total
+    assert hits["/cart"] == 1
+    # "/": the start requests (dont_filter; equal ones are one entry while queued) and once through the filter
+    assert 2 <= hits["/"] <= workers + 1
+    assert sum(new) == len(linked.paths) + 2  # each URL ("/", "/cart" too) new to exactly one process
+    assert one_step == new  # every new request was marked and queued in one step
+    dequeued = [r["stats"].get("scheduler/dequeued/redis", 0) for r in results]
+    assert sum(1 for n in dequeued if n) >= 2  # they did share the queue
+    paired = {p for pair in linked.pairs() for p in pair}
+    assert {p: kept[p] for p in linked.paths if p not in paired and kept[p] != 1} == {}
+    assert [(a, b, kept[a], kept[b]) for a, b in linked.pairs() if kept[a] + kept[b] != 1] == []
+    for r in results:
+        assert r["stats"]["finish_reason"] == "finished"
+        assert "dedup/redis/errors" not in r["stats"] and "dedup/queue/reclaimed" not in r["stats"]
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    assert client.zcard("linked:requests") == 0 and list(client.scan_iter(match="linked:requests:inflight:*")) == []
+    client.close()
