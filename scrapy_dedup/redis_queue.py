@@ -37,14 +37,46 @@ middleware's output is too early as well: with the asyncio reactor, Scrapy 2.19
 drains the callback's output into a queue and schedules its requests from
 worker tasks, after the output generator has finished.
 
+Marking seen and queueing in one step. scrapy-redis's scheduler asks the
+dupefilter (``request_seen``, which marks the fingerprint in Redis) and then
+pushes the request (a second Redis call); a kill between the two left the
+request seen and never queued, and after the restart its parent, put back and
+parsed again, found the link filtered as seen: that request and every page only
+it leads to were lost (``tests/test_fault_resume.py`` kills a crawl exactly
+there: 42 of 61 pages lost). When the scheduler's dupefilter is scrapy_dedup's
+``RedisDupeFilter`` or ``RedisBloomDupeFilter`` on the same Redis server and
+database as the queue, the queue pairs with it at ``spider_opened``
+(:meth:`AckPriorityQueue.pair`): ``request_seen`` answers "seen" from its local
+cache without a round trip, and otherwise calls :meth:`mark_and_push`, one Lua
+script that adds the fingerprint (``SADD``; for the Bloom filter the key's bit
+positions, packed, set by one ``BITFIELD``) and, only if it was new, queues the
+request (``ZADD``); the scheduler's ``push`` of that request then does nothing. The
+decision stays inside ``request_seen``, so the scheduler's answer, its
+``scheduler/enqueued/redis`` stat, the ``request_dropped`` signal,
+``dupefilter/filtered``, the "Filtered duplicate request" log lines
+(``DUPEFILTER_DEBUG``) and ``dedup/seen/checked``/``new`` are what they were;
+``dedup/queue/marked_and_pushed`` counts the one-step pushes. One Redis call per
+new request instead of two. ``dont_filter`` requests are pushed as before.
+Where pairing is not possible (another dupefilter class, another server or
+database, Redis Cluster with the seen key(s) outside the queue key's hash slot)
+the two calls stay and one WARNING line at start says so and how to close the
+window.
+
+Redis unavailable while scheduling: the paired dupefilter's call runs under
+``DEDUP_REDIS_ON_ERROR`` (``retry`` waits, then closes the spider; ``fail_open``
+answers at once); when it gives up, the request counts as new
+(``dedup/redis/fail_open``) and is *held* in this process (``dedup/queue/held``),
+as is any request whose plain push fails (scrapy-redis lets that error reach the
+engine, and the request was lost). Held requests are queued, in order, at the
+next push, pop or heartbeat once Redis answers (a held request with a fingerprint
+by the one-step script, skipped if another process marked and so queued it
+meanwhile: ``dedup/queue/held_queued``, ``held_found_seen``). Still held when the
+spider closes, they are lost, with an ERROR line and ``dedup/queue/held_lost``;
+a kill during the outage loses them too (they live in this process only).
+
 The promise: after a hard kill and a restart no request is lost; a request
 that was in flight at the kill is fetched again (at least once, never "at most
-once"). One window remains: scrapy-redis's scheduler marks a request seen
-(dupefilter) and pushes it in two Redis calls, so a kill between the two loses
-that one request (at most one per kill: the process schedules one request at a
-time). Closing it needs the mark and the push in one Lua script, hence the seen
-set and the queue on one Redis server, which neither scrapy-redis nor our
-dupefilters (any server, exact set or Bloom) require.
+once"), with the queue and a scrapy_dedup Redis dupefilter on one server.
 
 Use (scrapy-redis's scheduler)::
 
@@ -56,7 +88,8 @@ Use (scrapy-redis's scheduler)::
 that name it still load.)
 
 Single Redis node (or Redis Cluster with a ``{hash tag}`` in
-``SCHEDULER_QUEUE_KEY``: the script touches the queue and the in-flight set).
+``SCHEDULER_QUEUE_KEY``: the scripts touch the queue and the in-flight set; for
+the one-step push, the same tag in ``DEDUP_REDIS_KEY`` and a Bloom filter in one key).
 """
 from __future__ import annotations
 

@@ -310,3 +310,86 @@ def test_one_step_mark_and_push_keeps_the_dupefilter_stats_and_log_of_two_calls(
     assert len(one["info"]) == 1 and one["warning"] == []
     assert len(two["warning"]) == 1 and "not on the same Redis server and database" in two["warning"][0]
     assert two["info"] == []
+
+
+def paired(redis_url: str, dupefilter_path: str, queue_url: str | None = None, **settings):
+    """A queue (on ``queue_url``, default ``redis_url``) and a dupefilter on ``redis_url``, as a scheduler has them."""
+    import redis
+    from scrapy.utils.misc import load_object
+
+    crawler = get_crawler(Spider, {"DEDUP_REDIS_URL": redis_url, "DEDUP_BLOOM_CAPACITY": 10_000, **settings})
+    spider = Spider.from_crawler(crawler, name="q")
+    dupefilter = load_object(dupefilter_path).from_crawler(crawler)
+    queue = AckPriorityQueue(redis.Redis.from_url(queue_url or redis_url), spider, KEY)
+    return queue, dupefilter
+
+
+@pytest.mark.parametrize("dupefilter_path", DUPEFILTERS, ids=["exact", "bloom"])
+def test_one_step_push_is_one_script_and_the_seen_answer_comes_from_it(redis_url, redis_client, dupefilter_path):
+    queue, dupefilter = paired(redis_url, dupefilter_path)
+    try:
+        assert queue.pair(dupefilter)
+        first = Request("http://a.test/x")
+        assert dupefilter.request_seen(first) is False
+        assert len(queue) == 1  # queued by request_seen's script, before the scheduler's push
+        queue.push(first)  # the scheduler's push of the same request: nothing more
+        assert len(queue) == 1
+        again = Request("http://a.test/x")
+        dupefilter.store.cache.clear()  # a process that never saw it: Redis answers, nothing is queued
+        assert dupefilter.request_seen(again) is True and len(queue) == 1
+        assert dupefilter.request_seen(Request("http://a.test/x")) is True  # now from the local cache
+        queue.push(Request("http://a.test/x", dont_filter=True))  # dont_filter: pushed as always
+        assert len(queue) == 2
+        assert (dupefilter.checked, dupefilter.new) == (3, 1)
+        assert queue.stats.get_value("dedup/queue/marked_and_pushed") == 1
+    finally:
+        close(queue)
+        dupefilter.close("finished")
+
+
+def test_a_dupefilter_on_another_database_is_not_paired_and_the_warning_says_how_to_fix_it(redis_url, caplog):
+    queue, dupefilter = paired(redis_url[:-1] + "1", "scrapy_dedup.RedisDupeFilter", queue_url=redis_url)
+    try:
+        assert not queue.pair(dupefilter)
+        assert dupefilter.atomic_queue is None
+        warning = [r.getMessage() for r in caplog.records if "two Redis calls" in r.getMessage()]
+        assert len(warning) == 1 and "DEDUP_REDIS_URL" in warning[0] and "{hash tag}" in warning[0]
+    finally:
+        close(queue)
+        dupefilter.close("finished")
+
+
+@pytest.mark.redis
+def test_requests_scheduled_while_redis_is_down_are_held_and_queued_when_it_is_back(redis_server, redis_url):
+    """fail_open: the paired dupefilter's script cannot run; the request counts as new, is held (never lost),
+    and is marked seen and queued in one step once Redis answers; a plain push failing is held too."""
+    import time
+
+    from scrapy_dedup.redis_queue import HELD_RETRY_SECONDS
+
+    queue, dupefilter = paired(redis_url, "scrapy_dedup.RedisDupeFilter", DEDUP_REDIS_ON_ERROR="fail_open")
+    try:
+        assert queue.pair(dupefilter)
+        assert dupefilter.request_seen(Request("http://a.test/before")) is False
+        redis_server.stop()
+        during = Request("http://a.test/during")
+        assert dupefilter.request_seen(during) is False  # fail open: fetched, never lost
+        queue.push(during)  # handed over already: held, not pushed twice
+        queue.push(Request("http://a.test/plain", dont_filter=True))  # a plain push during the outage
+        assert dupefilter.request_seen(Request("http://a.test/during")) is True  # held: seen here meanwhile
+        assert queue.stats.get_value("dedup/queue/held") == 2
+        assert queue.stats.get_value("dedup/redis/fail_open") == 1
+        redis_server.start()  # empty: the restarted server kept nothing
+        time.sleep(HELD_RETRY_SECONDS + 0.1)
+        queue.push(Request("http://a.test/after", dont_filter=True))
+        assert queue.stats.get_value("dedup/queue/held_queued") == 2
+        assert sorted(urls(queue, queue.server)) == ["http://a.test/after", "http://a.test/during",
+                                                     "http://a.test/plain"]
+        fingerprint = dupefilter.fingerprinter.fingerprint(Request("http://a.test/during"))
+        assert queue.server.sismember(dupefilter.key, fingerprint)  # marked with its push
+        assert not queue.holds(fingerprint)
+    finally:
+        if redis_server.proc is None or redis_server.proc.poll() is not None:
+            redis_server.start()
+        close(queue)
+        dupefilter.close("finished")
