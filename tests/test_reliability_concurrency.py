@@ -306,3 +306,43 @@ def test_processes_sharing_the_redis_queue_and_the_dupefilter_fetch_every_page_o
     client = redis.Redis.from_url(redis_url)
     assert client.zcard("linked:requests") == 0 and list(client.scan_iter(match="linked:requests:inflight:*")) == []
     client.close()
+
+
+@pytest.mark.parametrize("dedup_key,dupefilter,capacity,pairs", [
+    ("{crawl}:seen", "scrapy_dedup.RedisDupeFilter", 10_000, True),
+    ("{crawl}:seen", "scrapy_dedup.RedisBloomDupeFilter", 50_000, True),  # a bitmap the allocator keeps in one key
+    ("{crawl}:seen", "scrapy_dedup.RedisBloomDupeFilter", 10_000, False),  # split in 3 keys, each its own tag
+    ("dedup:%(spider)s:seen", "scrapy_dedup.RedisDupeFilter", 10_000, False),  # no shared tag
+], ids=["shared-tag-exact", "shared-tag-bloom-one-key", "shared-tag-bloom-3-keys", "default-key"])
+def test_on_redis_cluster_the_one_step_push_needs_one_hash_slot(redis_cluster, caplog, dedup_key, dupefilter,
+                                                                 capacity, pairs):
+    """On a real three-node cluster the queue pairs with the dupefilter only if their keys share a slot;
+    otherwise the two calls stay (and work), with the WARNING."""
+    import redis
+    from scrapy import Request, Spider
+    from scrapy.utils.misc import load_object
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.redis_queue import AckPriorityQueue
+
+    url = f"redis://127.0.0.1:{redis_cluster[0].port}/0"
+    client = redis.cluster.RedisCluster.from_url(url)
+    client.flushall()
+    crawler = get_crawler(Spider, {"DEDUP_REDIS_URL": url, "DEDUP_REDIS_KEY": dedup_key,
+                                   "DEDUP_REDIS_PARAMS": {"redis_cls": "redis.cluster.RedisCluster"},
+                                   "DEDUP_BLOOM_CAPACITY": capacity})
+    spider = Spider.from_crawler(crawler, name="q")
+    dupefilter = load_object(dupefilter).from_crawler(crawler)
+    queue = AckPriorityQueue(client, spider, "{crawl}:requests")  # the queue's own scripts need a tag anyway
+    try:
+        assert queue.pair(dupefilter) is pairs
+        assert dupefilter.request_seen(Request("http://a.test/x")) is False
+        queue.push(Request("http://a.test/x"))
+        assert len(queue) == 1
+        assert queue.stats.get_value("dedup/queue/marked_and_pushed") == (1 if pairs else None)
+        if not pairs:
+            assert any("different hash slots" in r.getMessage() for r in caplog.records)
+    finally:
+        queue._spider_closed(spider, "finished")
+        dupefilter.close("finished")
+        client.close()
