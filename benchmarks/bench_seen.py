@@ -230,21 +230,22 @@ def crawler_for(settings: dict) -> Any:
 
 
 def race(contenders: list[tuple[str, Callable[[Any], bool], list[str], Callable[[], float]]],
-         chunk: int = 2000) -> dict[str, float]:
-    """Calls per second of each contender, timed in interleaved chunks.
+         rounds: int = 200) -> dict[str, float]:
+    """Calls per second of each contender, timed in interleaved chunks spread over the whole run.
 
-    Round ``i`` runs chunk ``i`` of every contender's stream, in rotating
-    order, so that all of them see the same machine load (on a shared machine
-    the load changes by the minute; timing one contender after another would
-    compare the minutes, not the filters). Request objects are built untimed.
+    Each stream is cut into ``rounds`` chunks (a short stream into short
+    chunks), and round ``i`` runs chunk ``i`` of every contender, in rotating
+    order, so that all of them see the same machine load from start to end (on
+    a shared machine the load changes by the minute; timing one contender after
+    another, or a short stream only at the start, would compare the minutes,
+    not the filters). Request objects are built untimed.
     """
     elapsed = {name: 0.0 for name, *_ in contenders}
     calls = {name: 0 for name, *_ in contenders}
-    rounds = max(-(-len(stream) // chunk) for _, _, stream, _ in contenders)
     for i in range(rounds):
         shift = i % len(contenders)
         for name, request_seen, stream, clock in contenders[shift:] + contenders[:shift]:
-            part = stream[i * chunk:(i + 1) * chunk]
+            part = stream[len(stream) * i // rounds:len(stream) * (i + 1) // rounds]
             if not part:
                 continue
             requests = [Request(u) for u in part]
@@ -322,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         local.append(("BloomDupeFilter + CanonicalRequestFingerprinter", bloom_canon.request_seen,
                       urls(3 * 10**9, sample), CPU))
         rows["BloomDupeFilter + CanonicalRequestFingerprinter"] = {"bytes": store.size_bytes() / n}
-    for name, rate in race(local).items():
+    for name, rate in race(local, rounds=10 if args.quick else 50).items():
         rows[name]["calls"] = rate
     print(f"  Bloom check alone (BloomSeenSet.add on fingerprints, filter of {n:,}): {check_us:.2f} us/call "
           f"(CPU time); filled {n - reserve:,} in {fill_seconds:.1f}s; {len(store):,} keys at the end; "
@@ -391,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             size = min(args.peer_bloom_sample, sample) if name == "scrapy-redis-bloomfilter" else sample
             base += 1
             timed.append((name, request_seen, recurring(urls(base * 10**9, size)), time.perf_counter))
-        for name, rate in race(timed, chunk=300 if args.quick else 1500).items():
+        for name, rate in race(timed, rounds=10 if args.quick else 200).items():
             rows[name]["calls"] = rate
         bloom_command_variants(redis_url, 500 if args.quick else 20_000)
         client.close()
