@@ -265,6 +265,7 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
             "pages_per_s": round(n / elapsed, 1) if elapsed else 0.0, "flagged": flagged,
             "cpu_main_s": round(cpu_main - cpu0[0], 2), "cpu_workers_s": round(cpu_workers - cpu0[1], 2),
             "cpu_ms_per_page": round(1000 * (cpu_main - cpu0[0] + cpu_workers - cpu0[1]) / max(n, 1), 2),
+            "cores_used": round((cpu_main - cpu0[0] + cpu_workers - cpu0[1]) / elapsed, 2) if elapsed else 0.0,
             "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / max(n, 1), 1)}
 
 
@@ -331,6 +332,20 @@ def measure_index(method: str, count: int, seed: int = 3) -> dict:
             "seconds": round(elapsed, 3),
             "checks_per_s": round(count / elapsed, 1), "flagged": flagged,
             "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / count, 1)}
+
+
+_SPIN = "import time\nt=time.perf_counter()\nwhile time.perf_counter()-t<{s}: pass\nprint(time.process_time())"
+
+
+def free_cores(processes: int, seconds: float = 2.0) -> float:
+    """How many cores the machine gives us right now: ``processes`` busy loops for ``seconds``, CPU / wall.
+
+    Other jobs on a shared machine take cores; a ``--jobs N`` curve can only be read
+    against what was free while it ran (this is measured before and after it).
+    """
+    procs = [subprocess.Popen([sys.executable, "-c", _SPIN.format(s=seconds)], stdout=subprocess.PIPE, text=True)
+             for _ in range(processes)]
+    return round(sum(float(p.communicate()[0]) for p in procs) / seconds, 2)
 
 
 def _sub(args: list[str]) -> dict:
@@ -411,15 +426,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         curve_n = min(args.curve_pages or args.pages, args.pages)
         print(f"\n== pages: first {curve_n} pages, ours, --jobs curve ==", flush=True)
         curve: list = []
+        free_before = free_cores(max(jobs))
+        print(f"free cores before ({max(jobs)} busy loops, 2 s): {free_before}", flush=True)
         for j in jobs:
             r = _sub(["--_run", "ours", "--dump", dump, "--_jobs", str(j), "--_limit", str(curve_n)])
             curve.append(r)
             print(f"ours --jobs {j}: {r['pages_per_s']:>9.1f} pages/s  {r['peak_growth_bytes_per_page']:>8.1f} B/page "
                   f"peak growth (main process)  flagged {r['flagged']}  CPU {r['cpu_ms_per_page']} ms/page "
-                  f"(main {r['cpu_main_s']} s, workers {r['cpu_workers_s']} s)  "
+                  f"(main {r['cpu_main_s']} s, workers {r['cpu_workers_s']} s, {r['cores_used']} cores used)  "
                   f"x{r['pages_per_s'] / curve[0]['pages_per_s']:.2f} of --jobs {jobs[0]}  (load {r['load']})",
                   flush=True)
-        summary["jobs_curve"] = curve
+        free_after = free_cores(max(jobs))
+        print(f"free cores after: {free_after}", flush=True)
+        summary.update(jobs_curve=curve, free_cores=[free_before, free_after])
     if "index" in parts:
         peer = min(args.index_peer_size, args.index_size)
         print(f"\n== index only: {peer} fingerprints each (same count for all three) ==", flush=True)
