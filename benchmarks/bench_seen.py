@@ -387,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
             contenders.append(("scrapy-redis-bloomfilter", peer_bloom.request_seen))
         except Exception as exc:  # an unmaintained peer: report, do not fail
             print(f"  (scrapy-redis-bloomfilter skipped: {exc.__class__.__name__}: {exc})")
+        # Not a filter: the fingerprint every contender above computes per call with Scrapy's
+        # fingerprinter. Its calls/s is the ceiling for any filter that uses it.
+        fingerprint_only = "(Scrapy's fingerprint alone, no filter)"
+        rows[fingerprint_only] = {"bytes": 0.0, "note": "the ceiling for a filter using Scrapy's fingerprinter"}
+        contenders.append((fingerprint_only, crawler_for({}).request_fingerprinter.fingerprint))
         timed = []
         for name, request_seen in contenders:
             size = min(args.peer_bloom_sample, sample) if name == "scrapy-redis-bloomfilter" else sample
