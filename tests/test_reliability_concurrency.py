@@ -107,26 +107,7 @@ class EntryBarrier:
 
 def run_workers(site_url: str, settings: dict, tmp: Path, n: int = WORKERS) -> list[dict]:
     """Start ``n`` crawler processes, release them together, return each one's kept paths and stats."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = []
-    outs = [tmp / f"worker{i}.json" for i in range(n)]
-    for out in outs:
-        procs.append(subprocess.Popen([sys.executable, "-m", "tests.reliability_worker", site_url, str(out),
-                                       json.dumps(settings)], cwd=ROOT, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
-    deadline = time.monotonic() + 90
-    while not all(Path(str(o) + ".ready").exists() for o in outs):
-        dead = [p for p in procs if p.poll() is not None]
-        assert not dead, dead[0].stdout.read().decode(errors="replace")
-        assert time.monotonic() < deadline, "workers did not get ready"
-        time.sleep(0.05)
-    (tmp / "go").touch()
-    results = []
-    for proc, out in zip(procs, outs):
-        output, _ = proc.communicate(timeout=120)
-        assert proc.returncode == 0, output.decode(errors="replace")
-        results.append(json.loads(out.read_text()))
-    return results
+    return run_workers_each([site_url] * n, settings, tmp)
 
 
 def check_race(site: LocalSite, linked: LinkedSite, results: list[dict], name: str) -> None:
@@ -278,7 +259,7 @@ class EntriesBarrier:
 
 
 def run_workers_each(site_urls: list[str], settings: dict, tmp: Path) -> list[dict]:
-    """:func:`run_workers` with one start URL per process."""
+    """One crawler process per start URL, released together; each one's kept paths and stats."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     outs = [tmp / f"worker{i}.json" for i in range(len(site_urls))]
     procs = [subprocess.Popen([sys.executable, "-m", "tests.reliability_worker", url, str(out), json.dumps(settings)],
