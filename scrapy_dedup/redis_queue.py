@@ -207,6 +207,9 @@ class AckPriorityQueue(PriorityQueue):
         self._held: list[tuple[bytes | None, bytes, float]] = []
         self._held_fingerprints: set[bytes] = set()
         self._next_flush = 0.0
+        #: Redis failed the last pop or length query (one WARNING per outage, not one per engine tick)
+        self._unreachable = False
+        self._last_length = 0
         self._watch_engine(crawler)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
@@ -440,14 +443,51 @@ class AckPriorityQueue(PriorityQueue):
             self._hold(None, data, score)
 
     def pop(self, timeout: int = 0) -> "Request | None":
+        """The next request, or None (also while Redis is unreachable: the queued ones wait there)."""
         if self._held:
             self._flush_held()
-        data = self._pop(keys=[self.key, self._inflight_key(self.worker)])
+        try:
+            data = self._pop(keys=[self.key, self._inflight_key(self.worker)])
+        except Exception as exc:
+            self._redis_failed(exc)
+            return None
+        self._redis_answered()
         if not data:
             return None
         request = self._decode_request(data)
         self._pending[id(request)] = (request, data)
         return request
+
+    def __len__(self) -> int:
+        """Requests queued in Redis plus those held here; while Redis is unreachable, the last count seen.
+
+        The scheduler asks this to decide whether the spider is idle: answering 0
+        during an outage would close a crawl whose requests wait in Redis.
+        """
+        try:
+            self._last_length = super().__len__()
+        except Exception as exc:
+            self._redis_failed(exc)
+        else:
+            self._redis_answered()
+        return self._last_length + len(self._held)
+
+    def _redis_failed(self, exc: Exception) -> None:
+        """A transient Redis error in pop or len: counted, logged once per outage (the engine asks every tick)."""
+        if not is_transient(exc):
+            raise exc
+        if self.stats is not None:
+            self.stats.inc_value("dedup/queue/redis_errors")
+        if not self._unreachable:
+            self._unreachable = True
+            logger.warning("AckPriorityQueue: Redis is unavailable (%s); no request is popped until it answers "
+                           "again, the queued ones wait in Redis (counted in dedup/queue/redis_errors)",
+                           type(exc).__name__)
+
+    def _redis_answered(self) -> None:
+        if self._unreachable:
+            self._unreachable = False
+            logger.info("AckPriorityQueue: Redis answers again; popping requests")
 
     def ack(self, request: "Request") -> None:
         """The request's work is done (its links are queued): forget it in Redis too."""

@@ -312,3 +312,33 @@ def test_a_flapping_redis_is_logged_once_a_minute_and_counted_always(caplog):
     assert len(errors) == 2
     assert "49 more short outages" in errors[1]
     assert len(lines) == 3  # the first outage's "back" line; the unlogged ones end silently
+
+
+@pytest.mark.crawl
+@pytest.mark.filterwarnings("ignore::scrapy.exceptions.ScrapyDeprecationWarning")  # scrapy-redis's scheduler
+@pytest.mark.parametrize("on_error", ["retry", "fail_open"])
+@inlineCallbacks
+def test_queue_in_redis_waits_out_an_outage_without_a_traceback(own_redis, on_error, caplog):
+    """scrapy-redis's scheduler with AckPriorityQueue: the engine asks the queue every tick; while Redis is
+    down, pop answers None and len the last count (so the spider is not closed as idle), logged once."""
+    caplog.set_level(logging.INFO)
+    linked = LinkedSite(pages=30, near=5, delay=0.01, entry_links_all=False)
+    with LocalSite(linked) as site:
+        crawler = yield run_crawl(
+            LinkedSpider, settings_for(own_redis, "exact", DEDUP_REDIS_ON_ERROR=on_error, DEDUP_REDIS_RETRY_SECONDS=30,
+                                       SCHEDULER="scrapy_redis.scheduler.Scheduler", SCHEDULER_PERSIST=True,
+                                       SCHEDULER_QUEUE_CLASS="scrapy_dedup.redis_queue.AckPriorityQueue",
+                                       REDIS_URL=own_redis.url),
+            start_urls=[site.url("site.test")], on_response=killer(own_redis, after=8, down_for=1.5))
+    result = outcome(site, linked, crawler)
+    stats = crawler.stats.get_stats()
+    report(f"queue in redis, {on_error}", result, stats)
+    assert result["lost"] == []
+    assert result["fetched_twice"] == []
+    assert stats["finish_reason"] == "finished"
+    assert_no_item_lost(linked, result["kept"])
+    assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"
+    queue_warnings = [r for r in caplog.records if r.name == "scrapy_dedup.redis_queue" and r.levelno >= logging.WARNING]
+    if on_error == "fail_open":  # the crawl went on, so the engine met the outage in the queue
+        assert stats["dedup/queue/redis_errors"] >= 1
+        assert len([r for r in queue_warnings if "no request is popped" in r.getMessage()]) == 1
