@@ -105,12 +105,12 @@ class _SeenDupeFilter(BaseDupeFilter):
     def request_seen(self, request: Request) -> bool:
         fingerprint = self.fingerprinter.fingerprint(request)
         self.checked += 1
-        if self._add(fingerprint):
+        if self._add(fingerprint, request):
             self.new += 1
             return False
         return True
 
-    def _add(self, fingerprint: bytes) -> bool:
+    def _add(self, fingerprint: bytes, request: Request) -> bool:
         return self.store.add(fingerprint)
 
     def open(self) -> None:
@@ -328,31 +328,47 @@ class _RedisDupeFilter(_SeenDupeFilter):
         """The one place Redis is called from, under the outage policy (may raise :class:`RedisUnavailable`)."""
         return self.policy.call(call, *args)
 
-    def _add(self, fingerprint: bytes) -> bool:
+    def _add(self, fingerprint: bytes, request: Request) -> bool:
         if not self._started:
             self._start()
-        if fingerprint in self._unconfirmed or fingerprint in self.store.cache:
+        queue = self.atomic_queue
+        if (fingerprint in self._unconfirmed or fingerprint in self.store.cache
+                or (queue is not None and queue.holds(fingerprint))):
             return False  # known here without asking Redis (and no sign of whether Redis is up)
         errors_before = self.policy.errors
         try:
-            new = self._redis(self.store.add, fingerprint)
+            new = self._write(fingerprint, request, False)
             if not new and self.policy.errors != errors_before:
                 # An attempt failed before this answer: it may have reached Redis and added the key
                 # before the reply was lost, so "seen" may be our own first attempt. Fetch it: a
-                # possible duplicate fetch during an outage, never a page lost to it.
+                # possible duplicate fetch during an outage, never a page lost to it. (Paired with the
+                # queue, push it anyway: the same bytes, no second entry if it is still queued.)
+                if queue is not None:
+                    self._write(fingerprint, request, True)
                 new = True
                 if self.stats is not None:
                     self.stats.inc_value("dedup/redis/retried_seen_kept")
         except RedisUnavailable:
-            self._unconfirmed.add(fingerprint)
+            if queue is None:
+                self._unconfirmed.add(fingerprint)
+            else:
+                queue.hold(request, fingerprint)  # marked and queued together when Redis answers again
             if self.stats is not None:
                 self.stats.inc_value("dedup/redis/fail_open")
             if self.policy.gave_up:
                 self._close_spider()
             return True
+        if queue is not None:
+            self.store.confirmed(fingerprint)
         if self._unconfirmed:
             self._replay()
         return new
+
+    def _write(self, fingerprint: bytes, request: Request, force: bool) -> bool:
+        """Add the fingerprint in Redis, under the outage policy; paired, also queue the request in one step."""
+        if self.atomic_queue is None:
+            return self._redis(self.store.add, fingerprint)
+        return self._redis(self.atomic_queue.mark_and_push, request, fingerprint, force)
 
     # --- marking seen and queueing in one step (set up by scrapy_dedup.redis_queue.AckPriorityQueue) ---
 
@@ -369,46 +385,6 @@ class _RedisDupeFilter(_SeenDupeFilter):
         the scheduler, the log and every stat are what they were before.
         """
         self.atomic_queue = queue
-
-    def request_seen(self, request: Request) -> bool:
-        if self.atomic_queue is None:
-            return super().request_seen(request)
-        fingerprint = self.fingerprinter.fingerprint(request)
-        self.checked += 1
-        if self._add_and_push(request, fingerprint):
-            self.new += 1
-            return False
-        return True
-
-    def _add_and_push(self, request: Request, fingerprint: bytes) -> bool:
-        """:meth:`_add` for the paired mode: True if new (and then already in the queue, or held by it)."""
-        if not self._started:
-            self._start()
-        queue = self.atomic_queue
-        if fingerprint in self._unconfirmed or fingerprint in self.store.cache or queue.holds(fingerprint):
-            return False
-        errors_before = self.policy.errors
-        try:
-            new = self._redis(queue.mark_and_push, request, fingerprint, False)
-            if not new and self.policy.errors != errors_before:
-                # An earlier attempt may have run before its reply was lost: "seen" may be our own mark,
-                # with the request queued or not. Push it anyway (the same bytes: no second entry if it is
-                # still queued): a possible duplicate fetch during an outage, never a page lost to it.
-                self._redis(queue.mark_and_push, request, fingerprint, True)
-                new = True
-                if self.stats is not None:
-                    self.stats.inc_value("dedup/redis/retried_seen_kept")
-        except RedisUnavailable:
-            queue.hold(request, fingerprint)  # marked and queued together when Redis answers again
-            if self.stats is not None:
-                self.stats.inc_value("dedup/redis/fail_open")
-            if self.policy.gave_up:
-                self._close_spider()
-            return True
-        self.store.confirmed(fingerprint)
-        if self._unconfirmed:
-            self._replay()
-        return new
 
     def _replay(self) -> None:
         """Write the fingerprints answered "new" during the outage to Redis (stops at the next failure)."""
