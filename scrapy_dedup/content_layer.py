@@ -1,11 +1,9 @@
 """The content layer of one crawl: shared by the middleware, the pipeline and the report.
 
-Item pipelines never see responses, so the decision "is this page a duplicate?"
-is taken once per response by :class:`~scrapy_dedup.middlewares.ContentFingerprintMiddleware`
-and handed to :class:`~scrapy_dedup.pipelines.NearDuplicatePipeline` through this
-object, without touching the item: a map from ``id(item)`` to the response's
-:class:`~scrapy_dedup.content.engine.Verdict`, freed when the item leaves the
-pipeline (``item_scraped``, ``item_dropped``, ``item_error``).
+The decision "is this page a duplicate?" is taken once per response by
+:class:`~scrapy_dedup.middlewares.ContentFingerprintMiddleware` (remembered weakly
+per response object) and applied to the response's items by the same middleware
+as they leave the callback; nothing is kept per item.
 
 One instance per crawler (:meth:`ContentLayer.for_crawler`).
 """
@@ -132,7 +130,6 @@ class ContentLayer:
         self.counts: Counter[str] = Counter()
         self._fingerprint_cache: OrderedDict[tuple[int, bytes], ContentFingerprint] = OrderedDict()
         self._cache_lock = threading.Lock()  # the pipeline's DEDUP_CONTENT_FIELD path may run in threads
-        self._item_verdicts: dict[int, Verdict] = {}
         self._response_verdicts: "weakref.WeakKeyDictionary[Response, Verdict | None]" = weakref.WeakKeyDictionary()
         self._cluster_sizes: Counter[str] = Counter()
         self._canary_warned: set[str] = set()
@@ -143,9 +140,6 @@ class ContentLayer:
         self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
         self._closed = False
         self._store_failing = False
-        crawler.signals.connect(self._forget_item, signal=signals.item_scraped)
-        crawler.signals.connect(self._forget_item, signal=signals.item_dropped)
-        crawler.signals.connect(self._forget_item, signal=signals.item_error)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
@@ -380,18 +374,6 @@ class ContentLayer:
     def _count(self, name: str) -> None:
         self.counts[name] += 1
         self.stats.inc_value(f"dedup/content/{name}")
-
-    # --- items ---
-
-    def remember_item(self, item: Any, verdict: Verdict | None) -> None:
-        if verdict is not None:
-            self._item_verdicts[id(item)] = verdict
-
-    def verdict_for_item(self, item: Any) -> Verdict | None:
-        return self._item_verdicts.get(id(item))
-
-    def _forget_item(self, item: Any, **kwargs: Any) -> None:
-        self._item_verdicts.pop(id(item), None)
 
     # --- crawl end ---
 

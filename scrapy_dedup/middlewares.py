@@ -3,9 +3,17 @@
 The decision (unique, exact or near duplicate, degenerate) is taken in
 ``process_spider_input``, so that ``DEDUP_DROP_DUPLICATE_RESPONSES`` can stop a
 duplicate page before its callback runs (its links are then not followed
-either). Every item the callback yields inherits the response's decision: the
-pipeline reads it from the crawl's :class:`~scrapy_dedup.content_layer.ContentLayer`
-without the item being modified.
+either). Every item the callback yields gets the response's decision here, in
+``process_spider_output``, the one place where an item and its response meet:
+with ``NearDuplicatePipeline`` enabled, ``DEDUP_CONTENT_ACTION`` is applied to it
+at once (dropped, tagged, or passed on). Why here and not in the pipeline: a
+pipeline sees only the item object, and Scrapy lets every earlier pipeline return
+another object (``return dict(item)``) and every later spider middleware filter or
+replace items, so no identity of the object (``id()``, a weak map: plain dicts
+cannot be weakly referenced) reliably leads back to its response. A dropped item
+goes the way of one a pipeline drops: Scrapy's log formatter, the
+``item_dropped`` signal and so ``item_dropped_count`` /
+``item_dropped_reasons_count/<class>``.
 """
 from __future__ import annotations
 
@@ -13,10 +21,12 @@ import logging
 from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.log import logformatter_adapter
 
 from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, pipeline_enabled
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,6 +52,9 @@ class ContentFingerprintMiddleware:
             raise NotConfigured  # (no message: an intended state, not worth a warning)
         self.drop_duplicates = cfg.drop_duplicate_responses
         self.stats = crawler.stats
+        self.crawler = crawler
+        #: the pipeline's action, applied here (None: the pipeline is off, items pass unjudged)
+        self.decide = DuplicateAction(crawler, cfg) if pipeline_enabled(crawler) else None
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -59,10 +72,24 @@ class ContentFingerprintMiddleware:
         self, response: "Response", result: AsyncIterator[Any], spider: "Spider | None" = None
     ) -> AsyncIterator[Any]:
         verdict = self.layer.verdict_for_response(response)
+        decide = self.decide
         async for obj in result:
-            if not isinstance(obj, Request):
-                self.layer.remember_item(obj, verdict)
+            if decide is not None and obj is not None and not isinstance(obj, Request):
+                try:
+                    obj = decide.apply(obj, verdict)
+                except DuplicateItem as exc:
+                    self._dropped(obj, exc, response)
+                    continue
             yield obj
+
+    def _dropped(self, item: Any, exc: DuplicateItem, response: "Response") -> None:
+        """What Scrapy's scraper does with an item a pipeline drops: log it, send ``item_dropped``."""
+        spider = self.crawler.spider
+        logkws = self.crawler.logformatter.dropped(item, exc, response, spider)
+        if logkws is not None:
+            logger.log(*logformatter_adapter(logkws), extra={"spider": spider, "item": item})
+        self.crawler.signals.send_catch_log(signal=signals.item_dropped, item=item, response=response,
+                                            spider=spider, exception=exc)
 
     def process_spider_exception(
         self, response: "Response", exception: Exception, spider: "Spider | None" = None

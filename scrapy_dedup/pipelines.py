@@ -10,8 +10,10 @@ duplicate page is handled by ``DEDUP_CONTENT_ACTION``:
   kept_url, distance}``;
 - ``log``: keep the item; the numbers still reach the report and the audit file.
 
-The decision comes from the response (see :mod:`scrapy_dedup.middlewares`), or,
-with ``DEDUP_CONTENT_FIELD``, from a field of the item itself.
+The decision comes from the response, and is applied to the response's items by
+:mod:`scrapy_dedup.middlewares` as they leave the callback, when this pipeline is
+enabled (so it holds whatever objects other components later make of the items);
+with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
     from scrapy_dedup.content.engine import Verdict
+    from scrapy_dedup.settings import DedupSettings
 
 logger = logging.getLogger(__name__)
 
@@ -53,45 +56,46 @@ class NearDuplicateItem(DuplicateItem):
     """The page's simhash is within DEDUP_HAMMING_THRESHOLD bits of a kept page's."""
 
 
+def pipeline_enabled(crawler: "Crawler") -> bool:
+    """Whether ``NearDuplicatePipeline`` is in the crawl's ``ITEM_PIPELINES`` (the action is the pipeline's)."""
+    return _component_enabled(crawler, "ITEM_PIPELINES", NearDuplicatePipeline)
+
+
 def _middleware_enabled(crawler: "Crawler") -> bool:
     from scrapy_dedup.middlewares import ContentFingerprintMiddleware
 
-    for path, order in crawler.settings.getwithbase("SPIDER_MIDDLEWARES").items():
+    return _component_enabled(crawler, "SPIDER_MIDDLEWARES", ContentFingerprintMiddleware)
+
+
+def _component_enabled(crawler: "Crawler", setting: str, component: type) -> bool:
+    for path, order in crawler.settings.getwithbase(setting).items():
         if order is None:
             continue
         try:
-            if load_object(path) is ContentFingerprintMiddleware:
+            if (load_object(path) if isinstance(path, str) else path) is component:
                 return True
         except (ImportError, AttributeError, ValueError, NameError):
             continue
     return False
 
 
-class NearDuplicatePipeline:
-    """For ``ITEM_PIPELINES``: keep the first page of each duplicate cluster."""
+class DuplicateAction:
+    """``DEDUP_CONTENT_ACTION`` applied to one item with its page's verdict: one place for drop, tag, log.
 
-    def __init__(self, crawler: "Crawler"):
-        self.layer = ContentLayer.for_crawler(crawler)
-        cfg = self.layer.cfg
+    Used where the verdict and the item meet: by ``ContentFingerprintMiddleware``
+    for items of fingerprinted responses (the verdict is the response's, so no
+    identity of the item object is needed), by ``NearDuplicatePipeline`` for
+    items that carry their own content (``DEDUP_CONTENT_FIELD``).
+    """
+
+    def __init__(self, crawler: "Crawler", cfg: "DedupSettings"):
         self.action = cfg.content_action
         self.tag_field = cfg.tag_field
-        self.content_field = cfg.content_field
         self.stats = crawler.stats
-        if not self.content_field and not _middleware_enabled(crawler):
-            raise DedupConfigError(
-                "NearDuplicatePipeline needs the responses' content fingerprints: add "
-                f"SPIDER_MIDDLEWARES = {{'{MIDDLEWARE_PATH}': 950}} (or use ADDONS = "
-                "{'scrapy_dedup.Addon': 0}), or set DEDUP_CONTENT_FIELD to an item field holding "
-                "the page's HTML or text"
-            )
         self._tag_warned = False
 
-    @classmethod
-    def from_crawler(cls, crawler: "Crawler") -> "Self":
-        return cls(crawler)
-
-    def process_item(self, item: Any, spider: "Spider | None" = None) -> Any:
-        verdict = self._verdict(item)
+    def apply(self, item: Any, verdict: "Verdict | None") -> Any:
+        """The item to pass on (tagged in ``tag`` mode); raises a :class:`DuplicateItem` in ``drop`` mode."""
         if verdict is None or verdict.kind not in ("exact", "near"):
             return item
         if verdict.kept_url == verdict.url:
@@ -111,9 +115,57 @@ class NearDuplicatePipeline:
             self._tag(item, verdict)
         return item
 
-    def _verdict(self, item: Any) -> "Verdict | None":
-        if not self.content_field:
-            return self.layer.verdict_for_item(item)
+    def _tag(self, item: Any, verdict: "Verdict") -> None:
+        tag = {"kind": verdict.kind, "cluster": verdict.cluster, "kept_url": verdict.kept_url,
+               "distance": verdict.distance}
+        try:
+            ItemAdapter(item)[self.tag_field] = tag
+        except (KeyError, TypeError):  # a scrapy.Item without that field declared; an unknown item type
+            if not self._tag_warned:
+                self._tag_warned = True
+                logger.warning(
+                    "Cannot tag items of class %s: field %r is not declared (declare it, or set "
+                    "DEDUP_TAG_FIELD to a declared field); items are kept untagged",
+                    type(item).__name__, self.tag_field,
+                )
+            self.stats.inc_value("dedup/items/untaggable")
+
+
+class NearDuplicatePipeline:
+    """For ``ITEM_PIPELINES``: keep the first page of each duplicate cluster.
+
+    Enabling it enables ``DEDUP_CONTENT_ACTION``. For items of responses the
+    action is applied by ``ContentFingerprintMiddleware``, where each item is
+    still next to the response it came from: earlier pipelines may return any
+    object, later middlewares may filter or replace items, and no item can get
+    another page's verdict. With ``DEDUP_CONTENT_FIELD`` the item carries its
+    own content and is judged here.
+    """
+
+    def __init__(self, crawler: "Crawler"):
+        self.layer = ContentLayer.for_crawler(crawler)
+        cfg = self.layer.cfg
+        self.content_field = cfg.content_field
+        self.stats = crawler.stats
+        self.decide = DuplicateAction(crawler, cfg)
+        if not self.content_field and not _middleware_enabled(crawler):
+            raise DedupConfigError(
+                "NearDuplicatePipeline needs the responses' content fingerprints: add "
+                f"SPIDER_MIDDLEWARES = {{'{MIDDLEWARE_PATH}': 950}} (or use ADDONS = "
+                "{'scrapy_dedup.Addon': 0}), or set DEDUP_CONTENT_FIELD to an item field holding "
+                "the page's HTML or text"
+            )
+
+    @classmethod
+    def from_crawler(cls, crawler: "Crawler") -> "Self":
+        return cls(crawler)
+
+    def process_item(self, item: Any, spider: "Spider | None" = None) -> Any:
+        if not self.content_field:  # decided by the middleware, next to the response
+            return item
+        return self.decide.apply(item, self._verdict_of_content_field(item))
+
+    def _verdict_of_content_field(self, item: Any) -> "Verdict | None":
         adapter = ItemAdapter(item)
         value = adapter.get(self.content_field)
         if value is None:
@@ -130,22 +182,6 @@ class NearDuplicatePipeline:
         else:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
         return self.layer.check_text(url, text)
-
-    def _tag(self, item: Any, verdict: "Verdict") -> None:
-        adapter = ItemAdapter(item)
-        tag = {"kind": verdict.kind, "cluster": verdict.cluster, "kept_url": verdict.kept_url,
-               "distance": verdict.distance}
-        try:
-            adapter[self.tag_field] = tag
-        except KeyError:  # a scrapy.Item without that field declared
-            if not self._tag_warned:
-                self._tag_warned = True
-                logger.warning(
-                    "Cannot tag items of class %s: field %r is not declared (declare it, or set "
-                    "DEDUP_TAG_FIELD to a declared field); items are kept untagged",
-                    type(item).__name__, self.tag_field,
-                )
-            self.stats.inc_value("dedup/items/untaggable")
 
 
 def _looks_like_html(value: str | bytes) -> bool:
