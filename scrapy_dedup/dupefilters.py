@@ -33,6 +33,7 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
+from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
 from scrapy_dedup.redis_conn import connect, mask_url
 from scrapy_dedup.redis_policy import (
     CLOSE_REASON,
@@ -193,21 +194,30 @@ class BloomDupeFilter(_SeenDupeFilter):
                  capacity: int = 10_000_000, error_rate: float = 1e-6,
                  checkpoint_seconds: float = 300.0, on_corrupt: str = "fail",
                  fingerprinter: RequestFingerprinterProtocol | None = None,
-                 stats: StatsCollector | None = None):
+                 stats: StatsCollector | None = None, frontier: JobdirFrontier | None = None):
         self.path = Path(path, CHECKPOINT_FILE) if path else None
         self.checkpoint_seconds = checkpoint_seconds
         self._stats_for_load = stats
         store = self._load(capacity, error_rate, on_corrupt)
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
+        #: the kill-safe JOBDIR journal (Scrapy's scheduler with JOBDIR), None otherwise
+        self.frontier = frontier
+        if frontier is not None and frontier.fingerprints:
+            # Admitted since the checkpoint was written (a killed run): seen, whatever the checkpoint says.
+            added = sum(store.add(fp) for fp in frontier.fingerprints)
+            if added and stats is not None:
+                stats.inc_value("dedup/jobdir/fingerprints_replayed", added)
         self._until_clock = _CLOCK_EVERY
         self._next_checkpoint = time.monotonic() + checkpoint_seconds if checkpoint_seconds else None
 
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "BloomDupeFilter":
-        return cls(job_dir(crawler.settings), crawler.settings.getbool("DUPEFILTER_DEBUG"),
+        jobdir = job_dir(crawler.settings)
+        frontier = JobdirFrontier(crawler, jobdir) if jobdir and uses_scrapys_scheduler(crawler) else None
+        return cls(jobdir, crawler.settings.getbool("DUPEFILTER_DEBUG"),
                    capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
                    checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
-                   fingerprinter=crawler.request_fingerprinter, stats=crawler.stats)
+                   fingerprinter=crawler.request_fingerprinter, stats=crawler.stats, frontier=frontier)
 
     def _load(self, capacity: int, error_rate: float, on_corrupt: str) -> BloomSeenSet:
         if self.path is None or not self.path.exists():
@@ -245,7 +255,10 @@ class BloomDupeFilter(_SeenDupeFilter):
                 self._until_clock = _CLOCK_EVERY
                 if time.monotonic() >= self._next_checkpoint:
                     self.checkpoint()
-        if self.store.add(fingerprint):
+        frontier = self.frontier
+        if self.store.add(fingerprint) or (frontier is not None and frontier.take_readmission(fingerprint) is not None):
+            if frontier is not None:
+                frontier.admit(request, fingerprint)
             self.new += 1
             return False
         return True
@@ -258,12 +271,16 @@ class BloomDupeFilter(_SeenDupeFilter):
             return
         started = time.monotonic()
         self.store.save(self.path)
+        if self.frontier is not None:  # every fingerprint the journal holds is in the saved filter now
+            self.frontier.compact()
         self._write_stats()
         logger.debug("%s: checkpoint of %d fingerprints written to %s in %.2fs",
                      self.kind, len(self.store), self.path, time.monotonic() - started)
 
     def _close_store(self, reason: str) -> None:
         self.checkpoint()
+        if self.frontier is not None:  # Scrapy's scheduler has written its queue state before closing us
+            self.frontier.close()
 
     def clear(self) -> None:
         self.store.clear()

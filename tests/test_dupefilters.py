@@ -264,6 +264,9 @@ def test_corrupt_checkpoint_refuses_to_start_by_default(tmp_path, caplog, damage
 
 def test_corrupt_checkpoint_starts_empty_when_allowed(tmp_path, caplog):
     _bloom_jobdir(tmp_path, ["http://a.test/1"])
+    # Without the frontier journal (a JOBDIR from before it existed): with it, the request, still pending
+    # in the queue of the run that admitted it, would stay seen (tests/test_fault_jobdir_kills.py).
+    (tmp_path / "dedup-frontier.journal").unlink()
     path = tmp_path / "seen.bloom"
     path.write_bytes(path.read_bytes()[:100])
     crawler = get_crawler(SimpleSpider, settings_dict={"DUPEFILTER_CLASS": BloomDupeFilter, "JOBDIR": str(tmp_path),

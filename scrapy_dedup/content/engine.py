@@ -33,7 +33,8 @@ import numpy as np
 
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.compact import DigestTable, StringList
-from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _atomic_write, _read_exactly
+from scrapy_dedup._util.files import atomic_write
+from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _read_exactly
 from scrapy_dedup.content.simhash import (
     SUPPORTED_BITS,
     exact_hash_words,
@@ -266,7 +267,7 @@ class MemoryContentStore:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write URLs, exact hashes, the index and the sketches to ``path`` atomically (for resumed crawls)."""
-        _atomic_write(path, self._write_to)
+        atomic_write(path, self._write_to)
 
     def _write_to(self, raw: BinaryIO) -> None:
         f = _Crc32Stream(raw)

@@ -56,7 +56,6 @@ import itertools
 import operator
 import os
 import struct
-import tempfile
 import threading
 from array import array
 from collections.abc import Iterable, Iterator
@@ -64,6 +63,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from scrapy_dedup._util.files import atomic_write
 from scrapy_dedup.content.simhash import SUPPORTED_BITS
 
 __all__ = ["SimhashIndex", "MAX_TABLES", "IndexFileError"]
@@ -401,7 +401,7 @@ class SimhashIndex:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the index to ``path`` atomically (temp file in the same directory, fsync, rename)."""
-        _atomic_write(path, self.write_to)
+        atomic_write(path, self.write_to)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> SimhashIndex:
@@ -566,36 +566,3 @@ def _read_exactly(f: BinaryIO, size: int) -> bytes:
     if len(data) != size:
         raise IndexFileError("simhash index file is truncated")
     return data
-
-
-def _atomic_write(path: str | os.PathLike, write) -> None:
-    """Write through ``write(fileobj)`` into a temp file next to ``path``, fsync, then rename over it."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        # mkstemp creates 0600; give the file the mode an ordinary open() would (the user's umask)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)

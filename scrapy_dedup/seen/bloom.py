@@ -42,6 +42,8 @@ from typing import Any, BinaryIO
 
 from bitarray import bitarray
 
+from scrapy_dedup._util.files import atomic_write
+
 from scrapy_dedup.seen.base import (
     _TWO_U64,
     DIGEST_LENGTHS,
@@ -244,33 +246,23 @@ class BloomSeenSet(SeenSet):
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the filter to ``path`` atomically: temporary file, fsync, rename, fsync the directory."""
-        path = Path(path)
-        tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+        """Write the filter to ``path`` atomically (:func:`scrapy_dedup._util.files.atomic_write`)."""
         header = json.dumps(self.header(), sort_keys=True).encode()
-        try:
-            with open(tmp, "wb") as out:
-                crc = 0
-                for part in (MAGIC, _HEADER_LEN.pack(len(header)), header):
-                    out.write(part)
-                    crc = zlib.crc32(part, crc)
-                for piece in self.slices:
-                    view = memoryview(piece.bits)
-                    for start in range(0, len(view), _CHUNK):
-                        chunk = view[start:start + _CHUNK]
-                        out.write(chunk)
-                        crc = zlib.crc32(chunk, crc)
-                out.write(_CRC.pack(crc))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-            raise
-        _fsync_dir(path.parent)
+
+        def write(out: Any) -> None:
+            crc = 0
+            for part in (MAGIC, _HEADER_LEN.pack(len(header)), header):
+                out.write(part)
+                crc = zlib.crc32(part, crc)
+            for piece in self.slices:
+                view = memoryview(piece.bits)
+                for start in range(0, len(view), _CHUNK):
+                    chunk = view[start:start + _CHUNK]
+                    out.write(chunk)
+                    crc = zlib.crc32(chunk, crc)
+            out.write(_CRC.pack(crc))
+
+        atomic_write(path, write)
         self.dirty = False
 
     @classmethod
@@ -349,17 +341,3 @@ class BloomSeenSet(SeenSet):
 def _union(rates: Iterable[float]) -> float:
     """``1 - prod(1 - r)`` without losing tiny rates to rounding."""
     return -math.expm1(sum(math.log1p(-r) for r in rates))
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

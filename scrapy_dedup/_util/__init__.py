@@ -1,0 +1,1 @@
+"""Private utilities shared by the core packages (no Scrapy imports)."""

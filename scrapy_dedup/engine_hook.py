@@ -1,0 +1,82 @@
+"""The one place that touches Scrapy's engine internals: "the engine is done with this request".
+
+Scrapy has no signal for it. Kill-safe state needs it: a request may be
+forgotten (acknowledged in a Redis queue, marked done in the frontier journal)
+only once its download ended *and* its outcome was handled: the callback's or
+errback's output scheduled, its items through the pipelines, or the request a
+downloader middleware returned instead (redirect, retry) scheduled. That is
+the moment the engine removes the request from its in-progress set,
+``ExecutionEngine._slot.remove_request(request)``, with the same name and
+meaning in Scrapy 2.13 to 2.19. Earlier moments lose pages: see
+:mod:`scrapy_dedup.redis_queue`.
+
+:func:`on_request_done` checks that the hook exists and refuses to start,
+naming it, if a Scrapy version lacks it; it wraps the method once per engine
+slot and calls every registered callback before the engine's own code
+(removing the last request may close the spider, and what closes must already
+know the request is done).
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Callable
+
+from scrapy.exceptions import NotConfigured
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+
+logger = logging.getLogger(__name__)
+
+_CALLBACKS = "_scrapy_dedup_done_callbacks"
+HOOK = "ExecutionEngine._slot.remove_request"
+
+
+class EngineHookMissing(NotConfigured):
+    """This Scrapy version has no engine hook for "the engine is done with a request"."""
+
+
+def engine_slot(crawler: "Crawler") -> Any:
+    """The engine's slot, or None before the engine has one (a component used outside a crawl)."""
+    try:
+        engine = getattr(crawler, "engine", None)
+    except RuntimeError:  # Scrapy >= 2.14 raises when the crawl has not started
+        return None
+    return getattr(engine, "_slot", None) if engine is not None else None
+
+
+def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *, who: str) -> bool:
+    """Call ``callback(request)`` each time the engine is done with a request; False without an engine slot.
+
+    Raises :class:`EngineHookMissing` (naming ``who`` and the hook) when the
+    engine has a slot but no such method. A callback that raises is logged and
+    does not stop the engine's own bookkeeping.
+    """
+    slot = engine_slot(crawler)
+    if slot is None:
+        return False
+    callbacks: list[Callable[["Request"], None]] | None = getattr(slot, _CALLBACKS, None)
+    if callbacks is None:
+        remove = getattr(slot, "remove_request", None)
+        if not callable(remove):
+            raise EngineHookMissing(
+                f"{who} needs to know when Scrapy's engine is done with a request ({HOOK}, Scrapy 2.13 to "
+                f"2.19); this Scrapy version has no such hook, so it cannot run safely"
+            )
+        callbacks = []
+        setattr(slot, _CALLBACKS, callbacks)
+
+        def remove_request(request: "Request") -> None:
+            try:
+                for done in callbacks:
+                    try:
+                        done(request)
+                    except Exception:  # bookkeeping of ours must never break the engine's
+                        logger.exception("Error in a request-done callback for %s", request)
+            finally:
+                remove(request)
+
+        slot.remove_request = remove_request
+    callbacks.append(callback)
+    return True

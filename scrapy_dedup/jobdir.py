@@ -1,0 +1,210 @@
+"""Kill-safe ``JOBDIR`` resume for Scrapy's own scheduler: the frontier journal, wired into a crawl.
+
+Scrapy's scheduler keeps its disk queue's state (``requests.queue/active.json``)
+from the last clean close only; a dupefilter's checkpoint is minutes old. After
+a SIGKILL (or the OOM killer, or a lost container) the resumed run used to
+trust both: requests marked seen but gone with the queue were never fetched
+again, nor the pages only they led to, and pages fetched since the last
+checkpoint were fetched twice. A queue state from an earlier clean close,
+reopened after the disk queue had changed, could even keep the next run from
+ending.
+
+:class:`JobdirFrontier` keeps :class:`~scrapy_dedup.seen.journal.FrontierJournal`
+in ``JOBDIR/dedup-frontier.journal``:
+
+* every request the scheduler is about to admit is journaled first (the
+  dupefilter calls :meth:`admit` for a new request before marking it seen;
+  ``dont_filter`` requests, which bypass the dupefilter, at ``request_scheduled``),
+  with its sequence number in ``request.meta["dedup_frontier_seq"]`` so the
+  request popped from the disk queue still carries it;
+* a request is marked done when the engine is done with it
+  (:func:`scrapy_dedup.engine_hook.on_request_done`), after everything its page
+  produced was admitted;
+* at each dupefilter checkpoint the journal is compacted to the pending
+  requests; a clean close (after Scrapy wrote its queue state) is recorded last.
+
+On start, if the journal says the last run did not close cleanly: Scrapy's
+queue directory from that run is set aside (deleted: its state file describes
+another queue), the journal's fingerprints are put back into the seen set,
+and every request it admitted and did not finish is scheduled again (one
+WARNING line with the counts). What a kill can cost, then: the requests in
+flight at the kill are fetched a second time (items they had already yielded
+are yielded again, and kept: ``dedup/items/refetch_kept``); nothing is lost.
+Temporary files of checkpoints a kill interrupted are removed at start.
+
+Used only with Scrapy's own scheduler (``scrapy.core.scheduler.Scheduler`` or a
+subclass) and ``JOBDIR``; scrapy-redis's scheduler keeps its queue in Redis
+(see :mod:`scrapy_dedup.redis_queue`).
+"""
+from __future__ import annotations
+
+import logging
+import pickle
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.utils.misc import load_object
+from scrapy.utils.request import request_from_dict
+
+from scrapy_dedup._util.files import remove_stale_temporaries
+from scrapy_dedup.engine_hook import on_request_done
+from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+
+logger = logging.getLogger(__name__)
+
+JOURNAL_FILE = "dedup-frontier.journal"
+#: Scrapy's scheduler's disk queue directory inside JOBDIR
+QUEUE_DIR = "requests.queue"
+META_KEY = "dedup_frontier_seq"
+
+
+def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
+    """Whether the crawl's ``SCHEDULER`` is Scrapy's own (whose disk queue this module makes kill-safe)."""
+    from scrapy.core.scheduler import Scheduler
+
+    try:
+        scheduler = load_object(crawler.settings["SCHEDULER"])
+    except (ImportError, AttributeError, ValueError, NameError):
+        return False
+    return isinstance(scheduler, type) and issubclass(scheduler, Scheduler)
+
+
+class JobdirFrontier:
+    """The frontier journal of one crawl in ``JOBDIR`` (see the module doc); owned by our dupefilter."""
+
+    def __init__(self, crawler: "Crawler", jobdir: str):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.jobdir = Path(jobdir)
+        self.jobdir.mkdir(parents=True, exist_ok=True)
+        self.path = self.jobdir / JOURNAL_FILE
+        removed = remove_stale_temporaries(self.jobdir)
+        if removed:
+            logger.info("JOBDIR %s: removed %d temporary file(s) of checkpoints a kill interrupted (%s)",
+                        self.jobdir, len(removed), ", ".join(p.name for p in removed))
+            self.stats.inc_value("dedup/jobdir/stale_temporaries_removed", len(removed))
+        self.journal = FrontierJournal(self.path)
+        try:
+            replay = self.journal.open()
+        except JournalError as exc:
+            raise JournalError(f"{exc}: refusing to resume from it (move it away to start the crawl over)") from None
+        self.replay: Replay | None = replay
+        #: fingerprint -> old sequence number of the pending requests to schedule again (they pass the seen set once)
+        self._readmit: dict[bytes, int] = {}
+        self._unserializable_logged = False
+        if replay.damaged or replay.cut_bytes:
+            self.stats.inc_value("dedup/jobdir/journal_cut_bytes", replay.cut_bytes)
+        if replay.damaged:
+            logger.error("JOBDIR %s: the frontier journal %s is damaged %d bytes before its end; what came after "
+                         "the damage is ignored (requests admitted there may be lost)", self.jobdir, self.path,
+                         replay.cut_bytes)
+        if not replay.clean:
+            self._set_aside_the_queue()
+        crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+
+    @property
+    def fingerprints(self) -> list[bytes]:
+        """Fingerprints admitted since the journal's last compaction (the seen set must hold them)."""
+        return self.replay.fingerprints if self.replay is not None else []
+
+    def _set_aside_the_queue(self) -> None:
+        assert self.replay is not None
+        queue = self.jobdir / QUEUE_DIR
+        had_queue = queue.exists()
+        if had_queue:
+            shutil.rmtree(queue, ignore_errors=True)
+        pending = self.replay.pending
+        logger.warning(
+            "JOBDIR %s: the previous run did not close cleanly (killed?), so Scrapy's request queue from it "
+            "cannot be trusted%s; %d requests it had admitted and not finished are scheduled again (those in "
+            "flight at the kill are fetched a second time) and %d fingerprints are restored into the seen set "
+            "(dedup/jobdir/readmitted)",
+            self.jobdir, " and was removed" if had_queue else "", len(pending), len(self.replay.fingerprints))
+        self.stats.inc_value("dedup/jobdir/unclean_resumes")
+
+    # --- admitting ---
+
+    def admit(self, request: "Request", fingerprint: bytes) -> None:
+        """Journal ``request`` before it is marked seen (called by the dupefilter for a new request)."""
+        payload = self._serialize(request)
+        if payload is None:
+            return
+        request.meta[META_KEY] = self.journal.admitted(fingerprint, payload)
+        self.stats.inc_value("dedup/jobdir/admitted")
+
+    def take_readmission(self, fingerprint: bytes) -> int | None:
+        """The old sequence number if ``fingerprint`` is a pending request being scheduled again, once."""
+        return self._readmit.pop(fingerprint, None) if self._readmit else None
+
+    def _request_scheduled(self, request: "Request", spider: Any = None) -> None:
+        if request.dont_filter:  # never reaches the dupefilter, enqueued unconditionally
+            self.admit(request, b"")
+
+    def _serialize(self, request: "Request") -> bytes | None:
+        try:  # what Scrapy's pickle disk queues store
+            return pickle.dumps(request.to_dict(spider=self.crawler.spider), protocol=4)
+        except Exception as exc:  # a callback that is not a spider method, an unpicklable meta value
+            self.stats.inc_value("dedup/jobdir/unserializable")
+            if not self._unserializable_logged:
+                self._unserializable_logged = True
+                logger.warning("JOBDIR: cannot journal %s (%s: %s), so it would be lost if the crawl were killed "
+                               "(Scrapy's disk queue cannot hold it either); counted in "
+                               "dedup/jobdir/unserializable, not logged again", request, type(exc).__name__, exc)
+            return None
+
+    # --- resuming ---
+
+    def _spider_opened(self, spider: Any) -> None:
+        if not on_request_done(self.crawler, self._done, who="The kill-safe JOBDIR frontier"):
+            return
+        replay, self.replay = self.replay, None  # the replay's memory is not needed past this point
+        if replay is None or replay.clean:
+            return
+        engine = self.crawler.engine
+        readmitted = failed = 0
+        for old_seq, (fingerprint, payload) in replay.pending.items():
+            try:
+                request = request_from_dict(pickle.loads(payload), spider=spider)
+            except Exception as exc:
+                failed += 1
+                logger.error("JOBDIR: a journaled request cannot be read back (%s: %s); it is not scheduled "
+                             "again", type(exc).__name__, exc)
+                continue
+            if fingerprint:
+                self._readmit[fingerprint] = old_seq
+                engine.crawl(request)
+                if self._readmit.pop(fingerprint, None) is not None:  # filtered anyway (another scheduler?)
+                    continue
+            else:
+                engine.crawl(request)  # dont_filter: journaled anew at request_scheduled
+            self.journal.done(old_seq)  # replaced by the new admission
+            readmitted += 1
+        self.stats.inc_value("dedup/jobdir/readmitted", readmitted)
+        if failed:
+            self.stats.inc_value("dedup/jobdir/unreadable", failed)
+
+    # --- finishing ---
+
+    def _done(self, request: "Request") -> None:
+        seq = request.meta.get(META_KEY) if request.meta else None
+        if seq is not None:
+            self.journal.done(seq)
+
+    def compact(self) -> None:
+        """After a seen-set checkpoint: keep only the pending requests in the journal."""
+        kept = self.journal.compact()
+        logger.debug("JOBDIR: frontier journal compacted to %d pending requests", kept)
+
+    def close(self) -> None:
+        """At the dupefilter's close, after Scrapy wrote its queue state: compact, then record the clean close."""
+        try:
+            self.compact()
+        finally:
+            self.journal.close(clean=True)
