@@ -33,6 +33,7 @@ from scrapy_dedup.content.engine import (
     Verdict,
     verify_rule_from_settings,
 )
+from scrapy_dedup.content.structured import SNIFF_BYTES, structured_kind
 from scrapy_dedup.content.text import page_text
 from scrapy_dedup.redis_conn import mask_url
 from scrapy_dedup.settings import CONTENT_OVERRIDABLE, DedupSettings, read_settings
@@ -254,9 +255,20 @@ class ContentLayer:
         return verdict
 
     def _decide_response(self, response: Response) -> Verdict | None:
-        if not isinstance(response, TextResponse) or _looks_binary(response):
+        # JSON, XML feeds, CSS, JavaScript are data, not pages (content/structured.py says why). Asked of
+        # every response: Scrapy makes some of them (``+json``) plain Responses, text all the same.
+        kind = structured_kind(response.headers.get(b"Content-Type"), response.body[:SNIFF_BYTES])
+        if _looks_binary(response) or (kind is None and not isinstance(response, TextResponse)):
             self._count("skipped_non_text")
             self.engine.skip_non_text()
+            return None
+        if kind is not None:
+            if not self.counts["skipped_non_html"]:  # once per crawl: a line per response would flood the log
+                logger.info("Structured responses (JSON, XML feeds, CSS, JavaScript, CSV) are not fingerprinted, "
+                            "only counted in dedup/content/skipped_non_html (the first: %s at %s)",
+                            kind, response.url)
+            self._count("skipped_non_html")
+            self.engine.skip_non_html()
             return None
         host = _host_of(response.url)
         policy = self.policies.lookup(host)

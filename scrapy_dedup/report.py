@@ -8,8 +8,9 @@ Counting rules
   words than ``min_words``: not fingerprinted for duplicates, never clustered).
 * ``total = exact + near + unique + degenerate``: "Total URLs" includes the
   degenerate pages (they were fetched and looked at), and every percentage is
-  over that total. Non-text responses are not in the total: they are counted
-  apart as ``skipped_non_text``.
+  over that total. Responses that were not fingerprinted are not in the total:
+  they are counted apart, binary ones as ``skipped_non_text``, structured text
+  (JSON, XML feeds, CSS, JavaScript) as ``skipped_non_html``.
 * ``redundant = exact + near``: the pages a deduplicating crawl would not keep.
 * ``clusters`` counts clusters of two or more pages; ``largest_cluster`` is the
   size of the largest one (0 when there are no duplicates).
@@ -34,6 +35,7 @@ class DuplicationReport:
     clusters: int
     largest_cluster: int
     skipped_non_text: int = 0
+    skipped_non_html: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -49,11 +51,11 @@ class DuplicationReport:
     @classmethod
     def from_counts(
         cls, *, exact: int, near: int, unique: int, degenerate: int, clusters: int, largest_cluster: int,
-        skipped_non_text: int = 0,
+        skipped_non_text: int = 0, skipped_non_html: int = 0,
     ) -> DuplicationReport:
         """Build a report whose ``total`` is the sum of the four page kinds."""
         return cls(exact + near + unique + degenerate, exact, near, unique, degenerate, clusters,
-                   largest_cluster, skipped_non_text)
+                   largest_cluster, skipped_non_text, skipped_non_html)
 
     # -- derived numbers --
 
@@ -125,6 +127,8 @@ class DuplicationReport:
         ]
         if self.skipped_non_text:
             rows.append(("Skipped non-text:", f"{self.skipped_non_text}", "(not in the total)"))
+        if self.skipped_non_html:
+            rows.append(("Skipped non-HTML:", f"{self.skipped_non_html}", "(JSON, XML, CSS, JS; not in the total)"))
         label_width = max(len(r[0]) for r in rows) + 2
         number_width = max(len(r[1]) for r in rows) + 2
         return "\n".join(f"{a:<{label_width}}{b:<{number_width}}{c}".rstrip() for a, b, c in rows)

@@ -64,3 +64,15 @@ def test_dict_and_stats():
     assert stats["dedup/content/near"] == 5880 and isinstance(stats["dedup/content/near"], int)
     assert stats["dedup/content/redundant_ratio"] == 0.178
     assert set(r.to_stats(prefix="x/")) == {"x/" + k for k in data}
+
+
+def test_skipped_structured_responses_are_a_line_of_their_own_outside_the_total():
+    r = DuplicationReport.from_counts(exact=1, near=0, unique=3, degenerate=0, clusters=1, largest_cluster=2,
+                                      skipped_non_text=2, skipped_non_html=7)
+    assert r.total == 4
+    lines = r.to_text().splitlines()
+    assert lines[-2].split()[:3] == ["Skipped", "non-text:", "2"]
+    assert lines[-1].split()[:3] == ["Skipped", "non-HTML:", "7"]
+    assert DuplicationReport.from_dict(r.to_dict()) == r
+    assert r.to_stats()["dedup/content/skipped_non_html"] == 7
+    assert "non-HTML" not in example().to_text()  # no line when there were none

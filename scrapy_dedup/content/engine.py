@@ -433,6 +433,7 @@ class ContentDeduplicator:
         self.clusters: Clusters[str] = Clusters()
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
+        self._skipped_non_html = 0
         self._lock = threading.Lock()
 
     @classmethod
@@ -482,6 +483,11 @@ class ContentDeduplicator:
         with self._lock:
             self._skipped_non_text += count
 
+    def skip_non_html(self, count: int = 1) -> None:
+        """Count text responses that are structured data, not pages (JSON, XML feeds, CSS, JavaScript)."""
+        with self._lock:
+            self._skipped_non_html += count
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             return dict(self._counts)
@@ -493,7 +499,7 @@ class ContentDeduplicator:
             return DuplicationReport.from_counts(
                 exact=c["exact"], near=c["near"], unique=c["unique"], degenerate=c["degenerate"],
                 clusters=self.clusters.count(2), largest_cluster=self.clusters.largest(),
-                skipped_non_text=self._skipped_non_text,
+                skipped_non_text=self._skipped_non_text, skipped_non_html=self._skipped_non_html,
             )
 
     def close(self) -> None:

@@ -17,6 +17,18 @@ Input can be ``str``, ``bytes`` or an already parsed lxml tree (Scrapy's
 ``response.selector.root``, or a parsel ``Selector``); a given tree is never
 modified.
 
+Bytes are decoded as Scrapy's ``response.text`` decodes them (w3lib: BOM, else the given
+``encoding``, else the page's ``<meta>``/XML declaration, else UTF-8, bad bytes replaced),
+with one difference: a declaration that cannot give the page's text counts as absent, so
+the next source decides. That is a name that is not a text encoding (``rot13``, ``base64``,
+``zip``, ``hex``, ``bz2``, ``uu``: Python's codec registry knows them, ``bytes.decode``
+refuses them) or not a character set (``unicode_escape``, ``idna``, ``punycode``,
+``undefined``: Python string-literal and host-name codecs), a codec that raises on the body,
+and, for a declaration inside the page, an encoding in which the page's own leading ASCII
+does not read as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup). Where
+``response.text`` raises or gives mojibake on such a page, :func:`page_text` reads it as
+undeclared.
+
 How (speed matters: this runs once per fetched page). The rules above are
 compiled once per (strip tags, strip selectors) into a small XSLT stylesheet
 (text output: block elements wrapped in spaces, stripped elements replaced by a
@@ -33,6 +45,7 @@ positional predicates), for namespaced or XML-parsed trees, when libxslt fails
 """
 from __future__ import annotations
 
+import codecs
 import copy
 import re
 import threading
@@ -41,7 +54,7 @@ from functools import lru_cache
 from typing import Any, Union
 
 from lxml import etree
-from w3lib.encoding import html_to_unicode
+from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding, to_unicode
 
 from scrapy_dedup.settings import DEFAULT_STRIP_TAGS
 
@@ -85,9 +98,11 @@ def page_text(
 ) -> str:
     """Return the main text of ``html``: stripped elements, comments and markup left out, whitespace collapsed.
 
-    ``html`` may be ``str``, ``bytes`` (decoded by ``encoding`` if given, else by its BOM,
-    its ``<meta>``/XML declared charset, then UTF-8 with replacement: never raises on bad
-    bytes), an lxml element or element tree, or any object with an lxml ``.root`` (a
+    ``html`` may be ``str``, ``bytes`` (decoded by its BOM, else ``encoding`` if given, else
+    its ``<meta>``/XML declared charset, else UTF-8, undecodable bytes replaced; a declared
+    name that cannot decode the page, such as ``rot13`` or ``base64``, counts as undeclared,
+    see the module doc; never raises on any bytes or any declared name), an lxml
+    element or element tree, or any object with an lxml ``.root`` (a
     parsel/Scrapy ``Selector``). A given tree is not modified. ``strip_tags`` are element
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
@@ -138,9 +153,7 @@ def _normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
 def _parse(html: Any, encoding: str | None) -> tuple[etree._Element | None, bool]:
     """The tree of ``html`` and whether it is ours: freshly parsed (True) or the caller's (False)."""
     if isinstance(html, (bytes, bytearray, memoryview)):
-        header = f"text/html; charset={encoding}" if encoding else None
-        _, text = html_to_unicode(header, bytes(html))
-        return _parse_text(text), True
+        return _parse_text(_decode(bytes(html), encoding)), True
     if isinstance(html, str):
         return _parse_text(html), True
     tree = getattr(html, "root", html)  # parsel.Selector -> its lxml root
@@ -151,6 +164,109 @@ def _parse(html: Any, encoding: str | None) -> tuple[etree._Element | None, bool
             return None, True
         return tree, False
     raise TypeError(f"page_text() takes str, bytes or an lxml tree, not {type(html).__name__}")
+
+
+def _decode(body: bytes, encoding: str | None = None) -> str:
+    """``body`` as text, by the first usable of: its BOM, ``encoding``, its own ``<meta>``/XML declaration, UTF-8.
+
+    The order is w3lib's ``html_to_unicode`` (what Scrapy's ``response.text`` uses), and so is
+    the decoding (undecodable bytes become U+FFFD). A declaration is skipped, as if absent,
+    when it cannot give the page's text: a name Python does not know; a codec that is not a
+    text encoding (``rot13``, ``base64``, ``zip``, ``hex``, ``uu``, ``bz2``: ``bytes.decode``
+    refuses them) or not a character set (``unicode_escape``, ``raw_unicode_escape``,
+    ``idna``, ``punycode``, ``undefined``: see ``_NOT_CHARSETS``); a codec that raises on
+    this body even with replacement; and, for the page's own declaration only, an encoding
+    in which the page's leading ASCII, where that declaration is written, does not read back
+    as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup: the page contradicts
+    itself; browsers, too, take a UTF-16 ``<meta>`` for UTF-8). ``encoding`` (the HTTP
+    header's, the caller's) is not held to that last test: a BOM-less UTF-16 body is read
+    as UTF-16 when the header says so.
+    """
+    bom_encoding, bom = read_bom(body)
+    if bom_encoding is not None and bom is not None:
+        return to_unicode(body[len(bom):], bom_encoding)
+    if encoding:
+        text = _decode_as(body, _resolve(encoding))
+        if text is not None:
+            return text
+    declared = _declared_in(body)
+    if declared is not None and _is_charset(declared) and _reads_own_ascii(body, declared):
+        text = _decode_as(body, declared)
+        if text is not None:
+            return text
+    return to_unicode(body, "utf-8")
+
+
+# Codec lookups and decoders run code registered by any installed package (codecs.register),
+# which may raise anything; _decode must not, so these guards catch Exception.
+
+def _resolve(label: str) -> str | None:
+    """The codec name w3lib maps ``label`` to (``latin-1`` -> ``cp1252`` as browsers do), or None."""
+    try:
+        return resolve_encoding(label)
+    except Exception:
+        return None
+
+
+def _declared_in(body: bytes) -> str | None:
+    try:
+        return html_body_declared_encoding(body)
+    except Exception:
+        return None
+
+
+# Codecs Python marks as text encodings that no document is written in: Python's string-literal
+# escapes (which would turn a backslash and an "n" in a page into a newline), host names, and the codec
+# that refuses everything. A page declaring one is read as undeclared, as a browser reads it.
+_NOT_CHARSETS = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined"})
+
+
+@lru_cache(maxsize=128)
+def _is_charset(name: str) -> bool:
+    """Whether ``name`` is a codec a page can be written in (``bytes.decode`` takes it, a document uses it)."""
+    try:
+        info = codecs.lookup(name)
+    except Exception:  # LookupError, or whatever a registered search function raises
+        return False
+    return bool(getattr(info, "_is_text_encoding", True)) and info.name not in _NOT_CHARSETS
+
+
+def _decode_as(body: bytes, name: str | None) -> str | None:
+    """``body`` decoded by the codec ``name`` with replacement, or None when it cannot be."""
+    if name is None or not _is_charset(name):
+        return None
+    if name in ("utf-16", "utf-32"):  # declared without a BOM: big-endian, as html_to_unicode reads it
+        name += "-be"
+    try:
+        return to_unicode(body, name)
+    except Exception:  # a codec of a package that fails on this body: read it as undeclared
+        return None
+
+
+_ASCII = bytes(range(128))
+_ASCII_RUN = re.compile(rb"[\x00-\x7f]*")
+_DECLARATION_SCAN = 4096  # how far w3lib looks for a <meta> or XML declaration
+
+
+def _reads_own_ascii(body: bytes, name: str) -> bool:
+    """Whether the leading ASCII of ``body`` (which holds its declaration) reads as itself in ``name``."""
+    if _keeps_ascii(name):  # UTF-8, the ISO-8859 and Windows code pages, ...: every page passes
+        return True
+    head = body[:_DECLARATION_SCAN]
+    ascii_head = head[: _ASCII_RUN.match(head).end()]  # type: ignore[union-attr] - matches the empty string
+    try:
+        return ascii_head.decode(name) == ascii_head.decode("ascii")
+    except Exception:
+        return False
+
+
+@lru_cache(maxsize=128)
+def _keeps_ascii(name: str) -> bool:
+    """Whether every ASCII byte reads as itself in ``name`` (not UTF-16, EBCDIC, HZ, Shift_JISX0213, ...)."""
+    try:
+        return _ASCII.decode(name) == _ASCII.decode("ascii")
+    except Exception:
+        return False
 
 
 def _private_copy(tree: etree._Element) -> etree._Element:
