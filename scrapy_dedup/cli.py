@@ -6,15 +6,20 @@ Subcommands:
   engine over a JSON Lines dump (:mod:`scrapy_dedup.audit`).
 * ``mine-dust LOG``: DUST rules from a crawl log (:mod:`scrapy_dedup.url.mining`).
 
-Exit status: 0 success; 1 ``--fail-above`` exceeded (a quality gate, not an
-error); 2 usage or config error, unreadable dump, or a bad line under ``--strict``.
+Exit status: 0 success; 1 ``--fail-above`` exceeded (a quality gate, and nothing
+else: CI must be able to tell "too redundant" from "broken"); 2 every error: usage or
+config error, a dump that cannot be read, an output file that cannot be written, a bad
+line under ``--strict``, and any unexpected exception. An error is one line on stderr
+naming the file and the problem, never a traceback (``SCRAPY_DEDUP_DEBUG=1`` adds it).
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from typing import Optional
 
 from scrapy_dedup import __version__
@@ -22,6 +27,8 @@ from scrapy_dedup import __version__
 __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
+#: set (to anything but "" or "0") to print the traceback of an unexpected error after its one-line message
+DEBUG_ENV = "SCRAPY_DEDUP_DEBUG"
 
 
 def _ratio(value: str) -> float:
@@ -117,19 +124,22 @@ _CONFIG_FLAGS = ("method", "shingle_size", "fingerprint_bits", "hamming_threshol
 def _run_report(args: argparse.Namespace) -> int:
     from scrapy_dedup.audit.config import AuditConfigError, build_config, load_config_file
     from scrapy_dedup.audit.dump import DumpError
+    from scrapy_dedup.audit.output import OutputError, dump_name
     from scrapy_dedup.audit.runner import MissingExtraError, run_report
 
     try:
         file_values = load_config_file(args.config) if args.config else {}
         cfg = build_config(file_values, {name: getattr(args, name) for name in _CONFIG_FLAGS})
     except AuditConfigError as exc:
-        print(f"scrapy-dedup report: config error: {exc}", file=sys.stderr)
+        _error("report", f"config error: {exc}")
         return EXIT_ERROR
     try:
         return run_report(args, cfg)
-    except (DumpError, MissingExtraError) as exc:
-        print(f"scrapy-dedup report: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+    except DumpError as exc:  # its message says what is wrong; the file is the dump
+        _error("report", f"{dump_name(args.dump)}: {exc}")
+    except (OutputError, MissingExtraError) as exc:  # these name their file or package
+        _error("report", f"error: {exc}")
+    return EXIT_ERROR
 
 
 def _run_mine_dust(args: argparse.Namespace) -> int:
@@ -143,17 +153,48 @@ def _run_mine_dust(args: argparse.Namespace) -> int:
     return int(cli_main(list(args.args)) or 0)
 
 
+def _error(command: str, message: str) -> None:
+    """The one line (or a line and its hints) an error ends with, on stderr, whatever its code points."""
+    from scrapy_dedup.audit.output import write_line
+
+    try:
+        write_line(f"scrapy-dedup {command}: {message}", sys.stderr)
+    except (OSError, ValueError):  # stderr closed: the exit status still tells
+        pass
+
+
+def _guarded(command: str, run: Callable[[], int]) -> int:
+    """Run a subcommand: its own exit status, or 2 and one line on stderr for anything that escapes it.
+
+    Exit status 1 is the ``--fail-above`` gate's alone, and a traceback's exit status is 1,
+    so no exception may leave ``main``: CI would read a crash as "too redundant".
+    """
+    from scrapy_dedup.audit.output import display_path, silence_stdout
+
+    try:
+        return run()
+    except KeyboardInterrupt:
+        _error(command, "interrupted")
+        return 130
+    except BrokenPipeError:  # `scrapy-dedup mine-dust log | head`: the reader left, nothing is wrong
+        silence_stdout()
+        return EXIT_OK
+    except Exception as exc:
+        if isinstance(exc, OSError) and exc.filename is not None:  # names its file: not our bug
+            _error(command, f"error: {display_path(exc.filename)}: {exc.strerror or exc}")
+        else:
+            _error(command, f"internal error: {type(exc).__name__}: {exc} "
+                            f"(set {DEBUG_ENV}=1 to see the traceback)")
+        if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            traceback.print_exc()
+        return EXIT_ERROR
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status (0, 1 for the gate, 2 for any error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["mine-dust"]:  # everything after the subcommand is the miner's own
-        return _run_mine_dust(argparse.Namespace(args=argv[1:]))
+        return _guarded("mine-dust", lambda: _run_mine_dust(argparse.Namespace(args=argv[1:])))
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.handler(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `scrapy-dedup report dump | head`
-        return EXIT_OK
+    return _guarded(args.command, lambda: args.handler(args))

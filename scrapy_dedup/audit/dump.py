@@ -15,8 +15,12 @@ The reader yields raw lines (bytes) with their numbers, and
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import sys
+import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import BinaryIO, NamedTuple, Union
 
@@ -91,38 +95,90 @@ class BadLines:
         return out
 
 
-def open_dump(path: str) -> BinaryIO:
-    """Open ``path`` for binary reading; gzip is recognised by its magic bytes, not its name. ``-`` is stdin."""
-    if path == "-":
-        import sys
+class _Prefixed(io.RawIOBase):
+    """The bytes already read from a stream that cannot seek (the sniffed magic), then the rest of it."""
 
-        raw: BinaryIO = sys.stdin.buffer
-        peek = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-        return gzip.GzipFile(fileobj=raw) if peek == b"\x1f\x8b" else raw  # type: ignore[return-value]
-    try:
-        f = open(path, "rb")
-    except OSError as exc:
-        raise DumpError(f"cannot open dump {path!r}: {exc.strerror or exc}") from None
-    magic = f.read(2)
-    f.seek(0)
+    def __init__(self, prefix: bytes, stream: BinaryIO):
+        self._prefix = prefix
+        self._stream = stream
+        self._read = getattr(stream, "read1", stream.read)  # at most one read: lines flow as a pipe delivers them
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[override]
+        data = self._prefix[: len(buffer)] if self._prefix else self._read(len(buffer))
+        self._prefix = self._prefix[len(data):]
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _sniffed(raw: BinaryIO) -> BinaryIO:
+    """``raw`` unchanged but decompressed if it starts with gzip's magic bytes; never seeks a stream that cannot.
+
+    A FIFO, a pipe as ``/dev/stdin`` or a shell's ``<(zcat dump.gz)`` cannot seek back
+    over the two bytes read: those are handed back in front of the rest instead.
+    """
+    if raw.seekable():
+        start = raw.tell()
+        magic = raw.read(2)
+        raw.seek(start)
+        stream = raw
+    else:
+        magic = raw.read(2)  # a buffered read returns 2 bytes unless the stream ends first
+        stream = io.BufferedReader(_Prefixed(magic, raw), buffer_size=1 << 16)  # type: ignore[assignment]
     if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
-    return f
+        return gzip.GzipFile(fileobj=stream)  # type: ignore[return-value]
+    return stream
+
+
+@contextmanager
+def open_dump(path: str) -> Iterator[BinaryIO]:
+    """Open ``path`` for binary reading, closing what it opened on exit; ``-`` is stdin (left open).
+
+    gzip is recognised by its magic bytes, not its name. Any readable file works,
+    including streams that cannot seek (FIFOs, pipes, process substitution), read once.
+    """
+    if path == "-":
+        raw: BinaryIO = sys.stdin.buffer
+        owned = False
+    else:
+        try:
+            raw = open(path, "rb")
+        except OSError as exc:
+            raise DumpError(f"cannot open dump: {exc.strerror or exc}") from None
+        owned = True
+    try:
+        try:
+            stream = _sniffed(raw)
+        except OSError as exc:
+            raise DumpError(f"cannot read dump: {exc.strerror or exc}") from None
+        try:
+            yield stream
+        finally:
+            if stream is not raw:
+                stream.close()  # a GzipFile or a _Prefixed reader; neither closes ``raw``
+    finally:
+        if owned:
+            raw.close()
 
 
 def read_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line_number, raw_line)`` for every non-blank line (1-based numbers).
 
-    A truncated gzip member (a dump copied while being written) ends the
-    iteration with a :class:`DumpError` carrying the last good line number.
+    A truncated or corrupt gzip stream (a dump copied while being written) ends the
+    iteration with a :class:`DumpError` carrying the last good line number, and so
+    does a read error of the file itself.
     """
     number = 0
     try:
         for number, raw in enumerate(stream, 1):
             if raw.strip():
                 yield number, raw
-    except (EOFError, gzip.BadGzipFile, OSError) as exc:
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DumpError(f"dump is truncated or corrupt after line {number}: {exc}") from None
+    except OSError as exc:
+        raise DumpError(f"cannot read dump after line {number}: {exc.strerror or exc}") from None
 
 
 def parse_record(number: int, raw: Union[bytes, str], fields: FieldNames) -> Union[PageRecord, tuple[BadLine, tuple]]:

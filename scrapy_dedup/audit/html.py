@@ -7,6 +7,11 @@ every script (``default-src 'none'``, no ``script-src``), every request (no
 images, fonts, frames, forms, ``base``) and every style except the page's own
 ``<style>`` block, allowed by its SHA-256 hash. The page needs no script: the
 expandable parts are ``<details>`` elements and the charts are inline SVG.
+
+Code points UTF-8 cannot hold (a lone surrogate from a ``\ud800`` escape in a record)
+are written as the visible escape ``\ud800`` by the file writer
+(:class:`~scrapy_dedup.audit.output.OutputFile`); the dump's file name is shown with
+bytes that are not UTF-8 as ``\xff`` (:func:`~scrapy_dedup.audit.output.dump_name`).
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from html import escape
 from typing import TYPE_CHECKING
+
+from scrapy_dedup.audit.output import dump_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from scrapy_dedup.audit.runner import AuditResult
@@ -146,16 +153,17 @@ def render_html(result: "AuditResult") -> str:
                         for r in result.bad_lines.to_dict()["reasons"])
         bad = f"<h2>Bad lines</h2><p>{_e(result.bad_lines.count)} lines skipped:</p><ul>{items}</ul>"
     distance_label = "distance" if result.config.method == "simhash" else "1-J ≈"
+    source = dump_name(result.source)
     return f"""<!DOCTYPE html>
 <html lang="en"><head>
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{_e(csp)}">
 <meta name="referrer" content="no-referrer">
-<title>Duplication audit: {_e(result.source)}</title>
+<title>Duplication audit: {_e(source)}</title>
 <style>{CSS}</style>
 </head><body>
 <h1>Duplication audit</h1>
-<p class="muted">Dump <span class="url">{_e(result.source)}</span>, method {_e(result.config.method)}
+<p class="muted">Dump <span class="url">{_e(source)}</span>, method {_e(result.config.method)}
 ({_e(result.method_summary())}), {_e(result.elapsed_text())}.</p>
 <h2>Numbers</h2>
 {_numbers_table(result)}

@@ -5,7 +5,8 @@ Memory: page texts live only while a page is fingerprinted (in a worker with
 bytes of verdict in typed arrays (kind, matched page, distance), plus the
 engine's fingerprints and index. The HTML sample needs the texts of a few
 pairs: they are read again from the dump in a second pass, by line number (a dump
-on stdin is first spooled to a temporary file, see :func:`spool_stdin`).
+that cannot be read twice, on stdin or a pipe, is first spooled to a temporary file,
+see :func:`spool_dump`).
 
 Parallelism: with ``jobs > 1``, batches of raw lines go to worker processes
 that parse JSON, extract the text and fingerprint it; the decisions (index
@@ -16,10 +17,9 @@ the dump in memory.
 """
 from __future__ import annotations
 
-import json
 import os
 import random
-import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -27,6 +27,7 @@ from array import array
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -34,6 +35,8 @@ from scrapy_dedup._batching import batches
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLine, BadLines, DumpError, FieldNames, PageRecord, open_dump, \
     parse_record, read_lines
+from scrapy_dedup.audit.output import OutputError, OutputFile, json_text, silence_stdout, stream_is_utf8, \
+    write_line
 from scrapy_dedup.audit.pairs import categorize, word_diff
 from scrapy_dedup.content.compact import StringList
 
@@ -296,10 +299,12 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     size = None
     if path != "-":
         try:
-            size = os.path.getsize(path)
+            info = os.stat(path)
+            size = info.st_size if stat.S_ISREG(info.st_mode) else None  # a pipe's size says nothing
         except OSError:
             size = None
-    stream = open_dump(path)
+    opened = ExitStack()  # closes the dump (and what open_dump opened under it) after the loop
+    stream = opened.enter_context(open_dump(path))
     bar = _progress(progress, size)
     raw_pos = getattr(stream, "fileobj", stream)  # gzip: progress over compressed bytes
     last_pos = 0
@@ -335,11 +340,10 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     finally:
         if bar is not None:
             bar.close()
-        if stream is not sys.stdin.buffer:
-            stream.close()
+        opened.close()
     if lines_read and bad.count == lines_read:
         hint = "\n".join(bad.describe(FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)))
-        raise DumpError(f"no line of {path!r} is a usable page record:\n{hint}")
+        raise DumpError(f"no line is a usable page record:\n{hint}")
     result = AuditResult(source=path, config=cfg, report=decider.report(), bad_lines=bad,
                          lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs)
     _summarize(result, pages, cfg, want_samples)
@@ -413,8 +417,7 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
     wanted = {pages.lines[i]: i for pair in indexes for i in pair}
     worker = PageWorker(result.config)
     texts: dict[int, list] = {}
-    stream = open_dump(path)
-    try:
+    with open_dump(path) as stream:
         for number, raw in read_lines(stream):
             if number in wanted:
                 parsed = parse_record(number, raw, worker.fields)
@@ -422,8 +425,6 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
                     texts[wanted[number]] = worker.text_of(parsed).split()
                 if len(texts) == len(wanted):
                     break
-    finally:
-        stream.close()
     for sample, (a, b) in zip(result.samples, indexes):
         sample.diff = word_diff(texts.get(a, []), texts.get(b, []))
 
@@ -431,10 +432,10 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
 # --- outputs --------------------------------------------------------------------------------------
 
 class PairsWriter:
-    """``--pairs`` JSONL, written while the dump streams (nothing accumulates in memory)."""
+    """``--pairs`` JSONL, written to ``out`` while the dump streams (nothing accumulates in memory)."""
 
-    def __init__(self, path: str):
-        self.f = open(path, "w", encoding="utf-8")
+    def __init__(self, out: OutputFile):
+        self.out = out
         self.count = 0
 
     def write(self, index: int, other: int, distance: Any, kind: str, pages: _Pages) -> None:
@@ -442,93 +443,133 @@ class PairsWriter:
         url_a = pages.urls[a]
         url_b = pages.urls[b] if b < len(pages) else None
         distance = int(distance) if float(distance).is_integer() else round(float(distance), 4)
-        self.f.write(json.dumps({"url_a": url_a, "url_b": url_b, "distance": distance, "kind": kind},
-                                ensure_ascii=False) + "\n")
+        self.out.write(json_text({"url_a": url_a, "url_b": url_b, "distance": distance, "kind": kind}) + "\n")
         self.count += 1
 
-    def close(self) -> None:
-        self.f.close()
 
-
-def write_clusters(path: str, pages: _Pages, cfg: AuditConfig) -> int:
+def write_clusters(out: OutputFile, pages: _Pages, cfg: AuditConfig) -> int:
     """``--clusters`` JSONL: every page of a cluster of two or more, its representative first."""
     roots = _cluster_roots(pages)
     in_cluster = set(roots[i] for i in range(len(pages)) if pages.matched[i] >= 0)
     written = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for i in range(len(pages)):
-            root = roots[i]
-            if root not in in_cluster:
-                continue
-            is_rep = i == root
-            f.write(json.dumps({
-                "url": pages.urls[i], "cluster": root, "representative": pages.urls[root],
-                "distance": 0 if is_rep else _distance_key(pages.distances[i], cfg),
-                "kind": "representative" if is_rep else KINDS[pages.kinds[i]],
-            }, ensure_ascii=False) + "\n")
-            written += 1
+    for i in range(len(pages)):
+        root = roots[i]
+        if root not in in_cluster:
+            continue
+        is_rep = i == root
+        out.write(json_text({
+            "url": pages.urls[i], "cluster": root, "representative": pages.urls[root],
+            "distance": 0 if is_rep else _distance_key(pages.distances[i], cfg),
+            "kind": "representative" if is_rep else KINDS[pages.kinds[i]],
+        }) + "\n")
+        written += 1
     return written
 
 
-def spool_stdin(directory: Optional[str] = None) -> str:
-    """Copy standard input (as bytes, gzip or not) to a new temporary file; returns its path.
+def can_read_twice(path: str) -> bool:
+    """Is ``path`` a regular file, which a second pass can open again? Not stdin, a FIFO, a pipe, a socket."""
+    if path == "-":
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True  # nothing to spool: opening it fails with the reason (DumpError)
+
+
+def spool_dump(path: str, directory: Optional[str] = None) -> str:
+    """Copy the dump at ``path`` (``-``: standard input) as bytes, gzip or not, to a new temporary file.
 
     Why: the HTML page's sample of pairs needs the texts of a few pages that are only
-    chosen once the whole dump has been seen, and stdin cannot be read twice. Keeping
-    every kept page's text in memory "in case" would break the streaming promise, so
-    the dump is spooled to disk (its own size, compressed if it came compressed) and
-    read again like a file. The caller removes the file.
+    chosen once the whole dump has been seen, and stdin, a FIFO or a pipe cannot be
+    read twice. Keeping every kept page's text in memory "in case" would break the
+    streaming promise, so the dump is spooled to disk (its own size, compressed if it
+    came compressed) and read like a file. Returns the temporary file's path; the
+    caller removes it.
     """
-    fd, path = tempfile.mkstemp(prefix="scrapy-dedup-stdin-", suffix=".dump", dir=directory)
+    owned = path != "-"
     try:
-        with os.fdopen(fd, "wb") as f:
-            shutil.copyfileobj(sys.stdin.buffer, f, 1 << 20)
+        source = open(path, "rb") if owned else sys.stdin.buffer
+    except OSError as exc:
+        raise DumpError(f"cannot open dump: {exc.strerror or exc}") from None
+    spooled = None
+    try:
+        fd, spooled = tempfile.mkstemp(prefix="scrapy-dedup-dump-", suffix=".spool", dir=directory)
+        with os.fdopen(fd, "wb") as copy:
+            for chunk in _chunks(source):
+                copy.write(chunk)
+    except OSError as exc:  # creating or writing the copy (reading errors are DumpErrors)
+        if spooled is not None:
+            _remove_quietly(spooled)
+        raise OutputError(spooled or exc.filename or directory or tempfile.gettempdir(),
+                          "temporary copy of the dump (for the --html sample)", exc) from None
     except BaseException:
-        os.unlink(path)
+        if spooled is not None:
+            _remove_quietly(spooled)
         raise
-    return path
+    finally:
+        if owned:
+            source.close()
+    return spooled
+
+
+def _chunks(source: Any) -> Iterator[bytes]:
+    while True:
+        try:
+            chunk = source.read(1 << 20)
+        except OSError as exc:
+            raise DumpError(f"cannot read dump: {exc.strerror or exc}") from None
+        if not chunk:
+            return
+        yield chunk
 
 
 def run_report(args: Any, cfg: AuditConfig) -> int:
     """The ``report`` subcommand: run, print, write the requested files, apply ``--fail-above``.
 
-    With ``--html`` and the dump on stdin (``-``), stdin is first spooled to a temporary
-    file (:func:`spool_stdin`, removed at the end) so the sampled pairs can show their text.
+    The output files are opened first (:class:`OutputFile`: a temporary file next to
+    each, renamed into place at the end), so a path that cannot be written fails before
+    the dump is read (:class:`OutputError`) and a failed run leaves old files as they were. With ``--html`` and a dump that cannot be
+    read twice (stdin, a FIFO, a pipe), the dump is first spooled to a temporary file
+    (:func:`spool_dump`, removed at the end) so the sampled pairs can show their text.
+    Returns 0, or 1 when ``--fail-above`` is exceeded; errors are exceptions.
     """
-    dump, spooled = args.dump, None
-    if args.html and dump == "-":
-        spooled = dump = spool_stdin()
-    try:
-        return _run_report(args, cfg, dump)
-    finally:
-        if spooled is not None:
-            os.unlink(spooled)
-
-
-def _run_report(args: Any, cfg: AuditConfig, dump: str) -> int:
-    pairs_out = PairsWriter(args.pairs) if args.pairs else None
-    try:
+    with ExitStack() as stack:
+        outputs = {flag: stack.enter_context(OutputFile(path, f"--{flag} file"))
+                   for flag, path in (("pairs", args.pairs), ("clusters", args.clusters), ("html", args.html))
+                   if path}
+        dump = args.dump
+        if "html" in outputs and not can_read_twice(dump):
+            dump = spool_dump(dump)
+            stack.callback(_remove_quietly, dump)
+        pairs_out = PairsWriter(outputs["pairs"]) if "pairs" in outputs else None
         result, pages, _ = audit_dump(dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
-                                      want_samples=bool(args.html), pairs_out=pairs_out,
+                                      want_samples="html" in outputs, pairs_out=pairs_out,
                                       all_pairs=args.all_pairs)
-    finally:
-        if pairs_out is not None:
-            pairs_out.close()
-    result.source = args.dump
-    if args.clusters:
-        write_clusters(args.clusters, pages, cfg)
-    if args.html:
-        from scrapy_dedup.audit.html import render_html
+        result.source = args.dump
+        if "clusters" in outputs:
+            write_clusters(outputs["clusters"], pages, cfg)
+        if "html" in outputs:
+            from scrapy_dedup.audit.html import render_html
 
-        fill_sample_texts(result, pages, dump)
-        with open(args.html, "w", encoding="utf-8") as f:
-            f.write(render_html(result))
+            fill_sample_texts(result, pages, dump)
+            outputs["html"].write(render_html(result))
+    # the files are closed and in place here: a full disk is an error before stdout says anything
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        text = json_text(result.to_dict(), indent=2, ensure_ascii=not stream_is_utf8(sys.stdout))
     else:
-        print(result.to_text())
+        text = result.to_text()
+    try:
+        write_line(text)
+    except BrokenPipeError:  # `scrapy-dedup report dump | head`: the reader left; the gate still decides
+        silence_stdout()
     if args.fail_above is not None and result.redundant_ratio > args.fail_above:
         print(f"scrapy-dedup report: redundant share {result.redundant_ratio:.1%} is above "
               f"--fail-above {args.fail_above:.1%}", file=sys.stderr)
         return 1
     return 0
+
+
+def _remove_quietly(path: str) -> None:
+    with suppress(OSError):
+        os.unlink(path)
+
