@@ -283,13 +283,15 @@ class ContentLayer:
 
     def _extract(self, response: TextResponse, policy: ExtractionPolicy) -> str:
         body = response.body
+        options = {"strip_tags": policy.strip_tags, "strip_selectors": policy.strip_selectors}
         if len(body) > policy.max_bytes:
             self._count("truncated")
-            return page_text(body[: policy.max_bytes], strip_tags=policy.strip_tags,
-                             strip_selectors=policy.strip_selectors, encoding=response.encoding)
-        # Reuse the tree Scrapy already parsed for the spider (page_text does not modify it).
-        return page_text(response.selector.root, strip_tags=policy.strip_tags,
-                         strip_selectors=policy.strip_selectors)
+            return page_text(body[: policy.max_bytes], encoding=_encoding_of(response), **options)
+        try:
+            root = response.selector.root  # the tree Scrapy already parsed for the spider (not modified)
+        except Exception:  # Scrapy could not decode it (a declared codec that is no text encoding): our decoder can
+            return page_text(body, **options)
+        return page_text(root, **options)
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
                    request: Request | None = None) -> Verdict | None:
@@ -416,6 +418,14 @@ def _looks_binary(response: Response) -> bool:
         return False
     controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
     return controls * 10 > len(head) and not head.startswith((b"\xff\xfe", b"\xfe\xff"))
+
+
+def _encoding_of(response: TextResponse) -> str | None:
+    """The response's encoding as Scrapy reads it, or None where Scrapy's own lookup fails."""
+    try:
+        return response.encoding
+    except Exception:
+        return None
 
 
 def _host_of(url: str) -> str:
