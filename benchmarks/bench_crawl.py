@@ -5,6 +5,8 @@ with Scrapy's defaults and with the add-on, in one run.
     python benchmarks/bench_crawl.py            # 5 interleaved rounds
     python benchmarks/bench_crawl.py --rounds 9
     python benchmarks/bench_crawl.py --quick    # 1 round, for the smoke test
+    python benchmarks/bench_crawl.py --jobdir   # both crawls with JOBDIR (Scrapy's disk queue and
+                                                # requests.seen; the add-on's Bloom checkpoint and frontier journal)
 
 Each crawl is ``example_project/run_demo.py`` in its own process (the site is
 served by a further child process, so its CPU is not counted), writing its final
@@ -41,9 +43,12 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "example_project" / "run_demo.py"
 
 
-def crawl(dedup: bool, workdir: Path, round_no: int) -> dict:
-    stats_file = workdir / f"stats-{'dedup' if dedup else 'plain'}-{round_no}.json"
+def crawl(dedup: bool, workdir: Path, round_no: int, jobdir: bool = False) -> dict:
+    kind = "dedup" if dedup else "plain"
+    stats_file = workdir / f"stats-{kind}-{round_no}.json"
     args = [sys.executable, str(DEMO), "--stats-json", str(stats_file), "-s", "LOG_LEVEL=WARNING"]
+    if jobdir:
+        args += ["-s", f"JOBDIR={workdir / f'job-{kind}-{round_no}'}"]
     if dedup:
         # the audit and crawl logs are part of the add-on's work in the demo; keep them, in a scratch dir
         args += ["-s", f"DEDUP_AUDIT_FILE={workdir / 'audit.jsonl'}", "-s", f"DEDUP_LOG_FILE={workdir / 'log.jsonl'}"]
@@ -68,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one round (smoke test)")
+    parser.add_argument("--jobdir", action="store_true", help="both crawls with a JOBDIR of their own")
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else args.rounds
     results: dict[str, list[dict]] = {"plain": [], "addon": []}
@@ -75,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(rounds):
             order = (False, True) if r % 2 == 0 else (True, False)
             for dedup in order:
-                results["addon" if dedup else "plain"].append(crawl(dedup, Path(tmp), r))
+                results["addon" if dedup else "plain"].append(crawl(dedup, Path(tmp), r, args.jobdir))
     summary = {}
     print(f"{'crawl':<8}{'pages fetched':>15}{'items kept':>12}{'process CPU s':>15}{'ms/page':>9}"
           f"{'crawl CPU s':>13}{'ms/page':>9}   (medians of {rounds} round(s))")
@@ -109,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{spider_ratio_paired:17.3f}")
     print(f"CPU of the whole crawl, add-on / plain: {whole:.3f} "
           f"(the add-on fetches {plain['fetched'] - addon['fetched']} fewer pages)")
-    print(json.dumps({"rounds": rounds, "summary": summary, "ratio_per_page": ratio,
+    print(json.dumps({"rounds": rounds, "jobdir": args.jobdir, "summary": summary, "ratio_per_page": ratio,
                       "ratio_per_page_spider": spider_ratio, "ratio_per_page_min": ratio_min,
                       "ratio_per_page_spider_min": spider_ratio_min, "ratio_per_page_paired": ratio_paired,
                       "ratio_per_page_spider_paired": spider_ratio_paired, "ratio_whole": whole}))
