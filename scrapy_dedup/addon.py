@@ -31,6 +31,8 @@ COMPONENTS = (
 CLASS_SETTINGS = {
     "REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter",
     "DUPEFILTER_CLASS": "scrapy_dedup.dupefilters.BloomDupeFilter",
+    # one line per duplicate item instead of the item's whole content; a project's LOG_FORMATTER wins
+    "LOG_FORMATTER": "scrapy_dedup.logformatter.DedupLogFormatter",
 }
 
 

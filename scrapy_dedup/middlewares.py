@@ -26,6 +26,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.log import logformatter_adapter
 
 from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, pipeline_enabled
 
 if TYPE_CHECKING:
@@ -83,9 +84,13 @@ class ContentFingerprintMiddleware:
             yield obj
 
     def _dropped(self, item: Any, exc: DuplicateItem, response: "Response") -> None:
-        """What Scrapy's scraper does with an item a pipeline drops: log it, send ``item_dropped``."""
+        """What Scrapy's scraper does with an item a pipeline drops: log it (one line), send ``item_dropped``."""
         spider = self.crawler.spider
-        logkws = self.crawler.logformatter.dropped(item, exc, response, spider)
+        formatter = self.crawler.logformatter
+        if formatter_logs_duplicates_itself(formatter):  # the project's own LOG_FORMATTER decides
+            logkws = formatter.dropped(item, exc, response, spider)
+        else:
+            logkws = duplicate_log_entry(exc, exc.log_level)
         if logkws is not None:
             logger.log(*logformatter_adapter(logkws), extra={"spider": spider, "item": item})
         self.crawler.signals.send_catch_log(signal=signals.item_dropped, item=item, response=response,

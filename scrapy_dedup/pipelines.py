@@ -25,6 +25,7 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.misc import load_object
 
 from scrapy_dedup.content.text import page_text
+from scrapy_dedup.logformatter import duplicate_log_entry
 from scrapy_dedup.content_layer import ContentLayer
 from scrapy_dedup.settings import DedupConfigError
 
@@ -42,10 +43,13 @@ MIDDLEWARE_PATH = "scrapy_dedup.middlewares.ContentFingerprintMiddleware"
 
 
 class DuplicateItem(DropItem):
-    """An item of a page whose content was already kept (logged at INFO, not WARNING)."""
+    """An item of a page whose content was already kept; logged as one line at ``DEDUP_DUPLICATE_LOG_LEVEL``."""
 
-    def __init__(self, message: str):
-        super().__init__(message, log_level="INFO")
+    def __init__(self, verdict: "Verdict", log_level: str = "DEBUG"):
+        self.kind, self.url, self.kept_url, self.distance = (verdict.kind, verdict.url, verdict.kept_url,
+                                                             verdict.distance)
+        super().__init__(f"{verdict.kind} duplicate of {verdict.kept_url} (distance {verdict.distance}, "
+                         f"page {verdict.url})", log_level=log_level)
 
 
 class ExactDuplicateItem(DuplicateItem):
@@ -92,6 +96,8 @@ class DuplicateAction:
         self.action = cfg.content_action
         self.tag_field = cfg.tag_field
         self.stats = crawler.stats
+        self.log_level = cfg.duplicate_log_level
+        self._level = getattr(logging, self.log_level)
         self._tag_warned = False
 
     def apply(self, item: Any, verdict: "Verdict | None") -> Any:
@@ -107,12 +113,12 @@ class DuplicateAction:
         self.stats.inc_value(f"dedup/items/{verdict.kind}_duplicates")
         if self.action == "drop":
             cls = ExactDuplicateItem if verdict.kind == "exact" else NearDuplicateItem
-            raise cls(
-                f"{verdict.kind} duplicate of {verdict.kept_url} (distance {verdict.distance}, "
-                f"page {verdict.url})"
-            )
+            raise cls(verdict, self.log_level)
         if self.action == "tag":
             self._tag(item, verdict)
+        if logger.isEnabledFor(self._level):
+            entry = duplicate_log_entry(verdict, self._level, "Tagged" if self.action == "tag" else "Kept")
+            logger.log(entry["level"], entry["msg"], entry["args"])
         return item
 
     def _tag(self, item: Any, verdict: "Verdict") -> None:

@@ -72,6 +72,17 @@ def _choice(*choices: str) -> Converter:
     return convert
 
 
+def _log_level(value: Any, name: str) -> str:
+    levels = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+    if isinstance(value, int) and not isinstance(value, bool):
+        by_number = {10: "DEBUG", 20: "INFO", 30: "WARNING", 40: "ERROR", 50: "CRITICAL"}
+        if value in by_number:
+            return by_number[value]
+    if isinstance(value, str) and value.strip().upper() in levels:
+        return value.strip().upper()
+    raise DedupConfigError(f"{name} must be one of {', '.join(levels)} (or its number), got {value!r}")
+
+
 def to_optional_str(value: Any, name: str) -> str | None:
     if value is None or value == "":
         return None
@@ -263,6 +274,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_CONTENT_ACTION", "drop", _choice("drop", "tag", "log"), "content",
        "What the pipeline does with an item of a duplicate page: `drop`, `tag` (keep, add cluster and "
        "kept URL) or `log` (measure only)."),
+    _s("DEDUP_DUPLICATE_LOG_LEVEL", "DEBUG", _log_level, "content",
+       "Level of the one line logged per duplicate item (dropped, tagged or logged): URL, kept URL, kind, "
+       "distance; never the item's content."),
     _s("DEDUP_TAG_FIELD", "dedup", to_str, "content",
        "Item field that `tag` mode fills with {cluster, kept_url, distance, kind}."),
     _s("DEDUP_CONTENT_FIELD", None, to_optional_str, "content",

@@ -97,11 +97,8 @@ def test_addon_drops_exact_and_near_duplicates_keeps_siblings_and_degenerate_pag
     assert re.search(rf"Exact duplicates:\s+{n_exact}\s", report[0])
     assert re.search(rf"Near duplicates:\s+{n_near}\s", report[0])
     assert "URL layer:" in report[0] and "Content layer:" in report[0]
-    # duplicates are logged at INFO, not WARNING
-    dropped = [r for r in caplog.records if r.getMessage().startswith("Dropped:")]
-    assert len(dropped) == n_exact + n_near
-    assert {r.levelno for r in dropped} == {logging.INFO}
-    assert all("duplicate of http://shop.test" in r.getMessage() for r in dropped)
+    # each dropped duplicate is one line at DEDUP_DUPLICATE_LOG_LEVEL (DEBUG by default: not in this INFO log)
+    assert not [r for r in caplog.records if r.getMessage().startswith("Dropped")]
 
 
 @pytest.mark.parametrize("action", ["tag", "log"])

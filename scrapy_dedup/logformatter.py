@@ -1,0 +1,91 @@
+"""One log line per duplicate item, never the item itself (``LOG_FORMATTER``).
+
+Scrapy's :class:`~scrapy.logformatter.LogFormatter` logs a dropped item with
+its whole content (``Dropped: <reason>`` and the item on the next line): with
+items that carry a page's HTML a crawl in ``drop`` mode wrote logs of 50-130 MB,
+single lines of 100 KB. Here a duplicate is one line (the page's URL, the kept
+URL, the kind, the distance) at ``DEDUP_DUPLICATE_LOG_LEVEL``.
+
+Composing with a project's own formatter: the add-on sets ``LOG_FORMATTER`` to
+:class:`DedupLogFormatter` at add-on priority, so a project's ``LOG_FORMATTER``
+wins; where a project's formatter overrides ``dropped``, our components call it
+for duplicates too (it decides what its log shows); where it does not, they log
+the one line themselves.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.logformatter import LogFormatter
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+#: the longest item text :meth:`DedupLogFormatter.scraped` logs (Scrapy logs every kept item at DEBUG)
+SCRAPED_ITEM_CHARS = 1000
+DUPLICATE_MSG = "%(action)s item of %(kind)s duplicate %(url)s (of %(kept_url)s, distance %(distance)s)"
+
+
+def duplicate_log_entry(duplicate: Any, level: int | str, action: str = "Dropped") -> dict[str, Any]:
+    """The log formatter result (``level``, ``msg``, ``args``) for an item of a duplicate page.
+
+    ``duplicate`` is a :class:`~scrapy_dedup.pipelines.DuplicateItem` or a verdict
+    (anything with ``kind``, ``url``, ``kept_url``, ``distance``); ``action`` is
+    ``Dropped``, ``Tagged`` or ``Kept``.
+    """
+    return {
+        "level": getattr(logging, level) if isinstance(level, str) else level,
+        "msg": DUPLICATE_MSG,
+        "args": {"action": action, "kind": duplicate.kind, "url": duplicate.url, "kept_url": duplicate.kept_url,
+                 "distance": duplicate.distance},
+    }
+
+
+def formatter_logs_duplicates_itself(formatter: Any) -> bool:
+    """Whether a project's log formatter has its own ``dropped`` (then it is used for duplicates too)."""
+    dropped = getattr(type(formatter), "dropped", None)
+    return dropped is not None and dropped not in (LogFormatter.dropped, DedupLogFormatter.dropped)
+
+
+class _Shortened:
+    """An item whose log text is cut to ``SCRAPED_ITEM_CHARS`` (formatted only if the line is emitted)."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: Any):
+        self.item = item
+
+    def __str__(self) -> str:
+        text = str(self.item)
+        if len(text) <= SCRAPED_ITEM_CHARS:
+            return text
+        return f"{text[:SCRAPED_ITEM_CHARS]}... ({len(text) - SCRAPED_ITEM_CHARS} more characters)"
+
+
+class DedupLogFormatter(LogFormatter):
+    """Scrapy's log formatter, with one line per duplicate item and kept items cut to 1,000 characters."""
+
+    def __init__(self, level: str = "DEBUG"):
+        super().__init__()
+        self.duplicate_level = level
+
+    @classmethod
+    def from_crawler(cls, crawler: "Crawler") -> "Self":
+        from scrapy_dedup.settings import read_settings
+
+        return cls(read_settings(crawler.settings).duplicate_log_level)
+
+    def dropped(self, item: Any, exception: BaseException, response: Any, spider: Any) -> Any:
+        from scrapy_dedup.pipelines import DuplicateItem
+
+        if isinstance(exception, DuplicateItem):
+            return duplicate_log_entry(exception, self.duplicate_level)
+        return super().dropped(item, exception, response, spider)
+
+    def scraped(self, item: Any, response: Any, spider: Any) -> Any:
+        entry = super().scraped(item, response, spider)
+        if isinstance(entry, dict) and isinstance(entry.get("args"), dict) and "item" in entry["args"]:
+            entry["args"] = {**entry["args"], "item": _Shortened(entry["args"]["item"])}
+        return entry
