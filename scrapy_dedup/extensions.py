@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.report import format_percent
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -17,7 +18,7 @@ logger = logging.getLogger(__name__)
 
 
 def _pct(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "0.0%"
+    return format_percent(part, whole)
 
 
 class DuplicationReportExtension:

@@ -13,14 +13,32 @@ Counting rules
   (JSON, XML feeds, CSS, JavaScript) as ``skipped_non_html``.
 * ``redundant = exact + near``: the pages a deduplicating crawl would not keep.
 * ``clusters`` counts clusters of two or more pages; ``largest_cluster`` is the
-  size of the largest one (0 when there are no duplicates).
+  size of the largest one (0 when there are no duplicates). A page is a fetch
+  (a record of a dump): the same URL fetched twice with the same content is a
+  cluster of two pages, in a crawl as in the offline audit.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["DuplicationReport"]
+__all__ = ["DuplicationReport", "format_percent"]
+
+
+def format_percent(part: int, whole: int) -> str:
+    """``part / whole`` as a percentage with one decimal, or more where one would round to a lie.
+
+    99.994% is not "100.0%" and 0.004% is not "0.0%": a share that is not all
+    (or not none) is never printed as if it were.
+    """
+    if not whole:
+        return "0.0%"
+    value = 100.0 * part / whole
+    for digits in range(1, 7):
+        text = f"{value:.{digits}f}"
+        if not ((part != whole and float(text) >= 100.0) or (part and float(text) <= 0.0)):
+            return f"{text}%"
+    return ">99.9999%" if part != whole and value > 50 else "<0.0001%"
 
 
 @dataclass(frozen=True)
@@ -114,14 +132,14 @@ class DuplicationReport:
         """The human block: the three numbers first, percentages over the total."""
 
         def pct(n: int) -> str:
-            return f"({100.0 * self._ratio(n):.1f}%)"
+            return f"({format_percent(n, self.total)})"
 
         rows = [
             ("Total URLs:", f"{self.total}", ""),
             ("Exact duplicates:", f"{self.exact}", pct(self.exact)),
             ("Near duplicates:", f"{self.near}", pct(self.near)),
             ("Unique pages:", f"{self.unique}", pct(self.unique)),
-            ("Duplicate clusters:", f"{self.clusters}", f"(largest cluster: {self.largest_cluster} URLs)"),
+            ("Duplicate clusters:", f"{self.clusters}", f"(largest cluster: {self.largest_cluster} pages)"),
             ("Redundant pages:", f"{self.redundant}", pct(self.redundant)),
             ("Degenerate pages:", f"{self.degenerate}", f"{pct(self.degenerate)} too short to fingerprint; counted apart"),
         ]

@@ -300,3 +300,6 @@ def test_a_refetch_of_the_same_url_keeps_its_item():
     assert len(crawler.items) == 2, stats
     assert stats["dedup/items/refetch_kept"] == 1
     assert stats["dedup/content/exact"] == 1  # the second fetch was still redundant
+    # ... and, as in the offline audit, one cluster of two pages (two fetches of one URL)
+    assert stats["dedup/content/clusters"] == 1
+    assert stats["dedup/content/largest_cluster"] == 2

@@ -23,7 +23,7 @@ def test_text_block_as_in_the_issue():
     assert lines[1].split() == ["Exact", "duplicates:", "1240", "(3.1%)"]
     assert lines[2].split() == ["Near", "duplicates:", "5880", "(14.7%)"]
     assert lines[3].split() == ["Unique", "pages:", "32880", "(82.2%)"]
-    assert lines[4].split() == ["Duplicate", "clusters:", "2210", "(largest", "cluster:", "11", "URLs)"]
+    assert lines[4].split() == ["Duplicate", "clusters:", "2210", "(largest", "cluster:", "11", "pages)"]
     assert lines[5].split() == ["Redundant", "pages:", "7120", "(17.8%)"]
     assert lines[6].startswith("Degenerate pages:")
     # the numbers are aligned in one column
@@ -76,3 +76,15 @@ def test_skipped_structured_responses_are_a_line_of_their_own_outside_the_total(
     assert DuplicationReport.from_dict(r.to_dict()) == r
     assert r.to_stats()["dedup/content/skipped_non_html"] == 7
     assert "non-HTML" not in example().to_text()  # no line when there were none
+
+
+@pytest.mark.parametrize("part,whole,expected", [
+    (0, 0, "0.0%"), (0, 10, "0.0%"), (10, 10, "100.0%"), (1, 3, "33.3%"), (2, 3, "66.7%"),
+    (497490, 497522, "99.99%"),  # not "100.0%": 32 pages are not redundant
+    (999_999, 1_000_000, "99.9999%"), (1, 1_000_000, "0.0001%"), (1, 30_000, "0.003%"),
+    (1, 10**9, "<0.0001%"), (10**9 - 1, 10**9, ">99.9999%"), (5, 1000, "0.5%"),
+])
+def test_a_percentage_never_rounds_to_all_or_nothing(part, whole, expected):
+    from scrapy_dedup.report import format_percent
+
+    assert format_percent(part, whole) == expected

@@ -173,7 +173,7 @@ def render_html(result: "AuditResult") -> str:
 <h2>Distances of flagged pairs</h2>
 {_bar_chart("Flagged pairs per distance", result.distance_histogram, distance_label)}
 <h2>Cluster sizes</h2>
-{_bar_chart("Clusters per size (URLs)", result.cluster_sizes, "size")}
+{_bar_chart("Clusters per size (pages)", result.cluster_sizes, "size")}
 <h2>Largest clusters</h2>
 {_clusters(result)}
 <h2>Sample of flagged pairs</h2>

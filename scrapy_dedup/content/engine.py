@@ -27,7 +27,7 @@ import struct
 import zlib
 import threading
 from dataclasses import dataclass
-from typing import BinaryIO, Literal, Protocol, Tuple, Union, runtime_checkable
+from typing import Any, BinaryIO, Literal, Protocol, Tuple, Union, runtime_checkable
 
 import numpy as np
 
@@ -430,7 +430,7 @@ class ContentDeduplicator:
                              f"store verifies with {store_sketch}")
         self.fingerprinter = fingerprinter
         self.store = store
-        self.clusters: Clusters[str] = Clusters()
+        self.clusters: Clusters[Any] = Clusters()  # URLs, and (URL, n) for a URL fetched again
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
         self._skipped_non_html = 0
@@ -475,7 +475,10 @@ class ContentDeduplicator:
             self._counts[kind] += 1
             if kind == "unique":
                 return Verdict("unique", url, None, None, url)
-            cluster = self.clusters.add_pair(kept_url, url)
+            # The same URL fetched again is one more page of its cluster (as a dump's second record
+            # is in the offline audit), not the same node twice.
+            member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
+            cluster = self.clusters.add_pair(kept_url, member)
         return Verdict(kind, url, kept_url, distance, cluster)  # type: ignore[arg-type]
 
     def skip_non_text(self, count: int = 1) -> None:
