@@ -105,7 +105,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy_redis.queue import PriorityQueue
 
-from scrapy_dedup.redis_policy import is_transient
+from scrapy_dedup.redis_policy import CLOSE_REASON, is_transient
+from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -116,7 +117,10 @@ logger = logging.getLogger(__name__)
 #: seconds a process's ``alive`` key lives without a refresh
 ALIVE_TTL = 30
 
+# KEYS: queue, in-flight set of the worker, the crawl's marker; ARGV: the marker's value at start.
+# -1 (nothing popped) if the marker is gone or another: the server lost its data since (see _lost_data).
 _POP = """
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
 local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #r == 0 then return false end
 redis.call('ZREM', KEYS[1], r[1])
@@ -176,8 +180,21 @@ end
 return added
 """
 
+# KEYS: the crawl's marker; ARGV: a new random value. The value in force: the first process's, or this new one.
+_MARKER = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+"""
+
 #: seconds between two attempts to queue the requests held during a Redis outage
 HELD_RETRY_SECONDS = 1.0
+
+#: the reason the spider is closed with when the queue's Redis server lost its data during the crawl
+DATA_LOST_REASON = "dedup_redis_data_lost"
+
+#: worker ids of this process's open queues: a record with this host and PID but another id is of a dead
+#: process whose PID this one got again (a container restarted with the same hostname; PID 1 images)
+_LIVE_WORKERS: set[str] = set()
 
 
 class AckPriorityQueue(PriorityQueue):
@@ -188,8 +205,16 @@ class AckPriorityQueue(PriorityQueue):
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer)
         crawler = spider.crawler
-        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        cfg = read_settings(crawler.settings)
+        #: how long Redis may stay unreachable before the spider is closed (under either DEDUP_REDIS_ON_ERROR:
+        #: without Redis the queue has no request to give, so failing open is not possible for it)
+        self.retry_seconds: float = cfg.redis_retry_seconds
+        self.on_error: str = cfg.redis_on_error
+        # host, PID and a token of this start: the PID alone comes back after a container restart
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
         self.workers_key = f"{self.key}:workers"
+        #: written once per crawl (the first process to start); if it goes, the server lost the crawl's keys
+        self.marker_key = f"{self.key}:marker"
         self._pop = server.register_script(_POP)
         self._requeue = server.register_script(_REQUEUE)
         self._pending: dict[int, tuple[Request, bytes]] = {}
@@ -210,7 +235,15 @@ class AckPriorityQueue(PriorityQueue):
         #: Redis failed the last pop or length query (one WARNING per outage, not one per engine tick)
         self._unreachable = False
         self._last_length = 0
+        #: monotonic time Redis stopped answering the queue, None while it answers
+        self._down_since: float | None = None
+        self._gave_up = False
+        self._data_lost = False
+        self._close_requested = False
         self._watch_engine(crawler)
+        self.marker = _text(server.register_script(_MARKER)(keys=[self.marker_key], args=[uuid.uuid4().hex]))
+        self._run_id = _run_id(server)
+        _LIVE_WORKERS.add(self.worker)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
         self.reclaim_dead()
@@ -440,18 +473,29 @@ class AckPriorityQueue(PriorityQueue):
         except Exception as exc:  # scrapy-redis lets it propagate into the engine: the request would be lost
             if not is_transient(exc):
                 raise
+            self._outage(exc)
             self._hold(None, data, score)
 
     def pop(self, timeout: int = 0) -> "Request | None":
-        """The next request, or None (also while Redis is unreachable: the queued ones wait there)."""
+        """The next request, or None (also while Redis is unreachable: the queued ones wait there).
+
+        Also None once the spider is being closed because Redis stayed away too long
+        or lost the crawl's data (nothing more is taken out of the queue then).
+        """
+        if self._gave_up or self._data_lost:
+            return None
         if self._held:
             self._flush_held()
         try:
-            data = self._pop(keys=[self.key, self._inflight_key(self.worker)])
+            data = self._pop(keys=[self.key, self._inflight_key(self.worker), self.marker_key], args=[self.marker])
         except Exception as exc:
             self._redis_failed(exc)
             return None
-        self._redis_answered()
+        if isinstance(data, int):  # -1: the marker is gone, the server lost the crawl's keys
+            self._redis_answered(check_marker=False)
+            self._lost_data()
+            return None
+        self._redis_answered(check_marker=False)  # the script has just checked the marker
         if not data:
             return None
         request = self._decode_request(data)
@@ -462,7 +506,9 @@ class AckPriorityQueue(PriorityQueue):
         """Requests queued in Redis plus those held here; while Redis is unreachable, the last count seen.
 
         The scheduler asks this to decide whether the spider is idle: answering 0
-        during an outage would close a crawl whose requests wait in Redis.
+        during an outage would close a crawl whose requests wait in Redis (as
+        "finished"); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes it
+        with the reason ``dedup_redis_unavailable`` instead.
         """
         try:
             self._last_length = super().__len__()
@@ -473,7 +519,8 @@ class AckPriorityQueue(PriorityQueue):
         return self._last_length + len(self._held)
 
     def _redis_failed(self, exc: Exception) -> None:
-        """A transient Redis error in pop or len: counted, logged once per outage (the engine asks every tick)."""
+        """A transient Redis error in pop, len or the heartbeat: counted, logged once per outage (the engine asks
+        every tick), and the spider closed once the outage has lasted ``DEDUP_REDIS_RETRY_SECONDS``."""
         if not is_transient(exc):
             raise exc
         if self.stats is not None:
@@ -481,13 +528,116 @@ class AckPriorityQueue(PriorityQueue):
         if not self._unreachable:
             self._unreachable = True
             logger.warning("AckPriorityQueue: Redis is unavailable (%s); no request is popped until it answers "
-                           "again, the queued ones wait in Redis (counted in dedup/queue/redis_errors)",
-                           type(exc).__name__)
+                           "again, the queued ones wait in Redis (counted in dedup/queue/redis_errors); if it is "
+                           "still unavailable after %g s (DEDUP_REDIS_RETRY_SECONDS) the spider is closed",
+                           type(exc).__name__, self.retry_seconds)
+        self._outage(exc)
 
-    def _redis_answered(self) -> None:
+    def _outage(self, exc: Exception) -> None:
+        """Redis failed a queue call: note when the outage began; give up once it lasted the budget."""
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+        if not self._gave_up and now - self._down_since >= self.retry_seconds:
+            self._give_up(now - self._down_since, exc)
+
+    def _give_up(self, seconds: float, exc: Exception) -> None:
+        """Close the spider: without Redis the queue has no request to give, and waiting longer was not asked for.
+
+        Under ``fail_open`` too: that policy lets the dupefilter answer without
+        Redis; the queue cannot, and without a bound the crawl would wait forever
+        (``pop`` None, ``len`` the last count) for a server that may never return.
+        """
+        self._gave_up = True
+        if self.stats is not None:
+            self.stats.set_value("dedup/queue/gave_up", 1)
+        logger.error(
+            "AckPriorityQueue: Redis at %s has been unavailable for %.1f s (%s; DEDUP_REDIS_RETRY_SECONDS=%g, "
+            "under either DEDUP_REDIS_ON_ERROR, here %r): closing the spider with reason %r. Still in Redis: %d "
+            "queued request(s) (the last count read) and %d in flight in this process (put back into the queue "
+            "by the next start of the crawl); held in this process: %d (queued at close if Redis answers by then, "
+            "otherwise lost: dedup/queue/held_lost)", _where(self.server), seconds, type(exc).__name__,
+            self.retry_seconds, self.on_error, CLOSE_REASON, self._last_length, len(self._pending), len(self._held))
+        self._request_close(CLOSE_REASON)
+
+    def _redis_answered(self, check_marker: bool = True) -> None:
         if self._unreachable:
             self._unreachable = False
+            self._down_since = None
             logger.info("AckPriorityQueue: Redis answers again; popping requests")
+            if check_marker:
+                self._check_marker()  # a restart without persistence shows here first
+
+    # --- a server that lost the crawl's data ---
+
+    def _check_marker(self) -> None:
+        """Detect a server that lost its data: the marker key written at start is gone or was replaced."""
+        if self._data_lost:
+            return
+        try:
+            value = self.server.get(self.marker_key)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return  # unreachable again: checked at the next answer or heartbeat
+        if _text(value) != self.marker:
+            self._lost_data()
+
+    def _lost_data(self) -> None:
+        """The server no longer has the crawl's keys (restarted without persistence, FLUSHALL or FLUSHDB, a
+        failover to an empty replica): say so, and close the spider rather than let it finish "successfully".
+
+        Whatever was queued there, and the other processes' in-flight requests,
+        are gone and cannot be told apart from requests never made. What this
+        process still has, it puts back: its unfinished requests go into its
+        in-flight set again (so the close queues them as always) and its held
+        requests are queued as usual.
+        """
+        if self._data_lost:
+            return
+        self._data_lost = True
+        if self.stats is not None:
+            self.stats.set_value("dedup/queue/data_lost", 1)
+        run_id = _run_id(self.server)
+        if run_id is not None and self._run_id is not None and run_id != self._run_id:
+            why = "the server restarted without the crawl's keys (no persistence, or a failover to an empty replica)"
+        elif run_id is not None and self._run_id is not None:
+            why = "the same server process no longer has them (FLUSHALL, FLUSHDB or the keys deleted)"
+        else:
+            why = "a restart without persistence, FLUSHALL/FLUSHDB, or a failover to an empty replica"
+        try:
+            if self._pending:
+                self.server.zadd(self._inflight_key(self.worker),
+                                 {data: -request.priority for request, data in self._pending.values()})
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+        logger.error(
+            "AckPriorityQueue: Redis at %s lost the queue's data during the crawl (the key %r written at start is "
+            "gone: %s). The requests queued there and those other processes had in flight are gone, so this crawl "
+            "cannot end complete: closing the spider with reason %r (dedup/queue/data_lost). This process's %d "
+            "unfinished and %d held request(s) are queued again at close. The queue needs a Redis with persistence "
+            "(appendonly yes; see the README); to fetch what was lost, start the crawl again from its start URLs "
+            "with an empty seen set (SCHEDULER_FLUSH_ON_START=True)", _where(self.server), self.marker_key, why,
+            DATA_LOST_REASON, len(self._pending), len(self._held))
+        self._request_close(DATA_LOST_REASON)
+
+    def _request_close(self, reason: str) -> None:
+        """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter does)."""
+        if self._close_requested:
+            return
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts: a queue used on its own
+            engine = None
+        if engine is None:
+            return
+        self._close_requested = True
+        from twisted.internet import reactor
+
+        from scrapy_dedup.dupefilters import _close_spider
+
+        reactor.callLater(0, _close_spider, self.crawler, reason)
 
     def ack(self, request: "Request") -> None:
         """The request's work is done (its links are queued): forget it in Redis too."""
@@ -502,7 +652,13 @@ class AckPriorityQueue(PriorityQueue):
 
     def _beat(self) -> None:
         try:
-            self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+            try:
+                self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+            except Exception as exc:
+                self._redis_failed(exc)  # counts toward giving up even when the engine does not ask the queue
+                return
+            self._redis_answered(check_marker=False)
+            self._check_marker()
             self._flush_held()
             self.reclaim_dead()
         except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
@@ -511,12 +667,12 @@ class AckPriorityQueue(PriorityQueue):
     def reclaim_dead(self) -> int:
         """Put back the in-flight requests of dead processes; return how many came back."""
         back = 0
-        host = socket.gethostname()
+        host, pid = socket.gethostname(), os.getpid()
         for raw in self.server.smembers(self.workers_key):
-            worker = raw.decode() if isinstance(raw, bytes) else raw
+            worker = _text(raw)
             if worker == self.worker:
                 continue
-            force = "force" if _dead_here(worker, host) else ""
+            force = "force" if _dead_here(worker, host, pid) else ""
             n = self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key,
                                     self._alive_key(worker)], args=[worker, force])
             if n > 0:
@@ -531,6 +687,7 @@ class AckPriorityQueue(PriorityQueue):
         if self._closed:
             return
         self._closed = True
+        _LIVE_WORKERS.discard(self.worker)  # from now on a record of ours left in Redis is a dead process's
         if self._heartbeat.running:
             self._heartbeat.stop()
         if self._held:
@@ -544,10 +701,18 @@ class AckPriorityQueue(PriorityQueue):
                                  "(dedup/queue/held_lost)", len(self._held))
                     if self.stats is not None:
                         self.stats.inc_value("dedup/queue/held_lost", len(self._held))
-        n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
-                                self._alive_key(self.worker)], args=[self.worker, "force"])
-        if n > 0:
-            logger.info("AckPriorityQueue: %d unfinished request(s) put back into the queue at close", n)
+        try:
+            n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
+                                    self._alive_key(self.worker)], args=[self.worker, "force"])
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            logger.warning("AckPriorityQueue: Redis unavailable at close (%s): the %d unfinished request(s) of "
+                           "this process stay in its in-flight set in Redis, and the next start of the crawl "
+                           "puts them back into the queue", type(exc).__name__, len(self._pending))
+        else:
+            if n > 0:
+                logger.info("AckPriorityQueue: %d unfinished request(s) put back into the queue at close", n)
         self._pending.clear()
         # The scheduler (scrapy-redis) never closes its client, and its sockets would outlive the crawl;
         # the scheduler is done with it by now (it closes before spider_closed), and a later use reconnects.
@@ -555,6 +720,26 @@ class AckPriorityQueue(PriorityQueue):
             self.server.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
+
+
+def _text(value: Any) -> Any:
+    """A Redis reply as ``str`` whether or not the client decodes responses (None stays None)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _run_id(client: Any) -> str | None:
+    """The server's ``run_id`` (new at each start of the server), or None where INFO is refused or unknown."""
+    try:
+        return client.info("server")["run_id"]
+    except Exception:  # INFO denied by an ACL, a cluster client, Redis unreachable: only used to explain
+        return None
+
+
+def _where(client: Any) -> str:
+    """``host:port/db`` (or the socket path) of a client, never its password."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    place = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+    return f"{place}/{kwargs.get('db') or 0}"
 
 
 def _is_cluster(client: Any) -> bool:
@@ -584,14 +769,25 @@ def _same_server(a: Any, b: Any) -> bool:
     return ida == idb
 
 
-def _dead_here(worker: str, host: str) -> bool:
-    """True when ``worker`` ran on this host and its process is gone."""
+def _dead_here(worker: str, host: str, pid: int) -> bool:
+    """True when ``worker`` ran on this host and its process is gone.
+
+    A worker id is ``host:pid:token``, the token new at each start of a queue.
+    With this process's own PID, the PID says nothing: a container restarted
+    (``docker restart``: same hostname, and the same PID, e.g. 1, for its first
+    process) runs a new process under the dead one's PID. Such a record is alive
+    only if it is one of this process's open queues; any other (another token,
+    or an id without one, as older versions wrote) is a dead process's. Other
+    PIDs of this host: dead when no process has that PID.
+    """
     worker_host, _, rest = worker.partition(":")
-    pid = rest.partition(":")[0]
-    if worker_host != host or not pid.isdigit():
+    worker_pid = rest.partition(":")[0]
+    if worker_host != host or not worker_pid.isdigit():
         return False
+    if int(worker_pid) == pid:
+        return worker not in _LIVE_WORKERS
     try:
-        os.kill(int(pid), 0)
+        os.kill(int(worker_pid), 0)
     except ProcessLookupError:
         return True
     except OSError:  # exists, another user's
