@@ -180,6 +180,29 @@ end
 return added
 """
 
+# KEYS: queue, in-flight set of this worker; ARGV: score, request, score, request, ... this process has in flight.
+# Makes the in-flight set exactly that, after the server came back with an older state (its persistence file):
+# a request this process has in flight goes (back) into the set and out of the queue; any other member was
+# acknowledged in writes the server lost, and its links may be lost with them: it goes back into the queue.
+_RESYNC = """
+local mine = {}
+for i = 1, #ARGV, 2 do
+  mine[ARGV[i + 1]] = true
+  redis.call('ZREM', KEYS[1], ARGV[i + 1])
+  redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+local back = 0
+local members = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+for i = 1, #members, 2 do
+  if not mine[members[i]] then
+    redis.call('ZADD', KEYS[1], members[i + 1], members[i])
+    redis.call('ZREM', KEYS[2], members[i])
+    back = back + 1
+  end
+end
+return back
+"""
+
 # KEYS: the crawl's marker; ARGV: a new random value. The value in force: the first process's, or this new one.
 _MARKER = """
 redis.call('SET', KEYS[1], ARGV[1], 'NX')
@@ -217,6 +240,7 @@ class AckPriorityQueue(PriorityQueue):
         self.marker_key = f"{self.key}:marker"
         self._pop = server.register_script(_POP)
         self._requeue = server.register_script(_REQUEUE)
+        self._resync = server.register_script(_RESYNC)
         self._pending: dict[int, tuple[Request, bytes]] = {}
         self._closed = False
         self.crawler = crawler
@@ -240,6 +264,9 @@ class AckPriorityQueue(PriorityQueue):
         self._gave_up = False
         self._data_lost = False
         self._close_requested = False
+        self._next_idle_check = 0.0
+        #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
+        self._ack_failed: dict[bytes, float] = {}
         self._watch_engine(crawler)
         self.marker = _text(server.register_script(_MARKER)(keys=[self.marker_key], args=[uuid.uuid4().hex]))
         self._run_id = _run_id(server)
@@ -486,20 +513,20 @@ class AckPriorityQueue(PriorityQueue):
             return None
         if self._held:
             self._flush_held()
+        if self._ack_failed:
+            self._retry_acks()
         try:
             data = self._pop(keys=[self.key, self._inflight_key(self.worker), self.marker_key], args=[self.marker])
         except Exception as exc:
             self._redis_failed(exc)
             return None
+        request = None
         if isinstance(data, int):  # -1: the marker is gone, the server lost the crawl's keys
-            self._redis_answered(check_marker=False)
             self._lost_data()
-            return None
-        self._redis_answered(check_marker=False)  # the script has just checked the marker
-        if not data:
-            return None
-        request = self._decode_request(data)
-        self._pending[id(request)] = (request, data)
+        elif data:
+            request = self._decode_request(data)
+            self._pending[id(request)] = (request, data)  # before the check after an outage: it is in flight
+        self._redis_answered()
         return request
 
     def __len__(self) -> int:
@@ -516,7 +543,20 @@ class AckPriorityQueue(PriorityQueue):
             self._redis_failed(exc)
         else:
             self._redis_answered()
+            if not self._last_length and not self._held:
+                self._idle_check()
+        if self._gave_up or self._data_lost:
+            # the spider is being closed with its own reason: not "idle", or it would close as "finished" first
+            return max(1, self._last_length + len(self._held))
         return self._last_length + len(self._held)
+
+    def _idle_check(self) -> None:
+        """The queue looks empty, so the spider may be about to close as "finished": first make sure the server
+        did not lose or roll back the crawl's data since the last heartbeat (at most once a second)."""
+        now = time.monotonic()
+        if now >= self._next_idle_check:
+            self._next_idle_check = now + 1.0
+            self._check_server()
 
     def _redis_failed(self, exc: Exception) -> None:
         """A transient Redis error in pop, len or the heartbeat: counted, logged once per outage (the engine asks
@@ -560,28 +600,67 @@ class AckPriorityQueue(PriorityQueue):
             self.retry_seconds, self.on_error, CLOSE_REASON, self._last_length, len(self._pending), len(self._held))
         self._request_close(CLOSE_REASON)
 
-    def _redis_answered(self, check_marker: bool = True) -> None:
+    def _redis_answered(self) -> None:
         if self._unreachable:
             self._unreachable = False
             self._down_since = None
             logger.info("AckPriorityQueue: Redis answers again; popping requests")
-            if check_marker:
-                self._check_marker()  # a restart without persistence shows here first
+            self._retry_acks()
+            self._check_server()  # a restart (with or without persistence) shows here first
 
     # --- a server that lost the crawl's data ---
 
-    def _check_marker(self) -> None:
-        """Detect a server that lost its data: the marker key written at start is gone or was replaced."""
+    def _check_server(self) -> None:
+        """Detect a server that lost the crawl's data (the marker key written at start is gone or was replaced),
+        or that restarted with an older state (a new ``run_id``, the marker still there)."""
         if self._data_lost:
             return
         try:
             value = self.server.get(self.marker_key)
+            if _text(value) != self.marker:
+                self._lost_data()
+                return
+            run_id = _run_id(self.server)
+            if run_id is not None and self._run_id is not None and run_id != self._run_id:
+                self._restarted()
+            if run_id is not None:
+                self._run_id = run_id
         except Exception as exc:
             if not is_transient(exc):
                 raise
-            return  # unreachable again: checked at the next answer or heartbeat
-        if _text(value) != self.marker:
-            self._lost_data()
+            # unreachable again: checked at the next answer or heartbeat
+
+    def _restarted(self) -> None:
+        """The server restarted (or failed over) and kept the crawl's keys, from its AOF or RDB file or a replica.
+
+        Those may lack its last writes (``appendfsync everysec``: about a second
+        on a crash; an RDB snapshot: everything since it; a replica: its lag). A
+        lost write is a suffix: requests acknowledged in it are back in this
+        process's in-flight set, while the links they produced, pushed before
+        their acknowledgement, are gone. So the in-flight set is made what this
+        process really has in flight, and the rest goes back into the queue (fetched
+        again); the paired dupefilter forgets its local cache, whose fingerprints
+        may have been lost too (otherwise it would filter those links as seen).
+        """
+        back = self._resync_in_flight()
+        if self.dupefilter is not None:  # on the same server, so it rolled back too
+            self.dupefilter.store.cache.clear()
+        if self.stats is not None:
+            self.stats.inc_value("dedup/queue/server_restarts")
+            if back:
+                self.stats.inc_value("dedup/queue/resynced", back)
+        logger.warning("AckPriorityQueue: Redis at %s restarted and kept the crawl's keys; its last writes may be "
+                       "lost (appendfsync everysec, RDB snapshots, a lagging replica), so %d request(s) "
+                       "acknowledged in them are queued again (dedup/queue/resynced) and the seen set is asked "
+                       "again for every link", _where(self.server), back)
+
+    def _resync_in_flight(self) -> int:
+        args: list[Any] = []
+        for request, data in self._pending.values():
+            args += [-request.priority, data]
+        for data, score in self._ack_failed.items():  # done here, its acknowledgement not yet taken: ours too
+            args += [score, data]
+        return int(self._resync(keys=[self.key, self._inflight_key(self.worker)], args=args))
 
     def _lost_data(self) -> None:
         """The server no longer has the crawl's keys (restarted without persistence, FLUSHALL or FLUSHDB, a
@@ -606,9 +685,7 @@ class AckPriorityQueue(PriorityQueue):
         else:
             why = "a restart without persistence, FLUSHALL/FLUSHDB, or a failover to an empty replica"
         try:
-            if self._pending:
-                self.server.zadd(self._inflight_key(self.worker),
-                                 {data: -request.priority for request, data in self._pending.values()})
+            self._resync_in_flight()  # the in-flight set is gone too: this process's unfinished requests go back
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -643,7 +720,24 @@ class AckPriorityQueue(PriorityQueue):
         """The request's work is done (its links are queued): forget it in Redis too."""
         entry = self._pending.pop(id(request), None)
         if entry is not None and entry[0] is request:
-            self.server.zrem(self._inflight_key(self.worker), entry[1])
+            try:
+                self.server.zrem(self._inflight_key(self.worker), entry[1])
+            except Exception:
+                self._ack_failed[entry[1]] = -request.priority  # done here: acknowledged when Redis answers
+                raise
+
+    def _retry_acks(self) -> None:
+        """Send the acknowledgements Redis did not take, once the requests held meanwhile are in Redis (a
+        request leaves the in-flight set only after what it produced is queued)."""
+        if not self._ack_failed or self._held:
+            return
+        try:
+            self.server.zrem(self._inflight_key(self.worker), *self._ack_failed)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return
+        self._ack_failed.clear()
 
     def in_flight(self) -> int:
         return len(self._pending)
@@ -657,9 +751,12 @@ class AckPriorityQueue(PriorityQueue):
             except Exception as exc:
                 self._redis_failed(exc)  # counts toward giving up even when the engine does not ask the queue
                 return
-            self._redis_answered(check_marker=False)
-            self._check_marker()
+            if self._unreachable:
+                self._redis_answered()  # checks the server
+            else:
+                self._check_server()
             self._flush_held()
+            self._retry_acks()
             self.reclaim_dead()
         except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
             logger.warning("AckPriorityQueue: heartbeat failed (%s: %s)", type(exc).__name__, exc)
@@ -702,6 +799,7 @@ class AckPriorityQueue(PriorityQueue):
                     if self.stats is not None:
                         self.stats.inc_value("dedup/queue/held_lost", len(self._held))
         try:
+            self._retry_acks()  # else the close would queue those finished requests again
             n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
                                     self._alive_key(self.worker)], args=[self.worker, "force"])
         except Exception as exc:

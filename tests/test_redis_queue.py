@@ -14,7 +14,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_dedup.redis_queue import AckPriorityQueue
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
-from tests.support.redis_server import free_port
+from tests.support.redis_server import RedisServer, free_port
 
 KEY = "%(spider)s:requests"
 
@@ -560,3 +560,91 @@ def test_the_queue_gives_up_after_the_retry_budget_and_closes_without_a_tracebac
     finally:
         if redis_server.proc is None:
             redis_server.start()
+
+
+@pytest.mark.redis
+def test_an_empty_queue_checks_the_server_before_the_spider_may_close_as_finished(redis_client, caplog):
+    """At the crawl's end the queue is empty and the engine is about to close the spider as "finished": a loss
+    since the last heartbeat must be found first, and the queue must not look idle while it closes."""
+    queue = make_queue(redis_client)
+    try:
+        queue.push(Request("http://a.test/1"))
+        assert queue.pop() is not None
+        redis_client.flushall()
+        assert len(queue) >= 1  # not idle: the spider is being closed with dedup_redis_data_lost
+        assert queue.stats.get_value("dedup/queue/data_lost") == 1
+        assert len(error_lines(caplog)) == 1
+    finally:
+        close(queue)
+
+
+@pytest.mark.redis
+def test_a_server_rolled_back_to_its_last_snapshot_gets_the_in_flight_set_resynced(redis_server, caplog):
+    """A restart that keeps the keys but not the last writes (an RDB snapshot here; appendfsync everysec or a
+    lagging replica lose a shorter suffix). Before the snapshot ``/a`` and ``/b`` were queued and ``/a``
+    popped; after it ``/b`` was popped, ``/a``'s page yielded ``/child`` (marked seen and queued in one step)
+    and ``/a`` was acknowledged. The restarted server has ``/a`` in flight and ``/b`` queued, and knows no
+    ``/child``. Before: ``/a`` stayed in the in-flight set until the close (its links lost for this run),
+    ``/b`` was fetched twice, and the dupefilter's local cache filtered ``/child`` as seen."""
+    import logging
+
+    server = RedisServer().start()  # of its own: its snapshot file must not reach other tests
+    queue, dupefilter = paired(server.url, "scrapy_dedup.RedisDupeFilter")
+    client = server.client()
+    try:
+        assert queue.pair(dupefilter)
+        for path in ("/a", "/b"):
+            request = Request(f"http://a.test{path}")
+            assert not dupefilter.request_seen(request)
+            queue.push(request)
+        a = queue.pop()
+        client.save()  # the state the server will come back with
+        b = queue.pop()
+        child = Request("http://a.test/child")
+        assert not dupefilter.request_seen(child)
+        queue.push(child)
+        queue.ack(a)
+        server.proc.kill()  # a crash: back from the snapshot
+        server.proc.wait()
+        server.start()
+        assert sorted(urls(queue, client)) == ["http://a.test/b"]  # the rolled-back state
+        with caplog.at_level(logging.WARNING):
+            queue._beat()
+        assert sorted(urls(queue, client)) == ["http://a.test/a"]  # /a again; /b is in flight here, not queued
+        in_flight = client.zrange(queue._inflight_key(queue.worker), 0, -1)
+        assert [queue._decode_request(d).url for d in in_flight] == [b.url]
+        assert queue.stats.get_value("dedup/queue/server_restarts") == 1
+        assert queue.stats.get_value("dedup/queue/resynced") == 1
+        assert queue.stats.get_value("dedup/queue/data_lost") is None
+        assert dupefilter.request_seen(Request("http://a.test/child")) is False  # asked Redis, new there
+        assert [r for r in caplog.records if "restarted and kept the crawl's keys" in r.getMessage()]
+        assert error_lines(caplog) == []
+    finally:
+        close(queue)
+        dupefilter.close("finished")
+        client.close()
+        server.stop()
+
+
+@pytest.mark.redis
+def test_an_acknowledgement_redis_did_not_take_is_sent_when_it_answers_again(redis_server):
+    """An ack during an outage fails; once Redis (with AOF: it keeps its keys) answers, it is sent. Before:
+    the finished request stayed in the in-flight set, and the close put it back into the queue, so the next
+    run fetched it again."""
+    server = RedisServer(extra_args=("--appendonly", "yes", "--appendfsync", "always")).start()
+    queue = make_queue(server.client())
+    try:
+        queue.push(Request("http://a.test/done"))
+        done = queue.pop()
+        server.stop()
+        import redis
+
+        with pytest.raises(redis.exceptions.ConnectionError):
+            queue.ack(done)
+        server.start()
+        assert queue.pop() is None  # Redis answers: the acknowledgement goes through first
+        assert server.client().zcard(queue._inflight_key(queue.worker)) == 0
+        close(queue)
+        assert urls(queue, server.client()) == []  # nothing put back for the next run
+    finally:
+        server.stop()
