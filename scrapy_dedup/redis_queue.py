@@ -500,8 +500,10 @@ class AckPriorityQueue(PriorityQueue):
         except Exception as exc:  # scrapy-redis lets it propagate into the engine: the request would be lost
             if not is_transient(exc):
                 raise
-            self._outage(exc)
+            self._redis_failed(exc)
             self._hold(None, data, score)
+        else:
+            self._redis_answered()
 
     def pop(self, timeout: int = 0) -> "Request | None":
         """The next request, or None (also while Redis is unreachable: the queued ones wait there).
@@ -543,20 +545,22 @@ class AckPriorityQueue(PriorityQueue):
             self._redis_failed(exc)
         else:
             self._redis_answered()
-            if not self._last_length and not self._held:
-                self._idle_check()
+            if not self._last_length and not self._held and self._idle_check():
+                self._last_length = super().__len__()  # requests the check put back into the queue
         if self._gave_up or self._data_lost:
             # the spider is being closed with its own reason: not "idle", or it would close as "finished" first
             return max(1, self._last_length + len(self._held))
         return self._last_length + len(self._held)
 
-    def _idle_check(self) -> None:
+    def _idle_check(self) -> bool:
         """The queue looks empty, so the spider may be about to close as "finished": first make sure the server
-        did not lose or roll back the crawl's data since the last heartbeat (at most once a second)."""
+        did not lose or roll back the crawl's data since the last heartbeat (at most once a second). True if
+        requests were put back into the queue."""
         now = time.monotonic()
-        if now >= self._next_idle_check:
-            self._next_idle_check = now + 1.0
-            self._check_server()
+        if now < self._next_idle_check:
+            return False
+        self._next_idle_check = now + 1.0
+        return self._check_server() > 0
 
     def _redis_failed(self, exc: Exception) -> None:
         """A transient Redis error in pop, len or the heartbeat: counted, logged once per outage (the engine asks
@@ -610,27 +614,30 @@ class AckPriorityQueue(PriorityQueue):
 
     # --- a server that lost the crawl's data ---
 
-    def _check_server(self) -> None:
+    def _check_server(self) -> int:
         """Detect a server that lost the crawl's data (the marker key written at start is gone or was replaced),
-        or that restarted with an older state (a new ``run_id``, the marker still there)."""
+        or that restarted with an older state (a new ``run_id``, the marker still there). Returns how many
+        requests were put back into the queue."""
         if self._data_lost:
-            return
+            return 0
+        back = 0
         try:
             value = self.server.get(self.marker_key)
             if _text(value) != self.marker:
                 self._lost_data()
-                return
+                return 0
             run_id = _run_id(self.server)
             if run_id is not None and self._run_id is not None and run_id != self._run_id:
-                self._restarted()
+                back = self._restarted()
             if run_id is not None:
                 self._run_id = run_id
         except Exception as exc:
             if not is_transient(exc):
                 raise
             # unreachable again: checked at the next answer or heartbeat
+        return back
 
-    def _restarted(self) -> None:
+    def _restarted(self) -> int:
         """The server restarted (or failed over) and kept the crawl's keys, from its AOF or RDB file or a replica.
 
         Those may lack its last writes (``appendfsync everysec``: about a second
@@ -653,6 +660,7 @@ class AckPriorityQueue(PriorityQueue):
                        "lost (appendfsync everysec, RDB snapshots, a lagging replica), so %d request(s) "
                        "acknowledged in them are queued again (dedup/queue/resynced) and the seen set is asked "
                        "again for every link", _where(self.server), back)
+        return back
 
     def _resync_in_flight(self) -> int:
         args: list[Any] = []
@@ -875,8 +883,9 @@ def _dead_here(worker: str, host: str, pid: int) -> bool:
     (``docker restart``: same hostname, and the same PID, e.g. 1, for its first
     process) runs a new process under the dead one's PID. Such a record is alive
     only if it is one of this process's open queues; any other (another token,
-    or an id without one, as older versions wrote) is a dead process's. Other
-    PIDs of this host: dead when no process has that PID.
+    or an id without any) is a dead process's. Earlier versions wrote the same
+    ``host:pid:token`` ids (with an 8-digit token), so their records are read as
+    they are. Other PIDs of this host: dead when no process has that PID.
     """
     worker_host, _, rest = worker.partition(":")
     worker_pid = rest.partition(":")[0]
