@@ -19,12 +19,36 @@ acknowledgements (the "reliable queue" pattern):
   downloader middleware returned instead (redirect, retry) has been scheduled.
   That is the moment the engine removes it from its in-progress set, the same
   in Scrapy 2.13 and 2.19, and the queue acknowledges there;
-* each process keeps an ``alive`` key with a TTL, refreshed every
-  ``ttl/3`` seconds; a process starting, and each live process at each
-  refresh, puts back into the queue the in-flight requests of processes that
-  are dead (same host: PID gone; any host: ``alive`` key expired), atomically,
-  so two processes never both take them back;
+* each process (worker id ``host:pid:token``, the token new at each start)
+  keeps an ``alive`` key with a TTL, refreshed every ``ttl/3`` seconds; a
+  process starting, and each live process at each refresh, puts back into the
+  queue the in-flight requests of processes that are dead (same host: PID gone,
+  or this process's own PID with another token, as after a container restart;
+  any host: ``alive`` key expired), atomically, so two processes never both
+  take them back;
 * a graceful close puts its own unacknowledged requests back.
+
+Redis gone, or without the crawl's data:
+
+* an outage of the queue's Redis longer than ``DEDUP_REDIS_RETRY_SECONDS``
+  closes the spider with the reason ``dedup_redis_unavailable``, under either
+  ``DEDUP_REDIS_ON_ERROR`` (the queue cannot fail open: without Redis it has no
+  request to give), with one ERROR line saying what is left in Redis and in the
+  process (``dedup/queue/gave_up``);
+* the first process of a crawl writes a marker key (``<queue key>:marker``, a
+  random value); every pop checks it in its script, and every heartbeat, the
+  first answer after an outage and an empty queue (before the spider can close
+  as "finished") check it too. Gone or replaced, the server lost the crawl's
+  data (a restart without persistence, ``FLUSHALL``, a failover to an empty
+  replica): one ERROR line, ``dedup/queue/data_lost``, and the spider is closed
+  with ``dedup_redis_data_lost`` (its unfinished and held requests are queued
+  again at close);
+* a server that restarted and kept the keys (new ``run_id``, marker there) may
+  lack its last writes (``appendfsync everysec``, RDB snapshots, replica lag):
+  the process's in-flight set is made what it really has in flight, requests
+  acknowledged in the lost writes go back into the queue
+  (``dedup/queue/resynced``), and the paired dupefilter's local cache is
+  cleared. So the queue needs a Redis with AOF (``appendonly yes``); see the README.
 
 Acknowledging earlier loses pages. An earlier version acknowledged at
 ``request_left_downloader`` unless a response had been received, but Scrapy
@@ -76,7 +100,9 @@ a kill during the outage loses them too (they live in this process only).
 
 The promise: after a hard kill and a restart no request is lost; a request
 that was in flight at the kill is fetched again (at least once, never "at most
-once"), with the queue and a scrapy_dedup Redis dupefilter on one server.
+once"), with the queue and a scrapy_dedup Redis dupefilter on one server whose
+data survives its own restarts (AOF); a server that loses it is detected, not
+survived.
 
 Use (scrapy-redis's scheduler)::
 
@@ -663,6 +689,14 @@ class AckPriorityQueue(PriorityQueue):
         return back
 
     def _resync_in_flight(self) -> int:
+        """Make this process's in-flight set in Redis what it really has in flight; how many went back to the queue.
+
+        It also registers this process again: a server that came back with an
+        older state may not know it (started after that state), and then no
+        process would reclaim its requests if it died.
+        """
+        self.server.sadd(self.workers_key, self.worker)
+        self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         args: list[Any] = []
         for request, data in self._pending.values():
             args += [-request.priority, data]

@@ -608,12 +608,14 @@ def test_a_server_rolled_back_to_its_last_snapshot_gets_the_in_flight_set_resync
         server.proc.wait()
         server.start()
         assert sorted(urls(queue, client)) == ["http://a.test/b"]  # the rolled-back state
+        client.srem(queue.workers_key, queue.worker)  # as if this process had started after the snapshot
         with caplog.at_level(logging.WARNING):
             queue._beat()
         assert sorted(urls(queue, client)) == ["http://a.test/a"]  # /a again; /b is in flight here, not queued
         in_flight = client.zrange(queue._inflight_key(queue.worker), 0, -1)
         assert [queue._decode_request(d).url for d in in_flight] == [b.url]
         assert queue.stats.get_value("dedup/queue/server_restarts") == 1
+        assert client.sismember(queue.workers_key, queue.worker)  # registered again: reclaimed if it dies
         assert queue.stats.get_value("dedup/queue/resynced") == 1
         assert queue.stats.get_value("dedup/queue/data_lost") is None
         assert dupefilter.request_seen(Request("http://a.test/child")) is False  # asked Redis, new there
