@@ -79,6 +79,8 @@ def at_response(after: int, action):
     seen = {"n": 0}
 
     def on_response(spider, response):
+        import time
+
         seen["n"] += 1
         if seen["n"] == 1:
             from twisted.internet import reactor
@@ -87,6 +89,7 @@ def at_response(after: int, action):
 
             spider.watchdog = reactor.callLater(HANG_BOUND, _close_spider, spider.crawler, "hung")
         if seen["n"] == after:
+            spider.acted_at = time.monotonic()
             action()
 
     return on_response
@@ -141,9 +144,12 @@ def test_redis_gone_for_good_ends_the_crawl_with_the_documented_reason(plain_red
         crawler = yield run_crawl(
             LinkedSpider, queue_settings(plain_redis, DEDUP_REDIS_ON_ERROR=on_error, DEDUP_REDIS_RETRY_SECONDS=2),
             start_urls=[site.url("site.test")], on_response=at_response(8, lambda: kill(plain_redis)))
+    import time
+
     disarm(crawler)
     stats = crawler.stats.get_stats()
     report(f"Redis gone for good, {on_error}", counts(site, linked.paths), stats, caplog)
+    print(f"[queue] closed {time.monotonic() - crawler.spider.acted_at:.1f} s after the kill")  # not asserted
     assert stats["finish_reason"] == "dedup_redis_unavailable"
     assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"
     queue_errors = [r.getMessage() for r in records(caplog) if r.name == "scrapy_dedup.redis_queue"
