@@ -19,12 +19,36 @@ acknowledgements (the "reliable queue" pattern):
   downloader middleware returned instead (redirect, retry) has been scheduled.
   That is the moment the engine removes it from its in-progress set, the same
   in Scrapy 2.13 and 2.19, and the queue acknowledges there;
-* each process keeps an ``alive`` key with a TTL, refreshed every
-  ``ttl/3`` seconds; a process starting, and each live process at each
-  refresh, puts back into the queue the in-flight requests of processes that
-  are dead (same host: PID gone; any host: ``alive`` key expired), atomically,
-  so two processes never both take them back;
+* each process (worker id ``host:pid:token``, the token new at each start)
+  keeps an ``alive`` key with a TTL, refreshed every ``ttl/3`` seconds; a
+  process starting, and each live process at each refresh, puts back into the
+  queue the in-flight requests of processes that are dead (same host: PID gone,
+  or this process's own PID with another token, as after a container restart;
+  any host: ``alive`` key expired), atomically, so two processes never both
+  take them back;
 * a graceful close puts its own unacknowledged requests back.
+
+Redis gone, or without the crawl's data:
+
+* an outage of the queue's Redis longer than ``DEDUP_REDIS_RETRY_SECONDS``
+  closes the spider with the reason ``dedup_redis_unavailable``, under either
+  ``DEDUP_REDIS_ON_ERROR`` (the queue cannot fail open: without Redis it has no
+  request to give), with one ERROR line saying what is left in Redis and in the
+  process (``dedup/queue/gave_up``);
+* the first process of a crawl writes a marker key (``<queue key>:marker``, a
+  random value); every pop checks it in its script, and every heartbeat, the
+  first answer after an outage and an empty queue (before the spider can close
+  as "finished") check it too. Gone or replaced, the server lost the crawl's
+  data (a restart without persistence, ``FLUSHALL``, a failover to an empty
+  replica): one ERROR line, ``dedup/queue/data_lost``, and the spider is closed
+  with ``dedup_redis_data_lost`` (its unfinished and held requests are queued
+  again at close);
+* a server that restarted and kept the keys (new ``run_id``, marker there) may
+  lack its last writes (``appendfsync everysec``, RDB snapshots, replica lag):
+  the process's in-flight set is made what it really has in flight, requests
+  acknowledged in the lost writes go back into the queue
+  (``dedup/queue/resynced``), and the paired dupefilter's local cache is
+  cleared. So the queue needs a Redis with AOF (``appendonly yes``); see the README.
 
 Acknowledging earlier loses pages. An earlier version acknowledged at
 ``request_left_downloader`` unless a response had been received, but Scrapy
@@ -76,7 +100,9 @@ a kill during the outage loses them too (they live in this process only).
 
 The promise: after a hard kill and a restart no request is lost; a request
 that was in flight at the kill is fetched again (at least once, never "at most
-once"), with the queue and a scrapy_dedup Redis dupefilter on one server.
+once"), with the queue and a scrapy_dedup Redis dupefilter on one server whose
+data survives its own restarts (AOF); a server that loses it is detected, not
+survived.
 
 Use (scrapy-redis's scheduler)::
 
@@ -105,7 +131,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy_redis.queue import PriorityQueue
 
-from scrapy_dedup.redis_policy import is_transient
+from scrapy_dedup.redis_policy import CLOSE_REASON, is_transient
+from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -116,7 +143,10 @@ logger = logging.getLogger(__name__)
 #: seconds a process's ``alive`` key lives without a refresh
 ALIVE_TTL = 30
 
+# KEYS: queue, in-flight set of the worker, the crawl's marker; ARGV: the marker's value at start.
+# -1 (nothing popped) if the marker is gone or another: the server lost its data since (see _lost_data).
 _POP = """
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -1 end
 local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if #r == 0 then return false end
 redis.call('ZREM', KEYS[1], r[1])
@@ -176,8 +206,44 @@ end
 return added
 """
 
+# KEYS: queue, in-flight set of this worker; ARGV: score, request, score, request, ... this process has in flight.
+# Makes the in-flight set exactly that, after the server came back with an older state (its persistence file):
+# a request this process has in flight goes (back) into the set and out of the queue; any other member was
+# acknowledged in writes the server lost, and its links may be lost with them: it goes back into the queue.
+_RESYNC = """
+local mine = {}
+for i = 1, #ARGV, 2 do
+  mine[ARGV[i + 1]] = true
+  redis.call('ZREM', KEYS[1], ARGV[i + 1])
+  redis.call('ZADD', KEYS[2], ARGV[i], ARGV[i + 1])
+end
+local back = 0
+local members = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+for i = 1, #members, 2 do
+  if not mine[members[i]] then
+    redis.call('ZADD', KEYS[1], members[i + 1], members[i])
+    redis.call('ZREM', KEYS[2], members[i])
+    back = back + 1
+  end
+end
+return back
+"""
+
+# KEYS: the crawl's marker; ARGV: a new random value. The value in force: the first process's, or this new one.
+_MARKER = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+"""
+
 #: seconds between two attempts to queue the requests held during a Redis outage
 HELD_RETRY_SECONDS = 1.0
+
+#: the reason the spider is closed with when the queue's Redis server lost its data during the crawl
+DATA_LOST_REASON = "dedup_redis_data_lost"
+
+#: worker ids of this process's open queues: a record with this host and PID but another id is of a dead
+#: process whose PID this one got again (a container restarted with the same hostname; PID 1 images)
+_LIVE_WORKERS: set[str] = set()
 
 
 class AckPriorityQueue(PriorityQueue):
@@ -188,10 +254,19 @@ class AckPriorityQueue(PriorityQueue):
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer)
         crawler = spider.crawler
-        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        cfg = read_settings(crawler.settings)
+        #: how long Redis may stay unreachable before the spider is closed (under either DEDUP_REDIS_ON_ERROR:
+        #: without Redis the queue has no request to give, so failing open is not possible for it)
+        self.retry_seconds: float = cfg.redis_retry_seconds
+        self.on_error: str = cfg.redis_on_error
+        # host, PID and a token of this start: the PID alone comes back after a container restart
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
         self.workers_key = f"{self.key}:workers"
+        #: written once per crawl (the first process to start); if it goes, the server lost the crawl's keys
+        self.marker_key = f"{self.key}:marker"
         self._pop = server.register_script(_POP)
         self._requeue = server.register_script(_REQUEUE)
+        self._resync = server.register_script(_RESYNC)
         self._pending: dict[int, tuple[Request, bytes]] = {}
         self._closed = False
         self.crawler = crawler
@@ -210,7 +285,18 @@ class AckPriorityQueue(PriorityQueue):
         #: Redis failed the last pop or length query (one WARNING per outage, not one per engine tick)
         self._unreachable = False
         self._last_length = 0
+        #: monotonic time Redis stopped answering the queue, None while it answers
+        self._down_since: float | None = None
+        self._gave_up = False
+        self._data_lost = False
+        self._close_requested = False
+        self._next_idle_check = 0.0
+        #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
+        self._ack_failed: dict[bytes, float] = {}
         self._watch_engine(crawler)
+        self.marker = _text(server.register_script(_MARKER)(keys=[self.marker_key], args=[uuid.uuid4().hex]))
+        self._run_id = _run_id(server)
+        _LIVE_WORKERS.add(self.worker)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
         self.reclaim_dead()
@@ -440,29 +526,44 @@ class AckPriorityQueue(PriorityQueue):
         except Exception as exc:  # scrapy-redis lets it propagate into the engine: the request would be lost
             if not is_transient(exc):
                 raise
+            self._redis_failed(exc)
             self._hold(None, data, score)
+        else:
+            self._redis_answered()
 
     def pop(self, timeout: int = 0) -> "Request | None":
-        """The next request, or None (also while Redis is unreachable: the queued ones wait there)."""
+        """The next request, or None (also while Redis is unreachable: the queued ones wait there).
+
+        Also None once the spider is being closed because Redis stayed away too long
+        or lost the crawl's data (nothing more is taken out of the queue then).
+        """
+        if self._gave_up or self._data_lost:
+            return None
         if self._held:
             self._flush_held()
+        if self._ack_failed:
+            self._retry_acks()
         try:
-            data = self._pop(keys=[self.key, self._inflight_key(self.worker)])
+            data = self._pop(keys=[self.key, self._inflight_key(self.worker), self.marker_key], args=[self.marker])
         except Exception as exc:
             self._redis_failed(exc)
             return None
+        request = None
+        if isinstance(data, int):  # -1: the marker is gone, the server lost the crawl's keys
+            self._lost_data()
+        elif data:
+            request = self._decode_request(data)
+            self._pending[id(request)] = (request, data)  # before the check after an outage: it is in flight
         self._redis_answered()
-        if not data:
-            return None
-        request = self._decode_request(data)
-        self._pending[id(request)] = (request, data)
         return request
 
     def __len__(self) -> int:
         """Requests queued in Redis plus those held here; while Redis is unreachable, the last count seen.
 
         The scheduler asks this to decide whether the spider is idle: answering 0
-        during an outage would close a crawl whose requests wait in Redis.
+        during an outage would close a crawl whose requests wait in Redis (as
+        "finished"); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes it
+        with the reason ``dedup_redis_unavailable`` instead.
         """
         try:
             self._last_length = super().__len__()
@@ -470,10 +571,26 @@ class AckPriorityQueue(PriorityQueue):
             self._redis_failed(exc)
         else:
             self._redis_answered()
+            if not self._last_length and not self._held and self._idle_check():
+                self._last_length = super().__len__()  # requests the check put back into the queue
+        if self._gave_up or self._data_lost:
+            # the spider is being closed with its own reason: not "idle", or it would close as "finished" first
+            return max(1, self._last_length + len(self._held))
         return self._last_length + len(self._held)
 
+    def _idle_check(self) -> bool:
+        """The queue looks empty, so the spider may be about to close as "finished": first make sure the server
+        did not lose or roll back the crawl's data since the last heartbeat (at most once a second). True if
+        requests were put back into the queue."""
+        now = time.monotonic()
+        if now < self._next_idle_check:
+            return False
+        self._next_idle_check = now + 1.0
+        return self._check_server() > 0
+
     def _redis_failed(self, exc: Exception) -> None:
-        """A transient Redis error in pop or len: counted, logged once per outage (the engine asks every tick)."""
+        """A transient Redis error in pop, len or the heartbeat: counted, logged once per outage (the engine asks
+        every tick), and the spider closed once the outage has lasted ``DEDUP_REDIS_RETRY_SECONDS``."""
         if not is_transient(exc):
             raise exc
         if self.stats is not None:
@@ -481,19 +598,188 @@ class AckPriorityQueue(PriorityQueue):
         if not self._unreachable:
             self._unreachable = True
             logger.warning("AckPriorityQueue: Redis is unavailable (%s); no request is popped until it answers "
-                           "again, the queued ones wait in Redis (counted in dedup/queue/redis_errors)",
-                           type(exc).__name__)
+                           "again, the queued ones wait in Redis (counted in dedup/queue/redis_errors); if it is "
+                           "still unavailable after %g s (DEDUP_REDIS_RETRY_SECONDS) the spider is closed",
+                           type(exc).__name__, self.retry_seconds)
+        self._outage(exc)
+
+    def _outage(self, exc: Exception) -> None:
+        """Redis failed a queue call: note when the outage began; give up once it lasted the budget."""
+        now = time.monotonic()
+        if self._down_since is None:
+            self._down_since = now
+        if not self._gave_up and now - self._down_since >= self.retry_seconds:
+            self._give_up(now - self._down_since, exc)
+
+    def _give_up(self, seconds: float, exc: Exception) -> None:
+        """Close the spider: without Redis the queue has no request to give, and waiting longer was not asked for.
+
+        Under ``fail_open`` too: that policy lets the dupefilter answer without
+        Redis; the queue cannot, and without a bound the crawl would wait forever
+        (``pop`` None, ``len`` the last count) for a server that may never return.
+        """
+        self._gave_up = True
+        if self.stats is not None:
+            self.stats.set_value("dedup/queue/gave_up", 1)
+        logger.error(
+            "AckPriorityQueue: Redis at %s has been unavailable for %.1f s (%s; DEDUP_REDIS_RETRY_SECONDS=%g, "
+            "under either DEDUP_REDIS_ON_ERROR, here %r): closing the spider with reason %r. Still in Redis: %d "
+            "queued request(s) (the last count read) and %d in flight in this process (put back into the queue "
+            "by the next start of the crawl); held in this process: %d (queued at close if Redis answers by then, "
+            "otherwise lost: dedup/queue/held_lost)", _where(self.server), seconds, type(exc).__name__,
+            self.retry_seconds, self.on_error, CLOSE_REASON, self._last_length, len(self._pending), len(self._held))
+        self._request_close(CLOSE_REASON)
 
     def _redis_answered(self) -> None:
         if self._unreachable:
             self._unreachable = False
+            self._down_since = None
             logger.info("AckPriorityQueue: Redis answers again; popping requests")
+            self._retry_acks()
+            self._check_server()  # a restart (with or without persistence) shows here first
+
+    # --- a server that lost the crawl's data ---
+
+    def _check_server(self) -> int:
+        """Detect a server that lost the crawl's data (the marker key written at start is gone or was replaced),
+        or that restarted with an older state (a new ``run_id``, the marker still there). Returns how many
+        requests were put back into the queue."""
+        if self._data_lost:
+            return 0
+        back = 0
+        try:
+            value = self.server.get(self.marker_key)
+            if _text(value) != self.marker:
+                self._lost_data()
+                return 0
+            run_id = _run_id(self.server)
+            if run_id is not None and self._run_id is not None and run_id != self._run_id:
+                back = self._restarted()
+            if run_id is not None:
+                self._run_id = run_id
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            # unreachable again: checked at the next answer or heartbeat
+        return back
+
+    def _restarted(self) -> int:
+        """The server restarted (or failed over) and kept the crawl's keys, from its AOF or RDB file or a replica.
+
+        Those may lack its last writes (``appendfsync everysec``: about a second
+        on a crash; an RDB snapshot: everything since it; a replica: its lag). A
+        lost write is a suffix: requests acknowledged in it are back in this
+        process's in-flight set, while the links they produced, pushed before
+        their acknowledgement, are gone. So the in-flight set is made what this
+        process really has in flight, and the rest goes back into the queue (fetched
+        again); the paired dupefilter forgets its local cache, whose fingerprints
+        may have been lost too (otherwise it would filter those links as seen).
+        """
+        back = self._resync_in_flight()
+        if self.dupefilter is not None:  # on the same server, so it rolled back too
+            self.dupefilter.store.cache.clear()
+        if self.stats is not None:
+            self.stats.inc_value("dedup/queue/server_restarts")
+            if back:
+                self.stats.inc_value("dedup/queue/resynced", back)
+        logger.warning("AckPriorityQueue: Redis at %s restarted and kept the crawl's keys; its last writes may be "
+                       "lost (appendfsync everysec, RDB snapshots, a lagging replica), so %d request(s) "
+                       "acknowledged in them are queued again (dedup/queue/resynced) and the seen set is asked "
+                       "again for every link", _where(self.server), back)
+        return back
+
+    def _resync_in_flight(self) -> int:
+        """Make this process's in-flight set in Redis what it really has in flight; how many went back to the queue.
+
+        It also registers this process again: a server that came back with an
+        older state may not know it (started after that state), and then no
+        process would reclaim its requests if it died.
+        """
+        self.server.sadd(self.workers_key, self.worker)
+        self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+        args: list[Any] = []
+        for request, data in self._pending.values():
+            args += [-request.priority, data]
+        for data, score in self._ack_failed.items():  # done here, its acknowledgement not yet taken: ours too
+            args += [score, data]
+        return int(self._resync(keys=[self.key, self._inflight_key(self.worker)], args=args))
+
+    def _lost_data(self) -> None:
+        """The server no longer has the crawl's keys (restarted without persistence, FLUSHALL or FLUSHDB, a
+        failover to an empty replica): say so, and close the spider rather than let it finish "successfully".
+
+        Whatever was queued there, and the other processes' in-flight requests,
+        are gone and cannot be told apart from requests never made. What this
+        process still has, it puts back: its unfinished requests go into its
+        in-flight set again (so the close queues them as always) and its held
+        requests are queued as usual.
+        """
+        if self._data_lost:
+            return
+        self._data_lost = True
+        if self.stats is not None:
+            self.stats.set_value("dedup/queue/data_lost", 1)
+        run_id = _run_id(self.server)
+        if run_id is not None and self._run_id is not None and run_id != self._run_id:
+            why = "the server restarted without the crawl's keys (no persistence, or a failover to an empty replica)"
+        elif run_id is not None and self._run_id is not None:
+            why = "the same server process no longer has them (FLUSHALL, FLUSHDB or the keys deleted)"
+        else:
+            why = "a restart without persistence, FLUSHALL/FLUSHDB, or a failover to an empty replica"
+        try:
+            self._resync_in_flight()  # the in-flight set is gone too: this process's unfinished requests go back
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+        logger.error(
+            "AckPriorityQueue: Redis at %s lost the queue's data during the crawl (the key %r written at start is "
+            "gone: %s). The requests queued there and those other processes had in flight are gone, so this crawl "
+            "cannot end complete: closing the spider with reason %r (dedup/queue/data_lost). This process's %d "
+            "unfinished and %d held request(s) are queued again at close. The queue needs a Redis with persistence "
+            "(appendonly yes; see the README); to fetch what was lost, start the crawl again from its start URLs "
+            "with an empty seen set (SCHEDULER_FLUSH_ON_START=True)", _where(self.server), self.marker_key, why,
+            DATA_LOST_REASON, len(self._pending), len(self._held))
+        self._request_close(DATA_LOST_REASON)
+
+    def _request_close(self, reason: str) -> None:
+        """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter does)."""
+        if self._close_requested:
+            return
+        try:
+            engine = getattr(self.crawler, "engine", None)
+        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts: a queue used on its own
+            engine = None
+        if engine is None:
+            return
+        self._close_requested = True
+        from twisted.internet import reactor
+
+        from scrapy_dedup.dupefilters import _close_spider
+
+        reactor.callLater(0, _close_spider, self.crawler, reason)
 
     def ack(self, request: "Request") -> None:
         """The request's work is done (its links are queued): forget it in Redis too."""
         entry = self._pending.pop(id(request), None)
         if entry is not None and entry[0] is request:
-            self.server.zrem(self._inflight_key(self.worker), entry[1])
+            try:
+                self.server.zrem(self._inflight_key(self.worker), entry[1])
+            except Exception:
+                self._ack_failed[entry[1]] = -request.priority  # done here: acknowledged when Redis answers
+                raise
+
+    def _retry_acks(self) -> None:
+        """Send the acknowledgements Redis did not take, once the requests held meanwhile are in Redis (a
+        request leaves the in-flight set only after what it produced is queued)."""
+        if not self._ack_failed or self._held:
+            return
+        try:
+            self.server.zrem(self._inflight_key(self.worker), *self._ack_failed)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return
+        self._ack_failed.clear()
 
     def in_flight(self) -> int:
         return len(self._pending)
@@ -502,8 +788,17 @@ class AckPriorityQueue(PriorityQueue):
 
     def _beat(self) -> None:
         try:
-            self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+            try:
+                self.server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
+            except Exception as exc:
+                self._redis_failed(exc)  # counts toward giving up even when the engine does not ask the queue
+                return
+            if self._unreachable:
+                self._redis_answered()  # checks the server
+            else:
+                self._check_server()
             self._flush_held()
+            self._retry_acks()
             self.reclaim_dead()
         except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
             logger.warning("AckPriorityQueue: heartbeat failed (%s: %s)", type(exc).__name__, exc)
@@ -511,12 +806,12 @@ class AckPriorityQueue(PriorityQueue):
     def reclaim_dead(self) -> int:
         """Put back the in-flight requests of dead processes; return how many came back."""
         back = 0
-        host = socket.gethostname()
+        host, pid = socket.gethostname(), os.getpid()
         for raw in self.server.smembers(self.workers_key):
-            worker = raw.decode() if isinstance(raw, bytes) else raw
+            worker = _text(raw)
             if worker == self.worker:
                 continue
-            force = "force" if _dead_here(worker, host) else ""
+            force = "force" if _dead_here(worker, host, pid) else ""
             n = self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key,
                                     self._alive_key(worker)], args=[worker, force])
             if n > 0:
@@ -531,6 +826,7 @@ class AckPriorityQueue(PriorityQueue):
         if self._closed:
             return
         self._closed = True
+        _LIVE_WORKERS.discard(self.worker)  # from now on a record of ours left in Redis is a dead process's
         if self._heartbeat.running:
             self._heartbeat.stop()
         if self._held:
@@ -544,10 +840,19 @@ class AckPriorityQueue(PriorityQueue):
                                  "(dedup/queue/held_lost)", len(self._held))
                     if self.stats is not None:
                         self.stats.inc_value("dedup/queue/held_lost", len(self._held))
-        n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
-                                self._alive_key(self.worker)], args=[self.worker, "force"])
-        if n > 0:
-            logger.info("AckPriorityQueue: %d unfinished request(s) put back into the queue at close", n)
+        try:
+            self._retry_acks()  # else the close would queue those finished requests again
+            n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
+                                    self._alive_key(self.worker)], args=[self.worker, "force"])
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            logger.warning("AckPriorityQueue: Redis unavailable at close (%s): the %d unfinished request(s) of "
+                           "this process stay in its in-flight set in Redis, and the next start of the crawl "
+                           "puts them back into the queue", type(exc).__name__, len(self._pending))
+        else:
+            if n > 0:
+                logger.info("AckPriorityQueue: %d unfinished request(s) put back into the queue at close", n)
         self._pending.clear()
         # The scheduler (scrapy-redis) never closes its client, and its sockets would outlive the crawl;
         # the scheduler is done with it by now (it closes before spider_closed), and a later use reconnects.
@@ -555,6 +860,26 @@ class AckPriorityQueue(PriorityQueue):
             self.server.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
+
+
+def _text(value: Any) -> Any:
+    """A Redis reply as ``str`` whether or not the client decodes responses (None stays None)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _run_id(client: Any) -> str | None:
+    """The server's ``run_id`` (new at each start of the server), or None where INFO is refused or unknown."""
+    try:
+        return client.info("server")["run_id"]
+    except Exception:  # INFO denied by an ACL, a cluster client, Redis unreachable: only used to explain
+        return None
+
+
+def _where(client: Any) -> str:
+    """``host:port/db`` (or the socket path) of a client, never its password."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    place = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
+    return f"{place}/{kwargs.get('db') or 0}"
 
 
 def _is_cluster(client: Any) -> bool:
@@ -584,14 +909,26 @@ def _same_server(a: Any, b: Any) -> bool:
     return ida == idb
 
 
-def _dead_here(worker: str, host: str) -> bool:
-    """True when ``worker`` ran on this host and its process is gone."""
+def _dead_here(worker: str, host: str, pid: int) -> bool:
+    """True when ``worker`` ran on this host and its process is gone.
+
+    A worker id is ``host:pid:token``, the token new at each start of a queue.
+    With this process's own PID, the PID says nothing: a container restarted
+    (``docker restart``: same hostname, and the same PID, e.g. 1, for its first
+    process) runs a new process under the dead one's PID. Such a record is alive
+    only if it is one of this process's open queues; any other (another token,
+    or an id without any) is a dead process's. Earlier versions wrote the same
+    ``host:pid:token`` ids (with an 8-digit token), so their records are read as
+    they are. Other PIDs of this host: dead when no process has that PID.
+    """
     worker_host, _, rest = worker.partition(":")
-    pid = rest.partition(":")[0]
-    if worker_host != host or not pid.isdigit():
+    worker_pid = rest.partition(":")[0]
+    if worker_host != host or not worker_pid.isdigit():
         return False
+    if int(worker_pid) == pid:
+        return worker not in _LIVE_WORKERS
     try:
-        os.kill(int(pid), 0)
+        os.kill(int(worker_pid), 0)
     except ProcessLookupError:
         return True
     except OSError:  # exists, another user's

@@ -265,7 +265,9 @@ SETTINGS: tuple[Setting, ...] = (
        "`dedup_redis_unavailable`) or `fail_open` (treat requests as unseen, counted in "
        "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md."),
     _s("DEDUP_REDIS_RETRY_SECONDS", 60.0, _number(float, minimum=0), "redis",
-       "Longest wait, in seconds, of `DEDUP_REDIS_ON_ERROR = 'retry'` for Redis to come back in one outage."),
+       "Longest wait, in seconds, for Redis to come back in one outage: of `DEDUP_REDIS_ON_ERROR = 'retry'` "
+       "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
+       "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`)."),
     # --- content layer ---

@@ -1,7 +1,9 @@
 """AckPriorityQueue: popped requests stay in Redis until acknowledged; dead processes' requests come back."""
 from __future__ import annotations
 
+import os
 import socket
+import uuid
 
 import pytest
 import scrapy
@@ -12,7 +14,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_dedup.redis_queue import AckPriorityQueue
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
-from tests.support.redis_server import free_port
+from tests.support.redis_server import RedisServer, free_port
 
 KEY = "%(spider)s:requests"
 
@@ -393,3 +395,258 @@ def test_requests_scheduled_while_redis_is_down_are_held_and_queued_when_it_is_b
             redis_server.start()
         close(queue)
         dupefilter.close("finished")
+
+
+# --- liveness under PID reuse (a container restarted with the same hostname and PID) ---
+
+def as_dead_process(queue: AckPriorityQueue, redis_client, worker: str) -> None:
+    """Leave ``queue``'s records in Redis as the process ``worker`` would have left them when it was killed:
+    its in-flight set, its entry in the workers set, and an ``alive`` key refreshed just before it died."""
+    queue._heartbeat.stop()
+    redis_client.rename(queue._inflight_key(queue.worker), queue._inflight_key(worker))
+    redis_client.srem(queue.workers_key, queue.worker)
+    redis_client.delete(queue._alive_key(queue.worker))
+    redis_client.sadd(queue.workers_key, worker)
+    redis_client.set(queue._alive_key(worker), 1, ex=30)
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("token", [uuid.uuid4().hex, None], ids=["another-token", "older-format-without-token"])
+def test_a_record_with_our_host_and_pid_but_not_our_token_is_a_dead_process_reclaimed_at_start(redis_client, token):
+    """``docker restart`` (and PID-1 images): the new process has the dead one's hostname and PID. The PID
+    is then alive (it is ours), and the dead one's ``alive`` key has not expired: only the token tells."""
+    dead = make_queue(redis_client)
+    for i in range(4):
+        dead.push(Request(f"http://a.test/{i}"))
+    popped = [dead.pop(), dead.pop()]
+    worker = f"{socket.gethostname()}:{os.getpid()}" + (f":{token}" if token else "")
+    as_dead_process(dead, redis_client, worker)
+    fresh = make_queue(redis_client)
+    try:
+        assert fresh.stats.get_value("dedup/queue/reclaimed") == 2  # at its start
+        assert {r.url for r in popped} <= set(urls(fresh, redis_client)) and len(fresh) == 4
+        assert not redis_client.exists(fresh._inflight_key(worker), fresh._alive_key(worker))
+        assert not redis_client.sismember(fresh.workers_key, worker)
+    finally:
+        close(fresh)
+
+
+@pytest.mark.redis
+def test_another_open_queue_of_this_process_is_alive(redis_client):
+    """Two queues in one process (two crawlers of a CrawlerProcess) share host and PID: neither takes the
+    other for dead; once one has closed, a record it left behind (Redis down at its close) is a dead one's."""
+    first = make_queue(redis_client)
+    first.push(Request("http://a.test/1"))
+    taken = first.pop()
+    second = make_queue(redis_client)
+    try:
+        assert second.reclaim_dead() == 0
+        assert redis_client.zcard(first._inflight_key(first.worker)) == 1
+        assert taken is not None
+    finally:
+        close(second)
+    first._heartbeat.stop()
+    first._closed = True  # as if its close had not reached Redis: its records stay, the process goes on
+    from scrapy_dedup import redis_queue
+
+    redis_queue._LIVE_WORKERS.discard(first.worker)
+    third = make_queue(redis_client)
+    try:
+        assert third.stats.get_value("dedup/queue/reclaimed") == 1
+    finally:
+        close(third)
+
+
+# --- a server that lost the crawl's data ---
+
+def error_lines(caplog) -> list[str]:
+    import logging
+
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("scrapy_dedup")]
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("noticed_by", ["pop", "heartbeat"])
+def test_a_flushed_server_is_detected_once_and_the_unfinished_requests_are_queued_again(redis_client, caplog, noticed_by):
+    queue = make_queue(redis_client)
+    try:
+        for i in range(3):
+            queue.push(Request(f"http://a.test/{i}"))
+        unfinished = queue.pop()
+        redis_client.flushall()  # what a restart without persistence leaves
+        if noticed_by == "pop":
+            assert queue.pop() is None
+        else:
+            queue._beat()
+        assert queue.stats.get_value("dedup/queue/data_lost") == 1
+        errors = error_lines(caplog)
+        assert len(errors) == 1 and "lost the queue's data" in errors[0] and "dedup_redis_data_lost" in errors[0]
+        assert "FLUSHALL" in errors[0]  # the same server process: not a restart
+        queue._beat()
+        assert queue.pop() is None  # nothing more is taken out of the queue, and no second line
+        assert len(error_lines(caplog)) == 1
+    finally:
+        close(queue)
+    assert urls(queue, redis_client) == [unfinished.url]  # put back at close, for the next run
+
+
+@pytest.mark.redis
+def test_flushing_the_queue_on_start_and_other_processes_starting_are_no_data_loss(redis_client, caplog):
+    """scrapy-redis's SCHEDULER_FLUSH_ON_START clears the queue key right after the queue starts; a second
+    process of the crawl finds the marker the first wrote."""
+    first = make_queue(redis_client)
+    first.clear()
+    second = make_queue(redis_client)
+    try:
+        assert second.marker == first.marker
+        first.push(Request("http://a.test/1"))
+        assert first.pop() is not None and second.pop() is None
+        first._beat()
+        second._beat()
+        assert first.stats.get_value("dedup/queue/data_lost") is None
+        assert second.stats.get_value("dedup/queue/data_lost") is None
+        assert error_lines(caplog) == []
+    finally:
+        close(first)
+        close(second)
+
+
+@pytest.mark.redis
+def test_a_server_restarted_without_persistence_is_detected_as_a_restart(redis_server, redis_url, caplog):
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    queue = make_queue(client)
+    try:
+        queue.push(Request("http://a.test/1"))
+        redis_server.stop()
+        redis_server.start()  # the fixture's server has no RDB nor AOF: it comes back empty
+        assert queue.pop() is None
+        errors = error_lines(caplog)
+        assert len(errors) == 1 and "the server restarted without the crawl's keys" in errors[0]
+        assert queue.stats.get_value("dedup/queue/data_lost") == 1
+    finally:
+        close(queue)
+
+
+# --- giving up when Redis stays away ---
+
+@pytest.mark.redis
+@pytest.mark.parametrize("on_error", ["fail_open", "retry"])
+def test_the_queue_gives_up_after_the_retry_budget_and_closes_without_a_traceback(redis_server, redis_url, caplog,
+                                                                                  on_error):
+    import time
+
+    import redis
+
+    queue = make_queue(redis.Redis.from_url(redis_url),
+                       {"DEDUP_REDIS_ON_ERROR": on_error, "DEDUP_REDIS_RETRY_SECONDS": 0.3})
+    try:
+        for i in range(3):
+            queue.push(Request(f"http://a.test/{i}"))
+        assert queue.pop() is not None and len(queue) == 2
+        redis_server.stop()
+        assert queue.pop() is None and len(queue) == 2  # waiting: the last count
+        assert error_lines(caplog) == []
+        time.sleep(0.4)
+        assert queue.pop() is None
+        errors = error_lines(caplog)
+        assert len(errors) == 1, errors
+        assert "closing the spider with reason 'dedup_redis_unavailable'" in errors[0]
+        assert "2 queued request(s)" in errors[0] and "1 in flight in this process" in errors[0]
+        assert queue.stats.get_value("dedup/queue/gave_up") == 1
+        close(queue)  # Redis still down: the unfinished request stays in its in-flight set (a WARNING)
+        assert len(error_lines(caplog)) == 1
+    finally:
+        if redis_server.proc is None:
+            redis_server.start()
+
+
+@pytest.mark.redis
+def test_an_empty_queue_checks_the_server_before_the_spider_may_close_as_finished(redis_client, caplog):
+    """At the crawl's end the queue is empty and the engine is about to close the spider as "finished": a loss
+    since the last heartbeat must be found first, and the queue must not look idle while it closes."""
+    queue = make_queue(redis_client)
+    try:
+        queue.push(Request("http://a.test/1"))
+        assert queue.pop() is not None
+        redis_client.flushall()
+        assert len(queue) >= 1  # not idle: the spider is being closed with dedup_redis_data_lost
+        assert queue.stats.get_value("dedup/queue/data_lost") == 1
+        assert len(error_lines(caplog)) == 1
+    finally:
+        close(queue)
+
+
+@pytest.mark.redis
+def test_a_server_rolled_back_to_its_last_snapshot_gets_the_in_flight_set_resynced(redis_server, caplog):
+    """A restart that keeps the keys but not the last writes (an RDB snapshot here; appendfsync everysec or a
+    lagging replica lose a shorter suffix). Before the snapshot ``/a`` and ``/b`` were queued and ``/a``
+    popped; after it ``/b`` was popped, ``/a``'s page yielded ``/child`` (marked seen and queued in one step)
+    and ``/a`` was acknowledged. The restarted server has ``/a`` in flight and ``/b`` queued, and knows no
+    ``/child``. Before: ``/a`` stayed in the in-flight set until the close (its links lost for this run),
+    ``/b`` was fetched twice, and the dupefilter's local cache filtered ``/child`` as seen."""
+    import logging
+
+    server = RedisServer().start()  # of its own: its snapshot file must not reach other tests
+    queue, dupefilter = paired(server.url, "scrapy_dedup.RedisDupeFilter")
+    client = server.client()
+    try:
+        assert queue.pair(dupefilter)
+        for path in ("/a", "/b"):
+            request = Request(f"http://a.test{path}")
+            assert not dupefilter.request_seen(request)
+            queue.push(request)
+        a = queue.pop()
+        client.save()  # the state the server will come back with
+        b = queue.pop()
+        child = Request("http://a.test/child")
+        assert not dupefilter.request_seen(child)
+        queue.push(child)
+        queue.ack(a)
+        server.proc.kill()  # a crash: back from the snapshot
+        server.proc.wait()
+        server.start()
+        assert sorted(urls(queue, client)) == ["http://a.test/b"]  # the rolled-back state
+        client.srem(queue.workers_key, queue.worker)  # as if this process had started after the snapshot
+        with caplog.at_level(logging.WARNING):
+            queue._beat()
+        assert sorted(urls(queue, client)) == ["http://a.test/a"]  # /a again; /b is in flight here, not queued
+        in_flight = client.zrange(queue._inflight_key(queue.worker), 0, -1)
+        assert [queue._decode_request(d).url for d in in_flight] == [b.url]
+        assert queue.stats.get_value("dedup/queue/server_restarts") == 1
+        assert client.sismember(queue.workers_key, queue.worker)  # registered again: reclaimed if it dies
+        assert queue.stats.get_value("dedup/queue/resynced") == 1
+        assert queue.stats.get_value("dedup/queue/data_lost") is None
+        assert dupefilter.request_seen(Request("http://a.test/child")) is False  # asked Redis, new there
+        assert [r for r in caplog.records if "restarted and kept the crawl's keys" in r.getMessage()]
+        assert error_lines(caplog) == []
+    finally:
+        close(queue)
+        dupefilter.close("finished")
+        client.close()
+        server.stop()
+
+
+@pytest.mark.redis
+def test_an_acknowledgement_redis_did_not_take_is_sent_when_it_answers_again(redis_server):
+    """An ack during an outage fails; once Redis (with AOF: it keeps its keys) answers, it is sent. Before:
+    the finished request stayed in the in-flight set, and the close put it back into the queue, so the next
+    run fetched it again."""
+    server = RedisServer(extra_args=("--appendonly", "yes", "--appendfsync", "always")).start()
+    queue = make_queue(server.client())
+    try:
+        queue.push(Request("http://a.test/done"))
+        done = queue.pop()
+        server.stop()
+        import redis
+
+        with pytest.raises(redis.exceptions.ConnectionError):
+            queue.ack(done)
+        server.start()
+        assert queue.pop() is None  # Redis answers: the acknowledgement goes through first
+        assert server.client().zcard(queue._inflight_key(queue.worker)) == 0
+        close(queue)
+        assert urls(queue, server.client()) == []  # nothing put back for the next run
+    finally:
+        server.stop()
