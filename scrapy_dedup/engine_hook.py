@@ -1,4 +1,5 @@
-"""The one place that touches Scrapy's engine internals: "the engine is done with this request".
+"""The one place that touches Scrapy's engine internals: "the engine is done with this request", and
+the scheduler's dupefilter.
 
 Scrapy has no signal for it. Kill-safe state needs it: a request may be
 forgotten (acknowledged in a Redis queue, marked done in the frontier journal)
@@ -80,3 +81,13 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
         slot.remove_request = remove_request
     callbacks.append(callback)
     return True
+
+
+def scheduler_dupefilter(crawler: "Crawler") -> Any:
+    """The dupefilter of the crawl's scheduler (``ExecutionEngine._slot.scheduler.df``), or None.
+
+    Scrapy's and scrapy-redis's schedulers both keep it as ``df``; a scheduler
+    without one (or no engine slot yet) gives None, and the caller does without.
+    """
+    scheduler = getattr(engine_slot(crawler), "scheduler", None)
+    return getattr(scheduler, "df", None)

@@ -128,9 +128,9 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy_redis.queue import PriorityQueue
 
+from scrapy_dedup.engine_hook import on_request_done, scheduler_dupefilter
 from scrapy_dedup.redis_policy import CLOSE_REASON, is_transient
 from scrapy_dedup.settings import read_settings
 
@@ -309,39 +309,12 @@ class AckPriorityQueue(PriorityQueue):
         AckPriorityQueue._by_crawler[crawler] = self
 
     def _watch_engine(self, crawler: "Crawler") -> None:
-        """Acknowledge each popped request when the engine removes it from its in-progress set.
+        """Acknowledge each popped request when Scrapy's engine is done with it (:mod:`scrapy_dedup.engine_hook`).
 
-        Scrapy has no signal for "this request is done". The engine's slot
-        (``ExecutionEngine._slot``, built before the scheduler is opened) is told
-        ``remove_request(request)`` once the request's download and the handling
-        of its outcome have finished: the scraper is done with the response or
-        failure (callback or errback output scheduled, items through the
-        pipelines), or the request a downloader middleware returned has been
-        scheduled. Same name and meaning in Scrapy 2.13 to 2.19. Without an
-        engine (a queue used on its own) requests are acknowledged by :meth:`ack` only.
+        Without an engine (a queue used on its own) requests are acknowledged by :meth:`ack` only.
         """
-        try:
-            engine = getattr(crawler, "engine", None)
-        except RuntimeError:  # Scrapy >= 2.14 raises when the crawl has not started
-            engine = None
-        if engine is None:
-            return
-        slot = getattr(engine, "_slot", None)
-        remove = getattr(slot, "remove_request", None)
-        if not callable(remove):
-            raise NotConfigured(
-                "AckPriorityQueue acknowledges a request when Scrapy's engine has finished with it "
-                "(ExecutionEngine._slot.remove_request, Scrapy 2.13 to 2.19); this Scrapy version has no such "
-                "hook, so acknowledging would be guesswork: use scrapy-redis's own SCHEDULER_QUEUE_CLASS"
-            )
-
-        def remove_request(request: "Request") -> None:
-            try:  # first: removing the last request may close the spider, which puts back what is unacknowledged
-                self._engine_done(request)
-            finally:
-                remove(request)
-
-        slot.remove_request = remove_request
+        on_request_done(crawler, self._engine_done,
+                        who="AckPriorityQueue (use scrapy-redis's own SCHEDULER_QUEUE_CLASS instead)")
 
     def _engine_done(self, request: "Request") -> None:
         if id(request) not in self._pending:
@@ -378,12 +351,7 @@ class AckPriorityQueue(PriorityQueue):
             self.pair(dupefilter)
 
     def _scheduler_dupefilter(self) -> Any:
-        try:
-            engine = getattr(self.crawler, "engine", None)
-        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts
-            return None
-        scheduler = getattr(getattr(engine, "_slot", None), "scheduler", None)
-        return getattr(scheduler, "df", None)
+        return scheduler_dupefilter(self.crawler)
 
     def pair(self, dupefilter: Any) -> bool:
         """Mark seen and queue in one Redis script with ``dupefilter`` if it can be done; say so either way.
