@@ -105,7 +105,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy_redis.queue import PriorityQueue
 
-from scrapy_dedup.redis_policy import is_transient
+from scrapy_dedup.redis_policy import describe, is_transient, secrets_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -196,6 +196,7 @@ class AckPriorityQueue(PriorityQueue):
         self._closed = False
         self.crawler = crawler
         self.stats = crawler.stats
+        self._secrets = _secrets_of_server(server, crawler.settings)
         self._mark_and_push = {"set": server.register_script(_MARK_SET_AND_PUSH),
                                "bloom": server.register_script(_MARK_BITS_AND_PUSH)}
         #: the scheduler's dupefilter once paired (see :meth:`pair`), else None
@@ -263,8 +264,8 @@ class AckPriorityQueue(PriorityQueue):
         try:
             self.ack(request)
         except Exception as exc:  # Redis unreachable: the request stays in flight, so it is fetched again
-            logger.warning("AckPriorityQueue: could not acknowledge %s (%s: %s); after a restart it will be "
-                           "fetched again", request, type(exc).__name__, exc)
+            logger.warning("AckPriorityQueue: could not acknowledge %s (%s); after a restart it will be "
+                           "fetched again", request, describe(exc, self._secrets))
             if self.stats is not None:
                 self.stats.inc_value("dedup/queue/ack_errors")
 
@@ -506,7 +507,7 @@ class AckPriorityQueue(PriorityQueue):
             self._flush_held()
             self.reclaim_dead()
         except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
-            logger.warning("AckPriorityQueue: heartbeat failed (%s: %s)", type(exc).__name__, exc)
+            logger.warning("AckPriorityQueue: heartbeat failed (%s)", describe(exc, self._secrets))
 
     def reclaim_dead(self) -> int:
         """Put back the in-flight requests of dead processes; return how many came back."""
@@ -555,6 +556,20 @@ class AckPriorityQueue(PriorityQueue):
             self.server.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
+
+
+def _secrets_of_server(server: Any, settings: Any) -> tuple[str, ...]:
+    """What the queue's log lines must not show: the password of scrapy-redis's ``REDIS_URL`` (and every
+    piece of it), of ``REDIS_PARAMS``, and the one the client was given."""
+    try:
+        params = dict(settings.getdict("REDIS_PARAMS"))
+    except (TypeError, ValueError):
+        params = {}
+    client_kwargs = getattr(getattr(server, "connection_pool", None), "connection_kwargs", None)
+    found = set(secrets_of(settings.get("REDIS_URL") or "", params))
+    if isinstance(client_kwargs, dict):
+        found.update(secrets_of("", client_kwargs))
+    return tuple(found)
 
 
 def _is_cluster(client: Any) -> bool:
