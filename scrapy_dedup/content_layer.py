@@ -36,6 +36,7 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.structured import SNIFF_BYTES, structured_kind
 from scrapy_dedup.content.text import page_text
 from scrapy_dedup.redis_conn import mask_url
+from scrapy_dedup.redis_policy import describe, secrets_of
 from scrapy_dedup.settings import CONTENT_OVERRIDABLE, DedupSettings, read_settings
 from scrapy_dedup.url.policy import DomainMap
 
@@ -126,6 +127,8 @@ class ContentLayer:
         # One fingerprinter per distinct min_words (degenerate pages are decided per host).
         self._fingerprinters: dict[int, ContentFingerprinter] = {}
         self.fingerprinter = self._fingerprinter_for(default)
+        #: what redis-py's exception texts must not show (the password, and any piece of it)
+        self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
         self.store = self._build_store(crawler, cfg)
         self.engine = ContentDeduplicator(self.fingerprinter, self.store)
         self.counts: Counter[str] = Counter()
@@ -181,7 +184,7 @@ class ContentLayer:
         server that is down at start is an outage like any other, not a start-up error.
         """
         from scrapy_dedup.dupefilters import RedisStartupError
-        from scrapy_dedup.redis_policy import describe, is_transient, secrets_of
+        from scrapy_dedup.redis_policy import is_transient
 
         secrets = secrets_of(cfg.redis_url, cfg.redis_params)
         try:
@@ -336,9 +339,9 @@ class ContentLayer:
         self._count("store_errors")
         if not self._store_failing:
             self._store_failing = True
-            logger.error("Content index unavailable (%s: %s); pages are kept without a duplicate "
+            logger.error("Content index unavailable (%s); pages are kept without a duplicate "
                          "check until it is back (counted in dedup/content/store_errors)",
-                         type(exc).__name__, exc)
+                         describe(exc, self._secrets))
 
     def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None) -> None:
         if self._store_failing:

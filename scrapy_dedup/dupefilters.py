@@ -149,7 +149,12 @@ class _SeenDupeFilter(BaseDupeFilter):
                 try:
                     self.stats.set_value(f"dedup/seen/{name}", measure())
                 except Exception as exc:  # a Redis outage at close must not hide the crawl's result
-                    self.logger.warning("%s: could not measure %s: %s", self.kind, name, exc)
+                    self.logger.warning("%s: could not measure %s: %s", self.kind, name,
+                                        describe(exc, self._secrets()))
+
+    def _secrets(self) -> tuple[str, ...]:
+        """What an exception text must not show (the Redis filters: the password and its pieces)."""
+        return ()
 
     def log(self, request: Request, spider: Spider) -> None:
         """Scrapy's ``RFPDupeFilter.log``: the same messages and the ``dupefilter/filtered`` stat."""
@@ -319,7 +324,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self.key = key
         self.persist = persist
         self.flush_on_start = flush_on_start
-        self.policy = policy or RedisErrorPolicy(name=self.kind, url=url, stats=stats)
+        self.policy = policy or RedisErrorPolicy(name=self.kind, url=url, secrets=secrets_of(url), stats=stats)
         self.crawler = crawler
         self.unconfirmed_path = Path(jobdir, UNCONFIRMED_FILE) if jobdir else None
         self._started = False
@@ -340,6 +345,9 @@ class _RedisDupeFilter(_SeenDupeFilter):
             raise DedupConfigError(
                 f"DEDUP_REDIS_KEY must be a key template using only %(spider)s, got {cfg.redis_key!r} ({exc})"
             ) from None
+
+    def _secrets(self) -> tuple[str, ...]:
+        return self.policy.secrets
 
     def _redis(self, call: Callable[..., T], *args: Any) -> T:
         """The one place Redis is called from, under the outage policy (may raise :class:`RedisUnavailable`)."""

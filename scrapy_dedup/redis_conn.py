@@ -1,52 +1,128 @@
 """Redis connections shared by the seen sets and the content index (no Scrapy imports).
 
 Every log line and exception message that names a Redis server goes through
-:func:`mask_url`, so a password in ``DEDUP_REDIS_URL`` never reaches a log.
+:func:`mask_url`, so a password in ``DEDUP_REDIS_URL`` never reaches a log; texts of
+redis-py's exceptions go through :func:`scrapy_dedup.redis_policy.describe`.
 """
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 SUPPORTED_SCHEMES = ("redis", "rediss", "unix")
 
+#: what may stand before the userinfo: leading blanks, a scheme (or a typo of one: ``redis//``,
+#: ``redis:/``, ``redis:``), and any slashes
+_PREFIX = re.compile(r"[\x00-\x20]*(?:[A-Za-z][A-Za-z0-9+.\-]*(?=:|//))?:?/*")
+#: ``password=`` / ``ssl_password=`` query values, up to the next ``&name=`` (a raw ``&`` may be in the value)
+QUERY_SECRET = re.compile(r"(?i)(?<![A-Za-z0-9_])((?:ssl_)?password=).*?(?=&[A-Za-z_][A-Za-z0-9_]*=|\Z)", re.S)
+#: a user name that is shown (not a secret) when the URL parses cleanly
+_CLEAN_USER = re.compile(r"[^/?#@\[\]\s]+")
 
-def mask_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***``.
+
+def userinfo_span(url: str) -> tuple[int, int] | None:
+    """``(start, end)`` of the part of ``url`` that can be read as userinfo, or None if there is no ``@``.
+
+    Why not ``urlsplit``: a password with an unescaped ``/``, ``?`` or ``#`` ends
+    the netloc early, so ``urlsplit`` finds no password (and redis-py reads part
+    of it as the host or the port). Everything from after ``scheme://`` (or the
+    scheme's colon, or ``//``, when the URL has a typo) up to the *last* ``@`` of
+    the whole string is taken as userinfo: it can only over-mask.
+    """
+    at = url.rfind("@")
+    if at < 0:
+        return None
+    head = _PREFIX.match(url, 0, at)
+    return (head.end() if head else 0), at
+
+
+def mask_url(url: Any) -> str:
+    """``url`` with whatever can be read as a password replaced by ``***``; never raises.
 
     ``redis://user:secret@host:6379/0`` -> ``redis://user:***@host:6379/0``;
-    a ``password=`` query parameter is masked too.
+    ``redis://secret@host`` -> ``redis://***@host`` (redis-py sends it as a user name,
+    but it is often meant as a password); a malformed URL has its whole userinfo
+    masked: ``redis://:pa/ss#wo?rd@host`` -> ``redis://:***@host``,
+    ``redis//user:secret@host`` -> ``redis//***@host``; ``password=`` and
+    ``ssl_password=`` query values are masked too. The user name is kept only where
+    the URL parses cleanly (it is no secret, and it helps to see it).
     """
+    try:
+        if isinstance(url, (bytes, bytearray)):
+            url = bytes(url).decode("utf-8", "replace")
+        if not isinstance(url, str):
+            return f"<{type(url).__name__}, not shown>"
+        # query secrets first: an '@' in a "password=" value must not be taken for the end of a userinfo
+        masked = QUERY_SECRET.sub(r"\1***", url)
+        span = userinfo_span(masked)
+        if span is None:
+            return masked
+        start, at = span
+        userinfo = masked[start:at]
+        user, sep, _ = userinfo.partition(":")
+        # a bare "secret@host" may be meant as a password; a malformed URL's "user" may be part of one
+        shown = f"{user}:***" if sep and shows_user(masked, userinfo) else "***"
+        return masked[:start] + shown + masked[at:]
+    except Exception:  # pragma: no cover - a last resort: a log line must never fail
+        scheme = re.match(r"[A-Za-z][A-Za-z0-9+.\-]*(?=:)", url) if isinstance(url, str) else None
+        return f"{scheme.group(0)}://***" if scheme else "***"
+
+
+def shows_user(url: str, userinfo: str) -> bool:
+    """True if the user name in ``userinfo`` (``user:password``) may be shown: it is empty, or
+    ``urlsplit`` (so redis-py) reads the same userinfo and it holds no delimiter."""
+    user = userinfo.partition(":")[0]
+    if not user:
+        return True
+    if not _CLEAN_USER.fullmatch(user):
+        return False
     try:
         parts = urlsplit(url)
     except ValueError:
-        return "<unparsable redis url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user, sep, _password = userinfo.partition(":")
-        netloc = f"{user}:***@{hostport}" if sep else f"***@{hostport}"
-        # A bare "secret@host" is a password in redis-py's parsing.
-        if not sep and user:
-            netloc = f"***@{hostport}"
-    query = parts.query
-    if "password=" in query:
-        query = "&".join(
-            "password=***" if q.startswith("password=") else q for q in query.split("&")
-        )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        return False
+    return bool(parts.scheme) and parts.netloc.rpartition("@")[0] == userinfo
 
 
-def validate_url(url: str, setting: str = "DEDUP_REDIS_URL") -> str:
-    """Check that ``url`` is a Redis URL redis-py can open; raise ``ValueError`` naming ``setting``."""
+def validate_url(url: Any, setting: str = "DEDUP_REDIS_URL") -> str:
+    """Check that ``url`` is a Redis URL redis-py reads as written; raise ``ValueError`` naming ``setting``.
+
+    Every message shows the URL masked (:func:`mask_url`). Refused as well as a
+    wrong scheme: an ``@`` after the host part (a password with an unescaped
+    ``/``, ``?`` or ``#``, which redis-py would cut into a host, a port or a
+    database, and connect somewhere with a piece of the password), control
+    characters (``urllib`` silently drops tabs and newlines, so the password sent
+    would not be the one written), a ``#`` (a Redis URL has no fragment: what
+    follows would be dropped), a port that is not a number, and anything
+    ``urlsplit`` refuses.
+    """
     if not isinstance(url, str) or not url:
-        raise ValueError(f"{setting} must be a redis://, rediss:// or unix:// URL, got {url!r}")
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in SUPPORTED_SCHEMES:
+        got = "an empty string" if url == "" else f"a {type(url).__name__}"
+        raise ValueError(f"{setting} must be a redis://, rediss:// or unix:// URL, got {got}")
+    shown = repr(mask_url(url))
+    if not url.startswith(tuple(f"{scheme}://" for scheme in SUPPORTED_SCHEMES)):
+        typo = re.match(r"\s*(rediss?|unix)\b", url, re.IGNORECASE)
+        hint = " (the scheme is written in lower case and followed by '://')" if typo else ""
+        raise ValueError(f"{setting} must start with redis://, rediss:// or unix://, got {shown}{hint}")
+    if re.search(r"[\x00-\x1f\x7f]", url):
+        raise ValueError(f"{setting} contains a control character (tab, newline, ...): {shown}")
+    rest = url.split("://", 1)[1]
+    netloc_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    if "@" in rest[netloc_end:]:
         raise ValueError(
-            f"{setting} must start with redis://, rediss:// or unix://, got {mask_url(url)!r}"
-        )
+            f"{setting} has an '@' after the host part ({shown}): a password or user name containing "
+            "'/', '?', '#' or '@' must be percent-escaped ('/' as %2F, '?' as %3F, '#' as %23, '@' as %40, "
+            "e.g. with urllib.parse.quote(password, safe='')), and so must an '@' in the path or a query value")
+    if "#" in url:  # what follows it would be dropped, a piece of the password with it
+        raise ValueError(f"{setting} has a '#' ({shown}): a Redis URL has no fragment, so a '#' in a password "
+                         "or a query value must be percent-escaped as %23")
+    try:
+        parts = urlsplit(url)
+        if parts.scheme != "unix":
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:  # its message would show the netloc, password included
+        raise ValueError(f"{setting} is not a valid Redis URL (host or port unreadable): {shown}") from None
     return url
 
 

@@ -36,6 +36,7 @@ replaced by ``***``.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from typing import Any, Callable, Iterable, Protocol, TypeVar
 
@@ -101,38 +102,98 @@ def is_transient(exc: BaseException) -> bool:
     return True
 
 
+#: where urllib cuts a URL (components, userinfo, port), and where a query is cut into items as well:
+#: a fragment of a password between two of these may be printed alone, as a host, a port, a path or a keyword
+_CUTS = (re.compile(r"[/?#@:]+"), re.compile(r"[/?#@:&=;]+"))
+#: fragments shorter than this are masked only where they stand alone (not inside a word or a number)
+SHORT_FRAGMENT = 3
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every secret replaced by ``***`` (case-insensitively: urllib lowercases a host).
+
+    Secrets shorter than :data:`SHORT_FRAGMENT` characters (such as a piece of a
+    malformed password that redis-py read as a port) are replaced only where they
+    stand alone, so that ``ss`` does not turn ``class`` into ``cla***``; one pass,
+    longest first, so a replacement never uncovers another secret.
+    """
+    secrets = {s for s in secrets if s and s != "***"}
+    long_ = sorted((s for s in secrets if len(s) >= SHORT_FRAGMENT), key=len, reverse=True)
+    short = sorted((s for s in secrets if len(s) < SHORT_FRAGMENT), key=len, reverse=True)
+    alternatives = [re.escape(s) for s in long_]
+    if short:
+        # alone: not next to a letter or digit, nor inside a dotted name or number ("127.0.0.1")
+        alternatives.append(r"(?<!\w)(?<!\w\.)(?:%s)(?!\w|\.\w)" % "|".join(map(re.escape, short)))
+    if not alternatives:
+        return text
+    return re.sub("|".join(alternatives), "***", text, flags=re.IGNORECASE)
 
 
-def secrets_of(url: str, params: dict[str, Any] | None = None) -> tuple[str, ...]:
-    """The passwords in a Redis URL and client parameters (to be kept out of every message)."""
-    from urllib.parse import parse_qs, unquote, urlsplit
+def _fragments(secret: str) -> set[str]:
+    """``secret``, its percent-decoded form, and every piece of either between two URL delimiters."""
+    from urllib.parse import unquote, unquote_plus
 
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        if parts.password:
-            found += [parts.password, unquote(parts.password)]
-        elif parts.username and "@" in parts.netloc:  # "redis://secret@host": a bare password
-            found += [parts.username, unquote(parts.username)]
-        found += parse_qs(parts.query).get("password", [])
-    except ValueError:
-        pass
+    found = set()
+    for form in {secret, unquote(secret), unquote_plus(secret)}:
+        found.add(form)
+        # A piece without a letter or digit ("!!") reveals next to nothing and would mangle punctuation.
+        found.update(piece for cuts in _CUTS for piece in cuts.split(form)
+                     if len(piece) >= SHORT_FRAGMENT or any(c.isalnum() for c in piece))
+    return {f for f in found if f}
+
+
+def secrets_of(url: Any, params: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """Every text of a Redis URL and client parameters that must be kept out of messages.
+
+    That is the password, percent-decoded too, and also every fragment of it that
+    redis-py may print: a password with an unescaped ``/``, ``?`` or ``#`` is cut
+    by ``urlsplit``, and redis-py then names a piece of it as the host ("Error -2
+    connecting to pa:6379") or the port ("Port could not be cast to integer value
+    as 'ss'"). So the whole userinfo as :func:`~scrapy_dedup.redis_conn.mask_url`
+    reads it (up to the last ``@``; also after ``urllib``'s removal of tabs and
+    newlines), less a cleanly parsed user name, is cut at every delimiter urllib
+    and redis-py cut at, and each piece is a secret; so are ``password=`` and
+    ``ssl_password=`` query values and the ``password``/``ssl_password`` params.
+    Never raises. Longest first.
+    """
+    from scrapy_dedup.redis_conn import QUERY_SECRET, shows_user, userinfo_span
+
+    found: set[str] = set()
+    if isinstance(url, (bytes, bytearray)):
+        url = bytes(url).decode("utf-8", "replace")
+    if isinstance(url, str):
+        try:
+            for text in {url, re.sub(r"[\t\r\n]", "", url)}:  # urllib drops tabs and newlines anywhere
+                for match in QUERY_SECRET.finditer(text):
+                    found |= _fragments(match.group(0)[len(match.group(1)):])
+                # as mask_url reads it: an '@' in a query password is no end of a userinfo
+                masked = QUERY_SECRET.sub(r"\1***", text)
+                span = userinfo_span(masked)
+                if span is not None:
+                    userinfo = masked[span[0]:span[1]]
+                    _, sep, password = userinfo.partition(":")
+                    if sep:
+                        found |= _fragments(password)
+                    if not (sep and shows_user(masked, userinfo)):
+                        # a bare "secret@host" is masked whole; a malformed URL's "user" may be part of a password
+                        found |= _fragments(userinfo)
+        except Exception:  # pragma: no cover - unreadable: the whole URL is the secret
+            found.add(url)
     for name in ("password", "ssl_password"):
         value = (params or {}).get(name)
-        if isinstance(value, str):
-            found.append(value)
-    return tuple(sorted({s for s in found if s}, key=len, reverse=True))
+        if isinstance(value, (str, bytes)) and value:
+            found.add(value if isinstance(value, str) else value.decode("utf-8", "replace"))
+    found.discard("***")  # what mask_url put in place of a query password
+    return tuple(sorted(found, key=lambda s: (-len(s), s)))
 
 
 def describe(exc: BaseException, secrets: Iterable[str] = ()) -> str:
-    """``"ClassName: message"`` with secrets removed."""
-    return redact(f"{type(exc).__name__}: {exc}", secrets)
+    """``"ClassName: message"`` with secrets removed: how every text of a redis-py exception is logged."""
+    try:
+        text = f"{type(exc).__name__}: {exc}"
+    except Exception:  # an exception whose str() fails
+        text = type(exc).__name__
+    return redact(text, secrets)
 
 
 class RedisErrorPolicy:

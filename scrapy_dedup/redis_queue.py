@@ -131,7 +131,7 @@ from scrapy import signals
 from scrapy_redis.queue import PriorityQueue
 
 from scrapy_dedup.engine_hook import on_request_done, scheduler_dupefilter
-from scrapy_dedup.redis_policy import CLOSE_REASON, is_transient
+from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of
 from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
@@ -271,6 +271,7 @@ class AckPriorityQueue(PriorityQueue):
         self._closed = False
         self.crawler = crawler
         self.stats = crawler.stats
+        self._secrets = _secrets_of_server(server, crawler.settings)
         self._mark_and_push = {"set": server.register_script(_MARK_SET_AND_PUSH),
                                "bloom": server.register_script(_MARK_BITS_AND_PUSH)}
         #: the scheduler's dupefilter once paired (see :meth:`pair`), else None
@@ -322,8 +323,8 @@ class AckPriorityQueue(PriorityQueue):
         try:
             self.ack(request)
         except Exception as exc:  # Redis unreachable: the request stays in flight, so it is fetched again
-            logger.warning("AckPriorityQueue: could not acknowledge %s (%s: %s); after a restart it will be "
-                           "fetched again", request, type(exc).__name__, exc)
+            logger.warning("AckPriorityQueue: could not acknowledge %s (%s); after a restart it will be "
+                           "fetched again", request, describe(exc, self._secrets))
             if self.stats is not None:
                 self.stats.inc_value("dedup/queue/ack_errors")
 
@@ -769,7 +770,7 @@ class AckPriorityQueue(PriorityQueue):
             self._retry_acks()
             self.reclaim_dead()
         except Exception as exc:  # a Redis hiccup must not stop the heartbeat loop
-            logger.warning("AckPriorityQueue: heartbeat failed (%s: %s)", type(exc).__name__, exc)
+            logger.warning("AckPriorityQueue: heartbeat failed (%s)", describe(exc, self._secrets))
 
     def reclaim_dead(self) -> int:
         """Put back the in-flight requests of dead processes; return how many came back."""
@@ -848,6 +849,20 @@ def _where(client: Any) -> str:
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
     place = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
     return f"{place}/{kwargs.get('db') or 0}"
+
+
+def _secrets_of_server(server: Any, settings: Any) -> tuple[str, ...]:
+    """What the queue's log lines must not show: the password of scrapy-redis's ``REDIS_URL`` (and every
+    piece of it), of ``REDIS_PARAMS``, and the one the client was given."""
+    try:
+        params = dict(settings.getdict("REDIS_PARAMS"))
+    except (TypeError, ValueError):
+        params = {}
+    client_kwargs = getattr(getattr(server, "connection_pool", None), "connection_kwargs", None)
+    found = set(secrets_of(settings.get("REDIS_URL") or "", params))
+    if isinstance(client_kwargs, dict):
+        found.update(secrets_of("", client_kwargs))
+    return tuple(found)
 
 
 def _is_cluster(client: Any) -> bool:

@@ -138,12 +138,25 @@ def to_optional_str_or_list(value: Any, name: str) -> tuple[str, ...]:
 
 
 def _redis_url(value: Any, name: str) -> str:
+    """A Redis URL redis-py reads as written; every message shows it masked (it may hold a password)."""
     from scrapy_dedup.redis_conn import validate_url
 
     try:
-        return validate_url(to_str(value, name), name)
+        return validate_url(value, name)
     except ValueError as exc:
         raise DedupConfigError(str(exc)) from None
+
+
+def _redis_params(value: Any, name: str) -> dict:
+    """A dict of client parameters; a string that is not JSON is not shown (it may hold a password)."""
+    if isinstance(value, str) and value.strip():
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise DedupConfigError(f"{name} must be a dict (or a JSON object string); the string given is not "
+                                   f"JSON ({exc.__class__.__name__} at character {getattr(exc, 'pos', '?')}; "
+                                   "not shown, it may hold a password)") from None
+    return to_dict(value, name)
 
 
 def _url_policy(value: Any, name: str) -> Any:
@@ -246,7 +259,8 @@ SETTINGS: tuple[Setting, ...] = (
        "to start: an empty filter would refetch the whole crawl) or `empty` (start empty, keep the bad "
        "file as `seen.bloom.corrupt-<time>`)."),
     _s("DEDUP_REDIS_URL", "redis://localhost:6379/0", _redis_url, "redis",
-       "Redis server of the shared stores: redis://, rediss:// or unix://. The password is masked in logs."),
+       "Redis server of the shared stores: redis://, rediss:// or unix://. The password is masked in logs; "
+       "percent-escape `/ ? # @` in it (`urllib.parse.quote(password, safe='')`)."),
     _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
        "Key of the shared seen set; `%(spider)s` is the spider name, so all processes of a spider share it."),
     _s("DEDUP_REDIS_PERSIST", True, to_bool, "redis",
@@ -255,7 +269,7 @@ SETTINGS: tuple[Setting, ...] = (
        "Delete the Redis keys when the crawl opens (start fresh)."),
     _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, optional=True), "redis",
        "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
-    _s("DEDUP_REDIS_PARAMS", {}, to_dict, "redis",
+    _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
        "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`)."),
     _s("DEDUP_REDIS_BLOOM_SHARDS", 1, _number(int, minimum=1, maximum=4096), "redis",
        "Number of Redis keys the Redis Bloom filter is split over (one hash slot each, for Redis Cluster)."),
@@ -363,7 +377,15 @@ class DedupSettings(Mapping):
         raise AttributeError("DedupSettings is read-only")
 
     def __repr__(self) -> str:
-        return f"DedupSettings({self._values!r})"
+        from scrapy_dedup.redis_conn import mask_url
+
+        shown = dict(self._values)  # the Redis password stays out of any log line or traceback showing this
+        shown["DEDUP_REDIS_URL"] = mask_url(shown.get("DEDUP_REDIS_URL", ""))
+        params = shown.get("DEDUP_REDIS_PARAMS")
+        if isinstance(params, dict):
+            shown["DEDUP_REDIS_PARAMS"] = {k: "***" if k in ("password", "ssl_password") else v
+                                           for k, v in params.items()}
+        return f"DedupSettings({shown!r})"
 
     def check_content_engine(self) -> None:
         """Cross-setting checks of the content engine (bands vs threshold, shingle vs min words)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import functools
 import hashlib
 import json
 import logging
@@ -12,6 +13,7 @@ import os
 import stat
 from collections import Counter
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from pytest_twisted import inlineCallbacks
@@ -25,6 +27,9 @@ from tests.support.localsite import LocalSite
 from tests.support.redis_server import RedisServer, free_port
 
 PASSWORD = "s3cr3t-Pa55w0rd-7f1c"
+#: a password with every delimiter of a URL in it; each piece between two of them is distinctive, so a
+#: piece found in a log is a leak, not a coincidence
+TRICKY = "Qx7/Zk9#Wm4?Vb2@Hn5:Jt8-s3cr3t"
 PACKAGE = Path(scrapy_dedup.__file__).parent
 
 
@@ -46,12 +51,20 @@ def password_redis(redis_server):  # redis_server: skips (or fails under CI) wit
     server.stop()
 
 
+@pytest.fixture(params=[PASSWORD, TRICKY], ids=["plain", "delimiters"])
+def outage_redis(redis_server, request):
+    """A password-protected server; its password plain, or full of the characters that cut a URL."""
+    server = RedisServer(password=request.param).start()
+    yield server
+    server.stop()
+
+
 # --- secrets ----------------------------------------------------------------------------------------
 
 @pytest.mark.redis
 @pytest.mark.crawl
 @inlineCallbacks
-def test_password_never_reaches_logs_or_stats_even_through_an_outage(password_redis, caplog):
+def test_password_never_reaches_logs_or_stats_even_through_an_outage(outage_redis, caplog):
     caplog.set_level(logging.DEBUG)
     linked = LinkedSite(pages=20, near=4, delay=0.02, entry_links_all=False)
     count = {"n": 0}
@@ -59,38 +72,39 @@ def test_password_never_reaches_logs_or_stats_even_through_an_outage(password_re
     def outage(spider, response):  # the server is killed mid-crawl: error messages are logged too
         count["n"] += 1
         if count["n"] == 5:
-            password_redis.proc.kill()
-            password_redis.proc.wait()
-            password_redis.proc = None
+            outage_redis.proc.kill()
+            outage_redis.proc.wait()
+            outage_redis.proc = None
         if count["n"] == 10:
-            password_redis.start()  # back while pages remain: the scripts are loaded again
+            outage_redis.start()  # back while pages remain: the scripts are loaded again
 
     settings = {
         "ADDONS": {"scrapy_dedup.Addon": 0},
         "DUPEFILTER_CLASS": "scrapy_dedup.RedisBloomDupeFilter",
         "DEDUP_BLOOM_CAPACITY": 100_000,
-        "DEDUP_REDIS_URL": password_redis.url,
+        "DEDUP_REDIS_URL": outage_redis.url,
         "DEDUP_CONTENT_BACKEND": "redis",
         "DEDUP_REDIS_ON_ERROR": "fail_open",
         "DUPEFILTER_DEBUG": True,
         "CONCURRENT_REQUESTS": 2,
     }
-    assert PASSWORD in password_redis.url
+    password = outage_redis.password
+    assert quote(password, safe="") in outage_redis.url  # escaped, as a password with '/', '#', '?' must be
     with LocalSite(linked) as site:
         crawler = yield run_crawl(LinkedSpider, settings, start_urls=[site.url("site.test")], on_response=outage)
     logged = everything_logged(caplog)
     stats = crawler.stats.get_stats()
     assert stats["dedup/redis/errors"] >= 1  # the outage happened and was logged
     assert "redis://:***@127.0.0.1" in logged  # the server is named, masked
-    assert PASSWORD not in logged
-    assert PASSWORD not in repr(stats)
-    print(f"\n[reliability] password crawl: {len(caplog.records)} log records, {len(logged)} characters, "
-          f"password found 0 times; stats {len(stats)} values, password found 0 times; "
+    assert leaks(logged, password) == []  # nor any piece of it
+    assert leaks(repr(stats), password) == []
+    print(f"\n[reliability] password crawl ({password!r}): {len(caplog.records)} log records, {len(logged)} "
+          f"characters, password and its pieces found 0 times; stats {len(stats)} values, 0 times; "
           f"redis errors={stats['dedup/redis/errors']}")
     assert not [p for p in linked.paths if not site.hits[("site.test", p)]]  # and nothing was lost
 
     # Every script Redis holds now is one of the package's constant scripts (nothing built from data).
-    client = password_redis.client()
+    client = outage_redis.client()
     constants = {hashlib.sha1(text.encode()).hexdigest() for text in lua_constants().values()}
     cached = client.info("memory")["number_of_cached_scripts"]
     assert cached >= 1  # the content index's script was loaded (again) after the restart (the seen sets use none)
@@ -139,12 +153,323 @@ def test_a_wrong_password_stops_the_start_up_with_a_clear_error_without_the_pass
         assert secret not in everything_logged(caplog)
 
 
+@pytest.fixture
+def tricky_redis(redis_server):
+    server = RedisServer(password=TRICKY).start()
+    yield server
+    server.stop()
+
+
+def _crawl_in_a_process(tmp_path: Path, name: str, url: str, settings: dict, *, during=None) -> tuple:
+    """``python -m tests.faultcrawl`` with ``DEDUP_REDIS_URL = url`` at DEBUG; its whole output (the Scrapy
+    log and anything else on stdout and stderr) and exit code. ``during(proc, site)`` runs while it crawls."""
+    from tests.faultcrawl import ResumeSite
+    from tests.test_fault_resume import CrawlProcess
+
+    design = ResumeSite(lists=6, per_list=4, delay=0.02)
+    with LocalSite(design.route) as site:
+        settings = {"DUPEFILTER_CLASS": "scrapy_dedup.RedisDupeFilter", "DEDUP_CONTENT_BACKEND": "redis",
+                    "DEDUP_REDIS_URL": url, "LOG_LEVEL": "DEBUG", "DUPEFILTER_DEBUG": True, **settings}
+        directory = tmp_path / name
+        directory.mkdir()
+        proc = CrawlProcess(directory, name, site.url("127.0.0.1", "/"), settings).start()
+        if during is not None:
+            during(proc, site)
+        code = proc.wait(120)
+        hits = sum(site.hits.values())
+    return proc, code, proc.log_text(), hits
+
+
+@pytest.mark.redis
+@pytest.mark.crawl
+def test_a_password_with_url_delimiters_never_reaches_the_output_of_a_crawl_process(tricky_redis, tmp_path):
+    """Real Scrapy processes against a redis-server whose password has '/', '#', '?', '@' and ':' in it.
+
+    (a) the correct, percent-escaped URL, for the dupefilter, the content index, scrapy-redis's scheduler
+        and AckPriorityQueue, with the server killed mid-crawl and restarted (so redis-py's error texts are
+        logged by each of them); (b) the same URL unescaped; (c) the escaped URL with a typo,
+        ``redis//:...``. (b) and (c) stop at start-up naming DEDUP_REDIS_URL, fetching nothing. The whole
+        output of every process shows neither the password nor any piece of it of 3 characters or more.
+    """
+    import time
+
+    from tests.test_fault_resume import wait_for_hits
+
+    escaped = quote(TRICKY, safe="")
+    port = tricky_redis.port
+    good = f"redis://:{escaped}@127.0.0.1:{port}/0"
+    assert good == tricky_redis.url
+
+    def outage(proc, site):
+        wait_for_hits(site, 8, proc)
+        tricky_redis.proc.kill()
+        tricky_redis.proc.wait()
+        time.sleep(1.5)  # the queue's heartbeat, pops and acknowledgements, the filter and the index all fail
+        tricky_redis.start()
+
+    queue = {"SCHEDULER": "scrapy_redis.scheduler.Scheduler", "SCHEDULER_PERSIST": True, "REDIS_URL": good,
+             "SCHEDULER_QUEUE_CLASS": "scrapy_dedup.redis_queue.AckPriorityQueue",
+             "DEDUP_REDIS_ON_ERROR": "fail_open", "CONCURRENT_REQUESTS": 2}
+    proc, code, log, hits = _crawl_in_a_process(tmp_path, "escaped", good, queue, during=outage)
+    assert code == 0, log[-3000:]
+    assert proc.stats()["finish_reason"] == "finished" and hits >= 8
+    assert "redis://:***@127.0.0.1" in log  # the server is named, masked
+    assert "unavailable" in log and "Connection refused" in log  # redis-py's error texts were logged
+    assert leaks(log, TRICKY) == [], [line for line in log.splitlines() if leaks(line, TRICKY)][:5]
+    print(f"\n[reliability] escaped URL: {hits} pages, {len(log.splitlines())} lines of output, "
+          f"{sum('ERROR' in line for line in log.splitlines())} ERROR lines; password pieces found 0 times")
+
+    for name, url in (("unescaped", f"redis://:{TRICKY}@127.0.0.1:{port}/0"),
+                      ("typo", f"redis//:{escaped}@127.0.0.1:{port}/0")):
+        proc, code, log, hits = _crawl_in_a_process(tmp_path, name, url, {})
+        assert hits == 0, log[-3000:]  # nothing was crawled
+        errors = [line for line in log.splitlines() if "DedupConfigError" in line]
+        assert errors and "DEDUP_REDIS_URL" in errors[-1], log[-3000:]
+        assert "***@127.0.0.1" in errors[-1]
+        assert leaks(log, TRICKY) == [], [line for line in log.splitlines() if leaks(line, TRICKY)][:5]
+        print(f"[reliability] {name} URL: exit code {code}, {len(log.splitlines())} lines of output, "
+              f"password pieces found 0 times; {errors[-1].strip()[:160]}")
+
+
 def test_config_errors_mask_the_password():
     for url in (f"http://user:{PASSWORD}@host:6379/0", f"redis+tcp://:{PASSWORD}@host/0",
                 f"ftp://host/0?password={PASSWORD}"):
         with pytest.raises(DedupConfigError) as info:
             read_settings({"DEDUP_REDIS_URL": url})
         assert "DEDUP_REDIS_URL" in str(info.value) and PASSWORD not in str(info.value)
+
+
+def fragments(password: str, minimum: int = 3) -> set[str]:
+    """The password, its percent-escaped and -decoded forms, and every ``/#?@:``-separated piece of
+    ``minimum`` characters or more: none of them may be shown."""
+    import re
+    from urllib.parse import quote, unquote
+
+    found = {password, unquote(password)}
+    if len(password) >= minimum:
+        found.add(quote(password, safe=""))
+    for form in set(found):
+        found.update(re.split(r"[/#?@:]", form))
+    return {f for f in found if len(f) >= minimum}
+
+
+@functools.lru_cache(maxsize=None)
+def _fixed_texts() -> str:
+    """The fixed words of every message validate_url can give (made with neutral URLs)."""
+    from scrapy_dedup.redis_conn import validate_url
+
+    texts = []
+    for bad in (None, "", "http://h", "redis//h", "redis://h\n", "redis://h/0?x=@", "redis://h/0#",
+                "redis://h:x/0", "redis://[h/0"):
+        try:
+            validate_url(bad)
+        except ValueError as exc:
+            texts.append(str(exc))
+    return "\n".join(texts)
+
+
+def leaks(text: str, password: str, template: str = "") -> list[str]:
+    """The pieces of ``password`` that ``text`` shows (pieces that are part of the URL around it, the
+    host or the scheme, say, of the mask itself, or of a message's fixed words, do not count)."""
+    shown_anyway = template + "***" + _fixed_texts()
+    return sorted(f for f in fragments(password) if f in text and f not in shown_anyway)
+
+
+def test_typo_and_unescaped_urls_never_put_the_password_in_a_configuration_error():
+    """The tester's cases: a missing colon (``redis//``), a password with unescaped ``/#?``."""
+    from urllib.parse import quote
+
+    escaped = quote(TRICKY, safe="")
+    for url in (f"redis//:{TRICKY}@127.0.0.1:6379/0", f"redis//:{escaped}@127.0.0.1:6379/0",
+                f"redis:/:{escaped}@127.0.0.1:6379/0", f"redis:{escaped}@127.0.0.1",
+                f"redis://:{TRICKY}@127.0.0.1:6379/0", f"redis://user:{TRICKY}@127.0.0.1:6379/0",
+                f"rediss://{TRICKY}@127.0.0.1/0", f"unix://:{TRICKY}@/run/redis.sock?db=0",
+                f"redis://:{escaped}\n@127.0.0.1:6379/0", f"redis://:{TRICKY[:4]}\uff20{escaped}@127.0.0.1/0",
+                f"REDIS://:{escaped}@127.0.0.1/0", f"http://:{escaped}@127.0.0.1/0".encode()):
+        with pytest.raises(DedupConfigError) as info:
+            read_settings({"DEDUP_REDIS_URL": url})
+        message = str(info.value)
+        assert message.startswith("DEDUP_REDIS_URL"), message
+        assert leaks(message, TRICKY) == [], message
+    # where the typo is, the message says so, and it shows the rest of the URL
+    with pytest.raises(DedupConfigError) as info:
+        read_settings({"DEDUP_REDIS_URL": f"redis//:{escaped}@127.0.0.1:6379/0"})
+    assert "'redis//:***@127.0.0.1:6379/0'" in str(info.value) and "followed by '://'" in str(info.value)
+    with pytest.raises(DedupConfigError) as info:
+        read_settings({"DEDUP_REDIS_URL": f"redis://:{TRICKY}@127.0.0.1:6379/0"})
+    assert "'redis://:***@127.0.0.1:6379/0'" in str(info.value) and "percent-escaped" in str(info.value)
+    # the same password escaped is accepted, and redis-py reads it whole
+    from redis.connection import parse_url
+
+    url = read_settings({"DEDUP_REDIS_URL": f"redis://:{escaped}@127.0.0.1:6379/0"}).redis_url
+    assert parse_url(url)["password"] == TRICKY
+
+
+def test_redis_params_that_are_not_json_and_the_settings_repr_hide_the_password():
+    broken = '{"password": "%s", "socket_timeout": ' % TRICKY
+    with pytest.raises(DedupConfigError) as info:
+        read_settings({"DEDUP_REDIS_PARAMS": broken})
+    assert "DEDUP_REDIS_PARAMS" in str(info.value) and leaks(str(info.value), TRICKY) == []
+    from urllib.parse import quote
+
+    cfg = read_settings({"DEDUP_REDIS_URL": f"redis://:{quote(TRICKY, safe='')}@127.0.0.1/0",
+                         "DEDUP_REDIS_PARAMS": {"ssl_password": TRICKY, "socket_timeout": 5}})
+    assert "redis://:***@127.0.0.1/0" in repr(cfg) and leaks(repr(cfg), TRICKY) == []
+
+
+# --- generated passwords in every URL shape ----------------------------------------------------------
+
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+HOST = "db.example"
+#: (template, where the password is: "userinfo" (redis-py reads it as the password), "bare" (the whole
+#: userinfo, masked as a secret), "query", or "typo" (refused))
+URL_SHAPES = [
+    ("redis://:{p}@db.example:6390/0", "userinfo"),
+    ("redis://user:{p}@db.example:6390/0", "userinfo"),
+    ("rediss://:{p}@db.example:6390/0", "userinfo"),
+    ("rediss://user:{p}@db.example/0?ssl_cert_reqs=none", "userinfo"),
+    ("unix://:{p}@/run/redis.sock?db=0", "userinfo"),
+    ("unix://user:{p}@/run/redis.sock", "userinfo"),
+    ("redis://{p}@db.example:6390/0", "bare"),
+    ("unix://{p}@/run/redis.sock", "bare"),
+    ("redis://db.example:6390/0?password={p}", "query"),
+    ("rediss://db.example/0?ssl_cert_reqs=none&password={p}&db=1", "query"),
+    ("unix:///run/redis.sock?db=0&password={p}", "query"),
+    ("redis//:{p}@db.example:6390/0", "typo"),
+    ("redis//user:{p}@db.example:6390/0", "typo"),
+    ("redis:/:{p}@db.example:6390/0", "typo"),
+    ("redis::{p}@db.example:6390/0", "typo"),
+    ("redis:user:{p}@db.example", "typo"),
+    ("redis:{p}@db.example", "typo"),
+    ("//:{p}@db.example:6390/0", "typo"),
+    ("Redis://:{p}@db.example/0", "typo"),
+]
+DELIMITERS = "/#?@:%&=+;[] \t\n"
+passwords = st.text(
+    st.one_of(st.sampled_from(DELIMITERS),  # often: the characters that cut URLs
+              st.characters(min_codepoint=0x20, max_codepoint=0x7e),  # printable ASCII
+              st.sampled_from("\x0b\x0c\r"),  # the rest of string.printable
+              st.characters(min_codepoint=0xa0, blacklist_categories=("Cs",))),  # non-ASCII (＠, ／, é, ...)
+    min_size=1, max_size=24)
+
+
+def _shaped(template: str, kind: str, password: str, escaped: bool) -> str | None:
+    from urllib.parse import quote
+
+    written = quote(password, safe="") if escaped else password
+    if not escaped and ":" in password and kind == "bare":
+        return None  # "a:b@host" is user "a" and password "b" to redis-py: a user name, shown by design
+    if not escaped and kind == "query" and ("&" in password or "+" in password):
+        return None  # in a query '&' separates parameters and '+' is a space: a raw one is no longer the password
+    return template.replace("{p}", written)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(password=passwords, shape=st.sampled_from(URL_SHAPES), escaped=st.booleans())
+@example(password="pa/ss#wo?rd", shape=URL_SHAPES[0], escaped=False)  # the tester's example
+@example(password="pa/ss#wo?rd", shape=URL_SHAPES[11], escaped=False)
+@example(password="abc\uff20def/ghi", shape=URL_SHAPES[1], escaped=False)  # FULLWIDTH COMMERCIAL AT
+@example(password="abc\ndef:ghi", shape=URL_SHAPES[0], escaped=False)  # urllib drops the newline
+def test_mask_url_and_validate_url_never_show_a_generated_password(password, shape, escaped):
+    """mask_url hides the password in any shape, malformed too; validate_url accepts a URL only where
+    redis-py reads exactly the password written (and the host), and its refusals show no piece of it."""
+    from urllib.parse import unquote
+
+    from redis.connection import parse_url
+
+    from scrapy_dedup.redis_conn import mask_url, validate_url
+
+    template, kind = shape
+    url = _shaped(template, kind, password, escaped)
+    if url is None:
+        return
+    around = template.replace("{p}", "")
+    masked = mask_url(url)
+    assert leaks(masked, password, around) == [], masked
+    assert "***" in masked
+    try:
+        validate_url(url)
+    except ValueError as exc:
+        assert leaks(str(exc), password, around) == [], str(exc)
+        assert kind == "typo" or not escaped, f"an escaped password was refused: {exc}"
+        return
+    assert kind != "typo"
+    # Accepted: redis-py reads what was written (a raw '%41' in a password means 'A' in a URL).
+    meant = unquote(password) if not escaped else password
+    parsed = parse_url(url)
+    if kind == "userinfo":
+        assert parsed.get("password") == meant
+    elif kind == "bare":  # redis-py sends it as the user name; masked all the same (other clients read a password)
+        assert parsed.get("username") == meant and "password" not in parsed
+    else:
+        assert parsed.get("password") == (meant if escaped else unquote(password.replace("+", " ")))
+    if url.startswith("unix"):
+        assert parsed.get("path") == "/run/redis.sock"
+    else:
+        assert parsed.get("host") == HOST
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(password=passwords, shape=st.sampled_from([s for s in URL_SHAPES if s[1] != "typo"]))
+@example(password="pa/ss#wo?rd", shape=URL_SHAPES[0])
+@example(password="Qx7/Zk9@Wm4", shape=URL_SHAPES[4])
+def test_describe_hides_every_piece_of_a_password_redis_py_misread(password, shape):
+    """An unescaped password that reaches redis-py anyway (a URL given to redis-py directly, or
+    scrapy-redis's REDIS_URL): whatever redis-py makes of it - a host, a port, a socket path, a
+    keyword argument, or its own error message - goes through describe() without a piece of it."""
+    from redis.connection import parse_url
+
+    from scrapy_dedup.redis_policy import describe, secrets_of
+
+    template, kind = shape
+    url = _shaped(template, kind, password, escaped=False)
+    if url is None:
+        return
+    around = template.replace("{p}", "")
+    secrets = secrets_of(url)
+    try:
+        parsed = parse_url(url)
+    except Exception as exc:  # redis-py's own message, e.g. "Port could not be cast to integer value as 'pa'"
+        shown = describe(exc, secrets)
+        assert leaks(shown, password, around) == [], shown
+        return
+    # what redis-py's messages print from a parsed URL: "Error -2 connecting to {host}:{port}.",
+    # "Error 2 connecting to unix socket: {path}.", "unexpected keyword argument '{name}'"
+    standard = {"host", "port", "db", "username", "password", "path", "connection_class"}
+    printed = {str(v) for v in parsed.values() if isinstance(v, (str, int))} | (set(parsed) - standard)
+    text = (f"Error -2 connecting to {parsed.get('host')}:{parsed.get('port', 6379)}. Error 2 connecting to "
+            f"unix socket: {parsed.get('path')}. __init__() got an unexpected keyword argument {sorted(parsed)}")
+    shown = describe(ConnectionError(text), secrets)
+    assert leaks(shown, password, around) == [], shown
+    # a short piece redis-py printed alone (a 2-letter "host" cut from the password) is hidden too
+    for value in printed:
+        if value and value in password and value not in around and any(c.isalnum() for c in value):
+            said = describe(ConnectionError(f"connecting to '{value}'"), secrets)
+            assert f"'{value}'".lower() not in said.lower(), said
+
+
+@pytest.mark.redis
+def test_a_redis_py_error_about_a_misread_password_is_logged_without_any_piece_of_it(redis_server, caplog):
+    """A real redis-py client built from an unescaped URL (bypassing validate_url, as a URL handed to
+    redis-py directly would): redis-py takes what follows the '/' for the socket path, and its
+    connection error names that path; the policy's ERROR line must not show it."""
+    import redis
+
+    from scrapy_dedup.redis_policy import RedisErrorPolicy, RedisUnavailable, secrets_of
+
+    caplog.set_level(logging.DEBUG)
+    password = "pw/Hidden-Part-42@Second-Part-17"
+    url = f"unix://:{password}@/nonexistent-dir/redis.sock"
+    client = redis.Redis.from_url(url, socket_connect_timeout=1)
+    policy = RedisErrorPolicy("fail_open", name="test", url=url, secrets=secrets_of(url))
+    with pytest.raises(RedisUnavailable) as info:
+        policy.call(client.ping)
+    logged = everything_logged(caplog) + "\n" + str(info.value)
+    assert "connecting to /***@***@/nonexistent-dir/redis.sock" in logged  # redis-py's own text, masked
+    assert leaks(logged, password, "unix://@/nonexistent-dir/redis.sock") == [], logged
+    client.close()
 
 
 # --- TLS --------------------------------------------------------------------------------------------

@@ -37,7 +37,10 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
+        """The server's URL, the password percent-escaped (as a password with '/', '#', '?' or '@' must be)."""
+        from urllib.parse import quote
+
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
