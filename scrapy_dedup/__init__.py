@@ -39,6 +39,9 @@ _EXPORTS = {
     "NearDuplicatePipeline": "scrapy_dedup.pipelines",
     "ContentFingerprintMiddleware": "scrapy_dedup.middlewares",
     "DuplicationReportExtension": "scrapy_dedup.extensions",
+    "DustLearningMiddleware": "scrapy_dedup.dust_learning",
+    "AckPriorityQueue": "scrapy_dedup.redis_queue",
+    "DedupLogFormatter": "scrapy_dedup.logformatter",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -57,5 +60,28 @@ def __dir__() -> list[str]:
     return __all__
 
 
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only (kept equal to _EXPORTS by a test)
+    from scrapy_dedup.addon import Addon  # noqa: F401
+    from scrapy_dedup.content.engine import (  # noqa: F401
+        ContentDeduplicator,
+        ContentFingerprinter,
+        MemoryContentStore,
+        Verdict,
+    )
+    from scrapy_dedup.content.index import SimhashIndex  # noqa: F401
+    from scrapy_dedup.content.redis_index import RedisSimhashIndex  # noqa: F401
+    from scrapy_dedup.content.simhash import simhash  # noqa: F401
+    from scrapy_dedup.content.text import page_text  # noqa: F401
+    from scrapy_dedup.dupefilters import BloomDupeFilter, RedisBloomDupeFilter, RedisDupeFilter  # noqa: F401
+    from scrapy_dedup.dust_learning import DustLearningMiddleware  # noqa: F401
+    from scrapy_dedup.extensions import DuplicationReportExtension  # noqa: F401
+    from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter  # noqa: F401
+    from scrapy_dedup.logformatter import DedupLogFormatter  # noqa: F401
+    from scrapy_dedup.middlewares import ContentFingerprintMiddleware  # noqa: F401
+    from scrapy_dedup.pipelines import NearDuplicatePipeline  # noqa: F401
+    from scrapy_dedup.redis_queue import AckPriorityQueue  # noqa: F401
+    from scrapy_dedup.report import DuplicationReport  # noqa: F401
+    from scrapy_dedup.seen.bloom import BloomSeenSet  # noqa: F401
+    from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet  # noqa: F401
     from scrapy_dedup.url.canonical import Canonicalizer, canonicalize  # noqa: F401
+    from scrapy_dedup.url.policy import UrlPolicy  # noqa: F401

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -431,18 +431,20 @@ def read_settings(settings: Any) -> DedupSettings:
     names = settings.keys() if hasattr(settings, "keys") else ()
     for name in names:
         if isinstance(name, str) and name.startswith("DEDUP_") and name not in BY_NAME:
-            close = [s for s in BY_NAME if _similar(s, name)]
-            hint = f"; did you mean {close[0]}?" if close else ""
+            close = closest_name(name, BY_NAME)
+            hint = f"; did you mean {close}?" if close else ""
             raise DedupConfigError(f"unknown setting {name}{hint}")
     cfg = DedupSettings(values)
     cfg.check_content_engine()
     return cfg
 
 
-def _similar(a: str, b: str) -> bool:
+def closest_name(name: str, known: Iterable[str], cutoff: float = 0.8) -> str | None:
+    """The known name most like ``name`` (a typo's intended setting), or None if none is close."""
     import difflib
 
-    return difflib.SequenceMatcher(None, a, b).ratio() > 0.8
+    matches = difflib.get_close_matches(name, list(known), n=1, cutoff=cutoff)  # best ratio first
+    return matches[0] if matches else None
 
 
 def markdown_table() -> str:

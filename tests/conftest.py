@@ -50,3 +50,14 @@ def pytest_configure(config):
         hsettings.load_profile("ci" if os.environ.get("CI", "").lower() == "true" else "dev")
     except ImportError:  # pragma: no cover
         pass
+
+
+REDIS_FIXTURES = {"redis_server", "redis_url", "redis_client"}
+
+
+def pytest_collection_modifyitems(config, items):
+    # A test that talks to the real redis-server is marked `redis`, whether or not its author wrote the
+    # marker, so `-m redis` / `-m "not redis"` select exactly the tests that need one.
+    for item in items:
+        if REDIS_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("redis") is None:
+            item.add_marker(pytest.mark.redis)

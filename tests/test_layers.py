@@ -33,3 +33,16 @@ def test_core_module_imports_without_scrapy_or_twisted(module):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_public_name_resolves_and_the_type_checking_block_names_them_all():
+    import ast
+
+    source = Path(scrapy_dedup.__file__).read_text()
+    tree = ast.parse(source)
+    block = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING")
+    named = {alias.name: node.module for node in ast.walk(block) if isinstance(node, ast.ImportFrom)
+             for alias in node.names}
+    assert named == scrapy_dedup._EXPORTS
+    for name, module in scrapy_dedup._EXPORTS.items():
+        assert getattr(scrapy_dedup, name).__module__ == module, name

@@ -76,3 +76,14 @@ def test_scrapy_settings_object_is_accepted():
     with pytest.raises(DedupConfigError) as info:
         read_settings(Settings({"DEDUP_REDIS_URL": "ftp://:secret@host/"}))
     assert "secret" not in str(info.value)
+
+
+@pytest.mark.parametrize("typo,meant", [
+    ("DEDUP_CONTENT_ACTON", "DEDUP_CONTENT_ACTION"),  # was DEDUP_CONTENT_BACKEND: the first close name
+    ("DEDUP_BLOOM_CAPACTY", "DEDUP_BLOOM_CAPACITY"),
+    ("DEDUP_REDIS_URLS", "DEDUP_REDIS_URL"),
+    ("DEDUP_HAMMING_TRESHOLD", "DEDUP_HAMMING_THRESHOLD"),
+])
+def test_an_unknown_setting_names_the_closest_known_one(typo, meant):
+    with pytest.raises(DedupConfigError, match=f"unknown setting {typo}; did you mean {meant}\\?"):
+        read_settings({typo: 1})
