@@ -12,13 +12,15 @@ This module does not import Scrapy: it accepts any object with ``get(name)``
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS  # noqa: F401 - re-exported (a public name)
+from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, str_tuple
 
-class DedupConfigError(ValueError):
+
+class DedupConfigError(ParamError):
     """A ``DEDUP_*`` setting has a value that cannot work; raised at start-up."""
 
 
@@ -37,30 +39,21 @@ def to_bool(value: Any, name: str) -> bool:
     raise DedupConfigError(f"{name} must be True or False, got {value!r}")
 
 
-def _number(kind: type, *, minimum: float | None = None, maximum: float | None = None,
-            exclusive_min: bool = False, optional: bool = False) -> Converter:
-    def convert(value: Any, name: str) -> Any:
-        if value is None or (isinstance(value, str) and value.strip() == ""):
-            if optional:
-                return None
-            raise DedupConfigError(f"{name} must be set to a number, got {value!r}")
-        if isinstance(value, bool):
-            raise DedupConfigError(f"{name} must be a number, got {value!r}")
+def _raising(convert: Converter) -> Converter:
+    """A core converter (raising ParamError) that raises DedupConfigError, as every setting's converter does."""
+    def wrapped(value: Any, name: str) -> Any:
         try:
-            number = kind(value)
-        except (TypeError, ValueError):
-            raise DedupConfigError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
-        if kind is int and isinstance(value, float) and value != number:
-            raise DedupConfigError(f"{name} must be an integer, got {value!r}")
-        if isinstance(number, float) and not math.isfinite(number):
-            raise DedupConfigError(f"{name} must be a finite number, got {value!r}")
-        if minimum is not None and (number <= minimum if exclusive_min else number < minimum):
-            raise DedupConfigError(f"{name} must be {'>' if exclusive_min else '>='} {minimum}, got {value!r}")
-        if maximum is not None and number > maximum:
-            raise DedupConfigError(f"{name} must be <= {maximum}, got {value!r}")
-        return number
+            return convert(value, name)
+        except DedupConfigError:
+            raise
+        except ParamError as exc:
+            raise DedupConfigError(str(exc)) from None
 
-    return convert
+    return wrapped
+
+
+def _number(kind: type, **bounds: Any) -> Converter:
+    return _raising(number(kind, **bounds))
 
 
 def _choice(*choices: str) -> Converter:
@@ -116,14 +109,7 @@ def to_dict(value: Any, name: str) -> dict:
     return dict(value)
 
 
-def to_str_tuple(value: Any, name: str) -> tuple[str, ...]:
-    if value is None or value == "":
-        return ()
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    if not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
-        raise DedupConfigError(f"{name} must be a list of strings, got {value!r}")
-    return tuple(value)
+to_str_tuple: Converter = _raising(str_tuple)
 
 
 def to_optional_str_or_list(value: Any, name: str) -> tuple[str, ...]:
@@ -219,7 +205,6 @@ def _s(name: str, default: Any, convert: Converter, group: str, doc: str) -> Set
     return Setting(name, default, convert, " ".join(doc.split()), group)
 
 
-DEFAULT_STRIP_TAGS = ("nav", "footer", "header", "aside", "script", "style", "form", "noscript", "template")
 
 SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_ENABLED", True, to_bool, "general",
@@ -299,35 +284,8 @@ SETTINGS: tuple[Setting, ...] = (
        "Fingerprint this item field (HTML or text) instead of the response."),
     _s("DEDUP_DROP_DUPLICATE_RESPONSES", False, to_bool, "content",
        "Drop a duplicate response before the spider parses it (its links are not followed either)."),
-    _s("DEDUP_MAX_BYTES", 2_000_000, _number(int, minimum=1024), "content",
-       "Fingerprint at most this many bytes of a response body."),
-    _s("DEDUP_SHINGLE_SIZE", 5, _number(int, minimum=1, maximum=64), "content",
-       "Words per shingle of the simhash."),
-    _s("DEDUP_FINGERPRINT_BITS", 64, _number(int, minimum=64, maximum=128), "content",
-       "Bits of the simhash fingerprint (64 or 128)."),
-    _s("DEDUP_HAMMING_THRESHOLD", 3, _number(int, minimum=0, maximum=32), "content",
-       "Pages whose fingerprints differ in at most this many bits are near duplicates."),
-    _s("DEDUP_BANDS", 4, _number(int, minimum=1, maximum=64), "content",
-       "Blocks of the banded index; must be > DEDUP_HAMMING_THRESHOLD for guaranteed recall."),
-    _s("DEDUP_SKETCH_SIZE", 256, _number(int, minimum=0, maximum=1024), "content",
-       "Values of the per-page verification sketch (4 bytes each, kept apart from the index); "
-       "0 turns the verification stage off (plain rule: within DEDUP_HAMMING_THRESHOLD bits)."),
-    _s("DEDUP_VERIFY_RADIUS", 20, _number(int, minimum=0, maximum=63), "content",
-       "Candidates up to this many simhash bits away are verified by their sketches (>= the threshold)."),
-    _s("DEDUP_VERIFY_JACCARD", 0.85, _number(float, minimum=0, maximum=1, exclusive_min=True), "content",
-       "A verified candidate is a near duplicate when the estimated Jaccard resemblance of the "
-       "shingle sets reaches this..."),
-    _s("DEDUP_VERIFY_MAX_DIFF", 10, _number(float, minimum=0), "content",
-       "...or when one of the two pages has at most this many shingles of its own (an edit, an added "
-       "line) and the resemblance reaches DEDUP_VERIFY_MIN_JACCARD."),
-    _s("DEDUP_VERIFY_MIN_JACCARD", 0.6, _number(float, minimum=0, maximum=1), "content",
-       "Resemblance floor of the DEDUP_VERIFY_MAX_DIFF clause (a short page inside a long one is not its duplicate)."),
-    _s("DEDUP_MIN_WORDS", 20, _number(int, minimum=1), "content",
-       "Pages with fewer words of main text are degenerate: counted apart, never deduplicated or clustered."),
-    _s("DEDUP_STRIP_TAGS", DEFAULT_STRIP_TAGS, to_str_tuple, "content",
-       "Elements left out of the main text (comments always are)."),
-    _s("DEDUP_STRIP_SELECTORS", (), to_str_tuple, "content",
-       "Extra CSS selectors left out of the main text."),
+    # the content engine's parameters: defined once, in the core (content/params.py), shared with the audit
+    *(_s(f"DEDUP_{p.key.upper()}", p.default, _raising(p.convert), "content", p.doc) for p in ENGINE_PARAMS),
     _s("DEDUP_CONTENT_POLICIES", {}, _per_domain(_content_overrides), "content",
        "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, max_bytes}."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
@@ -388,34 +346,12 @@ class DedupSettings(Mapping):
         return f"DedupSettings({shown!r})"
 
     def check_content_engine(self) -> None:
-        """Cross-setting checks of the content engine (bands vs threshold, shingle vs min words)."""
-        if self.fingerprint_bits not in (64, 128):
-            raise DedupConfigError(f"DEDUP_FINGERPRINT_BITS must be 64 or 128, got {self.fingerprint_bits}")
-        if self.bands <= self.hamming_threshold:
-            raise DedupConfigError(
-                f"DEDUP_BANDS ({self.bands}) must be greater than DEDUP_HAMMING_THRESHOLD "
-                f"({self.hamming_threshold}): with fewer bands two fingerprints within the threshold "
-                "may share no band and be missed"
-            )
-        if self.bands > self.fingerprint_bits:
-            raise DedupConfigError(
-                f"DEDUP_BANDS ({self.bands}) must not exceed DEDUP_FINGERPRINT_BITS ({self.fingerprint_bits})"
-            )
-        if self.sketch_size and self.verify_radius < self.hamming_threshold:
-            raise DedupConfigError(
-                f"DEDUP_VERIFY_RADIUS ({self.verify_radius}) must be at least DEDUP_HAMMING_THRESHOLD "
-                f"({self.hamming_threshold}): verification looks at the candidates within the radius"
-            )
-        if self.sketch_size and self.verify_min_jaccard > self.verify_jaccard:
-            raise DedupConfigError(
-                f"DEDUP_VERIFY_MIN_JACCARD ({self.verify_min_jaccard}) must not exceed DEDUP_VERIFY_JACCARD "
-                f"({self.verify_jaccard})"
-            )
-        if self.min_words < self.shingle_size:
-            raise DedupConfigError(
-                f"DEDUP_MIN_WORDS ({self.min_words}) must be at least DEDUP_SHINGLE_SIZE "
-                f"({self.shingle_size}): a page needs one whole shingle to be fingerprinted"
-            )
+        """Cross-setting checks of the content engine (content/params.py: bands vs threshold, radius, ...)."""
+        try:
+            check_engine({p.key: self[f"DEDUP_{p.key.upper()}"] for p in ENGINE_PARAMS},
+                         lambda key: f"DEDUP_{key.upper()}")
+        except ParamError as exc:
+            raise DedupConfigError(str(exc)) from None
 
 
 def read_settings(settings: Any) -> DedupSettings:

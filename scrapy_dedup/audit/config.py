@@ -21,17 +21,17 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from scrapy_dedup.settings import BY_NAME, DEFAULT_STRIP_TAGS
+from scrapy_dedup.content.params import BY_KEY, ENGINE_PARAMS, ParamError, check_engine
 
 __all__ = ["AuditConfig", "AuditConfigError", "KEYS", "load_config_file", "build_config"]
 
 
-class AuditConfigError(ValueError):
+class AuditConfigError(ParamError):
     """A bad config file, key, value or combination; the message names the key."""
 
 
-def _default(setting: str) -> Any:
-    return BY_NAME[setting].default
+def _default(key: str) -> Any:
+    return BY_KEY[key].default
 
 
 @dataclass(frozen=True)
@@ -39,20 +39,20 @@ class AuditConfig:
     """Every knob of ``scrapy-dedup report``; ``None`` for the minhash ones means "datasketch's choice"."""
 
     method: str = "simhash"
-    shingle_size: int = _default("DEDUP_SHINGLE_SIZE")
-    fingerprint_bits: int = _default("DEDUP_FINGERPRINT_BITS")
-    hamming_threshold: int = _default("DEDUP_HAMMING_THRESHOLD")
-    bands: int = _default("DEDUP_BANDS")
+    shingle_size: int = _default("shingle_size")
+    fingerprint_bits: int = _default("fingerprint_bits")
+    hamming_threshold: int = _default("hamming_threshold")
+    bands: int = _default("bands")
     allow_approximate: bool = False
-    min_words: int = _default("DEDUP_MIN_WORDS")
-    sketch_size: int = _default("DEDUP_SKETCH_SIZE")
-    verify_radius: int = _default("DEDUP_VERIFY_RADIUS")
-    verify_jaccard: float = _default("DEDUP_VERIFY_JACCARD")
-    verify_max_diff: float = _default("DEDUP_VERIFY_MAX_DIFF")
-    verify_min_jaccard: float = _default("DEDUP_VERIFY_MIN_JACCARD")
-    strip_tags: tuple = DEFAULT_STRIP_TAGS
-    strip_selectors: tuple = ()
-    max_bytes: int = _default("DEDUP_MAX_BYTES")
+    min_words: int = _default("min_words")
+    sketch_size: int = _default("sketch_size")
+    verify_radius: int = _default("verify_radius")
+    verify_jaccard: float = _default("verify_jaccard")
+    verify_max_diff: float = _default("verify_max_diff")
+    verify_min_jaccard: float = _default("verify_min_jaccard")
+    strip_tags: tuple = _default("strip_tags")
+    strip_selectors: tuple = _default("strip_selectors")
+    max_bytes: int = _default("max_bytes")
     url_field: str = "url"
     html_field: str = "html"
     text_field: str = "text"
@@ -118,36 +118,27 @@ def _str(value: Any, key: str) -> str:
     return value
 
 
-def _str_tuple(value: Any, key: str) -> tuple:
-    if isinstance(value, str):
-        value = [v for v in value.split(",")]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise AuditConfigError(f"{key} must be a list of strings, got {value!r}")
-    return tuple(v.strip() for v in value if v.strip())
-
-
 def _method(value: Any, key: str) -> str:
     if value not in ("simhash", "minhash"):
         raise AuditConfigError(f"{key} must be 'simhash' or 'minhash', got {value!r}")
     return value
 
 
+def _raising(convert: Any) -> Any:
+    """An engine parameter's converter (content/params.py), raising AuditConfigError."""
+    def wrapped(value: Any, key: str) -> Any:
+        try:
+            return convert(value, key)
+        except ParamError as exc:
+            raise AuditConfigError(str(exc)) from None
+    return wrapped
+
+
 KEYS = {
     "method": _method,
-    "shingle_size": _int(1, 64),
-    "fingerprint_bits": _int(64, 128),
-    "hamming_threshold": _int(0, 32),
-    "bands": _int(1, 64),
+    # the engine's parameters: the crawl's DEDUP_* settings are built from the same definitions
+    **{p.key: _raising(p.convert) for p in ENGINE_PARAMS},
     "allow_approximate": _bool,
-    "min_words": _int(1),
-    "sketch_size": _int(0, 1024),
-    "verify_radius": _int(0, 63),
-    "verify_jaccard": _float01,
-    "verify_max_diff": _int(0),
-    "verify_min_jaccard": _float01,
-    "strip_tags": _str_tuple,
-    "strip_selectors": _str_tuple,
-    "max_bytes": _int(1024),
     "url_field": _str,
     "html_field": _str,
     "text_field": _str,
@@ -214,22 +205,13 @@ def build_config(file_values: Mapping[str, Any] | None = None,
 
 def check(cfg: AuditConfig) -> None:
     """Cross-key checks: the same rules as the crawl settings (``check_content_engine``)."""
-    if cfg.sketch_size and cfg.verify_min_jaccard > cfg.verify_jaccard:
-        raise AuditConfigError(f"verify_min_jaccard ({cfg.verify_min_jaccard}) must not exceed "
-                               f"verify_jaccard ({cfg.verify_jaccard})")
-    if cfg.fingerprint_bits not in (64, 128):
-        raise AuditConfigError(f"fingerprint_bits must be 64 or 128, got {cfg.fingerprint_bits}")
-    if cfg.bands > cfg.fingerprint_bits:
-        raise AuditConfigError(f"bands ({cfg.bands}) must not exceed fingerprint_bits ({cfg.fingerprint_bits})")
-    if cfg.method == "simhash" and cfg.bands <= cfg.hamming_threshold and not cfg.allow_approximate:
-        raise AuditConfigError(
-            f"bands ({cfg.bands}) must be greater than hamming_threshold ({cfg.hamming_threshold}): with "
-            "fewer bands two pages within the threshold may share no band and be missed. Raise bands, "
-            "lower the threshold, or set allow_approximate: true to accept probabilistic recall")
-    if cfg.min_words < cfg.shingle_size:
-        raise AuditConfigError(
-            f"min_words ({cfg.min_words}) must be at least shingle_size ({cfg.shingle_size}): a page needs "
-            "one whole shingle to be fingerprinted")
+    try:
+        check_engine({p.key: getattr(cfg, p.key) for p in ENGINE_PARAMS},
+                     approximate_ok=cfg.allow_approximate or cfg.method != "simhash",
+                     approximate_hint=(". Raise bands, lower the threshold, or set allow_approximate: true to "
+                                       "accept probabilistic recall"))
+    except ParamError as exc:
+        raise AuditConfigError(str(exc)) from None
     if (cfg.lsh_bands is None) != (cfg.lsh_rows is None):
         raise AuditConfigError("lsh_bands and lsh_rows go together: give both or neither")
     if cfg.lsh_bands is not None and cfg.lsh_bands * cfg.lsh_rows > cfg.num_perm:  # type: ignore[operator]

@@ -56,7 +56,7 @@ from typing import Any, Union
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding, to_unicode
 
-from scrapy_dedup.settings import DEFAULT_STRIP_TAGS
+from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS
 
 __all__ = ["page_text", "DEFAULT_STRIP_TAGS", "BLOCK_TAGS", "HtmlInput"]
 
