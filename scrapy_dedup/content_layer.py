@@ -296,6 +296,14 @@ class ContentLayer:
             return page_text(body, **options)
         return page_text(root, **options)
 
+    def text_of_html(self, html: str | bytes, url: str) -> str:
+        """Main text of an HTML document (an item's field) under its host's extraction policy, as for a response."""
+        policy = self.policies.lookup(_host_of(url))
+        if len(html) > policy.max_bytes:
+            self._count("truncated")
+            html = html[: policy.max_bytes]
+        return page_text(html, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors)
+
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
                    request: Request | None = None) -> Verdict | None:
         """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""

@@ -24,7 +24,6 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 from scrapy.utils.misc import load_object
 
-from scrapy_dedup.content.text import page_text
 from scrapy_dedup.logformatter import duplicate_log_entry
 from scrapy_dedup.content_layer import ContentLayer
 from scrapy_dedup.settings import DedupConfigError
@@ -180,7 +179,7 @@ class NearDuplicatePipeline:
         url = str(adapter.get("url") or "")
         if isinstance(value, (bytes, str)) and _looks_like_html(value):
             try:
-                text = page_text(value)
+                text = self.layer.text_of_html(value, url)  # the host's DEDUP_STRIP_* and DEDUP_MAX_BYTES
             except Exception as exc:
                 logger.warning("Could not extract text of item field %r (%s); item kept", self.content_field, exc)
                 self.stats.inc_value("dedup/content/extraction_errors")

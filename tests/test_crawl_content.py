@@ -303,3 +303,34 @@ def test_a_refetch_of_the_same_url_keeps_its_item():
     # ... and, as in the offline audit, one cluster of two pages (two fetches of one URL)
     assert stats["dedup/content/clusters"] == 1
     assert stats["dedup/content/largest_cluster"] == 2
+
+
+class PromoHtmlSpider(scrapy.Spider):
+    """Items carry their page's HTML; the two pages differ only in a promotion block."""
+
+    name = "promo"
+
+    def parse(self, response):
+        yield {"url": response.url, "html": response.text}
+
+
+@pytest.mark.parametrize("mode", ["content_field", "response"])
+@inlineCallbacks
+def test_strip_selectors_apply_to_item_fields_as_to_responses(mode):
+    """With DEDUP_CONTENT_FIELD the item's HTML is extracted under the same policy as a response:
+    two pages that differ only in a stripped block are exact duplicates (DEDUP_STRIP_SELECTORS used to be
+    ignored on that path, so both were unique)."""
+    from tests.contentsite import product_text
+
+    def page(promo: str) -> Page:
+        return Page(f'<html><body><main><p>{product_text(1)}</p><div class="promo">{promo}</div></main></body></html>')
+
+    pages = {"/a": page("Spring sale: kettles half price " * 20), "/b": page("Free shipping this week " * 20)}
+    settings = {**ADDON, "DEDUP_STRIP_SELECTORS": [".promo"], "CONCURRENT_REQUESTS": 1}
+    if mode == "content_field":
+        settings = {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300}, "DEDUP_CONTENT_FIELD": "html",
+                    "DEDUP_STRIP_SELECTORS": [".promo"], "CONCURRENT_REQUESTS": 1}
+    with LocalSite(lambda host, path: pages.get(path)) as site:
+        crawler = yield run_crawl(PromoHtmlSpider, settings, start_urls=[site.url("shop.test", p) for p in pages])
+    assert crawler.stats.get_value("dedup/content/exact") == 1
+    assert len(crawler.items) == 1
