@@ -180,3 +180,12 @@ def test_without_the_extension_scrapy_zyte_api_after_ours_hashes_raw_urls():
         {ADDON: 0, ZYTE_ADDON: 500},
         EXTENSIONS={"scrapy_dedup.fingerprinter.OutermostCanonicalFingerprinter": None})
     assert fetched[("1", "US")] == 3
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_baseline_without_scrapy_zyte_apis_fingerprinter_the_countries_merge():
+    # an explicit fallback displaces scrapy-zyte-api's fingerprinter (with a warning): geolocation no longer counts
+    fetched, _ = yield crawl_countries({ZYTE_ADDON: 500, ADDON: 600},
+                                       DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS="scrapy.utils.request.RequestFingerprinter")
+    assert sum(fetched.values()) == len(PAGES)
