@@ -1,39 +1,97 @@
 """``scrapy_dedup.Addon``: one ``ADDONS`` line enables every piece.
 
-Class settings (``REQUEST_FINGERPRINTER_CLASS``, ``DUPEFILTER_CLASS``) are set
-at add-on priority, so a value from the user's ``settings.py`` (a Redis
-dupefilter, another fingerprinter) wins. Component dicts are merged with
-``setdefault_in_component_priority_dict``: a plain ``set`` at add-on priority
-would be silently ignored whenever ``settings.py`` defines the same dict.
+``DUPEFILTER_CLASS`` is set at add-on priority, so a value from the user's
+``settings.py`` (a Redis dupefilter) wins. ``REQUEST_FINGERPRINTER_CLASS``
+composes instead: a fingerprinter that is already there (the project's, or an
+earlier add-on's, such as scrapy-zyte-api's) is kept as
+``DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` and ours goes on top at that
+setting's priority, so canonical URLs merge and the other fingerprinter's own
+logic still applies (scrapy-zyte-api's add-on does the same with
+``ZYTE_API_FALLBACK_REQUEST_FINGERPRINTER_CLASS``). An add-on that runs after
+ours has the last word on the setting; the
+:class:`~scrapy_dedup.fingerprinter.OutermostCanonicalFingerprinter` extension
+puts ours back on top at start-up.
+
+Component dicts are merged with ``setdefault_in_component_priority_dict``: a
+plain ``set`` at add-on priority would be silently ignored whenever
+``settings.py`` defines the same dict.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Any
 
 from scrapy_dedup.dust_learning import DustLearningMiddleware
 from scrapy_dedup.extensions import DuplicationReportExtension
+from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, _class_path
 from scrapy_dedup.middlewares import ContentFingerprintMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
-from scrapy_dedup.settings import to_bool
+from scrapy_dedup.settings import DedupConfigError, to_bool
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+FINGERPRINTER = "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter"
+FALLBACK_SETTING = "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS"
 
 #: (setting, component, order) merged into the user's component dicts
 COMPONENTS = (
     ("SPIDER_MIDDLEWARES", ContentFingerprintMiddleware, 950),
     ("ITEM_PIPELINES", NearDuplicatePipeline, 200),
     ("EXTENSIONS", DuplicationReportExtension, 500),
+    # first of the extensions: it may replace crawler.request_fingerprinter, which others read
+    ("EXTENSIONS", OutermostCanonicalFingerprinter, -1000),
     # switches itself off (NotConfigured) unless DEDUP_DUST_LEARN = True
     ("DOWNLOADER_MIDDLEWARES", DustLearningMiddleware, 100),
 )
 
 CLASS_SETTINGS = {
-    "REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter",
     "DUPEFILTER_CLASS": "scrapy_dedup.dupefilters.BloomDupeFilter",
     # one line per duplicate item instead of the item's whole content; a project's LOG_FORMATTER wins
     "LOG_FORMATTER": "scrapy_dedup.logformatter.DedupLogFormatter",
 }
+
+
+def compose_fingerprinter(settings: "BaseSettings") -> None:
+    """Put ours in ``REQUEST_FINGERPRINTER_CLASS``, keeping the fingerprinter found there as our fallback.
+
+    Kept: any class set above default priority other than Scrapy's default (ours computes
+    Scrapy's shape itself) and ours (or a subclass, left in place). A fallback the user set
+    explicitly wins; the class it displaces is named in a warning.
+    """
+    from scrapy.settings import SETTINGS_PRIORITIES
+    from scrapy.settings.default_settings import REQUEST_FINGERPRINTER_CLASS as SCRAPY_DEFAULT
+    from scrapy.utils.misc import load_object
+
+    name = "REQUEST_FINGERPRINTER_CLASS"
+    current: Any = settings.get(name)
+    priority = settings.getpriority(name) or 0
+    if priority > SETTINGS_PRIORITIES["default"] and current:
+        current_cls = _load(current, name)
+        if isinstance(current_cls, type) and issubclass(current_cls, CanonicalRequestFingerprinter):
+            return  # ours already, or the project's own subclass of it
+        if current_cls is not load_object(SCRAPY_DEFAULT):
+            explicit = settings.get(FALLBACK_SETTING)
+            if not explicit:
+                settings.set(FALLBACK_SETTING, current, "addon")
+            elif _load(explicit, FALLBACK_SETTING) is not current_cls:
+                logger.warning(
+                    "%s is %s, so the %s %s is not used; set %s to it to keep it",
+                    FALLBACK_SETTING, _class_path(_load(explicit, FALLBACK_SETTING)), name,
+                    _class_path(current_cls), FALLBACK_SETTING)
+    # at the priority of the value it replaces (as scrapy-zyte-api's add-on does), at least "addon"
+    settings.set(name, FINGERPRINTER, max(priority, SETTINGS_PRIORITIES["addon"]))
+
+
+def _load(value: Any, setting: str) -> Any:
+    from scrapy.utils.misc import load_object
+
+    try:
+        return load_object(value)
+    except (ImportError, AttributeError, NameError, ValueError, TypeError) as exc:
+        raise DedupConfigError(f"{setting}: cannot load {value!r}: {exc}") from None
 
 
 class Addon:
@@ -42,6 +100,7 @@ class Addon:
     def update_settings(self, settings: "BaseSettings") -> None:
         if not to_bool(settings.get("DEDUP_ENABLED", True), "DEDUP_ENABLED"):
             return
+        compose_fingerprinter(settings)
         for name, value in CLASS_SETTINGS.items():
             settings.set(name, value, "addon")
         for name, component, order in COMPONENTS:

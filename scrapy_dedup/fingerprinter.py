@@ -13,6 +13,14 @@ every other fingerprint user agree on which requests are the same page.
 - ``DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` names another fingerprinter to
   wrap: it receives ``request.replace(url=<canonical URL>)``, so this composes with
   plugins that have their own fingerprinter (the scrapy-zyte-api fallback pattern).
+  The add-on fills it with the ``REQUEST_FINGERPRINTER_CLASS`` it finds.
+
+This fingerprinter must be the outermost one: a fingerprinter that wraps it
+(as its fallback) computes the fingerprints of the requests it handles itself
+from the raw URL. An add-on that runs after ours can put its own fingerprinter
+outermost that way (scrapy-zyte-api's does, keeping ours as its fallback);
+:class:`OutermostCanonicalFingerprinter`, an extension the add-on enables, puts
+ours back on top at start-up, with the other one as its fallback.
 """
 from __future__ import annotations
 
@@ -21,7 +29,7 @@ import json
 import logging
 import re
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, WeakSet
 
 from scrapy_dedup.settings import DedupConfigError, read_settings
 from scrapy_dedup.url.canonical import Canonicalizer
@@ -60,14 +68,14 @@ def scrapy_shape_fingerprint(method: str, url: str, body: bytes | None) -> bytes
     return hashlib.sha1(document.encode()).digest()  # noqa: S324 - Scrapy's fingerprint shape, not security
 
 
-def _build_fallback(path: str, crawler: Crawler) -> Any:
+def _build_fallback(path: Any, crawler: Crawler) -> Any:
     from scrapy.utils.misc import load_object
 
     fallback_cls = load_object(path)
     if isinstance(fallback_cls, type) and issubclass(fallback_cls, CanonicalRequestFingerprinter):
         raise DedupConfigError(
             "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "
-            f"not {path} itself (it would wrap itself)"
+            f"not {_class_path(fallback_cls)} itself (it would wrap itself)"
         )
     try:
         from scrapy.utils.misc import build_from_crawler
@@ -76,6 +84,18 @@ def _build_fallback(path: str, crawler: Crawler) -> Any:
 
         return create_instance(fallback_cls, settings=None, crawler=crawler)
     return build_from_crawler(fallback_cls, crawler)
+
+
+def _class_path(obj: Any) -> str:
+    """``module.Name`` of a class (for log lines), or the value as given."""
+    if isinstance(obj, type):
+        return f"{obj.__module__}.{obj.__qualname__}"
+    return str(obj)
+
+
+#: crawler -> the CanonicalRequestFingerprinters built for it, so that
+#: OutermostCanonicalFingerprinter finds the one another fingerprinter wraps
+_BUILT_FOR: WeakKeyDictionary[Any, WeakSet] = WeakKeyDictionary()
 
 
 def _dust_rules(cfg: Any) -> Any:
@@ -114,8 +134,13 @@ class CanonicalRequestFingerprinter:
         self.canonicalizer = canonicalizer
         self.fallback = fallback
         self.crawler = crawler
+        # False on one nested inside another fingerprinter under an outer one of ours:
+        # the outer one counts each request, the nested one would count it again
+        self.count_stats = True
         # request -> [canonical URL, fingerprint or None, switches that fired]
         self._cache: WeakKeyDictionary[Request, list] = WeakKeyDictionary()
+        if crawler is not None:
+            _BUILT_FOR.setdefault(crawler, WeakSet()).add(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CanonicalRequestFingerprinter:
@@ -125,6 +150,23 @@ class CanonicalRequestFingerprinter:
         if cfg.fallback_request_fingerprinter_class:
             fallback = _build_fallback(cfg.fallback_request_fingerprinter_class, crawler)
         return cls(crawler, canonicalizer=Canonicalizer(policies, dust_rules=_dust_rules(cfg)), fallback=fallback)
+
+    @classmethod
+    def around(cls, crawler: Crawler, fingerprinter: Any) -> CanonicalRequestFingerprinter:
+        """A fingerprinter of ours on top of ``fingerprinter`` (its fallback).
+
+        Fingerprinters of ours already built for ``crawler`` (nested inside ``fingerprinter``)
+        lend their canonicalizer (one set of DUST rules, learned ones included) and stop counting
+        stats, so each request is counted once, by the new outer one.
+        """
+        nested = list(_BUILT_FOR.get(crawler, ()))
+        if nested:
+            for inner in nested:
+                inner.count_stats = False
+            return cls(crawler, canonicalizer=nested[0].canonicalizer, fallback=fingerprinter)
+        outer = cls.from_crawler(crawler)
+        outer.fallback = fingerprinter
+        return outer
 
     def _entry(self, request: Request) -> list:
         entry = self._cache.get(request)
@@ -143,6 +185,8 @@ class CanonicalRequestFingerprinter:
         return entry
 
     def _count(self, original: str, result: Any) -> None:
+        if not self.count_stats:
+            return
         stats = getattr(self.crawler, "stats", None)
         if stats is None:
             return
@@ -174,3 +218,29 @@ class CanonicalRequestFingerprinter:
                 fingerprint = scrapy_shape_fingerprint(request.method, canonical, request.body)
             entry[1] = fingerprint
         return fingerprint
+
+
+class OutermostCanonicalFingerprinter:
+    """Extension (the add-on enables it): keeps :class:`CanonicalRequestFingerprinter` outermost.
+
+    Scrapy builds ``crawler.request_fingerprinter`` from ``REQUEST_FINGERPRINTER_CLASS`` after
+    every add-on has run and before the extensions, so an add-on listed after ours (a higher
+    ``ADDONS`` value) has the last word on that setting. When it put another fingerprinter there,
+    this wraps that one in ours, before any component (dupefilter, HTTP cache) reads it: canonical
+    URLs still merge, and the other fingerprinter still adds what it hashes.
+    """
+
+    def __init__(self, crawler: Crawler):
+        self.wrapped: str | None = None
+        current = crawler.request_fingerprinter
+        if not isinstance(current, CanonicalRequestFingerprinter):
+            crawler.request_fingerprinter = CanonicalRequestFingerprinter.around(crawler, current)
+            self.wrapped = _class_path(type(current))
+            logger.info(
+                "REQUEST_FINGERPRINTER_CLASS is %s (an add-on after scrapy_dedup.Addon set it): "
+                "CanonicalRequestFingerprinter now wraps it and hands it canonical requests",
+                self.wrapped)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> OutermostCanonicalFingerprinter:
+        return cls(crawler)

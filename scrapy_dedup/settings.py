@@ -87,6 +87,13 @@ def to_optional_str(value: Any, name: str) -> str | None:
     raise DedupConfigError(f"{name} must be a string, got {value!r}")
 
 
+def to_optional_class(value: Any, name: str) -> Any:
+    """An import path, or the class itself (Scrapy accepts both for its ``*_CLASS`` settings)."""
+    if isinstance(value, type):
+        return value
+    return to_optional_str(value, name)
+
+
 def to_str(value: Any, name: str) -> str:
     result = to_optional_str(value, name)
     if result is None:
@@ -216,9 +223,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_URL_POLICIES", {}, _per_domain(_raw_url_policy), "url",
        "Per-domain URL policies: domain -> switches overriding `DEDUP_URL_POLICY` for that host and "
        "its subdomains; the most specific domain wins."),
-    _s("DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS", None, to_optional_str, "url",
+    _s("DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS", None, to_optional_class, "url",
        "A fingerprinter that `CanonicalRequestFingerprinter` wraps: it is given the request with its "
-       "canonical URL. None: Scrapy's fingerprint shape (method, URL, body; SHA-1) computed directly."),
+       "canonical URL. The add-on sets it to the `REQUEST_FINGERPRINTER_CLASS` it finds (a project's or "
+       "another add-on's) unless you set it. None: Scrapy's fingerprint shape (method, URL, body; SHA-1) "
+       "computed directly."),
     _s("DEDUP_DUST_RULES", (), to_optional_str_or_list, "url",
        "DUST rules file(s) from `scrapy-dedup mine-dust`, applied per host right after the safe steps."),
     _s("DEDUP_DUST_LEARN", False, to_bool, "url",

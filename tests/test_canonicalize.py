@@ -187,12 +187,143 @@ def test_opaque_urls_keep_everything_but_scheme_case():
     assert canonicalize("javascript:void(0)") == "javascript:void(0)"
 
 
+# --------------------------------------------------------------------------- WHATWG merges
+# Merges the WHATWG URL Standard makes (what a browser fetches), from its test data
+# (web-platform-tests url/resources/urltestdata.json, rows with no base URL; input -> href)
+# and from the spec's IPv4 and file-host rules where the data has no row.
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://@h/", "http://h/"),
+    ("http://:@h/", "http://h/"),
+    ("http://u:@h/", "http://u@h/"),
+    ("https://test:@test", "https://test@test/"),  # WHATWG row
+    ("https://:@test", "https://test/"),  # WHATWG row
+    ("http://@www.example.com", "http://www.example.com/"),  # WHATWG row
+    ("http://a:@www.example.com", "http://a@www.example.com/"),  # WHATWG row
+    ("non-special://test:@test/x", "non-special://test@test/x"),  # WHATWG row: every scheme
+    ("non-special://:@test/x", "non-special://test/x"),  # WHATWG row
+    ("http://:p@h/", "http://:p@h/"),  # an empty user with a password stays
+    ("http://U:P@h/", "http://U:P@h/"),  # case kept
+    ("http://u:%41@h/", "http://u:A@h/"),  # the escape is decoded first: the password is not empty
+    ("sc://@/", "sc://@/"),  # credentials without a host: invalid in WHATWG, kept as they are
+    ("sc://u:@/x", "sc://u:@/x"),
+])
+def test_empty_credentials_are_dropped(url, expected):
+    assert safe(url) == expected
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://0x7f.1/", "http://127.0.0.1/"),
+    ("http://127.1/", "http://127.0.0.1/"),
+    ("http://127.0.1/", "http://127.0.0.1/"),
+    ("http://2130706433/", "http://127.0.0.1/"),
+    ("http://0177.0.0.1/", "http://127.0.0.1/"),  # a leading 0: octal
+    ("http://017700000001/", "http://127.0.0.1/"),
+    ("http://0x7F000001/", "http://127.0.0.1/"),
+    ("http://0x7f.0.0.0x1/", "http://127.0.0.1/"),
+    ("http://127.0.0.1./", "http://127.0.0.1/"),  # a trailing dot
+    ("http://%30x7f.1/", "http://127.0.0.1/"),  # escapes in a host are decoded first
+    ("http://１２７.０.０.１/", "http://127.0.0.1/"),  # full-width digits: UTS #46 maps them first
+    ("https://0x.0x.0", "https://0.0.0.0/"),  # WHATWG row: "0x" alone is zero
+    ("http://192.0x00A80001", "http://192.168.0.1/"),  # WHATWG row
+    ("http://0x7f.1:80/", "http://127.0.0.1/"),
+    ("ws://0x7f.1/", "ws://127.0.0.1/"),
+    ("ftp://127.1/", "ftp://127.0.0.1/"),
+    ("file://127.1/x", "file://127.0.0.1/x"),
+    ("http://127.0.0.1/", "http://127.0.0.1/"),
+    ("http://0.0.0.0/", "http://0.0.0.0/"),
+    ("http://255.255.255.255/", "http://255.255.255.255/"),
+    # invalid as IPv4 in WHATWG (a URL failure there): kept as a name, merged with nothing new
+    ("http://1.2.3.256/", "http://1.2.3.256/"),
+    ("http://1.2.3.08/", "http://1.2.3.08/"),
+    ("http://0x100000000/", "http://0x100000000/"),
+    ("http://1.2.3.4.5/", "http://1.2.3.4.5/"),
+    ("http://foo.09/", "http://foo.09/"),
+    ("http://foo.0x4/", "http://foo.0x4/"),
+    # not ending in a number: names, whatever their other labels
+    ("http://127.0.0.1.example/", "http://127.0.0.1.example/"),
+    ("http://0x7f.1a/", "http://0x7f.1a/"),
+    ("http://1.2.3.4a/", "http://1.2.3.4a/"),
+    ("http://cafe/", "http://cafe/"),  # hex letters, but no "0x": a name
+    ("http://deadbeef.0xg/", "http://deadbeef.0xg/"),
+    # other schemes have opaque hosts
+    ("foo://0x7f.1/", "foo://0x7f.1/"),
+    ("sc://127.1/", "sc://127.1/"),
+])
+def test_ipv4_address_forms_become_dotted_decimal(url, expected):
+    assert safe(url) == expected
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http:example.com", "http://example.com/"),
+    ("http:example.com/", "http://example.com/"),  # WHATWG row
+    ("https:example.com/", "https://example.com/"),  # WHATWG row
+    ("ftp:example.com/", "ftp://example.com/"),  # WHATWG row
+    ("ws:example.com/", "ws://example.com/"),  # WHATWG row
+    ("wss:example.com/", "wss://example.com/"),  # WHATWG row
+    ("HTTP:Example.COM:80/a?b#c", "http://example.com/a?b#c"),
+    ("http:@www.example.com", "http://www.example.com/"),  # WHATWG row
+    ("http:a:b@www.example.com", "http://a:b@www.example.com/"),  # WHATWG row
+    ("http::b@www.example.com", "http://:b@www.example.com/"),  # WHATWG row
+    ("http:a:@www.example.com", "http://a@www.example.com/"),  # WHATWG row
+    ("http:example.com\\a", "http://example.com/a"),
+    # no host: still unparsable
+    ("http:?x", "http:?x"),
+    ("http:#x", "http:#x"),
+    # other schemes: opaque, as before
+    ("mailto:a@example.com", "mailto:a@example.com"),
+    ("foo:example.com", "foo:example.com"),
+])
+def test_special_scheme_without_slashes(url, expected):
+    assert safe(url) == expected
+
+
+@pytest.mark.parametrize("url", [
+    # WHATWG reads these as http://example.com/, but scrapy.Request keeps "http:///example.com/",
+    # which it cannot download: merging them would let that failed fetch filter the good URL
+    "http:/example.com/", "http:///example.com/", "http:////example.com/", "http:/@www.example.com",
+])
+def test_one_slash_or_three_stay_unparsable(url):
+    result = Canonicalizer().canonicalize_with_info(url)
+    assert result.unparsable is True and result.url == url
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("file://C:/x", "file:///C:/x"),
+    ("file://c:/x", "file:///c:/x"),  # the letter's case is kept
+    ("file://C|/", "file:///C:/"),  # WHATWG row
+    ("file://C:", "file:///C:"),
+    ("file:///C|/x", "file:///C:/x"),
+    ("file:///w|/m", "file:///w:/m"),  # WHATWG row
+    ("file:///Y:/", "file:///Y:/"),  # WHATWG row
+    ("file:///C:/../x", "file:///C:/x"),  # ".." stops at the drive letter
+    ("file://C:/a/../../b", "file:///C:/b"),
+    ("file:///C:/..", "file:///C:/"),
+    ("file:///w|m", "file:///w%7Cm"),  # WHATWG row: no drive letter (not followed by "/")
+    ("file:///w||m", "file:///w%7C%7Cm"),  # WHATWG row
+    ("file://example.net/C:/", "file://example.net/C:/"),  # WHATWG row: a drive letter after a host
+    ("file://1.2.3.4/C:/", "file://1.2.3.4/C:/"),  # WHATWG row
+    ("file:///x/C:/../y", "file:///x/y"),  # a drive letter only as the first segment
+    ("file:///%43:/../x", "file:///x"),  # an escaped letter is no drive letter
+    ("file://localhost/x", "file:///x"),
+    ("file://localhost/", "file:///"),
+    ("file://LOCALHOST/x", "file:///x"),
+    ("file://localhost//a//../..//foo", "file://///foo"),  # WHATWG row
+    ("file://localhost////foo", "file://////foo"),  # WHATWG row
+    ("file://loC𝐀𝐋𝐇𝐨𝐬𝐭/usr/bin", "file:///usr/bin"),  # WHATWG row: localhost after UTS #46 mapping
+    ("http://localhost/x", "http://localhost/x"),  # only file URLs
+    ("http://C:/x", "http://c/x"),  # only file URLs: here the host "C" with an empty port, as before
+])
+def test_file_drive_letters_and_localhost(url, expected):
+    assert safe(url) == expected
+
+
 # --------------------------------------------------------------------------- unparsable input
 
 @pytest.mark.parametrize("url", [
     "", "   ", "not a url", "example.com/path", "/relative/path", "http://", "http:///path",
     "http://exa mple.com/", "http://example.com:99999/", "http://example.com:8o/", "http://[::1/",
-    "http://[nonsense]/", "http://a:b:c/", "http:foo",
+    "http://[nonsense]/", "http://a:b:c/", "http:/foo",
 ])
 def test_unparsable_comes_back_stripped_and_flagged(url):
     result = Canonicalizer().canonicalize_with_info(f"  {url} ")

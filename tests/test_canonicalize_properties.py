@@ -8,6 +8,7 @@ non-ASCII characters as their UTF-8 octets, and dot segments are resolved.
 """
 from __future__ import annotations
 
+import ipaddress
 import string
 
 import idna
@@ -209,3 +210,76 @@ def test_switches_keep_urls_valid_and_idempotent(generated):
         assert scrapy.Request(result.url).url
         assert canonicalizer.canonicalize(result.url) == result.url
         assert set(result.fired) <= set(SWITCHES)
+
+
+# --------------------------------------------------------------------------- WHATWG merges: IPv4, credentials, file, no slashes
+
+@st.composite
+def ipv4_forms(draw):
+    """An IPv4 address in one of WHATWG's forms: 1 to 4 parts, each decimal, 0x hex or 0 octal."""
+    address = draw(st.integers(0, 2**32 - 1))
+    count = draw(st.integers(1, 4))
+    octets = address.to_bytes(4, "big")
+    numbers = list(octets[:count - 1]) + [int.from_bytes(octets[count - 1:], "big")]
+    parts = []
+    for number in numbers:
+        form = draw(st.sampled_from(["dec", "hex", "HEX", "oct"]))
+        if form == "dec":
+            parts.append(str(number))
+        elif form == "oct":
+            parts.append("0" + format(number, "o"))
+        else:
+            digits = format(number, "x")
+            parts.append(("0x" if form == "hex" else "0X") + (digits.upper() if draw(st.booleans()) else digits))
+    host = ".".join(parts) + draw(st.sampled_from(["", "."]))
+    return host, str(ipaddress.IPv4Address(address))
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(ipv4_forms(), st.sampled_from(["http", "https", "ws", "wss", "ftp", "file"]))
+def test_every_ipv4_form_is_the_address_it_denotes(form, scheme):
+    host, dotted = form
+    url = f"{scheme}://{host}/p"
+    result = SAFE_ONLY.canonicalize_with_info(url)
+    assert result.url == f"{scheme}://{dotted}/p", url
+    assert SAFE_ONLY.canonicalize(result.url) == result.url
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(ipv4_forms(), st.sampled_from(["foo", "sc", "git"]))
+def test_other_schemes_keep_an_ipv4_looking_host_as_a_name(form, scheme):
+    host, _ = form
+    assert SAFE_ONLY.canonicalize(f"{scheme}://{host}/p") == f"{scheme}://{host.lower()}/p"
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(reg_name)
+def test_a_name_is_never_read_as_an_address(name):
+    # generated names end in ".test": not a number, so never an IPv4 address
+    assert SAFE_ONLY.canonicalize(f"http://{name}/").startswith(f"http://{idna.encode(name, uts46=True).decode()}/")
+
+
+NUMERIC_HOSTISH = "0123456789xXabcdefABCDEF.:@|/\\%"
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["http://", "https:", "http:", "ws:", "file://", "file:///", "FILE://", "foo://", "ftp://u:@"]),
+       st.text(alphabet=NUMERIC_HOSTISH + "uvlocahstCZ:..", max_size=30),
+       st.sampled_from(["", "/", "/a/../..", "/./x", "?q", "#f", "/C:/../x"]))
+def test_the_new_steps_never_raise_and_are_idempotent(prefix, middle, suffix):
+    text = prefix + middle + suffix
+    for canonicalizer in ALL:
+        once = canonicalizer.canonicalize_with_info(text).url
+        assert canonicalizer.canonicalize(once) == once, text
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["", ":", "u", "u:", ":p", "u:p", "U:", "%75:", "u::"]), host)
+def test_credentials_keep_what_they_say(userinfo, host_text):
+    """Only an empty user and an empty password are dropped; what remains is the same text."""
+    canonical = SAFE_ONLY.canonicalize(f"http://{userinfo}@{host_text}/")
+    user, _, password = userinfo.partition(":")
+    kept = user.replace("%75", "u") + (":" + password if password else "")
+    prefix = "http://" + (kept + "@" if kept else "")
+    assert canonical.startswith(prefix)
+    assert "@" not in canonical[len(prefix):]

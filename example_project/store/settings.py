@@ -35,8 +35,9 @@ else:  # pragma: no cover - Scrapy < 2.19
 # --- scrapy-dedup -------------------------------------------------------------
 # One line enables it all: the canonical request fingerprinter, the Bloom
 # dupefilter, response fingerprinting, the near-duplicate pipeline and the
-# crawl-end duplication report. A DUPEFILTER_CLASS or REQUEST_FINGERPRINTER_CLASS
-# set here would win over the add-on's; DEDUP_ENABLED = False turns it all off.
+# crawl-end duplication report. A DUPEFILTER_CLASS set here would win over the
+# add-on's; a REQUEST_FINGERPRINTER_CLASS set here would be kept as the canonical
+# fingerprinter's fallback; DEDUP_ENABLED = False turns it all off.
 ADDONS = {"scrapy_dedup.Addon": 0}
 
 # URL layer: canonicalization before a request is scheduled. Always on: the safe

@@ -13,13 +13,22 @@ The pipeline, in order (see the README's switches table):
    Unicode normalization of paths); remove dot segments (``%2e`` ones too);
    empty path to ``/``; keep userinfo case. For http(s), ws(s) and ftp a ``\\``
    before the query is a ``/``, as browsers and ``scrapy.Request`` read it.
+   Merges the WHATWG URL Standard makes (what browsers fetch): empty credentials
+   dropped (``http://@h/`` and ``http://u:@h/`` are ``http://h/`` and ``http://u@h/``);
+   in special schemes and ``file``, a host that ends in a number is an IPv4 address in
+   any of its forms (``http://0x7f.1/``, ``http://2130706433/``) and becomes dotted
+   decimal; ``http:example.com`` (no slashes, no base URL) is ``http://example.com/``;
+   in ``file`` URLs a Windows drive letter is a path segment, never a host
+   (``file://C:/x`` is ``file:///C:/x``; ``C|`` is ``C:``; ``..`` stops at it) and
+   ``localhost`` is the empty host.
 2. **DUST rules** of the host (:mod:`scrapy_dedup.url.dust`, ``dust_rules=``): site-specific
    rewrites mined from crawl logs, applied right after the safe steps.
 3. **Optional switches** of the host's :class:`~scrapy_dedup.url.policy.UrlPolicy`,
    each touching only its own component.
 
 It never raises on bad input: what it cannot parse comes back stripped of
-surrounding whitespace and is flagged ``unparsable``. It is idempotent:
+surrounding whitespace and is flagged ``unparsable``. A host WHATWG rejects as an
+IPv4 address (``1.2.3.256``) is kept as a name, as before: no merge, no change. It is idempotent:
 ``canonicalize(canonicalize(u)) == canonicalize(u)``.
 
 This module imports nothing from Scrapy.
@@ -85,6 +94,9 @@ INDEX_PAGES: frozenset[str] = frozenset({
 DEFAULT_PORTS: dict[str, str] = {"http": "80", "https": "443", "ws": "80", "wss": "443", "ftp": "21"}
 #: schemes that need a host, and where a backslash is a slash (WHATWG "special" schemes)
 _SPECIAL = frozenset(DEFAULT_PORTS)
+#: schemes whose hosts WHATWG's host parser reads as IPv4 addresses when they end in a number
+#: (the special schemes, file included; an opaque host of any other scheme is just a name)
+_IPV4_SCHEMES = _SPECIAL | {"file"}
 
 # --------------------------------------------------------------------------- compiled patterns
 
@@ -104,6 +116,10 @@ _TOKEN_RE = re.compile(r"[A-Za-z0-9_\-]+(?:[.!][A-Za-z0-9_\-.]+)?\Z")
 _ALNUM_RE = re.compile(r"[A-Za-z0-9]+\Z")
 _HAS_LETTER_RE = re.compile(r"[A-Za-z]")
 _HAS_DIGIT_RE = re.compile(r"[0-9]")
+#: a Windows drive letter (WHATWG: an ASCII letter, then ":" or "|") as a whole host
+_DRIVE_HOST_RE = re.compile(r"[A-Za-z][:|]\Z")
+#: ... or as the first segment of a file URL's path
+_DRIVE_PATH_RE = re.compile(r"/[A-Za-z][:|](?=/|\Z)")
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _HEX = "0123456789abcdefABCDEF"
@@ -136,8 +152,14 @@ def _normalize_escapes(text: str, unsafe: re.Pattern = _UNSAFE_RE) -> str:
     return text
 
 
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 5.2.4 for an absolute path (one starting with "/")."""
+def _remove_dot_segments(path: str, keep_drive: bool = False) -> str:
+    """RFC 3986 5.2.4 for an absolute path (one starting with "/").
+
+    ``keep_drive``: the path of a file URL starts with a drive letter, which ``..`` never removes
+    (WHATWG: ``file:///C:/..`` is ``file:///C:/``).
+    """
+    if keep_drive and _DRIVE_PATH_RE.match(path):  # (a DUST rule may have rewritten the path since)
+        return path[:3] + _remove_dot_segments(path[3:]) if len(path) > 3 else path
     segments = path.split("/")
     output: list[str] = []
     for segment in segments[1:]:
@@ -221,6 +243,62 @@ def _reg_name(name: str) -> str | None:
     return name if _REG_NAME_RE.match(name) else None
 
 
+_IPV4_LAST_CHARS = frozenset("0123456789abcdefx.")
+
+
+def _ipv4_number(part: str) -> int | None:
+    """WHATWG's IPv4 number parser: decimal, ``0x`` hex or ``0`` octal; None on failure."""
+    if not part:
+        return None
+    radix = 10
+    if part[:2] in ("0x", "0X"):
+        part, radix = part[2:], 16
+    elif len(part) > 1 and part[0] == "0":
+        part, radix = part[1:], 8
+    if not part:
+        return 0  # "0x" alone is zero
+    try:
+        return int(part, radix) if part.isascii() and part.isalnum() else None
+    except ValueError:
+        return None
+
+
+def _ends_in_number(host: str) -> bool:
+    """WHATWG's "ends in a number" checker: is the host's last label (a trailing dot aside) a number?"""
+    if host[-1:] not in _IPV4_LAST_CHARS:  # the common case, a name ending in a letter: no split
+        return False
+    labels = host.split(".")
+    if labels[-1] == "":
+        if len(labels) == 1:
+            return False
+        labels.pop()
+    last = labels[-1]
+    if last.isascii() and last.isdigit():
+        return True
+    return _ipv4_number(last) is not None
+
+
+def _ipv4_host(host: str) -> str | None:
+    """WHATWG's IPv4 parser (``0x7f.1``, ``127.1``, ``2130706433``, ``0177.0.0.1``) to dotted decimal; None on failure."""
+    parts = host.split(".")
+    if parts[-1] == "" and len(parts) > 1:
+        parts.pop()
+    if len(parts) > 4:
+        return None
+    numbers = []
+    for part in parts:
+        number = _ipv4_number(part)
+        if number is None:
+            return None
+        numbers.append(number)
+    if any(n > 255 for n in numbers[:-1]) or numbers[-1] >= 256 ** (5 - len(numbers)):
+        return None
+    address = numbers[-1]
+    for i, number in enumerate(numbers[:-1]):
+        address += number * 256 ** (3 - i)
+    return ".".join(str((address >> shift) & 255) for shift in (24, 16, 8, 0))
+
+
 class _Authority(NamedTuple):
     userinfo: str  # "" or "user:pass@"
     host: str  # "example.com", "[::1]"
@@ -232,7 +310,7 @@ def _authority(scheme: str, netloc: str) -> _Authority | None:
     """Normalized authority, or None if unparsable. Cached: a crawl sees few distinct authorities."""
     userinfo, at, hostport = netloc.rpartition("@")
     if at:
-        userinfo = _normalize_escapes(userinfo, _UNSAFE_USERINFO_RE) + "@"
+        userinfo = _normalize_escapes(userinfo, _UNSAFE_USERINFO_RE)
     if hostport.startswith("["):
         end = hostport.find("]")
         if end == -1:
@@ -250,6 +328,11 @@ def _authority(scheme: str, netloc: str) -> _Authority | None:
         host = _reg_name(name)
         if host is None:
             return None
+        if scheme in _IPV4_SCHEMES and host and _ends_in_number(host):
+            # WHATWG: such a host is an IPv4 address (or invalid: then it stays a name, unmerged)
+            host = _ipv4_host(host) or host
+        if scheme == "file" and host == "localhost":
+            host = ""  # WHATWG: file://localhost/x is file:///x
     if port:
         if not (port.isascii() and port.isdigit()) or int(port) > 65535:
             return None
@@ -258,6 +341,13 @@ def _authority(scheme: str, netloc: str) -> _Authority | None:
             port = ""
     if not host and scheme in _SPECIAL:
         return None
+    if at:
+        user, _, password = userinfo.partition(":")
+        if not password and host:
+            # WHATWG writes no ":" before an empty password and no "@" after empty credentials
+            # (credentials without a host are invalid there: such a URL is kept as it is, unmerged)
+            userinfo = user
+        userinfo = userinfo + "@" if userinfo or not host else ""
     return _Authority(userinfo, host, port)
 
 
@@ -464,7 +554,14 @@ class Canonicalizer:
             if scheme in _SPECIAL:
                 if "\\" in url and url.find("\\") < len(scheme) + 3:
                     return self._canonicalize(self._backslashes_to_slashes(url, len(scheme) + 1))
-                return None  # "http:foo": a special scheme needs a host
+                rest = url[len(scheme) + 1:]
+                if rest[:1] not in ("/", ""):
+                    # WHATWG, with no base URL: "http:example.com" is http://example.com/. One slash
+                    # or three stay unparsable: scrapy.Request keeps "http:///example.com/" and cannot
+                    # download it, so merging it would let its failed fetch filter the good URL out
+                    # ("http:example.com" it refuses outright).
+                    return self._canonicalize(url[:len(scheme) + 1] + "//" + rest)
+                return None  # "http:/x", "http:": a special scheme needs a host
             # opaque URL (mailto:, data:, javascript:...): only the scheme is normalized
             return CanonicalResult(scheme + url[len(scheme):], _NO_FIRED, False)
         if scheme in _SPECIAL and "\\" in url:
@@ -473,6 +570,9 @@ class Canonicalizer:
                 return self._canonicalize(self._backslashes_to_slashes(url, len(scheme) + 1))
 
         # --- 1. safe steps
+        drive = False
+        if scheme == "file":
+            netloc, path, drive = self._file_drive_letter(netloc, path)
         authority = _authority(scheme, netloc)
         if authority is None:
             return None
@@ -480,7 +580,7 @@ class Canonicalizer:
         if path:
             path = _normalize_escapes(path)
             if _has_dot_segment(path):
-                path = _remove_dot_segments(path)
+                path = _remove_dot_segments(path, drive)
         else:
             path = "/"
         if query:
@@ -502,7 +602,7 @@ class Canonicalizer:
                     if new_path != path:  # a hand-written rule may bring unescaped text or dot segments
                         path = _normalize_escapes(new_path)
                         if _has_dot_segment(path):
-                            path = _remove_dot_segments(path)
+                            path = _remove_dot_segments(path, drive)
                     query = new_query if new_query else (None if query else query)
                     fired = ["dust"]
 
@@ -513,7 +613,7 @@ class Canonicalizer:
             if new_path != path:
                 path = new_path
                 if _has_dot_segment(path):
-                    path = _remove_dot_segments(path)
+                    path = _remove_dot_segments(path, drive)
                 fired = (fired or []) + ["strip_session"]
         if query is not None and plan.query_work:
             query, query_fired = self._query(plan, query)
@@ -549,6 +649,22 @@ class Canonicalizer:
         if fragment is not None:
             parts.append("#" + fragment)
         return CanonicalResult("".join(parts), tuple(fired) if fired else _NO_FIRED, False)
+
+    @staticmethod
+    def _file_drive_letter(netloc: str, path: str) -> tuple[str, str, bool]:
+        """WHATWG's Windows drive letter quirk: a drive letter is the first path segment, never a host.
+
+        ``file://C:/x`` and ``file://C|/x`` are ``file:///C:/x``; a leading ``/C|`` segment is ``/C:``.
+        Returns (netloc, path, whether the path starts with a drive letter). Only the literal
+        characters count (``%43:`` is no drive letter), as in WHATWG, so this reads the raw path.
+        """
+        if _DRIVE_HOST_RE.match(netloc):
+            netloc, path = "", "/" + netloc + path
+        if _DRIVE_PATH_RE.match(path) is None:
+            return netloc, path, False
+        if path[2] == "|":
+            path = path[:2] + ":" + path[3:]
+        return netloc, path, True
 
     @staticmethod
     def _backslashes_to_slashes(url: str, start: int) -> str:

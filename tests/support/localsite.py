@@ -32,9 +32,13 @@ Router = Callable[[str, str], "Page | None"]
 class LocalSite:
     """Serve ``router`` on 127.0.0.1 on a free port; count every request by (host, path)."""
 
-    def __init__(self, router: Router | dict[tuple[str, str], Page]):
+    def __init__(self, router: Router | dict[tuple[str, str], Page], *, record_headers: bool = False):
         self.router: Router = (lambda host, path: router.get((host, path))) if isinstance(router, dict) else router
         self.hits: Counter[tuple[str, str]] = Counter()
+        # with record_headers: every request as received, (host, path, headers), for tests about
+        # what a request carried (off by default: long crawls would keep every header)
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.record_headers = record_headers
         self.lock = threading.Lock()
         site = self
 
@@ -45,6 +49,8 @@ class LocalSite:
                 host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
                 with site.lock:
                     site.hits[(host, self.path)] += 1
+                    if site.record_headers:
+                        site.requests.append((host, self.path, dict(self.headers.items())))
                 page = site.router(host, self.path)
                 if page is None:
                     page = Page("<html><body><h1>Not found</h1></body></html>", status=404)
