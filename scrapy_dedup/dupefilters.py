@@ -317,10 +317,12 @@ class _RedisDupeFilter(_SeenDupeFilter):
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  debug: bool = False, stats: StatsCollector | None = None,
                  policy: RedisErrorPolicy | None = None, crawler: Crawler | None = None,
-                 jobdir: str | None = None):
+                 jobdir: str | None = None, url_source: str = "DEDUP_REDIS_URL"):
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.server = server
         self.url = url
+        #: the setting the URL came from (DEDUP_REDIS_URL, scrapy-redis's REDIS_URL, ..., or "default")
+        self.url_source = url_source
         self.key = key
         self.persist = persist
         self.flush_on_start = flush_on_start
@@ -460,7 +462,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
 
     def _start_checked(self) -> None:
-        where = f"Redis key {self.key!r} at {mask_url(self.url)}"
+        where = f"Redis key {self.key!r} at {mask_url(self.url)} (from {self.url_source})"
         if self.flush_on_start:
             self._redis(self.store.clear)
             logger.info("%s: %s flushed at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind, where)
@@ -589,7 +591,8 @@ class RedisDupeFilter(_RedisDupeFilter):
         return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
                    flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
                    debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
-                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings))
+                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings),
+                   url_source=cfg.source_of("DEDUP_REDIS_URL"))
 
 
 class RedisBloomDupeFilter(_RedisDupeFilter):
@@ -617,7 +620,8 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
         return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
                    flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
                    debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
-                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings))
+                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings),
+                   url_source=cfg.source_of("DEDUP_REDIS_URL"))
 
     def _prepare(self) -> None:
         self.store.prepare()

@@ -253,7 +253,8 @@ SETTINGS: tuple[Setting, ...] = (
        "to start: an empty filter would refetch the whole crawl) or `empty` (start empty, keep the bad "
        "file as `seen.bloom.corrupt-<time>`)."),
     _s("DEDUP_REDIS_URL", "redis://localhost:6379/0", _redis_url, "redis",
-       "Redis server of the shared stores: redis://, rediss:// or unix://. The password is masked in logs; "
+       "Redis server of the shared stores: redis://, rediss:// or unix://. Unset, scrapy-redis's `REDIS_URL`, "
+       "then `REDIS_HOST`/`REDIS_PORT`, is used. The password is masked in logs; "
        "percent-escape `/ ? # @` in it (`urllib.parse.quote(password, safe='')`)."),
     _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
        "Key of the shared seen set; `%(spider)s` is the spider name, so all processes of a spider share it."),
@@ -264,7 +265,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, optional=True), "redis",
        "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
     _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
-       "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`)."),
+       "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`); "
+       "unset, scrapy-redis's `REDIS_PARAMS` is used."),
     _s("DEDUP_REDIS_BLOOM_SHARDS", 1, _number(int, minimum=1, maximum=4096), "redis",
        "Number of Redis keys the Redis Bloom filter is split over (one hash slot each, for Redis Cluster)."),
     _s("DEDUP_REDIS_ON_ERROR", "retry", _choice("retry", "fail_open"), "redis",
@@ -320,10 +322,16 @@ class DedupSettings(Mapping):
     ``cfg.bloom_capacity`` is ``cfg["DEDUP_BLOOM_CAPACITY"]``.
     """
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "sources")
 
-    def __init__(self, values: Mapping[str, Any]):
+    def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str] | None = None):
         object.__setattr__(self, "_values", dict(values))
+        #: where a value came from when it was not its own setting (``DEDUP_REDIS_URL`` -> ``"REDIS_URL"``)
+        object.__setattr__(self, "sources", dict(sources or {}))
+
+    def source_of(self, name: str) -> str:
+        """The setting a value was read from: its own name, a scrapy-redis fallback, or ``default``."""
+        return self.sources.get(name, name)
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
@@ -370,18 +378,45 @@ def read_settings(settings: Any) -> DedupSettings:
     and also on an unknown ``DEDUP_*`` name (a typo would otherwise be silently ignored).
     """
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for setting in SETTINGS:
         raw = settings.get(setting.name, None)
-        values[setting.name] = setting.convert(setting.default if raw is None else raw, setting.name)
+        source = setting.name
+        if raw is None:
+            raw, source = _fallback(settings, setting.name)
+        values[setting.name] = setting.convert(setting.default if raw is None else raw, source)
+        if source != setting.name:
+            sources[setting.name] = source
     names = settings.keys() if hasattr(settings, "keys") else ()
     for name in names:
         if isinstance(name, str) and name.startswith("DEDUP_") and name not in BY_NAME:
             close = closest_name(name, BY_NAME)
             hint = f"; did you mean {close}?" if close else ""
             raise DedupConfigError(f"unknown setting {name}{hint}")
-    cfg = DedupSettings(values)
+    cfg = DedupSettings(values, sources)
     cfg.check_content_engine()
     return cfg
+
+
+def _fallback(settings: Any, name: str) -> tuple[Any, str]:
+    """(value, source) of an unset ``DEDUP_*`` setting: scrapy-redis's settings, or None and ``default``.
+
+    A scrapy-redis project that switches only ``DUPEFILTER_CLASS`` keeps its
+    server: ``DEDUP_REDIS_URL`` falls back to ``REDIS_URL``, then to
+    ``REDIS_HOST``/``REDIS_PORT``; ``DEDUP_REDIS_PARAMS`` to ``REDIS_PARAMS``
+    (scrapy-redis's names and meanings).
+    """
+    if name == "DEDUP_REDIS_URL":
+        if settings.get("REDIS_URL"):
+            return settings.get("REDIS_URL"), "REDIS_URL"
+        host, port = settings.get("REDIS_HOST"), settings.get("REDIS_PORT")
+        if host or port:
+            host = str(host or "localhost")
+            host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+            return f"redis://{host}:{port or 6379}/0", "REDIS_HOST/REDIS_PORT"
+    elif name == "DEDUP_REDIS_PARAMS" and settings.get("REDIS_PARAMS"):
+        return settings.get("REDIS_PARAMS"), "REDIS_PARAMS"
+    return None, "default" if name in ("DEDUP_REDIS_URL", "DEDUP_REDIS_PARAMS") else name
 
 
 def closest_name(name: str, known: Iterable[str], cutoff: float = 0.8) -> str | None:

@@ -202,3 +202,26 @@ def test_two_processes_sharing_one_key_never_fetch_the_same_url_twice(name, redi
     # every other page exactly once across both processes
     assert {path: n for path, n in hits.items() if n > 1 and path not in starts} == {}
     assert all(hits[s] <= 2 for s in starts)
+
+
+@pytest.mark.parametrize("scrapy_redis_settings", ["url", "host-port"])
+@inlineCallbacks
+def test_a_scrapy_redis_project_switching_only_dupefilter_class_keeps_its_redis(redis_server, redis_url,
+                                                                                 scrapy_redis_settings, caplog):
+    """Only DUPEFILTER_CLASS changed: scrapy-redis's REDIS_URL (or REDIS_HOST/REDIS_PORT) is the server used,
+    and the log line at open names the setting it came from."""
+    import logging
+
+    import redis
+
+    caplog.set_level(logging.INFO)
+    given = ({"REDIS_URL": redis_url} if scrapy_redis_settings == "url"
+             else {"REDIS_HOST": "127.0.0.1", "REDIS_PORT": redis_server.port})
+    settings = {"DUPEFILTER_CLASS": "scrapy_dedup.RedisDupeFilter", **given}
+    with LocalSite(link_graph) as site:
+        crawler = yield run_crawl(LinkSpider, settings, start_urls=[site.url("shop.test", "/")])
+    assert crawler.stats.get_value("dedup/seen/new") == PAGES
+    client = redis.Redis.from_url(redis_url)
+    assert client.scard(f"dedup:{LinkSpider.name}:seen") == PAGES  # the fingerprints are in that server
+    source = "REDIS_URL" if scrapy_redis_settings == "url" else "REDIS_HOST/REDIS_PORT"
+    assert any(f"from {source}" in r.getMessage() for r in caplog.records), [r.getMessage() for r in caplog.records]

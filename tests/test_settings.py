@@ -87,3 +87,29 @@ def test_scrapy_settings_object_is_accepted():
 def test_an_unknown_setting_names_the_closest_known_one(typo, meant):
     with pytest.raises(DedupConfigError, match=f"unknown setting {typo}; did you mean {meant}\\?"):
         read_settings({typo: 1})
+
+
+@pytest.mark.parametrize("given,url,source", [
+    ({}, "redis://localhost:6379/0", "default"),
+    ({"REDIS_URL": "redis://r.test:6380/2"}, "redis://r.test:6380/2", "REDIS_URL"),
+    ({"REDIS_HOST": "r.test"}, "redis://r.test:6379/0", "REDIS_HOST/REDIS_PORT"),
+    ({"REDIS_HOST": "r.test", "REDIS_PORT": 7000}, "redis://r.test:7000/0", "REDIS_HOST/REDIS_PORT"),
+    ({"REDIS_PORT": "7001"}, "redis://localhost:7001/0", "REDIS_HOST/REDIS_PORT"),
+    ({"REDIS_HOST": "::1"}, "redis://[::1]:6379/0", "REDIS_HOST/REDIS_PORT"),
+    ({"REDIS_URL": "redis://a.test/0", "REDIS_HOST": "b.test"}, "redis://a.test/0", "REDIS_URL"),
+    ({"DEDUP_REDIS_URL": "redis://mine.test/1", "REDIS_URL": "redis://a.test/0"}, "redis://mine.test/1",
+     "DEDUP_REDIS_URL"),
+])
+def test_the_redis_url_falls_back_to_scrapy_redis_settings(given, url, source):
+    cfg = read_settings(given)
+    assert cfg.redis_url == url
+    assert cfg.source_of("DEDUP_REDIS_URL") == source
+
+
+def test_redis_params_fall_back_to_scrapy_redis_settings_and_errors_name_the_source():
+    cfg = read_settings({"REDIS_PARAMS": {"socket_timeout": 5}})
+    assert cfg.redis_params == {"socket_timeout": 5}
+    assert cfg.source_of("DEDUP_REDIS_PARAMS") == "REDIS_PARAMS"
+    assert read_settings({"REDIS_PARAMS": {"a": 1}, "DEDUP_REDIS_PARAMS": {"b": 2}}).redis_params == {"b": 2}
+    with pytest.raises(DedupConfigError, match="^REDIS_URL"):
+        read_settings({"REDIS_URL": "http://not-redis.test/"})
