@@ -1,7 +1,7 @@
 """Reading WARC files (ISO 28500, WARC/1.0 and 1.1; plain or gzip per record) for the audit and the DUST miner.
 
 A WARC file is what web archiving crawlers write (Heritrix, wget ``--warc-file``,
-Browsertrix, Scrapy's WARC exporters): every HTTP exchange as records. warcio parses the
+Browsertrix): every HTTP exchange as records. warcio parses the
 records (WARC headers, HTTP headers, de-chunking, ``Content-Encoding`` gzip, deflate and
 br); this module frames them itself (so that a damaged record or gzip member costs that
 record only, never the rest of the file) and decides what each record is for the audit:
