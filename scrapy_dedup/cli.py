@@ -3,8 +3,8 @@
 Subcommands:
 
 * ``report DUMP``: how duplicated is a scrape dump? Runs the crawl's content
-  engine over a JSON Lines dump (:mod:`scrapy_dedup.audit`).
-* ``mine-dust LOG``: DUST rules from a crawl log (:mod:`scrapy_dedup.url.mining`).
+  engine over a JSON Lines dump or a WARC file (:mod:`scrapy_dedup.audit`).
+* ``mine-dust LOG``: DUST rules from a crawl log or a WARC file (:mod:`scrapy_dedup.url.mining`).
 
 Exit status: 0 success; 1 ``--fail-above`` exceeded (a quality gate, and nothing
 else: CI must be able to tell "too redundant" from "broken"); 2 every error: usage or
@@ -53,10 +53,12 @@ def _positive_int(value: str) -> int:
 
 def _add_report_parser(sub) -> None:
     p = sub.add_parser(
-        "report", help="measure how duplicated a scrape dump is (JSON Lines, optionally .gz)",
+        "report", help="measure how duplicated a scrape dump is (JSON Lines or WARC, optionally .gz)",
         description="Measure exact and near duplicates in a JSON Lines dump (one page per line, with "
-                    "'url' and 'html' or 'text'), with the same engine as the crawl.")
-    p.add_argument("dump", help="JSON Lines file, optionally gzip-compressed; '-' reads stdin")
+                    "'url' and 'html' or 'text') or a WARC file (.warc, .warc.gz), with the same engine "
+                    "as the crawl.")
+    p.add_argument("dump", help="JSON Lines or WARC file, optionally gzip-compressed (told by its content); "
+                                "'-' reads stdin")
     p.add_argument("--config", metavar="FILE", help="YAML, JSON or TOML file of settings (flags override it)")
     g = p.add_argument_group("engine (defaults: the crawl's DEDUP_* defaults)")
     g.add_argument("--method", choices=("simhash", "minhash"), default=None,
@@ -80,7 +82,7 @@ def _add_report_parser(sub) -> None:
     f.add_argument("--url-field", default=None, help="record field of the URL (url)")
     f.add_argument("--html-field", default=None, help="record field of the HTML (html)")
     f.add_argument("--text-field", default=None, help="record field of plain text, used without HTML (text)")
-    f.add_argument("--strict", action="store_true", help="stop at the first bad line (exit status 2)")
+    f.add_argument("--strict", action="store_true", help="stop at the first bad line or record (exit status 2)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the numbers as JSON instead of text")
     o.add_argument("--clusters", metavar="FILE", help="JSONL: url, cluster, representative, distance, kind")

@@ -33,7 +33,7 @@ from scrapy_dedup.content.engine import (
     Verdict,
     verify_rule_from_settings,
 )
-from scrapy_dedup.content.structured import SNIFF_BYTES, structured_kind
+from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup.content.text import page_text
 from scrapy_dedup.redis_conn import mask_url
 from scrapy_dedup.redis_policy import describe, secrets_of
@@ -415,20 +415,9 @@ class ContentLayer:
         self.store.close()
 
 
-_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
-
-
 def _looks_binary(response: Response) -> bool:
-    """A body served as text but mostly control bytes (an image, a zip) is not fingerprinted.
-
-    A few stray NULs in real HTML do not count: more than 10% control bytes in the
-    first 4 KiB do (text in any encoding, UTF-16 aside, has almost none).
-    """
-    head = response.body[:4096]
-    if not head:
-        return False
-    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
-    return controls * 10 > len(head) and not head.startswith((b"\xff\xfe", b"\xfe\xff"))
+    """A body served as text but mostly control bytes (an image, a zip): see :func:`looks_binary`."""
+    return looks_binary(response.body)
 
 
 def _encoding_of(response: TextResponse) -> str | None:

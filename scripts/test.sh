@@ -8,6 +8,8 @@ need_package "command -v redis-server" redis-server
 # the HTML audit report is checked in a real headless browser
 need_package "command -v chromium" chromium
 need_package "command -v chromedriver" chromium-driver
+# WARC input is checked on archives GNU wget writes of the local example sites
+need_package "command -v wget" wget
 setup_venv "test,bench"
 cd "$ROOT"
 set +e

@@ -11,6 +11,13 @@ a page and not an error.
 The reader yields raw lines (bytes) with their numbers, and
 :func:`parse_record` turns one line into a :class:`PageRecord`: the split lets
 ``--jobs N`` workers parse JSON in parallel while one process reads the file.
+
+The other input format is WARC (:mod:`scrapy_dedup.audit.warc`): :func:`open_input`
+tells the two apart by their first bytes, not their names (a WARC file starts with
+``WARC/1.0`` or ``WARC/1.1``, a ``.warc.gz`` with a gzip member that does), and
+:func:`input_items` gives either one as the same ``(number, item)`` stream: a line
+number and its raw bytes, or a record number and a :class:`PageRecord` (or a decision
+the WARC reader took itself: a skipped response, a revisit, a damaged record).
 """
 from __future__ import annotations
 
@@ -22,10 +29,10 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import BinaryIO, NamedTuple, Union
+from typing import Any, BinaryIO, NamedTuple, Optional, Union
 
 __all__ = ["FieldNames", "PageRecord", "BadLine", "BadLines", "DumpError", "read_lines", "parse_record",
-           "open_dump"]
+           "open_dump", "open_input", "Input", "input_items"]
 
 #: Reasons are kept at most this many per kind with their line numbers (the count is always exact).
 MAX_EXAMPLES = 20
@@ -45,10 +52,18 @@ class FieldNames:
 
 
 class PageRecord(NamedTuple):
+    """One page: its line (JSON Lines) or record (WARC) number, URL and content.
+
+    ``content`` is text (``is_html`` False), HTML as ``str``, or, from a WARC, the HTTP
+    payload as ``bytes``, decoded by :func:`~scrapy_dedup.content.text.page_text` with
+    ``encoding`` (the HTTP header's charset; None: the page's own declaration, else UTF-8).
+    """
+
     line: int
     url: str
-    content: str
+    content: Union[str, bytes]
     is_html: bool
+    encoding: Optional[str] = None
 
 
 class BadLine(NamedTuple):
@@ -64,6 +79,7 @@ class BadLines:
     by_reason: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[int]] = field(default_factory=dict)
     seen_keys: dict[str, int] = field(default_factory=dict)  # keys of records missing a field: the hint
+    unit: str = "line"  # what the numbers count: JSON Lines lines, or WARC records
 
     def add(self, bad: BadLine, keys: tuple[str, ...] = ()) -> None:
         self.count += 1
@@ -86,7 +102,7 @@ class BadLines:
         for reason, n in sorted(self.by_reason.items(), key=lambda kv: -kv[1]):
             lines = ", ".join(map(str, self.examples[reason]))
             more = ", ..." if n > len(self.examples[reason]) else ""
-            out.append(f"  {n:>8}  {reason} (line {lines}{more})")
+            out.append(f"  {n:>8}  {reason} ({self.unit} {lines}{more})")
         if self.seen_keys and any(r.startswith("missing field") for r in self.by_reason):
             common = sorted(self.seen_keys, key=lambda k: -self.seen_keys[k])[:10]
             out.append(f"  hint: records have the fields {', '.join(common)}; choose them with "
@@ -113,31 +129,98 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def _sniffed(raw: BinaryIO) -> BinaryIO:
-    """``raw`` unchanged but decompressed if it starts with gzip's magic bytes; never seeks a stream that cannot.
+class Input(NamedTuple):
+    """An opened input: its format and the stream to read it from.
 
-    A FIFO, a pipe as ``/dev/stdin`` or a shell's ``<(zcat dump.gz)`` cannot seek back
-    over the two bytes read: those are handed back in front of the rest instead.
+    ``format`` is ``"jsonl"`` or ``"warc"``. A JSON Lines ``stream`` gives the lines'
+    bytes (gzip already undone); a WARC ``stream`` gives the file's own bytes, and
+    ``compressed`` says whether they are gzip members (the WARC reader decompresses
+    them one at a time, so that a damaged member costs its own records only).
     """
-    if raw.seekable():
-        start = raw.tell()
-        magic = raw.read(2)
+
+    format: str
+    stream: BinaryIO
+    compressed: bool
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: raw bytes of a gzip member read at most to see whether it holds a WARC record (its header is within the first KB)
+_GZIP_SNIFF_LIMIT = 1 << 16
+
+
+def _sniff_gzip(read: Any, head: bytes) -> tuple[bytes, bool]:
+    """``head`` (gzip's magic) and what more was read of the first member; whether it decompresses to a WARC header.
+
+    Reads as little as a pipe has to give (``read`` is one read of at most the size asked),
+    and stops as soon as the decompressed start says yes or no.
+    """
+    from scrapy_dedup.audit.warc import starts_like_warc, warc_prefix_possible
+
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = b""
+    raw = head
+    fed = 0
+    while True:
+        try:
+            out += decompressor.decompress(raw[fed:])
+        except zlib.error:
+            return raw, False  # not gzip after all, or damaged at once: JSON Lines' reader says so
+        fed = len(raw)
+        if starts_like_warc(out):
+            return raw, True
+        if not warc_prefix_possible(out) or decompressor.eof or len(raw) >= _GZIP_SNIFF_LIMIT:
+            return raw, False
+        more = read(4096)
+        if not more:
+            return raw, False
+        raw += more
+
+
+def _sniffed(raw: BinaryIO) -> Input:
+    """``raw`` with its format told by its first bytes; never seeks a stream that cannot.
+
+    gzip's magic bytes: decompressed for JSON Lines (``GzipFile``), left as it is for a
+    WARC file (a ``.warc.gz`` is one gzip member per record: the WARC reader takes them
+    one at a time). ``WARC/1.0`` or ``WARC/1.1``: a WARC file. Anything else: JSON Lines.
+    A FIFO, a pipe as ``/dev/stdin`` or a shell's ``<(zcat dump.gz)`` cannot seek back
+    over the bytes read: those are handed back in front of the rest instead.
+    """
+    from scrapy_dedup.audit.warc import starts_like_warc, warc_prefix_possible
+
+    seekable = raw.seekable()
+    start = raw.tell() if seekable else 0
+    read = getattr(raw, "read1", raw.read)  # at most one read: a pipe is not waited on for more than it has
+    head = raw.read(2)  # a buffered read returns 2 bytes unless the stream ends first
+    is_warc = False
+    if head == GZIP_MAGIC:
+        head, is_warc = _sniff_gzip(read, head)
+    else:
+        while warc_prefix_possible(head) and not starts_like_warc(head):
+            more = read(16)
+            if not more:
+                break
+            head += more
+        is_warc = starts_like_warc(head)
+    compressed = head[:2] == GZIP_MAGIC
+    if seekable:
         raw.seek(start)
         stream = raw
     else:
-        magic = raw.read(2)  # a buffered read returns 2 bytes unless the stream ends first
-        stream = io.BufferedReader(_Prefixed(magic, raw), buffer_size=1 << 16)  # type: ignore[assignment]
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=stream)  # type: ignore[return-value]
-    return stream
+        stream = io.BufferedReader(_Prefixed(head, raw), buffer_size=1 << 16)  # type: ignore[assignment]
+    if is_warc:
+        return Input("warc", stream, compressed)
+    if compressed:
+        return Input("jsonl", gzip.GzipFile(fileobj=stream), True)  # type: ignore[arg-type]
+    return Input("jsonl", stream, False)
 
 
 @contextmanager
-def open_dump(path: str) -> Iterator[BinaryIO]:
-    """Open ``path`` for binary reading, closing what it opened on exit; ``-`` is stdin (left open).
+def open_input(path: str, what: str = "dump") -> Iterator[Input]:
+    """Open ``path`` for binary reading and tell its format, closing what it opened on exit; ``-`` is stdin (left open).
 
-    gzip is recognised by its magic bytes, not its name. Any readable file works,
-    including streams that cannot seek (FIFOs, pipes, process substitution), read once.
+    The format (JSON Lines or WARC) and gzip are recognised by their first bytes, not the
+    file's name. Any readable file works, including streams that cannot seek (FIFOs,
+    pipes, process substitution), read once. ``what`` names the input in error messages.
     """
     if path == "-":
         raw: BinaryIO = sys.stdin.buffer
@@ -146,21 +229,45 @@ def open_dump(path: str) -> Iterator[BinaryIO]:
         try:
             raw = open(path, "rb")
         except OSError as exc:
-            raise DumpError(f"cannot open dump: {exc.strerror or exc}") from None
+            raise DumpError(f"cannot open {what}: {exc.strerror or exc}") from None
         owned = True
     try:
         try:
-            stream = _sniffed(raw)
+            source = _sniffed(raw)
         except OSError as exc:
-            raise DumpError(f"cannot read dump: {exc.strerror or exc}") from None
+            raise DumpError(f"cannot read {what}: {exc.strerror or exc}") from None
         try:
-            yield stream
+            yield source
         finally:
-            if stream is not raw:
-                stream.close()  # a GzipFile or a _Prefixed reader; neither closes ``raw``
+            if source.stream is not raw:
+                source.stream.close()  # a GzipFile or a _Prefixed reader; neither closes ``raw``
     finally:
         if owned:
             raw.close()
+
+
+@contextmanager
+def open_dump(path: str) -> Iterator[BinaryIO]:
+    """The stream of :func:`open_input` (JSON Lines: decompressed; WARC: as it is)."""
+    with open_input(path) as source:
+        yield source.stream
+
+
+def input_items(source: Input, *, max_bytes: int) -> tuple[Iterator[tuple[int, Any]], str, Any]:
+    """The ``(number, item)`` stream of ``source``, what its numbers count, and the WARC reader (None for JSON Lines).
+
+    JSON Lines: ``(line number, raw line)``, parsed by :func:`parse_record` (in a worker).
+    WARC: ``(record number, item)``, ``item`` a :class:`PageRecord` with the payload's
+    first ``max_bytes`` bytes, or a decision the reader took (see
+    :func:`scrapy_dedup.audit.warc.audit_items`); the reader's counts of record types
+    and statuses are its ``counts`` once the stream is read.
+    """
+    if source.format == "warc":
+        from scrapy_dedup.audit.warc import WarcReader, audit_items
+
+        reader = WarcReader(source.stream, compressed=source.compressed, max_bytes=max_bytes)
+        return audit_items(reader), "record", reader
+    return read_lines(source.stream), "line", None
 
 
 def read_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:

@@ -149,9 +149,11 @@ def render_html(result: "AuditResult") -> str:
                          for name, n in sorted(result.categories.items(), key=lambda kv: -kv[1]))
     bad = ""
     if result.bad_lines.count:
-        items = "".join(f"<li>{_e(r['count'])} × {_e(r['reason'])} (lines {_e(', '.join(map(str, r['lines'])))})</li>"
+        unit = result.unit  # "line" (JSON Lines) or "record" (WARC)
+        items = "".join(f"<li>{_e(r['count'])} × {_e(r['reason'])} "
+                        f"({unit}s {_e(', '.join(map(str, r['lines'])))})</li>"
                         for r in result.bad_lines.to_dict()["reasons"])
-        bad = f"<h2>Bad lines</h2><p>{_e(result.bad_lines.count)} lines skipped:</p><ul>{items}</ul>"
+        bad = f"<h2>Bad {unit}s</h2><p>{_e(result.bad_lines.count)} {unit}s skipped:</p><ul>{items}</ul>"
     distance_label = "distance" if result.config.method == "simhash" else "1-J ≈"
     source = dump_name(result.source)
     return f"""<!DOCTYPE html>

@@ -11,7 +11,11 @@
   ``jaccard_threshold``); the reported "distance" is ``1 - Jaccard``.
 
 A method gives a picklable ``fingerprint(text)`` for the worker processes and
-a ``decider()`` that takes the decisions in the main process, in dump order.
+a ``decider()`` that takes the decisions in the main process, in dump order. A
+decider also counts the responses that are not pages (``skip``: a WARC's JSON or
+images, counted apart as the crawl counts them) and the identical copies of a page
+that a WARC stores as revisits (``count_copy``: the decision is its twin's, taken by
+the runner; the decider adds it to its numbers and clusters).
 Pages are identified in the engine by their index in the dump (the URLs are
 kept apart by the runner), so a URL that occurs twice is still two pages.
 """
@@ -68,6 +72,7 @@ class SimhashDecider:
         self.engine = ContentDeduplicator(fingerprinter, store)
         self._all: Optional[Any] = None  # a second SimhashIndex, only for --all-pairs
         self._exact_first: dict = {}
+        self._copies = {"exact": 0, "near": 0, "degenerate": 0}  # revisits, beside the engine's own counts
 
     def check(self, index: int, url: str, fp: Any) -> Decision:
         # The page's index is its key in the engine (URLs are kept by the runner; a URL may repeat).
@@ -98,8 +103,28 @@ class SimhashDecider:
             self._all.add(index, fp.simhash)
             self._exact_first.setdefault(fp.exact, index)
 
+    def skip(self, kind: str) -> None:
+        """A response that is not a page: ``non_html`` (structured text) or ``non_text``."""
+        if kind == "non_html":
+            self.engine.skip_non_html()
+        else:
+            self.engine.skip_non_text()
+
+    def count_copy(self, index: int, decision: Decision) -> None:
+        """An identical copy of an earlier page (its decision given): counted, and clustered with what it matched."""
+        self._copies[decision.kind] += 1
+        if decision.kind in ("exact", "near"):
+            self.engine.clusters.add_pair(str(decision.matched), str(index))
+
     def report(self):
-        return self.engine.report()
+        from dataclasses import replace
+
+        report = self.engine.report()
+        copies = self._copies
+        if not any(copies.values()):
+            return report
+        return replace(report, total=report.total + sum(copies.values()), exact=report.exact + copies["exact"],
+                       near=report.near + copies["near"], degenerate=report.degenerate + copies["degenerate"])
 
 
 # --- minhash: datasketch --------------------------------------------------------------------------
@@ -160,6 +185,7 @@ class MinhashDecider:
         self.signatures = np.zeros((1024, cfg.num_perm), dtype=np.uint64)
         self.slot: dict[int, int] = {}  # page index -> row of self.signatures (kept pages only)
         self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
+        self.skipped = {"non_text": 0, "non_html": 0}
         self.clusters = Clusters()  # the engine's union-find, over page indexes
 
     def _minhash(self, signature: np.ndarray):
@@ -216,4 +242,14 @@ class MinhashDecider:
         from scrapy_dedup.report import DuplicationReport
 
         return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
-                                             largest_cluster=self.clusters.largest())
+                                             largest_cluster=self.clusters.largest(),
+                                             skipped_non_text=self.skipped["non_text"],
+                                             skipped_non_html=self.skipped["non_html"])
+
+    def skip(self, kind: str) -> None:
+        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
+
+    def count_copy(self, index: int, decision: Decision) -> None:
+        self.counts[decision.kind] += 1
+        if decision.kind in ("exact", "near"):
+            self.clusters.add_pair(decision.matched, index)

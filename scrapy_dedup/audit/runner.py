@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from array import array
+from bisect import bisect_left
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -33,8 +34,8 @@ from typing import Any, Optional
 
 from scrapy_dedup._batching import batches
 from scrapy_dedup.audit.config import AuditConfig
-from scrapy_dedup.audit.dump import BadLine, BadLines, DumpError, FieldNames, PageRecord, open_dump, \
-    parse_record, read_lines
+from scrapy_dedup.audit.dump import BadLine, BadLines, DumpError, FieldNames, PageRecord, input_items, open_input, \
+    parse_record
 from scrapy_dedup.audit.output import OutputError, OutputFile, json_text, silence_stdout, stream_is_utf8, \
     write_line
 from scrapy_dedup.audit.pairs import categorize, word_diff
@@ -57,7 +58,12 @@ class MissingExtraError(RuntimeError):
 # --- the per-page work (in this process or a worker) ----------------------------------------------
 
 class PageWorker:
-    """Parses one dump line into ``(line, url, fingerprint, extra)`` or a bad line. Picklable by its config."""
+    """Turns one input item into ``("page", number, url, fingerprint)`` or a bad line. Picklable by its config.
+
+    An item is a JSON Lines line (bytes, parsed here), a :class:`PageRecord` (a WARC
+    record's payload, extracted here), or a decision the WARC reader took already (a
+    tuple: ``("skip", ...)``, ``("revisit", ...)``, ``("bad", ...)``), passed on.
+    """
 
     def __init__(self, cfg: AuditConfig):
         from scrapy_dedup.audit.methods import make_method
@@ -70,17 +76,23 @@ class PageWorker:
         from scrapy_dedup.content.text import page_text
 
         if not record.is_html:
-            return record.content
+            return record.content  # type: ignore[return-value]
         html = record.content
-        if len(html) > self.cfg.max_bytes:  # characters, close enough to bytes for a cap
+        if len(html) > self.cfg.max_bytes:  # str: characters, close enough to bytes for a cap; bytes: as the crawl
             html = html[: self.cfg.max_bytes]
-        return page_text(html, strip_tags=self.cfg.strip_tags, strip_selectors=self.cfg.strip_selectors)
+        return page_text(html, strip_tags=self.cfg.strip_tags, strip_selectors=self.cfg.strip_selectors,
+                         encoding=record.encoding)
 
-    def process(self, number: int, raw: bytes) -> tuple:
-        parsed = parse_record(number, raw, self.fields)
-        if not isinstance(parsed, PageRecord):
-            bad, keys = parsed
-            return ("bad", bad, keys)
+    def process(self, number: int, raw: Any) -> tuple:
+        if isinstance(raw, PageRecord):
+            parsed = raw
+        elif isinstance(raw, tuple):
+            return raw
+        else:
+            parsed = parse_record(number, raw, self.fields)  # type: ignore[assignment]
+            if not isinstance(parsed, PageRecord):
+                bad, keys = parsed
+                return ("bad", bad, keys)
         try:
             text = self.text_of(parsed)
             fingerprint = self.method.fingerprint(text)
@@ -116,12 +128,19 @@ def _line_batches(lines: Iterable[tuple[int, bytes]]) -> Iterator[list]:
     size = 0
     for item in lines:
         batch.append(item)
-        size += len(item[1])
+        size += _weight(item[1])
         if len(batch) >= BATCH_LINES or size >= BATCH_BYTES:
             yield batch
             batch, size = [], 0
     if batch:
         yield batch
+
+
+def _weight(item: Any) -> int:
+    """Bytes of an item on its way to a worker: a raw line, a WARC payload, or a small decided tuple."""
+    if isinstance(item, PageRecord):
+        return len(item.content)
+    return len(item) if isinstance(item, (bytes, bytearray)) else 64
 
 
 def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int) -> Iterator[list]:
@@ -179,6 +198,9 @@ class AuditResult:
     flagged_pairs: int = 0
     categories: dict = field(default_factory=dict)
     sample_pages: list = field(default_factory=list)  # (kept index, flagged index) of each sample
+    unit: str = "line"  # what the input's numbers count: "line" (JSON Lines) or "record" (WARC)
+    input_format: str = "jsonl"
+    input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
 
     # numbers --------------------------------------------------------------------------------------
     @property
@@ -205,7 +227,7 @@ class AuditResult:
             ("Duplicate clusters", str(n["clusters"]), f"largest cluster: {n['largest_cluster']} URLs"),
             ("Redundant pages", str(n["redundant"]), pct(n["redundant"])),
             ("Degenerate pages", str(n["degenerate"]), "too short to fingerprint; counted apart"),
-            ("Bad lines", str(self.bad_lines.count), "skipped; see below" if self.bad_lines.count else ""),
+            (f"Bad {self.unit}s", str(self.bad_lines.count), "skipped; see below" if self.bad_lines.count else ""),
         ]
 
     def method_summary(self) -> str:
@@ -218,15 +240,20 @@ class AuditResult:
 
     def elapsed_text(self) -> str:
         rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
-        return f"{self.lines_read} lines in {self.elapsed:.1f} s ({rate:.0f} lines/s, {self.jobs} job(s))"
+        return (f"{self.lines_read} {self.unit}s in {self.elapsed:.1f} s ({rate:.0f} {self.unit}s/s, "
+                f"{self.jobs} job(s))")
 
     def to_text(self) -> str:
         lines = [self.report.to_text()]  # the engine's block: the three numbers first
         if self.bad_lines.count:
-            lines.append(f"Bad lines:           {self.bad_lines.count} (skipped)")
-            lines.append("Bad lines by reason:")
+            lines.append(f"{'Bad ' + self.unit + 's:':<21}{self.bad_lines.count} (skipped)")
+            lines.append(f"Bad {self.unit}s by reason:")
             lines.extend(self.bad_lines.describe(FieldNames(self.config.url_field, self.config.html_field,
                                                             self.config.text_field)))
+        if self.input_format == "warc":
+            from scrapy_dedup.audit.warc import describe_counts
+
+            lines.extend(describe_counts(self.input_counts))
         if self.categories:
             lines.append("Flagged pairs by likely category:")
             for name, count in sorted(self.categories.items(), key=lambda kv: -kv[1]):
@@ -237,9 +264,11 @@ class AuditResult:
     def to_dict(self) -> dict:
         return {
             "source": self.source,
+            "format": self.input_format,
             "numbers": self.numbers,
             "redundant_ratio": self.redundant_ratio,
-            "bad_lines": self.bad_lines.to_dict(),
+            "bad_lines": self.bad_lines.to_dict(),  # WARC: bad records, numbered by record
+            **({"warc": dict(sorted(self.input_counts.items()))} if self.input_format == "warc" else {}),
             "categories": self.categories,
             "distance_histogram": {str(k): v for k, v in sorted(self.distance_histogram.items())},
             "cluster_sizes": {str(k): v for k, v in sorted(self.cluster_sizes.items())},
@@ -263,6 +292,7 @@ class _Pages:
         self.kinds = array("b")
         self.matched = array("i")  # index of the kept page a duplicate matched, else -1
         self.distances = array("f")  # bits, or 1 - Jaccard (float32: a fraction of num_perm, 4 digits reported)
+        self.text_lines: dict[int, int] = {}  # a WARC revisit's index -> the record number its text is read from
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -273,6 +303,30 @@ class _Pages:
         self.kinds.append(KIND_CODES[kind])
         self.matched.append(matched)
         self.distances.append(distance)
+
+    def index_of_line(self, line: int) -> Optional[int]:
+        """The page read from line (or record) ``line``, if it is one (numbers only grow along the input)."""
+        i = bisect_left(self.lines, line)
+        return i if i < len(self.lines) and self.lines[i] == line else None
+
+    def text_line(self, index: int) -> int:
+        return self.text_lines.get(index, self.lines[index])
+
+    def copy_of(self, target: int) -> Any:
+        """The decision for an identical copy of page ``target`` (a WARC revisit): what the engine says of its twin.
+
+        The copy of a kept page is its exact duplicate; the copy of a duplicate matches
+        what that one matched (the engine keeps kept pages only); a degenerate page's copy
+        is degenerate.
+        """
+        from scrapy_dedup.audit.methods import Decision
+
+        kind = KINDS[self.kinds[target]]
+        if kind == "unique":
+            return Decision("exact", target, 0.0)
+        if kind in ("exact", "near"):
+            return Decision(kind, self.matched[target], float(self.distances[target]))
+        return Decision("degenerate", -1, 0.0)
 
 
 def _progress(mode: str, total_bytes: Optional[int]):
@@ -294,7 +348,6 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     method = make_method(cfg)
     decider = method.decider()
     pages = _Pages()
-    bad = BadLines()
     started = time.perf_counter()
     size = None
     if path != "-":
@@ -303,24 +356,49 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
             size = info.st_size if stat.S_ISREG(info.st_mode) else None  # a pipe's size says nothing
         except OSError:
             size = None
-    opened = ExitStack()  # closes the dump (and what open_dump opened under it) after the loop
-    stream = opened.enter_context(open_dump(path))
+    opened = ExitStack()  # closes the dump (and what open_input opened under it) after the loop
+    source = opened.enter_context(open_input(path))
+    items, unit, reader = input_items(source, max_bytes=cfg.max_bytes)
+    bad = BadLines(unit=unit)
+    stream = source.stream
     bar = _progress(progress, size)
     raw_pos = getattr(stream, "fileobj", stream)  # gzip: progress over compressed bytes
     last_pos = 0
     lines_read = 0
+
+    def add_bad(bad_line: BadLine, keys: tuple = ()) -> None:
+        if strict:
+            raise DumpError(f"{unit} {bad_line.line}: {bad_line.reason} (--strict)")
+        bad.add(bad_line, keys)
+
     try:
-        for results in _results(cfg, read_lines(stream), jobs):
+        for results in _results(cfg, items, jobs):
             for item in results:
                 lines_read += 1
-                if item[0] == "bad":
+                tag = item[0]
+                if tag == "bad":
                     _, bad_line, keys = item
-                    if strict:
-                        raise DumpError(f"line {bad_line.line}: {bad_line.reason} (--strict)")
-                    bad.add(bad_line, tuple(keys))
+                    add_bad(bad_line, tuple(keys))
+                    continue
+                if tag == "skip":  # a WARC response that is not a page: counted apart, as the crawl does
+                    decider.skip(item[2])
+                    continue
+                index = len(pages)
+                if tag == "revisit":  # a WARC revisit: its page's payload again, at its own URL
+                    _, number, url, target_line = item
+                    target = pages.index_of_line(target_line)
+                    if target is None:
+                        add_bad(BadLine(number, f"revisit of a record that could not be fingerprinted "
+                                                f"({unit} {target_line})"))
+                        continue
+                    verdict = pages.copy_of(target)
+                    decider.count_copy(index, verdict)
+                    pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
+                    pages.text_lines[index] = pages.text_line(target)
+                    if pairs_out is not None and verdict.kind in ("exact", "near"):
+                        pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                     continue
                 _, number, url, fingerprint = item
-                index = len(pages)
                 verdict = decider.check(index, url, fingerprint)
                 pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
                 if pairs_out is not None:
@@ -343,9 +421,12 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
         opened.close()
     if lines_read and bad.count == lines_read:
         hint = "\n".join(bad.describe(FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)))
-        raise DumpError(f"no line is a usable page record:\n{hint}")
+        raise DumpError(f"no {unit} is a usable page record:\n{hint}")
+    if reader is not None:
+        lines_read = reader.counts["records"]  # every record, also those only counted (requests, redirects, ...)
     result = AuditResult(source=path, config=cfg, report=decider.report(), bad_lines=bad,
-                         lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs)
+                         lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs, unit=unit,
+                         input_format=source.format, input_counts=dict(reader.counts) if reader is not None else {})
     _summarize(result, pages, cfg, want_samples)
     return result, pages, decider
 
@@ -414,16 +495,25 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
     indexes = result.sample_pages
     if not indexes:
         return
-    wanted = {pages.lines[i]: i for pair in indexes for i in pair}
+    wanted: dict[int, list[int]] = {}  # line (record) number -> the sampled pages whose text it holds
+    for pair in indexes:
+        for i in pair:
+            wanted.setdefault(pages.text_line(i), []).append(i)
     worker = PageWorker(result.config)
     texts: dict[int, list] = {}
-    with open_dump(path) as stream:
-        for number, raw in read_lines(stream):
+    found = 0
+    with open_input(path) as source:
+        items, _, _ = input_items(source, max_bytes=result.config.max_bytes)
+        for number, raw in items:
             if number in wanted:
-                parsed = parse_record(number, raw, worker.fields)
+                parsed = raw if isinstance(raw, PageRecord) else (
+                    None if isinstance(raw, tuple) else parse_record(number, raw, worker.fields))
                 if isinstance(parsed, PageRecord):
-                    texts[wanted[number]] = worker.text_of(parsed).split()
-                if len(texts) == len(wanted):
+                    words = worker.text_of(parsed).split()
+                    for i in wanted[number]:
+                        texts[i] = words
+                found += 1
+                if found == len(wanted):
                     break
     for sample, (a, b) in zip(result.samples, indexes):
         sample.diff = word_diff(texts.get(a, []), texts.get(b, []))

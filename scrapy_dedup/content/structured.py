@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["structured_kind", "SNIFF_BYTES"]
+__all__ = ["structured_kind", "looks_binary", "SNIFF_BYTES"]
 
 #: How much of the body :func:`structured_kind` looks at (a caller may pass more; the rest is ignored).
 SNIFF_BYTES = 1024
@@ -108,3 +108,19 @@ def _starts_like_json(head: bytes) -> bool:
     if first == b"{":
         return rest[1:].lstrip(_JSON_WHITESPACE)[:1] in (b'"', b"}")
     return first in (b'"', b"]") or _SCALAR_THEN_COMMA.match(rest) is not None
+
+
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13))
+
+
+def looks_binary(body: bytes) -> bool:
+    """A body served as text but mostly control bytes (an image, a zip) is not fingerprinted (``skipped_non_text``).
+
+    A few stray NULs in real HTML do not count: more than 10% control bytes in the
+    first 4 KiB do (text in any encoding, UTF-16 aside, has almost none).
+    """
+    head = body[:4096]
+    if not head:
+        return False
+    controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+    return controls * 10 > len(head) and not head.startswith((b"\xff\xfe", b"\xfe\xff"))

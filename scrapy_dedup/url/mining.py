@@ -43,14 +43,13 @@ This module imports nothing from Scrapy.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import logging
 import sys
 import time
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TextIO
 
@@ -330,18 +329,31 @@ class DustMiner:
         return ok
 
     def read_log(self, path: str) -> None:
-        """Stream one JSON Lines file (``.gz`` too, ``-`` for stdin); bad lines are counted, never fatal."""
-        for line in _lines(path):
-            self.stats["lines"] += 1
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                self.stats["bad_lines"] += 1
-                continue
-            self.add_record(record)
+        """Stream one crawl log (``-`` for stdin); bad lines are counted, never fatal.
+
+        JSON Lines, gzip-compressed or not, or a WARC file (``.warc``, ``.warc.gz``): told
+        by the content, not the name. A WARC gives one record per page, revisit and
+        redirect (``stats["lines"]``), see :func:`scrapy_dedup.audit.warc.crawl_log_records`.
+        An input that cannot be opened or read raises ``DumpError`` with the reason.
+        """
+        from scrapy_dedup.audit.dump import open_input, read_lines
+
+        with open_input(path, what="log") as source:
+            if source.format == "warc":
+                from scrapy_dedup.audit.warc import crawl_log_records
+
+                for record in crawl_log_records(source, self.stats):
+                    self.stats["lines"] += 1
+                    self.add_record(record)
+                return
+            for _, raw in read_lines(source.stream):
+                self.stats["lines"] += 1
+                try:
+                    record = json.loads(raw.decode("utf-8", "replace"))
+                except ValueError:
+                    self.stats["bad_lines"] += 1
+                    continue
+                self.add_record(record)
 
     # --- mining ---
 
@@ -723,15 +735,6 @@ def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
         out.add(("substitute", "prefix", *sorted((a, b))))
 
 
-def _lines(path: str) -> Iterator[str]:
-    if path == "-":
-        yield from sys.stdin
-        return
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:  # type: ignore[operator]
-        yield from f
-
-
 def mine_logs(paths: Sequence[str], config: MiningConfig | None = None,
               existing: RuleSet | None = None) -> MiningResult:
     """Read every log of ``paths`` and mine them together."""
@@ -748,8 +751,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="scrapy-dedup mine-dust",
         description="Mine per-host DUST rules (different URLs, same content) from crawl logs: the "
-                    "DEDUP_LOG_FILE format, or any JSON Lines with 'url' and a content hash, 'text' or 'html'.")
-    p.add_argument("logs", nargs="+", metavar="LOG", help="JSON Lines crawl log(s); .gz allowed; '-' is stdin")
+                    "DEDUP_LOG_FILE format, any JSON Lines with 'url' and a content hash, 'text' or 'html', "
+                    "or WARC files (.warc, .warc.gz: pages, revisits and redirects).")
+    p.add_argument("logs", nargs="+", metavar="LOG",
+                   help="JSON Lines crawl log(s) or WARC file(s), gzip-compressed or not; '-' is stdin")
     p.add_argument("-o", "--output", metavar="RULES.json", help="write the rules file here (default: stdout)")
     p.add_argument("--merge", metavar="RULES.json",
                    help="start from this rules file: its rules are applied first and kept in the output")
@@ -791,11 +796,16 @@ def cli_main(argv: list[str]) -> int:
             return 2
     started = time.perf_counter()
     miner = DustMiner(config)
+    from scrapy_dedup.audit.dump import DumpError
+
     for path in args.logs:
         try:
             miner.read_log(path)
         except OSError as exc:
             print(f"scrapy-dedup mine-dust: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        except DumpError as exc:  # says what is wrong: cannot open, truncated gzip, ...
+            print(f"scrapy-dedup mine-dust: {path}: {exc}", file=sys.stderr)
             return 2
     result = miner.mine(existing)
     rules = existing.merged(result.rules) if existing is not None else result.rules
