@@ -86,11 +86,15 @@ class _SeenDupeFilter(BaseDupeFilter):
         self.checked = 0
         self.new = 0
         self._closed = False
+        #: the kill-safe JOBDIR journal (Scrapy's scheduler with JOBDIR: :mod:`scrapy_dedup.jobdir`), None otherwise
+        self.frontier: JobdirFrontier | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
         cfg = read_settings(crawler.settings)
         dupefilter = cls._from_settings(crawler, cfg)
+        if dupefilter.frontier is None:  # a store that keeps each fingerprint itself (Redis) compacts on a clock
+            dupefilter.frontier = _frontier(crawler, compact_every=cfg.checkpoint_seconds)
         crawler.signals.connect(dupefilter._spider_closed, signal=signals.spider_closed)
         return dupefilter
 
@@ -106,9 +110,22 @@ class _SeenDupeFilter(BaseDupeFilter):
     def request_seen(self, request: Request) -> bool:
         fingerprint = self.fingerprinter.fingerprint(request)
         self.checked += 1
+        frontier = self.frontier
+        if frontier is None:
+            if self._add(fingerprint, request):
+                self.new += 1
+                return False
+            return True
+        # A store that persists each mark (Redis): journal first, so no kill leaves a request seen and unrecorded.
+        if frontier.take_readmission(fingerprint) is not None:  # pending when a killed run ended: once more
+            frontier.admit(request, fingerprint)
+            self.new += 1
+            return False
+        seq = frontier.admit(request, fingerprint)
         if self._add(fingerprint, request):
             self.new += 1
             return False
+        frontier.withdraw(request, seq)
         return True
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:
@@ -126,6 +143,8 @@ class _SeenDupeFilter(BaseDupeFilter):
             self._close_store(reason)
         finally:
             self._write_stats(final=True)
+        if self.frontier is not None:  # last, once the store is saved: Scrapy wrote its queue state before
+            self.frontier.close()
         return None
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
@@ -205,7 +224,6 @@ class BloomDupeFilter(_SeenDupeFilter):
         self._stats_for_load = stats
         store = self._load(capacity, error_rate, on_corrupt)
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
-        #: the kill-safe JOBDIR journal (Scrapy's scheduler with JOBDIR), None otherwise
         self.frontier = frontier
         if frontier is not None and frontier.fingerprints:
             # Admitted since the checkpoint was written (a killed run): seen, whatever the checkpoint says.
@@ -218,7 +236,8 @@ class BloomDupeFilter(_SeenDupeFilter):
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "BloomDupeFilter":
         jobdir = job_dir(crawler.settings)
-        frontier = JobdirFrontier(crawler, jobdir) if jobdir and uses_scrapys_scheduler(crawler) else None
+        # (compacted after each checkpoint of the filter, which must hold every fingerprint the journal drops)
+        frontier = _frontier(crawler)
         return cls(jobdir, crawler.settings.getbool("DUPEFILTER_DEBUG"),
                    capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
                    checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
@@ -284,12 +303,18 @@ class BloomDupeFilter(_SeenDupeFilter):
 
     def _close_store(self, reason: str) -> None:
         self.checkpoint()
-        if self.frontier is not None:  # Scrapy's scheduler has written its queue state before closing us
-            self.frontier.close()
 
     def clear(self) -> None:
         self.store.clear()
         self.checkpoint()
+
+
+def _frontier(crawler: Crawler, compact_every: float | None = None) -> JobdirFrontier | None:
+    """The crawl's frontier journal: with JOBDIR and Scrapy's own scheduler, whose disk queue it makes kill-safe."""
+    jobdir = job_dir(crawler.settings)
+    if not jobdir or not uses_scrapys_scheduler(crawler):
+        return None
+    return JobdirFrontier(crawler, jobdir, compact_every=compact_every)
 
 
 class RedisStartupError(RuntimeError):

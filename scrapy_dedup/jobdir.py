@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import pickle
 import shutil
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,8 +79,12 @@ def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
 class JobdirFrontier:
     """The frontier journal of one crawl in ``JOBDIR`` (see the module doc); owned by our dupefilter."""
 
-    def __init__(self, crawler: "Crawler", jobdir: str):
+    def __init__(self, crawler: "Crawler", jobdir: str, *, compact_every: float | None = None):
+        """``compact_every``: seconds between compactions for a seen set that keeps every mark itself (Redis);
+        None when the owner compacts after each of its checkpoints (the Bloom filter)."""
         self.crawler = crawler
+        self.compact_every = compact_every or None
+        self._next_compaction = time.monotonic() + compact_every if compact_every else None
         self.stats = crawler.stats
         self.jobdir = Path(jobdir)
         self.jobdir.mkdir(parents=True, exist_ok=True)
@@ -124,20 +129,33 @@ class JobdirFrontier:
         logger.warning(
             "JOBDIR %s: the previous run did not close cleanly (killed?), so Scrapy's request queue from it "
             "cannot be trusted%s; %d requests it had admitted and not finished are scheduled again (those in "
-            "flight at the kill are fetched a second time) and %d fingerprints are restored into the seen set "
-            "(dedup/jobdir/readmitted)",
+            "flight at the kill are fetched a second time); the seen set is given back the %d fingerprints admitted "
+            "since the journal's last compaction (dedup/jobdir/readmitted)",
             self.jobdir, " and was removed" if had_queue else "", len(pending), len(self.replay.fingerprints))
         self.stats.inc_value("dedup/jobdir/unclean_resumes")
 
     # --- admitting ---
 
-    def admit(self, request: "Request", fingerprint: bytes) -> None:
-        """Journal ``request`` before it is marked seen (called by the dupefilter for a new request)."""
+    def admit(self, request: "Request", fingerprint: bytes) -> int | None:
+        """Journal ``request`` before it is marked seen; its sequence number (None: it cannot be serialized)."""
         payload = self._serialize(request)
         if payload is None:
-            return
-        request.meta[META_KEY] = self.journal.admitted(fingerprint, payload)
+            return None
+        seq = request.meta[META_KEY] = self.journal.admitted(fingerprint, payload)
         self.stats.inc_value("dedup/jobdir/admitted")
+        if self._next_compaction is not None and time.monotonic() >= self._next_compaction:
+            self._next_compaction = time.monotonic() + self.compact_every  # type: ignore[operator]
+            self.compact()
+        return seq
+
+    def withdraw(self, request: "Request", seq: int | None) -> None:
+        """The seen set said "seen" after all: the journaled admission does not stand."""
+        if seq is None:
+            return
+        self.journal.done(seq)
+        self.stats.inc_value("dedup/jobdir/admitted", -1)
+        if request.meta.get(META_KEY) == seq:
+            del request.meta[META_KEY]
 
     def take_readmission(self, fingerprint: bytes) -> int | None:
         """The old sequence number if ``fingerprint`` is a pending request being scheduled again, once."""

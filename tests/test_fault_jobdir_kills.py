@@ -114,6 +114,21 @@ def test_sigkill_at_a_moment_loses_nothing_and_refetches_only_what_was_in_flight
     assert last.stats().get("dedup/jobdir/readmitted", 0) >= counts["in_flight"]
 
 
+@pytest.mark.parametrize("dupefilter", ["RedisDupeFilter", "RedisBloomDupeFilter"])
+@pytest.mark.parametrize("fraction", [0.3, 0.7])
+def test_sigkill_with_a_redis_dupefilter_and_scrapys_disk_queue_loses_nothing(tmp_path, redis_url, dupefilter,
+                                                                               fraction):
+    """The seen set in Redis survives the kill, Scrapy's disk queue does not: the journal (written before each
+    mark in Redis) schedules the pending requests again. Before it, they were seen in Redis and never fetched."""
+    settings = {"DUPEFILTER_CLASS": f"scrapy_dedup.{dupefilter}", "DEDUP_REDIS_URL": redis_url,
+                "DEDUP_BLOOM_CAPACITY": 100_000, "DEDUP_CHECKPOINT_SECONDS": 0.3}
+    scenario = Scenario(tmp_path, settings)
+    with LocalSite(scenario.design.route) as site:
+        last = scenario.run(site, [(int(len(scenario.paths) * fraction), signal.SIGKILL)])
+        scenario.check(site, last)
+    assert last.stats()["dedup/jobdir/unclean_resumes"] == 1
+
+
 def test_sigint_resume_sigkill_resume_finishes(tmp_path):
     """The third run used to never end (a disk-queue state from the SIGINT close, reopened after the queue changed)."""
     scenario = Scenario(tmp_path)
