@@ -232,6 +232,7 @@ def bench_sites(seeds: list[int], docs: int, json_out: str | None) -> None:
 
     from tests import dustgen
 
+    dustgen.qc.ensure_sources(install=True, sources=dustgen.SOURCES)  # apt-get install when root and missing
     try:
         sites = [dustgen.generate(seed, docs=docs) for seed in seeds]
     except dustgen.MissingContent as exc:

@@ -518,11 +518,26 @@ class DustSite:
             for p in self.pages.values():
                 if canonical_trap == "canonical-home" and p.id != "home" \
                         or canonical_trap == "canonical-404" \
-                        or canonical_trap == "canonical-listing" and p.kind == "listing" and p.id != self._first_listing():
+                        or canonical_trap == "canonical-listing" and p.kind == "listing" and p.id != self.first_listing():
                     p.traps = p.traps + (canonical_trap,)
 
-    def _first_listing(self) -> str:
+    def first_listing(self) -> str:
+        """The id of page 1 of the listing of all pages, in the default order."""
         return f"list-{self.sort_values[0]}-all-1"
+
+    def trap_base(self, pid: str, trap: str) -> str | None:
+        """The page a rule that wrongly merges ``trap`` would take page ``pid`` for (None: no such page)."""
+        page = self.pages[pid]
+        if trap == "canonical-home":
+            return "home"
+        if trap == "canonical-listing":
+            return self.first_listing()
+        param = {"pagination": "page", "parts": "part", "facet-sort": "sort", "facet-category": "category",
+                 "language": "lang"}.get(trap)
+        if param is None or param not in page.params:
+            return None
+        params = {k: v for k, v in page.params.items() if k != param}
+        return self._page_of_params.get((page.resource, tuple(sorted(params.items()))))
 
     def _add_page(self, pid: str, kind: str, resource: str, title: str, traps: tuple[str, ...] = (),
                   params: dict[str, str] | None = None) -> None:
@@ -986,7 +1001,7 @@ class DustSite:
         if "canonical-home" in page.traps:
             return self.canonical_url("home")
         if "canonical-listing" in page.traps:
-            return self.canonical_url(self._first_listing())
+            return self.canonical_url(self.first_listing())
         if "canonical-404" in page.traps:
             return "/en-us" + self.canonical_url(pid)
         return self.canonical_url(pid)
@@ -1031,7 +1046,7 @@ class DustSite:
                     f'<main class="print">{main}</main>'
                     f'<footer><p>Printed @@STAMP@@ from {html_lib.escape(self.name)}.</p></footer>')
         else:
-            nav_links = [link("home"), link(self._first_listing())] + [link(f"index-{s}") for s in self.sections]
+            nav_links = [link("home"), link(self.first_listing())] + [link(f"index-{s}") for s in self.sections]
             nav = "".join(f'<li><a href="{h}">{t}</a></li>' for h, t in
                           zip(nav_links, ["Home", "All pages"] + [s.title() for s in self.sections]))
             if r.translated is not None and page.kind == "doc" and "part" not in page.params:
