@@ -204,6 +204,9 @@ def main() -> None:
                              "or seeds and ranges like 0-4,7 (quick: 0,1)")
     parser.add_argument("--docs", type=int, default=None, help="content pages per generated site (default 30)")
     parser.add_argument("--json", metavar="FILE", help="write every figure of the generated sites as JSON")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep each generated site's crawl log, mined rules and `mine-dust -v` output in "
+                             "DIR/<seed>/ (to study the miner on the tuning seeds)")
     parser.add_argument("--mine-child", metavar="LOG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mine_child:
@@ -211,7 +214,7 @@ def main() -> None:
         return
     if not args.canonicalize_only and not args.no_sites:
         seeds = parse_seeds(args.seeds or ("0,1" if args.quick else "report"))
-        bench_sites(seeds, args.docs or (12 if args.quick else 30), args.json)
+        bench_sites(seeds, args.docs or (10 if args.quick else 30), args.json, args.keep)
         if args.sites_only:
             return
     lines = args.lines or (20_000 if args.quick else 1_000_000)
@@ -223,7 +226,7 @@ def main() -> None:
 
 # ------------------------------------------------------------------------------------ generated sites
 
-def bench_sites(seeds: list[int], docs: int, json_out: str | None) -> None:
+def bench_sites(seeds: list[int], docs: int, json_out: str | None, keep: str | None = None) -> None:
     """Crawl every generated site with every contender (one reactor, crawls one after the other)."""
     from scrapy.utils.reactor import install_reactor
 
@@ -245,7 +248,7 @@ def bench_sites(seeds: list[int], docs: int, json_out: str | None) -> None:
         try:
             for site in sites:
                 started = time.perf_counter()
-                result = yield crawl_site(site)
+                result = yield crawl_site(site, keep)
                 result["seconds"] = time.perf_counter() - started
                 results.append(result)
                 print_site(site, result)
@@ -280,14 +283,14 @@ def _spider_class():
     return DustSiteSpider
 
 
-def crawl_site(site):
+def crawl_site(site, keep: str | None = None):
     """Deferred: the four contenders' figures on ``site`` (a dict, JSON-ready)."""
     from twisted.internet import defer
 
-    return defer.ensureDeferred(_crawl_site(site))
+    return defer.ensureDeferred(_crawl_site(site, keep))
 
 
-async def _crawl_site(site) -> dict:
+async def _crawl_site(site, keep: str | None) -> dict:
     from tests import dustgen
     from tests.support.crawl import run_crawl
     from tests.support.localsite import LocalSite
@@ -295,11 +298,18 @@ async def _crawl_site(site) -> dict:
     spider = _spider_class()
     addon = {"ADDONS": {"scrapy_dedup.Addon": 0}}
     out: dict = {"seed": site.seed, "host": site.host, "scheme": site.scheme, "families": list(site.families),
-                 "traps": list(site.traps), "reachable": len(site.distinct_pages()),
+                 "traps": list(site.traps), "noise_in_main": site.noise_in_main,
+                 "reachable": len(site.distinct_pages()),
                  "universe": len(site.universe()), "contenders": {}}
     with tempfile.TemporaryDirectory() as tmp:
+        if keep:
+            tmp = os.path.join(keep, str(site.seed))
+            os.makedirs(tmp, exist_ok=True)
         log = os.path.join(tmp, "crawl.jsonl")
         rules = os.path.join(tmp, "rules.json")
+        for stale in (log, rules):  # the crawl log appends; a rules file left from a former run must not count
+            if os.path.exists(stale):
+                os.remove(stale)
 
         async def crawl(name: str, settings: dict) -> None:
             site.reset_log()
@@ -320,8 +330,11 @@ async def _crawl_site(site) -> dict:
 
         await crawl("scrapy", {})
         await crawl("addon", {**addon, "DEDUP_LOG_FILE": log})
-        mined = subprocess.run([sys.executable, "-m", "scrapy_dedup", "mine-dust", log, "-o", rules],
-                               capture_output=True, text=True)
+        mined = subprocess.run([sys.executable, "-m", "scrapy_dedup", "mine-dust", log, "-o", rules]
+                               + (["-v"] if keep else []), capture_output=True, text=True)
+        if keep:
+            with open(os.path.join(tmp, "mine-dust.txt"), "w", encoding="utf-8") as f:
+                f.write(mined.stderr)
         out["mine_dust"] = {"returncode": mined.returncode, "stderr_tail": mined.stderr.strip().splitlines()[-12:]}
         if mined.returncode == 0 and os.path.exists(rules):
             with open(rules, encoding="utf-8") as f:
@@ -340,7 +353,8 @@ def _pct(x: float) -> str:
 def print_site(site, result: dict) -> None:
     c = result["contenders"]
     print(f"site {site.seed} {site.host} ({site.scheme}, {result['reachable']} pages, {result['universe']} URLs "
-          f"linked; {result['seconds']:.0f}s): DUST {', '.join(site.families)}; traps {', '.join(site.traps)}")
+          f"linked; {result['seconds']:.0f}s): DUST {', '.join(site.families)}; traps {', '.join(site.traps)}"
+          + ("; per-fetch noise in the main text" if site.noise_in_main else ""))
     for name in CONTENDERS:
         if name not in c:
             print(f"  {name:7} (not run: mine-dust exited {result['mine_dust']['returncode']})")
@@ -394,7 +408,7 @@ def print_summary(sites, results: list[dict]) -> None:
             wasted = sum(r["contenders"][name]["per_form"].get(form, [0, 0])[1] for r in results
                          if name in r["contenders"])
             cells.append(f"{wasted}/{fetches}" + (f" ({_pct(wasted / fetches)})" if fetches else ""))
-        n_sites = sum(1 for r in results if form in r["families"] or form in ("canonical", "error"))
+        n_sites = sum(1 for r in results if any(form in c["per_form"] for c in r["contenders"].values()))
         print(f"{form} | {n_sites} | " + " | ".join(cells))
     print("\nper trap (all sites): trap pages fetched / reachable (a rule that merges a trap loses them)")
     traps = sorted({t for r in results for c in r["contenders"].values() for t in c["per_trap"]})

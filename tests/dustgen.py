@@ -682,21 +682,21 @@ class DustSite:
         page = self.pages[pid]
         return self._encode(_Url(self.resources[page.resource], params=dict(page.params)))
 
-    def _link(self, rng: random.Random, pid: str, view: str = "default", propagate_view: bool = False) -> str:
-        """A link to page ``pid`` in a random mix of this site's forms."""
+    def _link(self, rng: random.Random, pid: str, view: str = "default", propagate_view: bool = False,
+              force: tuple[str, ...] = ()) -> str:
+        """A link to page ``pid`` in a random mix of this site's forms (plus the drawn ones of ``force``)."""
         page = self.pages[pid]
         r = self.resources[page.resource]
         u = _Url(r, params=dict(page.params))
         if propagate_view and view != "default" and rng.random() < 0.6 and \
                 (not view.startswith("suffix") or self._applies("view-suffix", u)):
             u.view = view  # an AMP or mobile page links to the AMP or mobile views of other pages
-        if rng.random() < self.p_canonical:
+        forced = [f for f in force if f in self.families and self._applies(f, u)]
+        if rng.random() < self.p_canonical and not forced:
             return self._encode(u)
-        applicable = [f for f in self.families if self._applies(f, u)]
-        if not applicable:
-            return self._encode(u)
-        n = min(len(applicable), 1 if (x := rng.random()) < 0.65 else 2 if x < 0.9 else 3)
-        for f in rng.sample(applicable, n):
+        applicable = [f for f in self.families if self._applies(f, u) and f not in forced]
+        n = min(len(applicable), 0 if forced else 1 if (x := rng.random()) < 0.65 else 2 if x < 0.9 else 3)
+        for f in forced + rng.sample(applicable, n):
             if f in ALIASES:
                 if u.alias == "canonical":
                     u.alias = f
@@ -1025,8 +1025,8 @@ class DustSite:
         links: list[str] = []
         propagate = vname == "amp" or vname == "mobile"
 
-        def link(target: str) -> str:
-            href = self._link(rng, target, view, propagate)
+        def link(target: str, force: tuple[str, ...] = ()) -> str:
+            href = self._link(rng, target, view, propagate, force)
             links.append(href)
             return html_lib.escape(href, quote=True)
 
@@ -1046,7 +1046,12 @@ class DustSite:
                     f'<main class="print">{main}</main>'
                     f'<footer><p>Printed @@STAMP@@ from {html_lib.escape(self.name)}.</p></footer>')
         else:
-            nav_links = [link("home"), link(self.first_listing())] + [link(f"index-{s}") for s in self.sections]
+            # the navigation is the template's: the same links, in the same forms, on every page of a view
+            nav_rng = random.Random(f"dustgen-nav-{self.seed}-{view}")
+            nav_links = [self._link(nav_rng, target, view, propagate) for target in
+                         ["home", self.first_listing()] + [f"index-{s}" for s in self.sections]]
+            links.extend(nav_links)
+            nav_links = [html_lib.escape(h, quote=True) for h in nav_links]
             nav = "".join(f'<li><a href="{h}">{t}</a></li>' for h, t in
                           zip(nav_links, ["Home", "All pages"] + [s.title() for s in self.sections]))
             if r.translated is not None and page.kind == "doc" and "part" not in page.params:
@@ -1086,19 +1091,25 @@ class DustSite:
                 out.append(f'<li><h2><a href="{link("doc-" + name)}">{esc(d.title)}</a></h2>'
                            f"<p>{esc(d.excerpt)}</p></li>")
             out.append('</ul><p class="pager">')
+            if n > 2:  # pagers write page 1 with its parameter: ?page=1 (a classic DUST form)
+                first = f"list-{sort}-{cat or 'all'}-1"
+                out.append(f'<a href="{link(first, ("default-trap-param",))}">First</a> ')
             for k in (n - 1, n + 1):
                 pid = f"list-{sort}-{cat or 'all'}-{k}"
                 if pid in self.pages:
-                    out.append(f'<a href="{link(pid)}">{"Previous" if k < n else "Next"}</a> ')
+                    out.append(f'<a href="{link(pid, ("default-trap-param",) if k == 1 else ())}">'
+                               f'{"Previous" if k < n else "Next"}</a> ')
             out.append("</p>")
             facets = []
+            forced_default = ("default-trap-param",)  # "sort by date" links write the default order
             if "facet-sort" in self.traps:
                 facets += [f"list-{s}-{cat or 'all'}-1" for s in self.sort_values if s != sort]
             if "facet-category" in self.traps:
                 facets += [f"list-{sort}-{c}-1" for c in self.sections if c != cat]
             if facets:
-                out.append("<p>" + " ".join(f'<a href="{link(f)}">{esc(f.split("-")[1])} '
-                                            f'{esc(f.split("-")[2])}</a>' for f in facets) + "</p>")
+                out.append("<p>" + " ".join(
+                    f'<a href="{link(f, forced_default if "facet-sort" in self.traps else ())}">'
+                    f'{esc(f.split("-")[1])} {esc(f.split("-")[2])}</a>' for f in facets) + "</p>")
             return "".join(out)
         doc = r.translated if lang == "de" else r.doc
         blocks = doc.blocks
@@ -1111,7 +1122,7 @@ class DustSite:
             for j in (k - 1, k + 1):
                 if 1 <= j <= len(r.parts):
                     target = f"doc-{r.key}" if j == 1 else f"doc-{r.key}-p{j}"
-                    tail += f'<p><a href="{link(target)}">Part {j}</a></p>'
+                    tail += f'<p><a href="{link(target, ("default-trap-param",) if j == 1 else ())}">Part {j}</a></p>'
         if page.kind == "index":
             members = [n for n in self.doc_names if self.resources[n].section == r.section]
             tail += "<ul>" + "".join(f'<li><a href="{link("doc-" + m)}">{esc(self.resources[m].doc.title)}</a></li>'
