@@ -326,6 +326,9 @@ async def _crawl_site(site, keep: str | None) -> dict:
                 "duplicate_items": s.duplicate_items, "per_form": s.per_form, "per_trap": s.per_trap,
                 "dust_stats": {k: v for k, v in stats.items() if k.startswith("dedup/dust")
                                or k == "dedup/url/rule/dust"},
+                # a component that raised shows here (the crawl goes on, the figures would hide it)
+                "errors_logged": stats.get("log_count/ERROR", 0) + sum(
+                    v for k, v in stats.items() if k.startswith("spider_exceptions/")),
             }
 
         await crawl("scrapy", {})
@@ -361,7 +364,8 @@ def print_site(site, result: dict) -> None:
             continue
         r = c[name]
         print(f"  {name:7} fetches {r['fetches']:5}  waste {_pct(r['waste']):>4}  req/page {r['requests_per_page']:5.2f}"
-              f"  recall {_pct(r['recall']):>4}  dup items {r['duplicate_items']:4}")
+              f"  recall {_pct(r['recall']):>4}  dup items {r['duplicate_items']:4}"
+              + (f"  ERRORS LOGGED {r['errors_logged']}" if r.get("errors_logged") else ""))
     rules = result["mine_dust"].get("rules")
     if rules is not None:
         print(f"  mine-dust: {len(rules)} rule(s): " + "; ".join(_describe_rule(r) for r in rules[:8])
