@@ -363,8 +363,8 @@ def print_site(site, result: dict) -> None:
             print(f"  {name:7} (not run: mine-dust exited {result['mine_dust']['returncode']})")
             continue
         r = c[name]
-        print(f"  {name:7} fetches {r['fetches']:5}  waste {_pct(r['waste']):>4}  req/page {r['requests_per_page']:5.2f}"
-              f"  recall {_pct(r['recall']):>4}  dup items {r['duplicate_items']:4}"
+        print(f"  {name:7} fetches {r['fetches']:5}  waste {_pct(r['waste']):>4}  "
+              f"req/page {r['requests_per_page']:5.2f}  recall {_pct(r['recall']):>4}  dup items {r['duplicate_items']:4}"
               + (f"  ERRORS LOGGED {r['errors_logged']}" if r.get("errors_logged") else ""))
     rules = result["mine_dust"].get("rules")
     if rules is not None:

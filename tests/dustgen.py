@@ -45,7 +45,6 @@ pages; only the per-fetch noise depends on the order of fetches.
 from __future__ import annotations
 
 import functools
-import hashlib
 import html as html_lib
 import os
 import random
@@ -518,7 +517,8 @@ class DustSite:
             for p in self.pages.values():
                 if canonical_trap == "canonical-home" and p.id != "home" \
                         or canonical_trap == "canonical-404" \
-                        or canonical_trap == "canonical-listing" and p.kind == "listing" and p.id != self.first_listing():
+                        or (canonical_trap == "canonical-listing" and p.kind == "listing"
+                            and p.id != self.first_listing()):
                     p.traps = p.traps + (canonical_trap,)
 
     def first_listing(self) -> str:
@@ -1181,8 +1181,9 @@ class DustSite:
         return out
 
     def describe(self) -> str:
+        redirected = [a for a, on in self.redirects.items() if on and a != "root"]
         return (f"{self.host}: scheme {self.scheme}, {len(self.pages)} pages; DUST: {', '.join(self.families)}; "
-                f"traps: {', '.join(self.traps)}; redirects: {', '.join(a for a, on in self.redirects.items() if on and a != 'root') or 'none'}")
+                f"traps: {', '.join(self.traps)}; redirects: {', '.join(redirected) or 'none'}")
 
 
 def _split(blocks: Sequence[str], parts: int) -> list[tuple[str, ...]]:
