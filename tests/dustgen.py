@@ -1017,7 +1017,7 @@ class DustSite:
         return cached
 
     def _render(self, pid: str, view: str) -> tuple[str, list[str]]:
-        """(HTML with noise placeholders, the links in it in document order) of page ``pid`` in ``view``."""
+        """(HTML with noise placeholders, every link in it) of page ``pid`` in ``view``."""
         page = self.pages[pid]
         r = self.resources[page.resource]
         vname = self._view_name(view)
