@@ -10,6 +10,10 @@ need_package "command -v chromium" chromium
 need_package "command -v chromedriver" chromium-driver
 # WARC input is checked on archives GNU wget writes of the local example sites
 need_package "command -v wget" wget
+# the generated DUST sites (tests/dustgen.py) serve real documentation pages from these
+need_package "test -f /usr/share/doc/git-doc/git-add.html" git-doc
+need_package "test -f /usr/share/doc/maint-guide/html/index.en.html" maint-guide
+need_package "test -f /usr/share/doc/maint-guide-de/html/index.de.html" maint-guide-de
 setup_venv "test,bench"
 cd "$ROOT"
 set +e
