@@ -226,6 +226,10 @@ def bloom_command_variants(redis_url: str, keys_each: int) -> None:
 # --- the run --------------------------------------------------------------------------------
 
 def crawler_for(settings: dict) -> Any:
+    if "twisted.internet.reactor" not in sys.modules:  # Scrapy 2.13's get_crawler wants one installed
+        from scrapy.utils.reactor import install_reactor
+
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     return get_crawler(settings_dict={"TELNETCONSOLE_ENABLED": False, **settings})
 
 
@@ -291,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     from scrapy_dedup.dupefilters import BloomDupeFilter
 
     rfp = RFPDupeFilter.from_crawler(crawler_for({}))
-    fps = rfp._fingerprints
+    fps = rfp._fingerprints if hasattr(rfp, "_fingerprints") else rfp.fingerprints  # (Scrapy 2.13: fingerprints)
     for d in digests(0, n):
         fps.add(d)
     per_member = -(-sys.getsizeof(b"x" * 20) // 16) * 16
