@@ -36,7 +36,7 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup.content.text import page_text
 from scrapy_dedup.redis_conn import mask_url
-from scrapy_dedup.redis_policy import describe, secrets_of
+from scrapy_dedup.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.settings import CONTENT_OVERRIDABLE, DedupSettings, read_settings
 from scrapy_dedup.url.policy import DomainMap
 
@@ -130,6 +130,7 @@ class ContentLayer:
         #: what redis-py's exception texts must not show (the password, and any piece of it)
         self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
         self.store = self._build_store(crawler, cfg)
+        self._redis_policy = self._store_policy(cfg)
         self.engine = ContentDeduplicator(self.fingerprinter, self.store)
         self.counts: Counter[str] = Counter()
         self._fingerprint_cache: OrderedDict[tuple[int, bytes], ContentFingerprint] = OrderedDict()
@@ -171,31 +172,47 @@ class ContentLayer:
                 sketch_size=cfg.sketch_size, verify=verify,
             )
             logger.info("Content index in Redis at %s, key %r", mask_url(cfg.redis_url), key)
-            self._check_redis(store, cfg)
             return store
         return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
                                   sketch_size=cfg.sketch_size, verify=verify)
 
-    @staticmethod
-    def _check_redis(store: Any, cfg: DedupSettings) -> None:
-        """Refused credentials or TLS fail at start-up (masked); an unreachable server only logs.
+    def _store_policy(self, cfg: DedupSettings) -> RedisErrorPolicy | None:
+        """The outage policy of the Redis content index (None for the memory one): always ``fail_open``.
+
+        Why a policy: a page met while Redis is away is kept unjudged either way, but
+        without one every page would wait for a failing call (a hung server: the
+        socket timeout, each page); with it Redis is probed after growing pauses
+        and each outage is logged once.
+        """
+        if cfg.content_backend != "redis":
+            return None
+        policy = RedisErrorPolicy(
+            "fail_open", name="Content index", url=cfg.redis_url, secrets=secrets_of(cfg.redis_url, cfg.redis_params),
+            stats=self.stats, stats_prefix="dedup/content/redis_",
+            fail_open_means="pages are kept without a duplicate check until it is back (counted in "
+                            "dedup/content/store_errors)",
+            mode_note="the content index always fails open", log=logger)
+        self._check_redis(policy, cfg)
+        policy.running = True  # configuration errors were refused just now; from here on every error is an outage
+        return policy
+
+    def _check_redis(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
+        """Refused credentials or TLS fail at start-up (masked); an unreachable server is an outage.
 
         The content index fails open (pages kept unchecked while Redis is away), so a
-        server that is down at start is an outage like any other, not a start-up error.
+        server that is down at start is an outage like any other (the policy's one
+        line), not a start-up error.
         """
         from scrapy_dedup.dupefilters import RedisStartupError
-        from scrapy_dedup.redis_policy import is_transient
 
-        secrets = secrets_of(cfg.redis_url, cfg.redis_params)
         try:
-            store.index.client.ping()
+            policy.call(self.store.index.client.ping)
+        except RedisUnavailable:
+            pass
         except Exception as exc:
-            if not is_transient(exc):
-                raise RedisStartupError(
-                    f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, secrets)}); "
-                    "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
-            logger.error("Content index: Redis at %s is unreachable at start (%s); pages are kept "
-                         "unchecked until it is back", mask_url(cfg.redis_url), describe(exc, secrets))
+            raise RedisStartupError(
+                f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
+                "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
 
     def _spider_opened(self, spider) -> None:
         if self.cfg.content_backend == "memory" and self._jobdir:
@@ -310,9 +327,16 @@ class ContentLayer:
         policy = policy or self.policies.lookup(_host_of(url))
         fingerprinter = self._fingerprinter_for(policy)
         fp = self._fingerprint(fingerprinter, text)
+        degenerate = fingerprinter.is_degenerate(fp)
         try:
-            verdict = self.engine.check_fingerprint(url, fp, degenerate=fingerprinter.is_degenerate(fp))
-        except Exception as exc:  # e.g. Redis went away: fail open, the item is kept
+            if self._redis_policy is not None and not degenerate:
+                verdict = self._redis_policy.call(self.engine.check_fingerprint, url, fp, degenerate)
+            else:
+                verdict = self.engine.check_fingerprint(url, fp, degenerate=degenerate)
+        except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
+            self._count("store_errors")
+            return None
+        except Exception as exc:  # any other failure of the store: fail open too
             self._store_error(url, exc)
             return None
         self._record(verdict, fp, request)

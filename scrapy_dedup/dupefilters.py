@@ -39,6 +39,7 @@ from scrapy_dedup.redis_policy import (
     CLOSE_REASON,
     RedisErrorPolicy,
     RedisUnavailable,
+    call_timeout,
     describe,
     is_transient,
     secrets_of,
@@ -166,10 +167,17 @@ class _SeenDupeFilter(BaseDupeFilter):
             for name, measure in (("size_bytes", self.store.size_bytes),
                                   ("estimated_false_positive_rate", self.store.estimated_false_positive_rate)):
                 try:
-                    self.stats.set_value(f"dedup/seen/{name}", measure())
+                    value = self._measure(measure)
                 except Exception as exc:  # a Redis outage at close must not hide the crawl's result
                     self.logger.warning("%s: could not measure %s: %s", self.kind, name,
                                         describe(exc, self._secrets()))
+                    continue
+                if value is not None:
+                    self.stats.set_value(f"dedup/seen/{name}", value)
+
+    def _measure(self, measure: Callable[[], T]) -> T | None:
+        """One measurement of the store for the stats at close (None: skipped)."""
+        return measure()
 
     def _secrets(self) -> tuple[str, ...]:
         """What an exception text must not show (the Redis filters: the password and its pieces)."""
@@ -318,7 +326,10 @@ def _frontier(crawler: Crawler, compact_every: float | None = None) -> JobdirFro
 
 
 class RedisStartupError(RuntimeError):
-    """The Redis dupefilter could not start (refused credentials, Redis down at start-up); no secret inside."""
+    """The Redis dupefilter could not start (refused credentials, a key of another type, Redis down at start-up).
+
+    No secret inside.
+    """
 
 
 class _RedisDupeFilter(_SeenDupeFilter):
@@ -358,6 +369,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         #: fingerprints answered "new" while Redis was unreachable, not yet written to Redis
         self._unconfirmed: set[bytes] = set()
         self._close_requested = False
+        self._measure_failed = False
         #: the scheduler queue that marks a fingerprint seen and queues its request in one Redis script
         #: (:class:`scrapy_dedup.redis_queue.AckPriorityQueue` on the same server), or None
         self.atomic_queue: Any = None
@@ -389,6 +401,8 @@ class _RedisDupeFilter(_SeenDupeFilter):
             return False  # known here without asking Redis (and no sign of whether Redis is up)
         errors_before = self.policy.errors
         try:
+            if self._close_requested:  # closing for want of Redis: no more attempts, each could block
+                raise RedisUnavailable(CLOSE_REASON)
             new = self._write(fingerprint, request, False)
             if not new and self.policy.errors != errors_before:
                 # An attempt failed before this answer: it may have reached Redis and added the key
@@ -482,15 +496,28 @@ class _RedisDupeFilter(_SeenDupeFilter):
         except Exception as exc:
             if is_transient(exc) or not _is_redis_error(exc):
                 raise
+            hint = "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)"
+            if type(exc).__name__ in ("MovedError", "AskError"):
+                hint = ("DEDUP_REDIS_URL is a node of a Redis Cluster: set DEDUP_REDIS_PARAMS = "
+                        "{'redis_cls': 'redis.cluster.RedisCluster'}")
             raise RedisStartupError(
                 f"{self.kind}: cannot use Redis at {mask_url(self.url)} ({describe(exc, self.policy.secrets)}); "
-                "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+                f"{hint}") from None
+        # From here on every Redis error is an outage under the policy: none may escape request_seen.
+        self.policy.running = True
 
     def _start_checked(self) -> None:
         where = f"Redis key {self.key!r} at {mask_url(self.url)} (from {self.url_source})"
         if self.flush_on_start:
             self._redis(self.store.clear)
             logger.info("%s: %s flushed at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind, where)
+        wrong = self._redis(self.store.wrong_types)
+        if wrong:
+            found = ", ".join(f"{key!r} holds a {kind}, not a {want}" for key, kind, want in wrong)
+            raise RedisStartupError(
+                f"{self.kind}: at {mask_url(self.url)} the Redis key {found} (written by another program or "
+                "another dupefilter class?): use another DEDUP_REDIS_KEY, delete the key, or set "
+                "DEDUP_REDIS_FLUSH_ON_START=True to start over")
         self._redis(self._prepare)
         self._load_unconfirmed()
         held = self._redis(len, self.store)
@@ -518,18 +545,38 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 self._redis(self.store.clear)
                 logger.info("%s: deleted Redis key %r at close (DEDUP_REDIS_PERSIST=False)", self.kind, self.key)
         except RedisUnavailable as exc:
-            logger.warning("%s: could not finish with Redis at close: %s", self.kind, exc)
-        if self._unconfirmed:
-            self._save_unconfirmed()
+            if not self.policy.gave_up:  # after giving up the outage has had its lines
+                logger.warning("%s: could not finish with Redis at close: %s", self.kind, exc)
+        self._report_unrecorded(reason)
         self.store.close()
 
-    def _save_unconfirmed(self) -> None:
-        """Keep the fingerprints Redis never received in JOBDIR (atomically), or say what that costs."""
-        if self.unconfirmed_path is None:
-            logger.warning("%s: %d fingerprints answered as new during the Redis outage were never written to "
-                           "Redis (without JOBDIR they are lost: a later crawl may fetch those pages again)",
-                           self.kind, len(self._unconfirmed))
+    def _report_unrecorded(self, reason: str) -> None:
+        """Count (``dedup/redis/unrecorded``) and say in one line what the close leaves unrecorded in Redis.
+
+        These are the requests let through as new while Redis could not record them
+        (``fail_open``, or ``retry`` once it gave up) and not written to it since.
+        Closing with ``dedup_redis_unavailable`` always gets the line, with its count.
+        """
+        unrecorded = len(self._unconfirmed)
+        if not unrecorded and reason != CLOSE_REASON:
             return
+        if self.stats is not None:
+            self.stats.set_value("dedup/redis/unrecorded", unrecorded)
+        where = self._save_unconfirmed() if unrecorded else ""
+        if reason == CLOSE_REASON:
+            logger.error("%s: spider closed with reason %r: %d requests were let through without being recorded in "
+                         "Redis (dedup/redis/unrecorded)%s; the requests still queued were not fetched%s",
+                         self.kind, CLOSE_REASON, unrecorded, where,
+                         " (JOBDIR keeps them for the next run)" if self.unconfirmed_path is not None
+                         else " (without JOBDIR they are dropped; set JOBDIR to resume a crawl)")
+        else:
+            logger.warning("%s: %d requests let through as new during the Redis outage were never recorded in "
+                           "Redis (dedup/redis/unrecorded)%s", self.kind, unrecorded, where)
+
+    def _save_unconfirmed(self) -> str:
+        """Keep the fingerprints Redis never received in JOBDIR (atomically); say where, or what that costs."""
+        if self.unconfirmed_path is None:
+            return "; without JOBDIR they are forgotten: a later crawl may fetch those pages again"
         lines = "".join(f"{fp.hex()}\n" for fp in sorted(self._unconfirmed))
         old = self.unconfirmed_path.read_text() if self.unconfirmed_path.exists() else ""
         tmp = self.unconfirmed_path.with_name(self.unconfirmed_path.name + ".tmp")
@@ -538,9 +585,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.unconfirmed_path)
-        logger.warning("%s: %d fingerprints answered as new during the Redis outage are kept in %s and will be "
-                       "written to Redis when the next run starts", self.kind, len(self._unconfirmed),
-                       self.unconfirmed_path)
+        return f"; their fingerprints are kept in {self.unconfirmed_path} and written to Redis when the next run starts"
 
     def _load_unconfirmed(self) -> None:
         """Write the previous run's unconfirmed fingerprints (JOBDIR) to Redis, then delete the file."""
@@ -569,14 +614,27 @@ class _RedisDupeFilter(_SeenDupeFilter):
             except Exception:  # pragma: no cover - closing a broken connection
                 pass
 
+    def _measure(self, measure: Callable[[], T]) -> T | None:
+        """Measured only while Redis answers, one attempt: a size at close is not worth waiting out an outage."""
+        if self.policy.down_since is not None or self._close_requested or self._measure_failed:
+            return None
+        try:
+            return measure()
+        except Exception:
+            self._measure_failed = True  # the next measurement would only wait for the same timeout
+            raise
+
     @classmethod
     def _connect(cls, cfg: DedupSettings) -> Any:
-        return connect(cfg.redis_url, cfg.redis_params)
+        """A client whose calls are bounded in time by the outage policy (:func:`call_timeout`)."""
+        return connect(cfg.redis_url, cfg.redis_params,
+                       timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
 
     @classmethod
     def _policy(cls, crawler: Crawler, cfg: DedupSettings) -> RedisErrorPolicy:
         return RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
-                                secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats)
+                                secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats,
+                                key=cls._redis_key(crawler, cfg))
 
 
 def _is_redis_error(exc: BaseException) -> bool:
@@ -658,8 +716,8 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
     def _write_stats(self, final: bool = False) -> None:
         if final and self.stats is not None and self._started:
             try:
-                held = len(self.store)
-                if held > self.store.capacity:
+                held = self._measure(self.store.__len__)
+                if held is not None and held > self.store.capacity:
                     logger.warning("%s: about %d fingerprints in a filter sized for %d: the false-positive "
                                    "rate is now above DEDUP_BLOOM_ERROR_RATE; raise DEDUP_BLOOM_CAPACITY "
                                    "for the next crawl (with a fresh key)", self.kind, held, self.store.capacity)

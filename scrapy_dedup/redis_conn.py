@@ -133,20 +133,38 @@ def _load_class(path_or_class: Any) -> Any:
     return path_or_class
 
 
-def connect(url: str, params: dict[str, Any] | None = None) -> Any:
+#: socket timeouts of a client without a time bound (``connect(timeout=None)``)
+SOCKET_TIMEOUT = 30.0
+SOCKET_CONNECT_TIMEOUT = 10.0
+
+
+def connect(url: str, params: dict[str, Any] | None = None, *, timeout: float | None = None) -> Any:
     """Open a client for ``url``.
 
     ``params`` are passed to the client's ``from_url``; the special key
     ``redis_cls`` (a class or dotted path, e.g. ``"redis.cluster.RedisCluster"``)
     chooses the client class, as scrapy-redis's ``REDIS_PARAMS`` does.
+
+    ``timeout`` bounds one call: ``socket_timeout`` and ``socket_connect_timeout``
+    default to at most that many seconds (30 and 10 otherwise). Unless ``params``
+    say otherwise, the client makes one attempt per call: the caller's policy
+    (:mod:`scrapy_dedup.redis_policy`) retries. Why: redis-py 6+ retries a failed
+    call itself (10 times in redis-py 8, with backoff), so against a hung server one
+    call blocked for 11 socket timeouts, and no outage budget could hold.
+    Values set in ``params`` or in the URL's query always win.
     """
     import redis  # imported here so that importing the core stays cheap
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
     params = dict(params or {})
     cls = _load_class(params.pop("redis_cls", redis.Redis))
-    params.setdefault("socket_timeout", 30)
-    params.setdefault("socket_connect_timeout", 10)
+    bound = float("inf") if timeout is None else max(float(timeout), 0.001)
+    params.setdefault("socket_timeout", min(SOCKET_TIMEOUT, bound))
+    params.setdefault("socket_connect_timeout", min(SOCKET_CONNECT_TIMEOUT, bound))
     params.setdefault("health_check_interval", 30)
+    if not {"retry", "retry_on_timeout", "retry_on_error"} & params.keys():
+        params["retry"] = Retry(NoBackoff(), 0)
     validate_url(url)
     return cls.from_url(url, **params)
 

@@ -19,10 +19,20 @@ over or drop connections. Each Redis call of the dupefilters goes through
   connect timeout does not stall every request. The same holds once
   ``retry`` has given up.
 
-Only transient errors (connection refused or reset, timeouts, a loading or
-read-only replica, cluster reconfiguration) are handled so; a wrong password,
-a TLS certificate that does not verify, a wrong key type or a bug is raised
-unchanged, at once.
+What counts as an outage (:func:`transient_kind`): a server that is
+unreachable (refused, reset, timed out, hung), one that answers but refuses
+writes (out of memory under ``noeviction``, ``MISCONF`` after a failed
+snapshot, a read-only replica, ``NOREPLICAS``), one that is busy (loading its
+data, a long script) or a cluster being reconfigured. At start-up a wrong
+password, a TLS certificate that does not verify, a key of another type, a
+plain client on a cluster node or a bug is raised unchanged, at once; once
+running (:attr:`RedisErrorPolicy.running`), every Redis error is an outage, so
+none escapes to Scrapy (which would drop the request). Each attempt is bounded
+in time by the client's socket timeouts, which :func:`call_timeout` derives
+from the policy (one attempt per call: redis-py's own retries are off, see
+:func:`~scrapy_dedup.redis_conn.connect`), so the attempts and pauses of an
+outage add up to about ``retry_seconds``, and a ``fail_open`` probe of a hung
+server costs about a second.
 
 The log gets one ERROR line when an outage starts and one INFO line when it
 ends (never a line or a traceback per request; outages starting within a
@@ -63,43 +73,134 @@ class _Stats(Protocol):
     def inc_value(self, key: str, count: int = 1, start: int = 0) -> None: ...
 
 
-_TRANSIENT: tuple[type[BaseException], ...] | None = None
+#: the server's error codes (the first word of its reply) that waiting may cure, by what they mean.
+#: redis-py maps some to classes (OOM, READONLY, LOADING, ...); the others arrive as a plain
+#: ``ResponseError`` whose message starts with the code (or, from a Lua script on Redis < 7, has it
+#: after ``@user_script:<line>:``).
+TRANSIENT_CODES: dict[str, str] = {
+    # the server answers but refuses writes: an outage for a store that must write
+    "OOM": "refuses writes", "MISCONF": "refuses writes", "READONLY": "refuses writes",
+    "NOREPLICAS": "refuses writes",
+    # busy for a while: loading its data set, or running a long script
+    "LOADING": "busy", "BUSY": "busy",
+    # a cluster (or a replica's link to its primary) being reconfigured
+    "CLUSTERDOWN": "reconfiguring", "MASTERDOWN": "reconfiguring", "TRYAGAIN": "reconfiguring",
+}
+_KIND_WORDS = {"unreachable": "is unavailable", "refuses writes": "answers but refuses writes",
+               "busy": "answers but is busy", "reconfiguring": "is being reconfigured"}
+#: the code of a configuration or data error: refused at start-up; after it, still an outage under the policy
+WRONG_TYPE = "WRONGTYPE"
+
+_TRANSIENT_CLASSES: tuple[tuple[tuple[type[BaseException], ...], str], ...] = ()
 _PERMANENT: tuple[type[BaseException], ...] = ()
+_REDIS_ERRORS: tuple[type[BaseException], ...] = ()
 
 
-def _error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """(transient, permanent) exception classes; redis is imported lazily."""
-    global _TRANSIENT, _PERMANENT
-    if _TRANSIENT is None:
+def _error_classes() -> tuple[tuple[tuple[tuple[type[BaseException], ...], str], ...], tuple[type[BaseException], ...]]:
+    """(((classes, kind), ...) of transient errors, permanent classes); redis is imported lazily.
+
+    Permanent classes are looked at first: redis-py derives refused credentials from
+    ``ConnectionError``. ``MovedError``/``AskError`` are not transient: a cluster client
+    follows those redirections itself, so one reaching us means a plain client talks to
+    a cluster node (a configuration error); a redirection storm a cluster client cannot
+    settle ends in ``ClusterError``, which is transient.
+    """
+    global _TRANSIENT_CLASSES, _PERMANENT, _REDIS_ERRORS
+    if not _TRANSIENT_CLASSES:
         from redis import exceptions as e
 
-        transient: list[type[BaseException]] = [e.ConnectionError, e.TimeoutError, e.ReadOnlyError,
-                                                e.ClusterDownError, e.TryAgainError, ConnectionError, TimeoutError]
-        for name in ("ClusterError", "MasterDownError", "SlotNotCoveredError", "MaxConnectionsError"):
-            cls = getattr(e, name, None)
-            if cls is not None:
-                transient.append(cls)
-        # Refused credentials are a configuration error: waiting does not fix them.
-        permanent = tuple(getattr(e, n) for n in ("AuthenticationError", "AuthorizationError") if hasattr(e, n))
-        _TRANSIENT, _PERMANENT = tuple(transient), permanent
-    return _TRANSIENT, _PERMANENT
+        def found(*names: str) -> tuple[type[BaseException], ...]:
+            return tuple(getattr(e, n) for n in names if hasattr(e, n))
+
+        _PERMANENT = found("AuthenticationError", "AuthorizationError", "ExternalAuthProviderError",
+                           "NoPermissionError", "MovedError", "AskError")
+        _TRANSIENT_CLASSES = (
+            (found("OutOfMemoryError", "ReadOnlyError"), "refuses writes"),
+            (found("BusyLoadingError"), "busy"),
+            (found("ClusterDownError", "MasterDownError", "TryAgainError", "ClusterError",
+                   "SlotNotCoveredError"), "reconfiguring"),
+            ((e.ConnectionError, e.TimeoutError, ConnectionError, TimeoutError), "unreachable"),
+        )
+        _REDIS_ERRORS = (e.RedisError, *found("RedisClusterException"))
+    return _TRANSIENT_CLASSES, _PERMANENT
 
 
-def is_transient(exc: BaseException) -> bool:
-    """True for errors that waiting may cure (Redis restarting, a dropped connection, a failover).
+def server_error_code(exc: BaseException) -> str:
+    """The server's error code of a reply redis-py raised as a plain ``ResponseError`` (``MISCONF``...), or ``""``."""
+    import re
 
-    Refused credentials and a TLS certificate that does not verify are not: they
-    are configuration errors, raised at once.
+    message = str(exc)
+    if "of pipeline caused error: " in message:  # redis-py prefixes a pipelined command's error with the command
+        message = message.split("of pipeline caused error: ", 1)[1]
+    inner = re.search(r"@user_script:\s*\d+:\s*-?([A-Z]+) ", message)
+    if message.startswith("ERR ") and inner:  # Redis < 7 wraps a script's error: "ERR Error running script ... -OOM"
+        return inner.group(1)
+    first = message.split(" ", 1)[0]
+    return first if first.isalpha() and first.isupper() else ""
+
+
+def transient_kind(exc: BaseException) -> str | None:
+    """What a transient error means ("unreachable", "refuses writes", "busy", "reconfiguring"), or None.
+
+    Transient means waiting may cure it: a dead, hung or restarting server, a dropped
+    connection, a server out of memory (``maxmemory`` with ``noeviction``), one whose
+    snapshots fail (``MISCONF``), a read-only replica, a data set loading, a script
+    running, a cluster failing over. By exception class and, for the replies redis-py
+    leaves as a plain ``ResponseError``, by the server's error code. Refused
+    credentials, a TLS certificate that does not verify, a missing permission, a key
+    holding another type, a plain client on a cluster node and every other error are
+    not: they are configuration errors (see :func:`is_transient`).
     """
     import ssl
 
     transient, permanent = _error_classes()
-    if not isinstance(exc, transient) or isinstance(exc, permanent) or isinstance(exc, RedisUnavailable):
-        return False
+    if isinstance(exc, permanent) or isinstance(exc, RedisUnavailable):
+        return None
     cause = exc.__cause__ or exc.__context__
     if isinstance(cause, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
-        return False
-    return True
+        return None
+    for classes, kind in transient:
+        if isinstance(exc, classes):
+            return kind
+    if isinstance(exc, _REDIS_ERRORS):
+        return TRANSIENT_CODES.get(server_error_code(exc))
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for errors that waiting may cure (see :func:`transient_kind`).
+
+    Refused credentials and a TLS certificate that does not verify are not: they
+    are configuration errors, raised at once (at start-up; after it, every Redis
+    error is an outage under the policy, see :attr:`RedisErrorPolicy.running`).
+    """
+    return transient_kind(exc) is not None
+
+
+def is_redis_error(exc: BaseException) -> bool:
+    """An error of the Redis client or server (not a bug of ours)."""
+    _error_classes()
+    return isinstance(exc, _REDIS_ERRORS) and not isinstance(exc, RedisUnavailable)
+
+
+#: the longest one Redis call may block under ``fail_open`` (and in the content index, which always
+#: fails open): a probe of a hung server costs this much, once per pause between probes
+FAIL_OPEN_CALL_SECONDS = 1.0
+#: no call is cut shorter than this under ``retry``: a healthy but loaded server can pause that long
+MIN_CALL_SECONDS = 1.0
+
+
+def call_timeout(mode: str, retry_seconds: float) -> float:
+    """The longest one Redis call should block (socket and connect timeouts) under a policy.
+
+    ``retry``: a third of ``DEDUP_REDIS_RETRY_SECONDS`` (at least :data:`MIN_CALL_SECONDS`), so
+    the attempts and pauses of one outage add up to about the budget, not to a multiple of a
+    30 s socket timeout. ``fail_open``: :data:`FAIL_OPEN_CALL_SECONDS`, so a hung server costs
+    the crawl a short pause per probe. Timeouts set in ``DEDUP_REDIS_PARAMS`` win.
+    """
+    if mode == "retry":
+        return max(MIN_CALL_SECONDS, float(retry_seconds) / 3)
+    return FAIL_OPEN_CALL_SECONDS
 
 
 #: where urllib cuts a URL (components, userinfo, port), and where a query is cut into items as well:
@@ -199,9 +300,14 @@ def describe(exc: BaseException, secrets: Iterable[str] = ()) -> str:
 class RedisErrorPolicy:
     """Runs Redis calls under ``DEDUP_REDIS_ON_ERROR``; counts and logs outages (see the module doc)."""
 
+    #: what ``fail_open`` (and ``retry`` once it gave up) does with a call it cannot make, for the log line
+    FAIL_OPEN_MEANS = "requests are treated as unseen (fetched, never lost) until it is back"
+
     def __init__(self, mode: str = "retry", retry_seconds: float = 60.0, *, name: str = "Redis",
                  url: str = "", secrets: Iterable[str] = (), stats: _Stats | None = None,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic):
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+                 key: str = "", stats_prefix: str = "dedup/redis/", fail_open_means: str = FAIL_OPEN_MEANS,
+                 mode_note: str | None = None, log: logging.Logger | None = None):
         if mode not in ON_ERROR_CHOICES:
             raise ValueError(f"DEDUP_REDIS_ON_ERROR must be one of {ON_ERROR_CHOICES}, got {mode!r}")
         self.mode = mode
@@ -212,6 +318,19 @@ class RedisErrorPolicy:
         self.stats = stats
         self.sleep = sleep
         self.clock = clock
+        #: the Redis key(s) the calls work on, named when the server says a key holds another type
+        self.key = key
+        self.stats_prefix = stats_prefix
+        self.fail_open_means = fail_open_means
+        #: how the log line names the policy in force
+        self.mode_note = mode_note or f"DEDUP_REDIS_ON_ERROR={mode!r}"
+        #: the logger of the component the policy serves
+        self.log = log or logger
+        #: False during start-up, where configuration errors (refused credentials, a key of another
+        #: type, a plain client on a cluster node) are raised at once to stop the crawl; True after
+        #: it, where *every* Redis error is an outage under the policy, so a request is never lost
+        #: to an error escaping ``request_seen`` (Scrapy would drop the request)
+        self.running = False
         #: monotonic time the current outage started, None while Redis answers
         self.down_since: float | None = None
         self.gave_up = False
@@ -228,7 +347,7 @@ class RedisErrorPolicy:
 
     def _count(self, name: str, n: int = 1) -> None:
         if self.stats is not None:
-            self.stats.inc_value(f"dedup/redis/{name}", n)
+            self.stats.inc_value(f"{self.stats_prefix}{name}", n)
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)``, retried under the policy; :class:`RedisUnavailable` when it says stop."""
@@ -238,13 +357,12 @@ class RedisErrorPolicy:
             try:
                 result = fn(*args)
             except Exception as exc:
-                if not is_transient(exc):
+                if not self.handles(exc):
                     raise
                 self._failed(exc)
                 delay = self._next_delay()
                 if delay is None:
-                    self._last_error = (f"{self.name}: Redis at {self.where} is unavailable "
-                                        f"({describe(exc, self.secrets)})")
+                    self._last_error = f"{self.name}: {self._what(exc)} ({describe(exc, self.secrets)})"
                     self._next_probe = self.clock() + min(BACKOFF_START * 2 ** self._probe_attempt, BACKOFF_CAP)
                     self._probe_attempt += 1
                     raise RedisUnavailable(self._last_error) from None
@@ -254,6 +372,21 @@ class RedisErrorPolicy:
             if self.down_since is not None:
                 self._recovered()
             return result
+
+    def handles(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is an outage under the policy (else it is raised as it is)."""
+        return is_transient(exc) or (self.running and is_redis_error(exc))
+
+    def _what(self, exc: BaseException) -> str:
+        """What went wrong, in words: "Redis at <url> is unavailable", "... answers but refuses writes", ..."""
+        kind = transient_kind(exc)
+        if kind is not None:
+            return f"Redis at {self.where} {_KIND_WORDS[kind]}"
+        if server_error_code(exc) == WRONG_TYPE:
+            key = f" {self.key!r}" if self.key else ""
+            return (f"the Redis key{key} at {self.where} holds a value of another type "
+                    "(written by another program or another dupefilter class?)")
+        return f"Redis at {self.where} answers with an error"
 
     def probe_now(self) -> None:
         """Let the next call reach Redis even within a pause between probes (e.g. a last try at close)."""
@@ -284,13 +417,14 @@ class RedisErrorPolicy:
         if self.mode == "retry" and not self.gave_up:
             then = f"retrying with backoff for up to {self.retry_seconds:g} s, then closing the spider"
         else:
-            then = "requests are treated as unseen (fetched, never lost) until it is back"
+            then = self.fail_open_means
         since = (f"; {self._unlogged_outages} more short outages since the last such line"
                  if self._unlogged_outages else "")
         self._unlogged_outages = 0
-        logger.error("%s: Redis at %s is unavailable (%s); %s (DEDUP_REDIS_ON_ERROR=%r; errors are counted "
-                     "in dedup/redis/errors, outages in dedup/redis/outages; logged at most once a minute%s)",
-                     self.name, self.where, describe(exc, self.secrets), then, self.mode, since)
+        prefix = self.stats_prefix
+        self.log.error("%s: %s (%s); %s (%s; errors are counted in %serrors, outages in %soutages; "
+                       "logged at most once a minute%s)", self.name, self._what(exc), describe(exc, self.secrets),
+                       then, self.mode_note, prefix, prefix, since)
 
     def _next_delay(self) -> float | None:
         """Seconds to wait before the next attempt, or None to stop waiting (and maybe give up)."""
@@ -300,9 +434,9 @@ class RedisErrorPolicy:
         left = self.down_since + self.retry_seconds - self.clock()
         if left <= 0:
             self.gave_up = True
-            logger.error("%s: Redis at %s still unavailable after %.1f s (DEDUP_REDIS_RETRY_SECONDS=%g): "
-                         "giving up, the spider is closed with reason %r", self.name, self.where,
-                         self.clock() - self.down_since, self.retry_seconds, CLOSE_REASON)
+            self.log.error("%s: Redis at %s still unavailable after %.1f s (DEDUP_REDIS_RETRY_SECONDS=%g): "
+                           "giving up, the spider is closed with reason %r", self.name, self.where,
+                           self.clock() - self.down_since, self.retry_seconds, CLOSE_REASON)
             return None
         delay = min(BACKOFF_START * 2 ** self._attempt, BACKOFF_CAP, left)
         self._attempt += 1
@@ -312,8 +446,8 @@ class RedisErrorPolicy:
         assert self.down_since is not None
         seconds = self.clock() - self.down_since
         if self._outage_logged:
-            logger.info("%s: Redis at %s is back after %.1f s (%d failed calls in this outage)",
-                        self.name, self.where, seconds, self._errors_this_outage)
+            self.log.info("%s: Redis at %s is back after %.1f s (%d failed calls in this outage)",
+                          self.name, self.where, seconds, self._errors_this_outage)
         self.down_since = None
         self._errors_this_outage = 0
         self._probe_attempt = 0

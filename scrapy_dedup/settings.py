@@ -266,18 +266,22 @@ SETTINGS: tuple[Setting, ...] = (
        "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
     _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
        "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`); "
-       "unset, scrapy-redis's `REDIS_PARAMS` is used."),
+       "unset, scrapy-redis's `REDIS_PARAMS` is used. `socket_timeout`, `socket_connect_timeout` and `retry` "
+       "given here replace the ones derived from `DEDUP_REDIS_ON_ERROR` (one attempt per call, bounded by the "
+       "outage budget)."),
     _s("DEDUP_REDIS_BLOOM_SHARDS", 1, _number(int, minimum=1, maximum=4096), "redis",
        "Number of Redis keys the Redis Bloom filter is split over (one hash slot each, for Redis Cluster)."),
     _s("DEDUP_REDIS_ON_ERROR", "retry", _choice("retry", "fail_open"), "redis",
-       "What the Redis dupefilters do while Redis is unreachable: `retry` (wait, retrying with exponential "
+       "What the Redis dupefilters do while Redis is unreachable, hung, or refuses writes (full, read-only, "
+       "failing snapshots): `retry` (wait, retrying with exponential "
        "backoff for up to `DEDUP_REDIS_RETRY_SECONDS` per outage, then close the spider with reason "
        "`dedup_redis_unavailable`) or `fail_open` (treat requests as unseen, counted in "
        "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md."),
     _s("DEDUP_REDIS_RETRY_SECONDS", 60.0, _number(float, minimum=0), "redis",
        "Longest wait, in seconds, for Redis to come back in one outage: of `DEDUP_REDIS_ON_ERROR = 'retry'` "
        "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
-       "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`."),
+       "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`. Each call's socket "
+       "timeouts default to a third of it (at least 1 s, at most 30 s, 10 s to connect); under `fail_open` to 1 s."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`)."),
     # --- content layer ---

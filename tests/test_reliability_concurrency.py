@@ -214,6 +214,13 @@ def test_one_cluster_node_killed_mid_crawl_and_restarted(redis_cluster, policy, 
                 threading.Timer(1.0, victim.start).start()
         if count["n"] == 16 and policy == "fail_open":
             victim.start()
+            # back means serving again: a restarted node answers CLUSTERDOWN for a second or two
+            # while it rejoins (a fail_open probe does not wait that out, so the test does)
+            deadline = time.monotonic() + 30
+            while "cluster_state:ok" not in subprocess.run(["redis-cli", "-p", str(victim.port), "cluster", "info"],
+                                                           capture_output=True, text=True, timeout=10).stdout:
+                assert time.monotonic() < deadline, "the restarted node did not rejoin"
+                time.sleep(0.1)
 
     linked = LinkedSite(pages=30, near=5, delay=0.01, entry_links_all=False)
     settings = {**base_settings(url, "scrapy_dedup.RedisBloomDupeFilter", DEDUP_REDIS_BLOOM_SHARDS=3,

@@ -56,6 +56,7 @@ from typing import Any, Optional, Union
 
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
 from scrapy_dedup.redis_conn import connect
+from scrapy_dedup.redis_policy import FAIL_OPEN_CALL_SECONDS
 
 Key = Union[str, int]
 
@@ -326,8 +327,14 @@ class RedisSimhashIndex:
                    bits: int = 64, ttl: Optional[int] = None, *,
                    params: Optional[dict[str, Any]] = None, allow_approximate: bool = False
                    ) -> "RedisSimhashIndex":
-        """Build from a redis-py client, or a URL opened with :func:`scrapy_dedup.redis_conn.connect`."""
-        client = connect(client_or_url, params) if isinstance(client_or_url, str) else client_or_url
+        """Build from a redis-py client, or a URL opened with :func:`scrapy_dedup.redis_conn.connect`.
+
+        A client opened here bounds each call to :data:`~scrapy_dedup.redis_policy.FAIL_OPEN_CALL_SECONDS`
+        (unless ``params`` set timeouts): the content index fails open, so a hung
+        server must cost a page a short pause, not a 30 s socket timeout.
+        """
+        client = (connect(client_or_url, params, timeout=FAIL_OPEN_CALL_SECONDS) if isinstance(client_or_url, str)
+                  else client_or_url)
         return cls(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
                    allow_approximate=allow_approximate)
 

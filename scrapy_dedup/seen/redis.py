@@ -107,6 +107,24 @@ class _RedisStore(SeenSet):
         """Every Redis key this store writes (for TTL, delete, memory)."""
         return [self.key]
 
+    def key_types(self) -> dict[str, str]:
+        """The Redis type (as ``TYPE`` names it) each of :meth:`data_keys` must have."""
+        raise NotImplementedError
+
+    def wrong_types(self) -> list[tuple[str, str, str]]:
+        """``(key, type found, type expected)`` for each key holding a value of another type (one round trip).
+
+        Why: a key written by another program (or another dupefilter class) makes
+        every command fail with ``WRONGTYPE``; found at start-up it is a
+        configuration error named clearly, not a crawl that starts and fails.
+        """
+        expected = self.key_types()
+        pipe = self.client.pipeline(transaction=False)
+        for name in expected:
+            pipe.type(name)
+        found = [t.decode() if isinstance(t, bytes) else str(t) for t in pipe.execute()]
+        return [(name, kind, want) for (name, want), kind in zip(expected.items(), found) if kind not in ("none", want)]
+
     def _refresh_ttl(self) -> None:
         """Re-arm the expiry of the keys every ttl/10 seconds (at most one extra round trip then)."""
         now = time.monotonic()
@@ -118,8 +136,12 @@ class _RedisStore(SeenSet):
             pipe.execute()
 
     def clear(self) -> None:
-        """Delete the Redis keys (every process sharing them starts over) and the local cache."""
-        self.client.delete(*self.data_keys())
+        """Delete the Redis keys (every process sharing them starts over) and the local cache.
+
+        ``UNLINK``: the server frees a large set or bitmap in the background instead of
+        blocking every client (and outlasting their socket timeouts) while it does.
+        """
+        self.client.unlink(*self.data_keys())
         self.cache.clear()
         self._next_ttl_refresh = 0.0
 
@@ -177,6 +199,9 @@ class RedisSeenSet(_RedisStore):
         if self.ttl:
             self._refresh_ttl()
         return added == 1
+
+    def key_types(self) -> dict[str, str]:
+        return {self.key: "set"}
 
     def script_args(self, key: bytes) -> tuple[str, bytes]:
         """The set's key and the fingerprint itself (the script runs ``SADD``)."""
@@ -329,6 +354,9 @@ class RedisBloomSeenSet(_RedisStore):
 
     def data_keys(self) -> list[str]:
         return [*self.shard_keys, self.meta_key]
+
+    def key_types(self) -> dict[str, str]:
+        return {**{name: "string" for name in self.shard_keys}, self.meta_key: "hash"}
 
     def prepare(self) -> None:
         """Check or record the layout, and allocate every shard's bitmap up front (idempotent)."""
