@@ -55,7 +55,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple, Optional, Union
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from scrapy_dedup.audit.dump import BadLine, Input, PageRecord
 from scrapy_dedup.content.compact import DigestTable
