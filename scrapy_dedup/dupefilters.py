@@ -510,7 +510,9 @@ class _RedisDupeFilter(_SeenDupeFilter):
         where = f"Redis key {self.key!r} at {mask_url(self.url)} (from {self.url_source})"
         if self.flush_on_start:
             self._redis(self.store.clear)
-            logger.info("%s: %s flushed at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind, where)
+            keys = self.store.data_keys()  # the keys really cleared (a Bloom filter's shards and layout)
+            logger.info("%s: Redis key(s) %s at %s deleted at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind,
+                        ", ".join(map(repr, keys)), mask_url(self.url))
         wrong = self._redis(self.store.wrong_types)
         if wrong:
             found = ", ".join(f"{key!r} holds a {kind}, not a {want}" for key, kind, want in wrong)

@@ -270,7 +270,9 @@ SETTINGS: tuple[Setting, ...] = (
        "given here replace the ones derived from `DEDUP_REDIS_ON_ERROR` (one attempt per call, bounded by the "
        "outage budget)."),
     _s("DEDUP_REDIS_BLOOM_SHARDS", 1, _number(int, minimum=1, maximum=4096), "redis",
-       "Number of Redis keys the Redis Bloom filter is split over (one hash slot each, for Redis Cluster)."),
+       "Fewest Redis keys the Redis Bloom filter is split over (one hash slot each, for Redis Cluster); it "
+       "may use up to 8 more, whichever count wastes least of Redis's allocation (3 at the default capacity): "
+       "the start-up line says how many."),
     _s("DEDUP_REDIS_ON_ERROR", "retry", _choice("retry", "fail_open"), "redis",
        "What the Redis dupefilters do while Redis is unreachable, hung, or refuses writes (full, read-only, "
        "failing snapshots): `retry` (wait, retrying with exponential "

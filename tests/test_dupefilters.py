@@ -403,3 +403,22 @@ def test_bad_settings_fail_at_start_naming_the_setting(redis_url):
     with pytest.raises(DedupConfigError, match="DEDUP_REDIS_BLOOM_SHARDS"):
         get_dupefilter(settings={"DUPEFILTER_CLASS": RedisBloomDupeFilter, "DEDUP_REDIS_URL": redis_url,
                                  "DEDUP_BLOOM_CAPACITY": 10**10})
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("cls", [RedisDupeFilter, RedisBloomDupeFilter])
+def test_the_flush_at_start_names_the_keys_it_really_deleted(cls, redis_url, redis_client, caplog):
+    """A sharded Bloom filter lives in {key:i} strings and a layout hash, not in the key the setting names."""
+    settings = {"DUPEFILTER_CLASS": cls, "DEDUP_REDIS_URL": redis_url, "DEDUP_BLOOM_CAPACITY": 10_000,
+                "DEDUP_REDIS_BLOOM_SHARDS": 2}
+    df = get_dupefilter(settings=settings)
+    df.request_seen(Request("http://a.test/1"))
+    df.close("finished")
+    written = sorted(k.decode() for k in redis_client.keys("*"))
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        df = get_dupefilter(settings={**settings, "DEDUP_REDIS_FLUSH_ON_START": True})
+        df.request_seen(Request("http://a.test/2"))
+        df.close("finished")
+    line = [r.getMessage() for r in caplog.records if "deleted at start" in r.getMessage()]
+    assert len(line) == 1
+    assert all(repr(key) in line[0] for key in written), (written, line)
