@@ -527,7 +527,7 @@ class AckPriorityQueue(PriorityQueue):
         return request
 
     def __len__(self) -> int:
-        """Requests queued in Redis plus those held here; while Redis is unreachable, the last count seen.
+        """Requests queued in Redis plus those held here; while Redis is unreachable, at least 1.
 
         The scheduler asks this to decide whether the spider is idle: answering 0
         during an outage would close a crawl whose requests wait in Redis (as
@@ -542,8 +542,11 @@ class AckPriorityQueue(PriorityQueue):
             self._redis_answered()
             if not self._last_length and not self._held and self._idle_check():
                 self._last_length = super().__len__()  # requests the check put back into the queue
-        if self._gave_up or self._data_lost:
-            # the spider is being closed with its own reason: not "idle", or it would close as "finished" first
+        if self._gave_up or self._data_lost or self._down_since is not None:
+            # Closing with its own reason: not "idle", or it would close as "finished" first. Redis unreachable:
+            # the queue's length is unknown (the last count misses requests queued since, e.g. by the one-step
+            # push), and an empty answer would close a crawl whose requests wait in Redis as "finished".
+            # DEDUP_REDIS_RETRY_SECONDS bounds the wait.
             return max(1, self._last_length + len(self._held))
         return self._last_length + len(self._held)
 
