@@ -302,24 +302,25 @@ class ContentLayer:
         return self.check_text(response.url, text, policy, request=response.request)
 
     def _extract(self, response: TextResponse, policy: ExtractionPolicy) -> str:
-        body = response.body
-        options = {"strip_tags": policy.strip_tags, "strip_selectors": policy.strip_selectors}
-        if len(body) > policy.max_bytes:
-            self._count("truncated")
-            return page_text(body[: policy.max_bytes], encoding=_encoding_of(response), **options)
+        if len(response.body) > policy.max_bytes:
+            return self._text_under(policy, response.body, _encoding_of(response))
         try:
             root = response.selector.root  # the tree Scrapy already parsed for the spider (not modified)
         except Exception:  # Scrapy could not decode it (a declared codec that is no text encoding): our decoder can
-            return page_text(body, **options)
-        return page_text(root, **options)
+            return self._text_under(policy, response.body)
+        return self._text_under(policy, root)
 
     def text_of_html(self, html: str | bytes, url: str) -> str:
         """Main text of an HTML document (an item's field) under its host's extraction policy, as for a response."""
-        policy = self.policies.lookup(_host_of(url))
-        if len(html) > policy.max_bytes:
+        return self._text_under(self.policies.lookup(_host_of(url)), html)
+
+    def _text_under(self, policy: ExtractionPolicy, source: Any, encoding: str | None = None) -> str:
+        """``page_text`` of a document (bytes, str or parsed tree) by ``policy``; a long one cut at its max_bytes."""
+        if isinstance(source, (bytes, str)) and len(source) > policy.max_bytes:
             self._count("truncated")
-            html = html[: policy.max_bytes]
-        return page_text(html, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors)
+            source = source[: policy.max_bytes]
+        return page_text(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors,
+                         encoding=encoding)
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
                    request: Request | None = None) -> Verdict | None:

@@ -33,6 +33,7 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
+from scrapy_dedup.engine_hook import close_spider_soon
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
 from scrapy_dedup.redis_conn import connect, mask_url
 from scrapy_dedup.redis_policy import (
@@ -108,26 +109,32 @@ class _SeenDupeFilter(BaseDupeFilter):
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
         raise NotImplementedError
 
+    #: Whether the store's marks outlive the process (Redis): then a request is journaled *before* it is
+    #: marked, so no kill leaves it seen and unrecorded (and withdrawn if the store says "seen"). A local
+    #: filter's marks die with the process and come back from the journal: only new requests are journaled.
+    journal_before_mark = True
+
     def request_seen(self, request: Request) -> bool:
         fingerprint = self.fingerprinter.fingerprint(request)
         self.checked += 1
         frontier = self.frontier
         if frontier is None:
-            if self._add(fingerprint, request):
-                self.new += 1
-                return False
-            return True
-        # A store that persists each mark (Redis): journal first, so no kill leaves a request seen and unrecorded.
-        if frontier.take_readmission(fingerprint) is not None:  # pending when a killed run ended: once more
+            new = self._add(fingerprint, request)
+        elif frontier.take_readmission(fingerprint) is not None:  # pending when a killed run ended: once more
             frontier.admit(request, fingerprint)
+            new = True
+        elif self.journal_before_mark:
+            seq = frontier.admit(request, fingerprint)
+            new = self._add(fingerprint, request)
+            if not new:
+                frontier.withdraw(request, seq)
+        else:
+            new = self._add(fingerprint, request)
+            if new:
+                frontier.admit(request, fingerprint)
+        if new:
             self.new += 1
-            return False
-        seq = frontier.admit(request, fingerprint)
-        if self._add(fingerprint, request):
-            self.new += 1
-            return False
-        frontier.withdraw(request, seq)
-        return True
+        return not new
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:
         return self.store.add(fingerprint)
@@ -221,6 +228,7 @@ class BloomDupeFilter(_SeenDupeFilter):
     """
 
     kind = "BloomDupeFilter"
+    journal_before_mark = False
 
     def __init__(self, path: str | None = None, debug: bool = False, *,
                  capacity: int = 10_000_000, error_rate: float = 1e-6,
@@ -278,22 +286,14 @@ class BloomDupeFilter(_SeenDupeFilter):
         logger.info("%s: resumed %d fingerprints from %s", self.kind, len(store), self.path)
         return store
 
-    def request_seen(self, request: Request) -> bool:
-        fingerprint = self.fingerprinter.fingerprint(request)
-        self.checked += 1
-        if self._next_checkpoint is not None:
+    def _add(self, fingerprint: bytes, request: Request) -> bool:
+        if self._next_checkpoint is not None:  # the checkpoint clock, looked at every _CLOCK_EVERY requests
             self._until_clock -= 1
             if not self._until_clock:
                 self._until_clock = _CLOCK_EVERY
                 if time.monotonic() >= self._next_checkpoint:
                     self.checkpoint()
-        frontier = self.frontier
-        if self.store.add(fingerprint) or (frontier is not None and frontier.take_readmission(fingerprint) is not None):
-            if frontier is not None:
-                frontier.admit(request, fingerprint)
-            self.new += 1
-            return False
-        return True
+        return self.store.add(fingerprint)
 
     def checkpoint(self) -> None:
         """Save the filter to ``JOBDIR`` now if it changed (atomic: a crash keeps the previous file)."""
@@ -467,12 +467,8 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     def _close_spider(self) -> None:
         """Ask the engine to close the spider with ``dedup_redis_unavailable`` (once, outside this call)."""
-        if self._close_requested or self.crawler is None or self.crawler.engine is None:
-            return
-        self._close_requested = True
-        from twisted.internet import reactor
-
-        reactor.callLater(0, _close_spider, self.crawler, CLOSE_REASON)
+        if not self._close_requested and self.crawler is not None:
+            self._close_requested = close_spider_soon(self.crawler, CLOSE_REASON)
 
     def open(self) -> None:
         if not self._started:
@@ -641,20 +637,6 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
 def _is_redis_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith("redis")
-
-
-def _close_spider(crawler: Crawler, reason: str) -> None:
-    """Close the crawler's spider with ``reason`` (Scrapy 2.13's and 2.14+'s engine APIs)."""
-    engine = crawler.engine
-    if engine is None or getattr(engine, "spider", None) is None:
-        return
-    close_async = getattr(engine, "close_spider_async", None)
-    if close_async is not None:
-        from scrapy.utils.defer import deferred_from_coro
-
-        deferred_from_coro(close_async(reason=reason))
-    else:  # Scrapy < 2.14
-        engine.close_spider(engine.spider, reason)
 
 
 class RedisDupeFilter(_RedisDupeFilter):

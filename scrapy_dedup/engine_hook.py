@@ -83,6 +83,36 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
     return True
 
 
+def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
+    """Ask the engine to close the spider with ``reason`` at the next reactor turn (outside the caller's
+    call: a dupefilter or a queue answering the engine). False when there is no engine to ask.
+
+    Scrapy 2.14 added ``close_spider_async``; 2.13 has ``close_spider(spider, reason)``.
+    """
+    try:
+        engine = getattr(crawler, "engine", None)
+    except RuntimeError:  # Scrapy >= 2.14 before the crawl starts: a component used on its own
+        engine = None
+    if engine is None:
+        return False
+
+    def close() -> None:
+        if getattr(engine, "spider", None) is None:
+            return
+        close_async = getattr(engine, "close_spider_async", None)
+        if close_async is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
+            deferred_from_coro(close_async(reason=reason))
+        else:  # Scrapy < 2.14
+            engine.close_spider(engine.spider, reason)
+
+    from twisted.internet import reactor
+
+    reactor.callLater(0, close)
+    return True
+
+
 def scheduler_dupefilter(crawler: "Crawler") -> Any:
     """The dupefilter of the crawl's scheduler (``ExecutionEngine._slot.scheduler.df``), or None.
 

@@ -130,7 +130,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy_redis.queue import PriorityQueue
 
-from scrapy_dedup.engine_hook import on_request_done, scheduler_dupefilter
+from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter
 from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of
 from scrapy_dedup.settings import read_settings
 
@@ -715,20 +715,8 @@ class AckPriorityQueue(PriorityQueue):
 
     def _request_close(self, reason: str) -> None:
         """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter does)."""
-        if self._close_requested:
-            return
-        try:
-            engine = getattr(self.crawler, "engine", None)
-        except RuntimeError:  # Scrapy >= 2.14 before the crawl starts: a queue used on its own
-            engine = None
-        if engine is None:
-            return
-        self._close_requested = True
-        from twisted.internet import reactor
-
-        from scrapy_dedup.dupefilters import _close_spider
-
-        reactor.callLater(0, _close_spider, self.crawler, reason)
+        if not self._close_requested:
+            self._close_requested = close_spider_soon(self.crawler, reason)
 
     def ack(self, request: "Request") -> None:
         """The request's work is done (its links are queued): forget it in Redis too."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS  # noqa: F401 - re-exported (a public name)
-from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, str_tuple
+from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, raising, str_tuple
 
 
 class DedupConfigError(ParamError):
@@ -41,15 +41,7 @@ def to_bool(value: Any, name: str) -> bool:
 
 def _raising(convert: Converter) -> Converter:
     """A core converter (raising ParamError) that raises DedupConfigError, as every setting's converter does."""
-    def wrapped(value: Any, name: str) -> Any:
-        try:
-            return convert(value, name)
-        except DedupConfigError:
-            raise
-        except ParamError as exc:
-            raise DedupConfigError(str(exc)) from None
-
-    return wrapped
+    return raising(convert, DedupConfigError)
 
 
 def _number(kind: type, **bounds: Any) -> Converter:

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import functools
 import html as html_lib
-import os
 import random
 import re
 import sys
@@ -1301,12 +1300,7 @@ def score(site: DustSite, fetched: Sequence[str], items: Iterable[str] = ()) -> 
 
 def require_content() -> None:
     """Fail (CI) or skip (elsewhere) a pytest test when the documentation packages are missing."""
-    import pytest
+    from tests.support import require
 
-    if content_available():
-        return
-    message = (f"Debian documentation packages missing: apt-get install -y {' '.join(PACKAGES)} "
-               "(scripts/test.sh installs them)")
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    require(content_available(), f"Debian documentation packages missing: apt-get install -y {' '.join(PACKAGES)} "
+            "(scripts/test.sh installs them)")

@@ -13,6 +13,7 @@ import pytest
 
 from scrapy_dedup.cli import main
 from scrapy_dedup.content.simhash import hamming, simhash
+from tests.support import require_module
 
 ROOT = Path(__file__).resolve().parents[1]
 VOCAB = [f"{a}{b}{c}" for a in ("ka", "lo", "mi", "nu", "pe", "ro", "su", "ti", "va", "ze")
@@ -292,7 +293,7 @@ def test_json_config_and_approximate_bands(known, tmp_path, capsys):
 
 
 def test_minhash_method_same_outputs(known, tmp_path, capsys):
-    pytest.importorskip("datasketch")
+    require_module("datasketch")
     clusters = tmp_path / "c.jsonl"
     code, out, err = run_cli(["report", known.path, "--method", "minhash", "--json", "--clusters", clusters], capsys)
     assert code == 0, err

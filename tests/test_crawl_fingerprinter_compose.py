@@ -22,6 +22,7 @@ from pytest_twisted import inlineCallbacks
 from tests.support.crawl import run_crawl
 from tests.support.fingerprinters import LANGUAGE_FINGERPRINTER
 from tests.support.localsite import LocalSite, Page
+from tests.support import require_module
 
 ADDON = "scrapy_dedup.Addon"
 LANGUAGE_ADDON = "tests.support.fingerprinters.LanguageAddon"
@@ -138,7 +139,7 @@ class CountrySpider(scrapy.Spider):
 
 @inlineCallbacks
 def crawl_countries(addons: dict, **extra):
-    pytest.importorskip("scrapy_zyte_api")
+    require_module("scrapy_zyte_api", "pip install scrapy-zyte-api (Python >= 3.10)")
     from tests.support.zyte_api import ZyteApiStub
 
     with ZyteApiStub() as api:

@@ -28,9 +28,10 @@ from pathlib import Path
 import pytest
 from pytest_twisted import inlineCallbacks
 
+from tests.support import require
 from tests.reliabilitysite import LinkedSite
 from tests.support.localsite import LocalSite
-from tests.support.redis_server import RedisServer, redis_required
+from tests.support.redis_server import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.crawl]
 
@@ -61,10 +62,7 @@ def cluster_ports(n: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
-    if shutil.which("redis-cli") is None:
-        if redis_required():
-            pytest.fail("redis-cli is required (CI=true): apt-get install redis-tools")
-        pytest.skip("redis-cli not installed")
+    require(shutil.which("redis-cli") is not None, "redis-cli is missing: apt-get install redis-tools")
     nodes = [RedisServer(port, extra_args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                                            "--cluster-node-timeout", "5000")).start()
              for port in cluster_ports(3)]

@@ -85,9 +85,9 @@ def at_response(after: int, action):
         if seen["n"] == 1:
             from twisted.internet import reactor
 
-            from scrapy_dedup.dupefilters import _close_spider
+            from scrapy_dedup.engine_hook import close_spider_soon
 
-            spider.watchdog = reactor.callLater(HANG_BOUND, _close_spider, spider.crawler, "hung")
+            spider.watchdog = reactor.callLater(HANG_BOUND, close_spider_soon, spider.crawler, "hung")
         if seen["n"] == after:
             spider.acted_at = time.monotonic()
             action()

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from scrapy_dedup.cli import main
+from tests.support import require
 from tests.support.localsite import LocalSite, Page
 from tests.test_cli_report import KnownDump, body_words, write_dump
 
 CHROMIUM = os.environ.get("DEDUP_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("DEDUP_CHROMEDRIVER", "/usr/bin/chromedriver")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def _missing() -> str | None:
@@ -36,10 +36,7 @@ def _missing() -> str | None:
 @pytest.fixture(scope="module")
 def browser():
     reason = _missing()
-    if reason:
-        if IN_CI:
-            pytest.fail(f"browser test cannot run under CI: {reason}")
-        pytest.skip(reason)
+    require(not reason, f"the browser test cannot run: {reason}")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

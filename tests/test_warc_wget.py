@@ -13,7 +13,6 @@ missing, except under ``CI=true``, where a missing wget is a failure.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from scrapy_dedup.audit.runner import audit_dump
 from scrapy_dedup.cli import main
 from scrapy_dedup.url.dust import RuleSet
 from tests import dustsite
+from tests.support import require
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
 from tests.support.recording_proxy import RecordingProxy
@@ -42,17 +42,13 @@ if str(EXAMPLE) not in sys.path:
 from demosite import HOSTS, START_HOSTS, SiteServer, expected_numbers, load  # noqa: E402
 
 pytestmark = pytest.mark.crawl
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 WGET_OK = (0, 8)  # 8: the server answered some request with an error (the example site's 404s)
 
 
 @pytest.fixture(scope="module")
 def wget_path() -> str:
     path = shutil.which("wget")
-    if path is None:
-        if IN_CI:
-            pytest.fail("wget is missing (apt-get install wget)")
-        pytest.skip("wget is missing (apt-get install wget)")
+    require(path is not None, "wget is missing (apt-get install wget)")
     return path
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from scrapy_dedup.content.params import BY_KEY, ENGINE_PARAMS, ParamError, check_engine
+from scrapy_dedup.content.params import BY_KEY, ENGINE_PARAMS, ParamError, check_engine, raising
 
 __all__ = ["AuditConfig", "AuditConfigError", "KEYS", "load_config_file", "build_config"]
 
@@ -124,20 +124,10 @@ def _method(value: Any, key: str) -> str:
     return value
 
 
-def _raising(convert: Any) -> Any:
-    """An engine parameter's converter (content/params.py), raising AuditConfigError."""
-    def wrapped(value: Any, key: str) -> Any:
-        try:
-            return convert(value, key)
-        except ParamError as exc:
-            raise AuditConfigError(str(exc)) from None
-    return wrapped
-
-
 KEYS = {
     "method": _method,
     # the engine's parameters: the crawl's DEDUP_* settings are built from the same definitions
-    **{p.key: _raising(p.convert) for p in ENGINE_PARAMS},
+    **{p.key: raising(p.convert, AuditConfigError) for p in ENGINE_PARAMS},
     "allow_approximate": _bool,
     "url_field": _str,
     "html_field": _str,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ParamError", "EngineParam", "ENGINE_PARAMS", "DEFAULT_STRIP_TAGS", "check_engine"]
+__all__ = ["ParamError", "EngineParam", "ENGINE_PARAMS", "DEFAULT_STRIP_TAGS", "check_engine", "raising"]
 
 #: elements left out of a page's main text by default
 DEFAULT_STRIP_TAGS = ("nav", "footer", "header", "aside", "script", "style", "form", "noscript", "template")
@@ -56,6 +56,19 @@ def number(kind: type, *, minimum: float | None = None, maximum: float | None = 
         return result
 
     return convert
+
+
+def raising(convert: Converter, error: type[ParamError]) -> Converter:
+    """``convert``, raising ``error`` (a configuration surface's own ParamError subclass) with the same message."""
+    def wrapped(value: Any, name: str) -> Any:
+        try:
+            return convert(value, name)
+        except error:
+            raise
+        except ParamError as exc:
+            raise error(str(exc)) from None
+
+    return wrapped
 
 
 def str_tuple(value: Any, name: str) -> tuple[str, ...]:
