@@ -1,0 +1,75 @@
+"""One extraction path: how every caller turns a page into the main text that is fingerprinted.
+
+The crawl's middleware, an item's ``DEDUP_CONTENT_FIELD``, DUST learning, the
+offline audit and the DUST miner all call :func:`extract_text` with an
+:class:`ExtractionPolicy`, so a page gives the same text, and so the same
+fingerprint, wherever it is judged. The policy's defaults are the engine's
+(:data:`~scrapy_dedup.content.params.ENGINE_PARAMS`); a crawl may override them per
+host (``DEDUP_CONTENT_POLICIES``). No Scrapy imports.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from scrapy_dedup.content.params import BY_KEY, ParamError
+from scrapy_dedup.content.text import page_text
+
+__all__ = ["ExtractionPolicy", "Extraction", "extract_text", "POLICY_KEYS"]
+
+#: the parameters an extraction policy holds (the keys ``DEDUP_CONTENT_POLICIES`` may override)
+POLICY_KEYS = ("strip_tags", "strip_selectors", "min_words", "max_bytes")
+
+
+@dataclass(frozen=True)
+class ExtractionPolicy:
+    """What is left out of a page's text (``strip_tags``, ``strip_selectors``), how much of it is read
+    (``max_bytes``), and how many words make it a page (``min_words``, below it: degenerate)."""
+
+    strip_tags: tuple[str, ...] = BY_KEY["strip_tags"].default
+    strip_selectors: tuple[str, ...] = BY_KEY["strip_selectors"].default
+    min_words: int = BY_KEY["min_words"].default
+    max_bytes: int = BY_KEY["max_bytes"].default
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> "ExtractionPolicy":
+        """The policy of converted engine values (a crawl's settings, an audit's config): other keys ignored."""
+        return cls(**{key: values[key] for key in POLICY_KEYS if key in values})
+
+    def overridden(self, overrides: Mapping[str, Any], name: str = "policy") -> "ExtractionPolicy":
+        """This policy with ``overrides`` (keys of :data:`POLICY_KEYS`, any case) converted and applied.
+
+        Raises :class:`~scrapy_dedup.content.params.ParamError` naming ``name[key]``.
+        """
+        changes: dict[str, Any] = {}
+        for key, value in overrides.items():
+            low = str(key).lower()
+            if low not in POLICY_KEYS:
+                raise ParamError(f"{name}: unknown key {key!r} (expected one of {', '.join(POLICY_KEYS)})")
+            changes[low] = BY_KEY[low].convert(value, f"{name}[{key!r}]")
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The main text of one page, and whether its source was cut at the policy's ``max_bytes``."""
+
+    text: str
+    truncated: bool
+
+
+def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None = None) -> Extraction:
+    """The main text of ``source`` under ``policy``: one function for every caller.
+
+    ``source`` is what :func:`~scrapy_dedup.content.text.page_text` takes: ``bytes``
+    (decoded by ``encoding`` if given, else as ``page_text`` says), ``str``, or a parsed
+    tree (a tree is not cut: it was parsed already). ``bytes`` and ``str`` longer than
+    ``max_bytes`` are cut there first (``str``: characters, close enough for a cap).
+    Raises only for a bad CSS selector in the policy (``ValueError``).
+    """
+    truncated = isinstance(source, (bytes, str)) and len(source) > policy.max_bytes
+    if truncated:
+        source = source[: policy.max_bytes]
+    text = page_text(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors, encoding=encoding)
+    return Extraction(text, truncated)

@@ -1,0 +1,61 @@
+"""The one extraction path (content/extract.py): policy defaults, overrides, the max_bytes cut."""
+import pytest
+from lxml import html as lxml_html
+
+from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
+from scrapy_dedup.content.params import BY_KEY, ParamError
+
+PAGE = "<html><body><nav>menu words</nav><div class='ad'>buy now</div><p>the main text here</p></body></html>"
+
+
+def test_defaults_are_the_engine_defaults():
+    policy = ExtractionPolicy()
+    for key in POLICY_KEYS:
+        assert getattr(policy, key) == BY_KEY[key].default
+
+
+def test_from_values_takes_only_policy_keys():
+    policy = ExtractionPolicy.from_values({"min_words": 7, "max_bytes": 5000, "shingle_size": 3})
+    assert (policy.min_words, policy.max_bytes) == (7, 5000)
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    ({"MIN_WORDS": "9"}, {"min_words": 9}),
+    ({"strip_selectors": ".ad, .promo"}, {"strip_selectors": (".ad", ".promo")}),
+    ({"max_bytes": 4096, "strip_tags": ["nav"]}, {"max_bytes": 4096, "strip_tags": ("nav",)}),
+])
+def test_overridden_converts(overrides, expected):
+    policy = ExtractionPolicy().overridden(overrides)
+    for key, value in expected.items():
+        assert getattr(policy, key) == value
+
+
+@pytest.mark.parametrize("overrides, named", [
+    ({"min_words": 0}, "site['min_words']"),
+    ({"max_bytes": "lots"}, "site['max_bytes']"),
+    ({"shingle_size": 3}, "unknown key 'shingle_size'"),
+])
+def test_overridden_refuses_naming_the_key(overrides, named):
+    with pytest.raises(ParamError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        ExtractionPolicy().overridden(overrides, "site")
+
+
+@pytest.mark.parametrize("source", [PAGE, PAGE.encode(), lxml_html.fromstring(PAGE)])
+def test_every_source_gives_the_same_text(source):
+    policy = ExtractionPolicy(strip_selectors=(".ad",))
+    result = extract_text(source, policy)
+    assert result.text == "the main text here"
+    assert not result.truncated
+
+
+def test_cut_at_max_bytes_and_said():
+    body = ("<p>" + "word " * 600 + "</p>").encode()
+    result = extract_text(body, ExtractionPolicy(max_bytes=1024))
+    assert result.truncated
+    assert len(result.text.split()) < 600
+
+
+def test_a_tree_is_not_cut():
+    tree = lxml_html.fromstring("<p>" + "word " * 600 + "</p>")
+    result = extract_text(tree, ExtractionPolicy(max_bytes=1024))
+    assert not result.truncated and len(result.text.split()) == 600
