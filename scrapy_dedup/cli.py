@@ -127,7 +127,8 @@ def _run_report(args: argparse.Namespace) -> int:
     from scrapy_dedup.audit.config import AuditConfigError, build_config, load_config_file
     from scrapy_dedup.audit.dump import DumpError
     from scrapy_dedup.audit.output import OutputError, dump_name
-    from scrapy_dedup.audit.runner import MissingExtraError, run_report
+    from scrapy_dedup.audit.methods import MissingExtraError
+    from scrapy_dedup.audit.runner import run_report
 
     try:
         file_values = load_config_file(args.config) if args.config else {}

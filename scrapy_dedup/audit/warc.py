@@ -57,7 +57,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple, Optional, Union
 from urllib.parse import urljoin
 
-from scrapy_dedup.audit.dump import BadLine, Input, PageRecord
+from scrapy_dedup.audit.records import BadLine, DumpError, Input, PageRecord
 from scrapy_dedup.content.compact import DigestTable
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 
@@ -385,8 +385,6 @@ class WarcReader:
     # -- framing --
 
     def __iter__(self) -> Iterator[WarcEvent]:
-        from scrapy_dedup.audit.dump import DumpError
-
         try:
             if self.compressed:
                 yield from self._members()
