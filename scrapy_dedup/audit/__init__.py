@@ -11,4 +11,5 @@ numbers of an offline audit and of a crawl agree. Imports nothing from Scrapy.
 * :mod:`.runner`  - streaming, optionally multi-process, fingerprinting and checking
 * :mod:`.result`  - what an audit found, as text and JSON
 * :mod:`.html`    - the self-contained HTML audit page
+* :mod:`.mine_dust` - ``mine-dust``: crawl logs and WARC files read into the DUST miner, the rules written
 """
