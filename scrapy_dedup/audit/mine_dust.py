@@ -28,12 +28,12 @@ def read_log(miner: DustMiner, path: str) -> None:
 
     JSON Lines, gzip-compressed or not, or a WARC file (``.warc``, ``.warc.gz``): told
     by the content, not the name. A WARC gives one record per page, revisit and
-    redirect (``stats["lines"]``).
+    redirect (``stats["lines"]``), its pages extracted by the miner's extraction policy.
     An input that cannot be opened or read raises ``DumpError`` with the reason.
     """
     with open_input(path, what="log") as source:
         if source.format == "warc":
-            records = crawl_log_records(source, miner.stats)
+            records = crawl_log_records(source, miner.stats, miner.config.extraction)
         else:
             records = _json_records(source.stream)
         for record in records:

@@ -29,6 +29,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, suppress
+from dataclasses import asdict
 from typing import Any, Optional
 
 from scrapy_dedup._batching import batches
@@ -42,6 +43,7 @@ from scrapy_dedup.audit.pairs import categorize, word_diff
 from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 
 __all__ = ["run_report", "audit_dump", "AuditResult", "KIND_CODES"]
 
@@ -67,17 +69,12 @@ class PageWorker:
         self.cfg = cfg
         self.fields = FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)
         self.method = make_method(cfg)
+        self.policy = ExtractionPolicy.from_values(asdict(cfg))
 
     def text_of(self, record: PageRecord) -> str:
-        from scrapy_dedup.content.text import page_text
-
         if not record.is_html:
             return record.content  # type: ignore[return-value]
-        html = record.content
-        if len(html) > self.cfg.max_bytes:  # str: characters, close enough to bytes for a cap; bytes: as the crawl
-            html = html[: self.cfg.max_bytes]
-        return page_text(html, strip_tags=self.cfg.strip_tags, strip_selectors=self.cfg.strip_selectors,
-                         encoding=record.encoding)
+        return extract_text(record.content, self.policy, encoding=record.encoding).text
 
     def process(self, number: int, raw: Any) -> tuple:
         if isinstance(raw, PageRecord):

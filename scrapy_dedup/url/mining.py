@@ -51,10 +51,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.index import SimhashIndex
 from scrapy_dedup.content.simhash import exact_hash_words, simhash_words
 from scrapy_dedup.content.simhash import words as split_words
-from scrapy_dedup.content.text import page_text
 from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.dust import VALUE_SHAPES, DustRule, HostRules, RuleSet, shape_of_segment
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
@@ -87,8 +87,11 @@ class MiningConfig:
     examples: int = 3
     #: mining rounds (each one on the URLs rewritten by the rules kept so far)
     rounds: int = 3
+    #: how a record's ``html`` becomes text: the crawl's extraction (its ``min_words`` is set to ``min_words``)
+    extraction: ExtractionPolicy = ExtractionPolicy()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extraction", replace(self.extraction, min_words=self.min_words))
         if self.min_support < 1:
             raise ValueError(f"min_support must be >= 1, got {self.min_support}")
         if not 0.0 <= self.max_violation_rate < 1.0:
@@ -273,7 +276,7 @@ class DustMiner:
             html = record.get("html")
             if not isinstance(text, str) and isinstance(html, str):
                 try:
-                    text = page_text(html)
+                    text = extract_text(html, self.config.extraction).text
                 except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
                     self.stats["bad_lines"] += 1
                     return False
@@ -297,8 +300,8 @@ class DustMiner:
 
     def mine(self, existing: RuleSet | None = None) -> MiningResult:
         """Mine every host; ``existing`` rules are applied first and never proposed again."""
-        result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust",
-                                            "thresholds": asdict(self.config)}))
+        thresholds = {key: value for key, value in asdict(self.config).items() if key != "extraction"}
+        result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust", "thresholds": thresholds}))
         result.stats.update(self.stats)
         for host in sorted(self.hosts):
             base = list(existing.hosts.get(host, [])) if existing is not None else []
