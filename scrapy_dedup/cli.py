@@ -111,7 +111,7 @@ def _add_mine_dust_parser(sub) -> None:
 
 
 def build_mine_dust_parser() -> argparse.ArgumentParser:
-    """The arguments of ``scrapy-dedup mine-dust``; the defaults are :class:`~scrapy_dedup.url.mining.MiningConfig`'s."""
+    """The arguments of ``scrapy-dedup mine-dust``, with :class:`~scrapy_dedup.url.mining.MiningConfig`'s defaults."""
     from scrapy_dedup.url.mining import MiningConfig
 
     d = MiningConfig()
