@@ -102,12 +102,13 @@ def generate_log(path: str, lines: int, seed: int = 2007) -> dict:
 
 def mine_child(path: str) -> None:
     """Child process: mine ``path`` and print timing and peak memory as JSON."""
+    from scrapy_dedup.audit.mine_dust import read_log
     from scrapy_dedup.url.mining import DustMiner
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     miner = DustMiner()
-    miner.read_log(path)
+    read_log(miner, path)
     read = time.perf_counter() - started
     result = miner.mine()
     total = time.perf_counter() - started

@@ -4,7 +4,10 @@ Subcommands:
 
 * ``report DUMP``: how duplicated is a scrape dump? Runs the crawl's content
   engine over a JSON Lines dump or a WARC file (:mod:`scrapy_dedup.audit`).
-* ``mine-dust LOG``: DUST rules from a crawl log or a WARC file (:mod:`scrapy_dedup.url.mining`).
+* ``mine-dust LOG``: DUST rules from a crawl log or a WARC file (:mod:`scrapy_dedup.url.mining`,
+  read and written by :mod:`scrapy_dedup.audit.mine_dust`).
+
+Here the command lines are parsed; the work is done in :mod:`scrapy_dedup.audit`.
 
 Exit status: 0 success; 1 ``--fail-above`` exceeded (a quality gate, and nothing
 else: CI must be able to tell "too redundant" from "broken"); 2 every error: usage or
@@ -15,7 +18,6 @@ naming the file and the problem, never a traceback (``SCRAPY_DEDUP_DEBUG=1`` add
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import traceback
@@ -24,7 +26,7 @@ from typing import Optional
 
 from scrapy_dedup import __version__
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "build_mine_dust_parser", "mine_dust_main"]
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 #: set (to anything but "" or "0") to print the traceback of an unexpected error after its one-line message
@@ -102,9 +104,40 @@ def _add_report_parser(sub) -> None:
 
 
 def _add_mine_dust_parser(sub) -> None:
+    """``mine-dust`` in the list of subcommands; its arguments are :func:`build_mine_dust_parser`'s."""
     p = sub.add_parser("mine-dust", help="mine DUST rules from a crawl log (DEDUP_LOG_FILE)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)
-    p.set_defaults(handler=_run_mine_dust)
+    p.set_defaults(handler=lambda args: mine_dust_main(args.args))
+
+
+def build_mine_dust_parser() -> argparse.ArgumentParser:
+    """The arguments of ``scrapy-dedup mine-dust``, with :class:`~scrapy_dedup.url.mining.MiningConfig`'s defaults."""
+    from scrapy_dedup.url.mining import MiningConfig
+
+    d = MiningConfig()
+    p = argparse.ArgumentParser(
+        prog="scrapy-dedup mine-dust",
+        description="Mine per-host DUST rules (different URLs, same content) from crawl logs: the "
+                    "DEDUP_LOG_FILE format, any JSON Lines with 'url' and a content hash, 'text' or 'html', "
+                    "or WARC files (.warc, .warc.gz: pages, revisits and redirects).")
+    p.add_argument("logs", nargs="+", metavar="LOG",
+                   help="JSON Lines crawl log(s) or WARC file(s), gzip-compressed or not; '-' is stdin")
+    p.add_argument("-o", "--output", metavar="RULES.json", help="write the rules file here (default: stdout)")
+    p.add_argument("--merge", metavar="RULES.json",
+                   help="start from this rules file: its rules are applied first and kept in the output")
+    p.add_argument("--min-support", type=int, default=d.min_support,
+                   help=f"distinct pages that must agree with a rule ({d.min_support})")
+    p.add_argument("--max-violation-rate", type=float, default=d.max_violation_rate,
+                   help=f"reject a rule above this share of pairs it would wrongly merge ({d.max_violation_rate})")
+    p.add_argument("--max-cluster-urls", type=int, default=d.max_cluster_urls,
+                   help=f"a page behind more URLs than this is a soft 404 / error page: no support "
+                        f"({d.max_cluster_urls})")
+    p.add_argument("--hamming", type=int, default=d.hamming,
+                   help=f"near duplicates: simhash within this many bits; 0 = exact only ({d.hamming})")
+    p.add_argument("--min-words", type=int, default=d.min_words,
+                   help=f"ignore pages with fewer words ({d.min_words})")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every candidate examined and why")
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,7 +160,8 @@ def _run_report(args: argparse.Namespace) -> int:
     from scrapy_dedup.audit.config import AuditConfigError, build_config, load_config_file
     from scrapy_dedup.audit.dump import DumpError
     from scrapy_dedup.audit.output import OutputError, dump_name
-    from scrapy_dedup.audit.runner import MissingExtraError, run_report
+    from scrapy_dedup.audit.methods import MissingExtraError
+    from scrapy_dedup.audit.runner import run_report
 
     try:
         file_values = load_config_file(args.config) if args.config else {}
@@ -144,15 +178,23 @@ def _run_report(args: argparse.Namespace) -> int:
     return EXIT_ERROR
 
 
-def _run_mine_dust(args: argparse.Namespace) -> int:
+def mine_dust_main(argv: Sequence[str]) -> int:
+    """``scrapy-dedup mine-dust LOG [LOG...] -o rules.json``; exit 0 on success, 2 on bad input."""
+    from scrapy_dedup.audit.mine_dust import run_mine_dust
+    from scrapy_dedup.url.mining import MiningConfig
+
     try:
-        mining = importlib.import_module("scrapy_dedup.url.mining")
-        cli_main = mining.cli_main
-    except (ImportError, AttributeError) as exc:
-        print("scrapy-dedup mine-dust: not available in this installation "
-              f"(scrapy_dedup.url.mining.cli_main could not be loaded: {exc})", file=sys.stderr)
+        args = build_mine_dust_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return int(exc.code or 0) if exc.code in (0, None) else EXIT_ERROR
+    try:
+        config = MiningConfig(min_support=args.min_support, max_violation_rate=args.max_violation_rate,
+                              max_cluster_urls=args.max_cluster_urls, hamming=args.hamming,
+                              min_words=args.min_words)
+    except ValueError as exc:
+        print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    return int(cli_main(list(args.args)) or 0)
+    return run_mine_dust(args, config)
 
 
 def _error(command: str, message: str) -> None:
@@ -196,7 +238,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the console script; returns the exit status (0, 1 for the gate, 2 for any error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["mine-dust"]:  # everything after the subcommand is the miner's own
-        return _guarded("mine-dust", lambda: _run_mine_dust(argparse.Namespace(args=argv[1:])))
+        return _guarded("mine-dust", lambda: mine_dust_main(argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     return _guarded(args.command, lambda: args.handler(args))

@@ -32,7 +32,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
 from scrapy_dedup.settings import read_settings
-from scrapy_dedup.url.mining import MiningConfig, OnlineDustLearner
+from scrapy_dedup.url.learner import OnlineDustLearner
+from scrapy_dedup.url.mining import MiningConfig
 
 if TYPE_CHECKING:  # pragma: no cover
     from scrapy import Request, Spider

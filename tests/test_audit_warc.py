@@ -485,6 +485,7 @@ def test_any_damage_to_a_warc_is_counted_never_raised(gz, mutations):
     import tempfile
 
     from scrapy_dedup.audit.dump import DumpError
+    from scrapy_dedup.audit.mine_dust import read_log
     from scrapy_dedup.url.mining import DustMiner
 
     data = bytearray(FUZZ_BASES[gz])
@@ -509,6 +510,6 @@ def test_any_damage_to_a_warc_is_counted_never_raised(gz, mutations):
         else:  # (a mutation of the first bytes can make it another format: then it is read as JSON Lines)
             assert ("WARC records:" in result.to_text()) == (result.input_format == "warc")
         try:
-            DustMiner().read_log(str(path))
+            read_log(DustMiner(), str(path))
         except DumpError:
             pass

@@ -12,7 +12,7 @@ import scrapy
 from pytest_twisted import inlineCallbacks
 
 from scrapy_dedup.url.dust import RuleSet
-from scrapy_dedup.url.mining import cli_main
+from scrapy_dedup.cli import mine_dust_main as cli_main
 from tests import dustsite
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite

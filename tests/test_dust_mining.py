@@ -12,7 +12,9 @@ import random
 import pytest
 
 from scrapy_dedup.url.dust import RuleSet
-from scrapy_dedup.url.mining import DustMiner, MiningConfig, cli_main, mine_logs
+from scrapy_dedup.audit.mine_dust import mine_logs, read_log
+from scrapy_dedup.cli import mine_dust_main as cli_main
+from scrapy_dedup.url.mining import DustMiner, MiningConfig
 
 HOST = "news.test"
 
@@ -188,7 +190,7 @@ def test_generic_jsonl_with_text_uses_the_content_engine(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "not json\n{\"url\": 5}\n")
     miner = DustMiner()
-    miner.read_log(str(path))
+    read_log(miner, str(path))
     assert miner.stats["bad_lines"] == 1 and miner.stats["lines_without_url"] == 1
     result = miner.mine()
     assert [(r.kind, r.anchor) for r in _rules(result)] == [("substitute", "suffix")]
@@ -214,13 +216,13 @@ def test_incomplete_lines_are_counted_not_fatal(tmp_path, bad):
     path = tmp_path / "bad.jsonl"
     path.write_text(bad + "\n")
     miner = DustMiner()
-    miner.read_log(str(path))
+    read_log(miner, str(path))
     assert len(miner.mine().rules) == 0
 
 
 def test_online_learner_activates_explores_and_deactivates():
     from scrapy_dedup.url.canonical import Canonicalizer
-    from scrapy_dedup.url.mining import OnlineDustLearner
+    from scrapy_dedup.url.learner import OnlineDustLearner
 
     rules = RuleSet()
     key_of = Canonicalizer(dust_rules=rules).canonicalize

@@ -17,7 +17,9 @@ tells the two apart by their first bytes, not their names (a WARC file starts wi
 ``WARC/1.0`` or ``WARC/1.1``, a ``.warc.gz`` with a gzip member that does), and
 :func:`input_items` gives either one as the same ``(number, item)`` stream: a line
 number and its raw bytes, or a record number and a :class:`PageRecord` (or a decision
-the WARC reader took itself: a skipped response, a revisit, a damaged record).
+the WARC reader took itself: a skipped response, a revisit, a damaged record). The
+types both readers build (:class:`PageRecord`, :class:`BadLine`, :class:`Input`,
+:class:`DumpError`) are defined below both, in :mod:`scrapy_dedup.audit.records`.
 """
 from __future__ import annotations
 
@@ -29,17 +31,16 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, NamedTuple, Optional, Union
+from typing import Any, BinaryIO, Union
+
+from scrapy_dedup.audit.records import BadLine, DumpError, Input, PageRecord
+from scrapy_dedup.audit.warc import WarcReader, audit_items, starts_like_warc, warc_prefix_possible
 
 __all__ = ["FieldNames", "PageRecord", "BadLine", "BadLines", "DumpError", "read_lines", "parse_record",
            "open_dump", "open_input", "Input", "input_items"]
 
 #: Reasons are kept at most this many per kind with their line numbers (the count is always exact).
 MAX_EXAMPLES = 20
-
-
-class DumpError(ValueError):
-    """A dump that cannot be read at all, or a bad line under ``--strict``."""
 
 
 @dataclass(frozen=True)
@@ -49,26 +50,6 @@ class FieldNames:
     url: str = "url"
     html: str = "html"
     text: str = "text"
-
-
-class PageRecord(NamedTuple):
-    """One page: its line (JSON Lines) or record (WARC) number, URL and content.
-
-    ``content`` is text (``is_html`` False), HTML as ``str``, or, from a WARC, the HTTP
-    payload as ``bytes``, decoded by :func:`~scrapy_dedup.content.text.page_text` with
-    ``encoding`` (the HTTP header's charset; None: the page's own declaration, else UTF-8).
-    """
-
-    line: int
-    url: str
-    content: Union[str, bytes]
-    is_html: bool
-    encoding: Optional[str] = None
-
-
-class BadLine(NamedTuple):
-    line: int
-    reason: str
 
 
 @dataclass
@@ -129,20 +110,6 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-class Input(NamedTuple):
-    """An opened input: its format and the stream to read it from.
-
-    ``format`` is ``"jsonl"`` or ``"warc"``. A JSON Lines ``stream`` gives the lines'
-    bytes (gzip already undone); a WARC ``stream`` gives the file's own bytes, and
-    ``compressed`` says whether they are gzip members (the WARC reader decompresses
-    them one at a time, so that a damaged member costs its own records only).
-    """
-
-    format: str
-    stream: BinaryIO
-    compressed: bool
-
-
 GZIP_MAGIC = b"\x1f\x8b"
 #: raw bytes of a gzip member read at most to see whether it holds a WARC record (its header is within the first KB)
 _GZIP_SNIFF_LIMIT = 1 << 16
@@ -154,8 +121,6 @@ def _sniff_gzip(read: Any, head: bytes) -> tuple[bytes, bool]:
     Reads as little as a pipe has to give (``read`` is one read of at most the size asked),
     and stops as soon as the decompressed start says yes or no.
     """
-    from scrapy_dedup.audit.warc import starts_like_warc, warc_prefix_possible
-
     decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out = b""
     raw = head
@@ -185,8 +150,6 @@ def _sniffed(raw: BinaryIO) -> Input:
     A FIFO, a pipe as ``/dev/stdin`` or a shell's ``<(zcat dump.gz)`` cannot seek back
     over the bytes read: those are handed back in front of the rest instead.
     """
-    from scrapy_dedup.audit.warc import starts_like_warc, warc_prefix_possible
-
     seekable = raw.seekable()
     start = raw.tell() if seekable else 0
     read = getattr(raw, "read1", raw.read)  # at most one read: a pipe is not waited on for more than it has
@@ -263,8 +226,6 @@ def input_items(source: Input, *, max_bytes: int) -> tuple[Iterator[tuple[int, A
     and statuses are its ``counts`` once the stream is read.
     """
     if source.format == "warc":
-        from scrapy_dedup.audit.warc import WarcReader, audit_items
-
         reader = WarcReader(source.stream, compressed=source.compressed, max_bytes=max_bytes)
         return audit_items(reader), "record", reader
     return read_lines(source.stream), "line", None

@@ -19,12 +19,9 @@ import base64
 import hashlib
 from collections.abc import Iterable, Mapping
 from html import escape
-from typing import TYPE_CHECKING
 
 from scrapy_dedup.audit.output import dump_name
-
-if TYPE_CHECKING:  # pragma: no cover
-    from scrapy_dedup.audit.runner import AuditResult
+from scrapy_dedup.audit.result import AuditResult
 
 __all__ = ["render_html", "CSS", "content_security_policy"]
 
@@ -103,7 +100,7 @@ def _diff_columns(runs) -> tuple[str, str]:
     return " ".join(left), " ".join(right)
 
 
-def _numbers_table(result: "AuditResult") -> str:
+def _numbers_table(result: AuditResult) -> str:
     rows = []
     for label, value, share in result.number_rows():
         share_html = f"<td class='muted'>{_e(share)}</td>" if share else "<td></td>"
@@ -111,7 +108,7 @@ def _numbers_table(result: "AuditResult") -> str:
     return "<table class='numbers' id='numbers'>" + "".join(rows) + "</table>"
 
 
-def _clusters(result: "AuditResult") -> str:
+def _clusters(result: AuditResult) -> str:
     if not result.largest_clusters:
         return "<p class='muted'>No duplicate clusters.</p>"
     out = []
@@ -127,7 +124,7 @@ def _clusters(result: "AuditResult") -> str:
     return "".join(out)
 
 
-def _pairs(result: "AuditResult") -> str:
+def _pairs(result: AuditResult) -> str:
     if not result.samples:
         return "<p class='muted'>No flagged pairs.</p>"
     out = []
@@ -142,7 +139,7 @@ def _pairs(result: "AuditResult") -> str:
     return "".join(out)
 
 
-def render_html(result: "AuditResult") -> str:
+def render_html(result: AuditResult) -> str:
     """The whole audit page as one string (no external resources)."""
     csp = content_security_policy()
     categories = "".join(f"<tr><td>{_e(name)}</td><td class='n'>{_e(n)}</td></tr>"

@@ -21,14 +21,24 @@ kept apart by the runner), so a URL that occurs twice is still two pages.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter, MemoryContentStore, \
+    verify_rule_from_settings
+from scrapy_dedup.content.index import SimhashIndex
+from scrapy_dedup.content.simhash import exact_hash_words, words
+from scrapy_dedup.report import DuplicationReport
 
-__all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod"]
+__all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod", "MissingExtraError"]
+
+
+class MissingExtraError(RuntimeError):
+    """An optional dependency (e.g. datasketch for ``--method minhash``) is not installed."""
 
 
 class Decision(NamedTuple):
@@ -41,14 +51,10 @@ def make_method(cfg: AuditConfig):
     return MinhashMethod(cfg) if cfg.method == "minhash" else SimhashMethod(cfg)
 
 
-
-
 # --- simhash: the crawl's engine ------------------------------------------------------------------
 
 class SimhashMethod:
     def __init__(self, cfg: AuditConfig):
-        from scrapy_dedup.content.engine import ContentFingerprinter
-
         self.cfg = cfg
         self.fingerprinter = ContentFingerprinter(shingle_size=cfg.shingle_size, bits=cfg.fingerprint_bits,
                                                   min_words=cfg.min_words, sketch_size=cfg.sketch_size)
@@ -62,8 +68,6 @@ class SimhashMethod:
 
 class SimhashDecider:
     def __init__(self, cfg: AuditConfig, fingerprinter: Any):
-        from scrapy_dedup.content.engine import ContentDeduplicator, MemoryContentStore, verify_rule_from_settings
-
         self.cfg = cfg
         self.fingerprinter = fingerprinter
         store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
@@ -84,8 +88,6 @@ class SimhashDecider:
     def all_matches(self, index: int, fp: Any) -> list[tuple[int, float, str]]:
         """Every kept page within the threshold of ``fp`` (not only the first match): ``--all-pairs``."""
         if self._all is None:
-            from scrapy_dedup.content.index import SimhashIndex
-
             self._all = SimhashIndex(self.cfg.hamming_threshold, self.cfg.bands, self.cfg.fingerprint_bits,
                                      allow_approximate=self.cfg.allow_approximate)
         out = []
@@ -117,8 +119,6 @@ class SimhashDecider:
             self.engine.clusters.add_pair(str(decision.matched), str(index))
 
     def report(self):
-        from dataclasses import replace
-
         report = self.engine.report()
         copies = self._copies
         if not any(copies.values()):
@@ -133,8 +133,6 @@ def _datasketch():
     try:
         import datasketch
     except ImportError:
-        from scrapy_dedup.audit.runner import MissingExtraError
-
         raise MissingExtraError("--method minhash needs datasketch: pip install 'scrapy-dedup[minhash]'") from None
     return datasketch
 
@@ -153,8 +151,6 @@ class MinhashMethod:
         self._template = self._ds.MinHash(num_perm=cfg.num_perm, seed=1)
 
     def fingerprint(self, text: str) -> MinhashFingerprint:
-        from scrapy_dedup.content.simhash import exact_hash_words, words
-
         tokens = words(text)
         if len(tokens) < self.cfg.min_words:
             return MinhashFingerprint(b"", None, len(tokens))
@@ -239,8 +235,6 @@ class MinhashDecider:
         self.lsh.insert(index, self._minhash(fp.signature), check_duplication=False)
 
     def report(self):
-        from scrapy_dedup.report import DuplicationReport
-
         return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
                                              largest_cluster=self.clusters.largest(),
                                              skipped_non_text=self.skipped["non_text"],

@@ -29,19 +29,23 @@ from collections import Counter, deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from typing import Any, Optional
 
 from scrapy_dedup._batching import batches
 from scrapy_dedup.audit.config import AuditConfig
-from scrapy_dedup.audit.dump import BadLine, BadLines, DumpError, FieldNames, PageRecord, input_items, open_input, \
-    parse_record
+from scrapy_dedup.audit.dump import BadLines, FieldNames, input_items, open_input, parse_record
+from scrapy_dedup.audit.html import render_html
+from scrapy_dedup.audit.methods import Decision, make_method
 from scrapy_dedup.audit.output import OutputError, OutputFile, json_text, silence_stdout, stream_is_utf8, \
     write_line
 from scrapy_dedup.audit.pairs import categorize, word_diff
+from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
+from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 
-__all__ = ["run_report", "audit_dump", "AuditResult", "MissingExtraError", "KIND_CODES"]
+__all__ = ["run_report", "audit_dump", "AuditResult", "KIND_CODES"]
 
 BATCH_LINES = 64
 BATCH_BYTES = 1 << 20
@@ -49,10 +53,6 @@ KIND_CODES = {"unique": 0, "exact": 1, "near": 2, "degenerate": 3}
 KINDS = {v: k for k, v in KIND_CODES.items()}
 LARGEST_CLUSTERS = 20
 MEMBERS_SHOWN = 50
-
-
-class MissingExtraError(RuntimeError):
-    """An optional dependency (e.g. datasketch for ``--method minhash``) is not installed."""
 
 
 # --- the per-page work (in this process or a worker) ----------------------------------------------
@@ -66,22 +66,15 @@ class PageWorker:
     """
 
     def __init__(self, cfg: AuditConfig):
-        from scrapy_dedup.audit.methods import make_method
-
         self.cfg = cfg
         self.fields = FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)
         self.method = make_method(cfg)
+        self.policy = ExtractionPolicy.from_values(asdict(cfg))
 
     def text_of(self, record: PageRecord) -> str:
-        from scrapy_dedup.content.text import page_text
-
         if not record.is_html:
             return record.content  # type: ignore[return-value]
-        html = record.content
-        if len(html) > self.cfg.max_bytes:  # str: characters, close enough to bytes for a cap; bytes: as the crawl
-            html = html[: self.cfg.max_bytes]
-        return page_text(html, strip_tags=self.cfg.strip_tags, strip_selectors=self.cfg.strip_selectors,
-                         encoding=record.encoding)
+        return extract_text(record.content, self.policy, encoding=record.encoding).text
 
     def process(self, number: int, raw: Any) -> tuple:
         if isinstance(raw, PageRecord):
@@ -160,127 +153,6 @@ def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int) ->
             yield pending.popleft().result()
 
 
-# --- the result -----------------------------------------------------------------------------------
-
-@dataclass
-class ClusterSummary:
-    cluster: int
-    size: int
-    representative: str
-    members: list  # [(url, kind, distance)] of the flagged members, at most MEMBERS_SHOWN
-
-
-@dataclass
-class SamplePair:
-    url_a: str
-    url_b: str
-    kind: str
-    distance: Any
-    category: str
-    diff: list
-
-
-@dataclass
-class AuditResult:
-    """Everything the outputs need; built by :func:`audit_dump`."""
-
-    source: str
-    config: AuditConfig
-    report: Any  # scrapy_dedup.report.DuplicationReport
-    bad_lines: BadLines
-    lines_read: int
-    elapsed: float
-    jobs: int
-    distance_histogram: dict = field(default_factory=dict)
-    cluster_sizes: dict = field(default_factory=dict)
-    largest_clusters: list = field(default_factory=list)
-    samples: list = field(default_factory=list)
-    flagged_pairs: int = 0
-    categories: dict = field(default_factory=dict)
-    sample_pages: list = field(default_factory=list)  # (kept index, flagged index) of each sample
-    unit: str = "line"  # what the input's numbers count: "line" (JSON Lines) or "record" (WARC)
-    input_format: str = "jsonl"
-    input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
-
-    # numbers --------------------------------------------------------------------------------------
-    @property
-    def numbers(self) -> dict:
-        return self.report.to_dict()
-
-    @property
-    def redundant_ratio(self) -> float:
-        return self.report.redundant_ratio
-
-    def number_rows(self) -> list[tuple[str, str, str]]:
-        """(label, value, note) rows of the HTML page's numbers table, the order of ``to_text``."""
-        n = self.numbers
-        total = n["total"]
-
-        def pct(x: int) -> str:
-            return f"{100.0 * x / total:.1f}%" if total else "0.0%"
-
-        return [
-            ("Total URLs", str(total), ""),
-            ("Exact duplicates", str(n["exact"]), pct(n["exact"])),
-            ("Near duplicates", str(n["near"]), pct(n["near"])),
-            ("Unique pages", str(n["unique"]), pct(n["unique"])),
-            ("Duplicate clusters", str(n["clusters"]), f"largest cluster: {n['largest_cluster']} URLs"),
-            ("Redundant pages", str(n["redundant"]), pct(n["redundant"])),
-            ("Degenerate pages", str(n["degenerate"]), "too short to fingerprint; counted apart"),
-            (f"Bad {self.unit}s", str(self.bad_lines.count), "skipped; see below" if self.bad_lines.count else ""),
-        ]
-
-    def method_summary(self) -> str:
-        c = self.config
-        if c.method == "minhash":
-            lsh = f", {c.lsh_bands}x{c.lsh_rows} LSH" if c.lsh_bands else ""
-            return f"{c.num_perm} permutations, Jaccard >= {c.jaccard_threshold}{lsh}, shingles of {c.shingle_size}"
-        return (f"{c.fingerprint_bits}-bit simhash, shingles of {c.shingle_size}, threshold {c.hamming_threshold} "
-                f"bits, {c.bands} bands")
-
-    def elapsed_text(self) -> str:
-        rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
-        return (f"{self.lines_read} {self.unit}s in {self.elapsed:.1f} s ({rate:.0f} {self.unit}s/s, "
-                f"{self.jobs} job(s))")
-
-    def to_text(self) -> str:
-        lines = [self.report.to_text()]  # the engine's block: the three numbers first
-        if self.bad_lines.count:
-            lines.append(f"{'Bad ' + self.unit + 's:':<21}{self.bad_lines.count} (skipped)")
-            lines.append(f"Bad {self.unit}s by reason:")
-            lines.extend(self.bad_lines.describe(FieldNames(self.config.url_field, self.config.html_field,
-                                                            self.config.text_field)))
-        if self.input_format == "warc":
-            from scrapy_dedup.audit.warc import describe_counts
-
-            lines.extend(describe_counts(self.input_counts))
-        if self.categories:
-            lines.append("Flagged pairs by likely category:")
-            for name, count in sorted(self.categories.items(), key=lambda kv: -kv[1]):
-                lines.append(f"  {count:>8}  {name}")
-        lines.append(f"Method: {self.config.method} ({self.method_summary()}); {self.elapsed_text()}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict:
-        return {
-            "source": self.source,
-            "format": self.input_format,
-            "numbers": self.numbers,
-            "redundant_ratio": self.redundant_ratio,
-            "bad_lines": self.bad_lines.to_dict(),  # WARC: bad records, numbered by record
-            **({"warc": dict(sorted(self.input_counts.items()))} if self.input_format == "warc" else {}),
-            "categories": self.categories,
-            "distance_histogram": {str(k): v for k, v in sorted(self.distance_histogram.items())},
-            "cluster_sizes": {str(k): v for k, v in sorted(self.cluster_sizes.items())},
-            "largest_clusters": [{"cluster": c.cluster, "size": c.size, "representative": c.representative}
-                                 for c in self.largest_clusters],
-            "config": self.config.to_dict(),
-            "lines_read": self.lines_read,
-            "elapsed_seconds": round(self.elapsed, 3),
-            "jobs": self.jobs,
-        }
-
-
 # --- the run --------------------------------------------------------------------------------------
 
 class _Pages:
@@ -319,8 +191,6 @@ class _Pages:
         what that one matched (the engine keeps kept pages only); a degenerate page's copy
         is degenerate.
         """
-        from scrapy_dedup.audit.methods import Decision
-
         kind = KINDS[self.kinds[target]]
         if kind == "unique":
             return Decision("exact", target, 0.0)
@@ -343,8 +213,6 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                progress: str = "never", want_samples: bool = True, pairs_out: Any = None,
                all_pairs: bool = False) -> tuple[AuditResult, _Pages, Any]:
     """Run the engine over the dump at ``path``; returns the result, the per-page state and the method."""
-    from scrapy_dedup.audit.methods import make_method
-
     method = make_method(cfg)
     decider = method.decider()
     pages = _Pages()
@@ -639,8 +507,6 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
         if "clusters" in outputs:
             write_clusters(outputs["clusters"], pages, cfg)
         if "html" in outputs:
-            from scrapy_dedup.audit.html import render_html
-
             fill_sample_texts(result, pages, dump)
             outputs["html"].write(render_html(result))
     # the files are closed and in place here: a full disk is an error before stdout says anything

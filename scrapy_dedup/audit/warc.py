@@ -57,8 +57,11 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO, NamedTuple, Optional, Union
 from urllib.parse import urljoin
 
-from scrapy_dedup.audit.dump import BadLine, Input, PageRecord
+from scrapy_dedup.audit.records import BadLine, DumpError, Input, PageRecord
 from scrapy_dedup.content.compact import DigestTable
+from scrapy_dedup.content.engine import ContentFingerprinter
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.params import BY_KEY
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 
 __all__ = ["WarcReader", "WarcPage", "WarcRevisit", "WarcSkip", "WarcRedirect", "WarcBad", "audit_items",
@@ -385,8 +388,6 @@ class WarcReader:
     # -- framing --
 
     def __iter__(self) -> Iterator[WarcEvent]:
-        from scrapy_dedup.audit.dump import DumpError
-
         try:
             if self.compressed:
                 yield from self._members()
@@ -654,12 +655,12 @@ def audit_items(reader: WarcReader) -> Iterator[tuple[int, Any]]:
 
 # --- the DUST miner's records ---------------------------------------------------------------------
 
-def crawl_log_records(source: Input, stats: Counter) -> Iterator[dict]:
+def crawl_log_records(source: Input, stats: Counter, policy: ExtractionPolicy) -> Iterator[dict]:
     """Crawl-log records (as ``DEDUP_LOG_FILE`` writes them) of the pages of a WARC input, for the DUST miner.
 
-    Each page is extracted and fingerprinted as the crawl does with the default settings
-    (:func:`~scrapy_dedup.content.text.page_text`, ``ContentFingerprinter`` with
-    ``DEDUP_SHINGLE_SIZE``, 64 bits, ``DEDUP_MAX_BYTES``): ``{"url", "exact_hash",
+    Each page is extracted as the crawl does, by ``policy``
+    (:func:`~scrapy_dedup.content.extract.extract_text`, cut at its ``max_bytes``), and
+    fingerprinted with the crawl's default ``DEDUP_SHINGLE_SIZE`` and 64 bits: ``{"url", "exact_hash",
     "simhash", "words"}``. A revisit of a page gives the page's fingerprint at the
     revisit's URL. A redirect is evidence too: the URL it is from served the page it leads
     to (through a chain of redirects), so it gives a record ``{"url": <redirecting URL>,
@@ -670,23 +671,16 @@ def crawl_log_records(source: Input, stats: Counter) -> Iterator[dict]:
     Memory: the fingerprint of every page (to resolve revisits and redirects), about a
     hundred bytes each, beside the miner's own entry per URL.
     """
-    from scrapy_dedup.content.engine import ContentFingerprinter
-    from scrapy_dedup.content.text import page_text
-    from scrapy_dedup.settings import BY_NAME, DEFAULT_STRIP_TAGS
-
-    def default(name: str) -> Any:
-        return BY_NAME[name].default
-
-    fingerprinter = ContentFingerprinter(shingle_size=default("DEDUP_SHINGLE_SIZE"), bits=64,
-                                         min_words=default("DEDUP_MIN_WORDS"), sketch_size=0)
-    reader = WarcReader(source.stream, compressed=source.compressed, max_bytes=default("DEDUP_MAX_BYTES"))
+    fingerprinter = ContentFingerprinter(shingle_size=BY_KEY["shingle_size"].default, bits=64,
+                                         min_words=policy.min_words, sketch_size=0)
+    reader = WarcReader(source.stream, compressed=source.compressed, max_bytes=policy.max_bytes)
     prints: dict[int, tuple[str, str, int]] = {}  # page record number -> (exact hash, simhash, words)
     page_of_url: dict[str, int] = {}  # URL -> number of its first page record
     redirects: dict[str, str] = {}  # URL -> where it redirects (its first redirect)
     for event in reader:
         if isinstance(event, WarcPage):
             try:
-                text = page_text(event.body, strip_tags=DEFAULT_STRIP_TAGS, encoding=event.encoding)
+                text = extract_text(event.body, policy, encoding=event.encoding).text
             except Exception:  # noqa: BLE001 - hostile markup: the record is skipped, counted
                 stats["bad_lines"] += 1
                 continue

@@ -7,7 +7,9 @@ content hash (``exact_hash``, ``content_hash``, ``hash``, ``sha1``, ``md5``,
 optional ``simhash``), or the page itself (``text`` or ``html``, fingerprinted
 with the crawl's content engine). Two URLs hold "the same content" when their
 pages are exact or near duplicates (simhash within ``hamming`` bits), so a
-print view with different chrome still counts.
+print view with different chrome still counts. The records are read from files
+(JSON Lines or WARC) by :mod:`scrapy_dedup.audit.mine_dust`, for ``scrapy-dedup
+mine-dust``; a crawl's online learner is :mod:`scrapy_dedup.url.learner`.
 
 How rules are found and kept:
 
@@ -42,22 +44,22 @@ This module imports nothing from Scrapy.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import logging
-import sys
-import time
-from array import array
+import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, TextIO
+from typing import Any
 
+from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.index import SimhashIndex
+from scrapy_dedup.content.simhash import exact_hash_words, simhash_words
+from scrapy_dedup.content.simhash import words as split_words
+from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.dust import VALUE_SHAPES, DustRule, HostRules, RuleSet, shape_of_segment
+from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
-__all__ = ["MiningConfig", "DustMiner", "MiningResult", "Verdict", "OnlineDustLearner", "mine_logs", "cli_main"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation"]
 
 HASH_FIELDS = ("exact_hash", "content_hash", "hash", "sha1", "md5", "fingerprint")
 _VALUE_SHAPE_ORDER = ("digits", "alnum", "slug")
@@ -85,8 +87,11 @@ class MiningConfig:
     examples: int = 3
     #: mining rounds (each one on the URLs rewritten by the rules kept so far)
     rounds: int = 3
+    #: how a record's ``html`` becomes text: the crawl's extraction (its ``min_words`` is set to ``min_words``)
+    extraction: ExtractionPolicy = ExtractionPolicy()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "extraction", replace(self.extraction, min_words=self.min_words))
         if self.min_support < 1:
             raise ValueError(f"min_support must be >= 1, got {self.min_support}")
         if not 0.0 <= self.max_violation_rate < 1.0:
@@ -98,8 +103,8 @@ class MiningConfig:
 
 
 @dataclass
-class Verdict:
-    """A candidate rule with its validation figures and the decision."""
+class RuleValidation:
+    """A candidate rule validated on a host's URLs: its figures and the decision (kept or not, and why)."""
 
     host: str
     rule: DustRule
@@ -117,14 +122,14 @@ class Verdict:
 @dataclass
 class MiningResult:
     rules: RuleSet
-    verdicts: list[Verdict] = field(default_factory=list)
+    validations: list[RuleValidation] = field(default_factory=list)
     stats: Counter = field(default_factory=Counter)
 
-    def kept(self) -> list[Verdict]:
-        return [v for v in self.verdicts if v.kept]
+    def kept(self) -> list[RuleValidation]:
+        return [v for v in self.validations if v.kept]
 
-    def rejected(self) -> list[Verdict]:
-        return [v for v in self.verdicts if not v.kept]
+    def rejected(self) -> list[RuleValidation]:
+        return [v for v in self.validations if not v.kept]
 
 
 def _split_key(key: str) -> tuple[str, str]:
@@ -147,8 +152,6 @@ def _dirs(path: str) -> list[str]:
 
 
 def _value_shape(value: str) -> str | None:
-    import re
-
     for name in _VALUE_SHAPE_ORDER:
         if re.fullmatch(VALUE_SHAPES[name], value):
             return name
@@ -163,58 +166,31 @@ def _params(query: str) -> list[tuple[str, str]]:
     return out
 
 
-class _UnionFind:
-    __slots__ = ("parent",)
-
-    def __init__(self) -> None:
-        self.parent = array("l")
-
-    def make(self) -> int:
-        self.parent.append(len(self.parent))
-        return len(self.parent) - 1
-
-    def find(self, x: int) -> int:
-        parent = self.parent
-        root = x
-        while parent[root] != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
 class DustMiner:
     """Collects (URL, content) pairs and mines per-host DUST rules from them.
 
-    Feed it with :meth:`read_log` / :meth:`add_record` (log lines) or
-    :meth:`add_page` (already fingerprinted pages, as the online learner does),
-    then call :meth:`mine`. Adding after mining is allowed: mining again sees
-    everything added so far.
+    Feed it with :meth:`add_record` (log lines: a crawl log or a WARC file is read into
+    it by :func:`scrapy_dedup.audit.mine_dust.read_log`) or :meth:`add_page` (already
+    fingerprinted pages, as the online learner does), then call :meth:`mine`. Adding
+    after mining is allowed: mining again sees everything added so far.
+
+    A content is named by the hash of its exact key; near-duplicate contents are joined in
+    :class:`~scrapy_dedup.content.clusters.Clusters`, whose representative (the content seen
+    first) is the content id every URL of the cluster is judged by.
     """
 
     def __init__(self, config: MiningConfig | None = None):
         self.config = config or MiningConfig()
         self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
-        self._content_ids: dict[int, int] = {}  # hash of the exact key -> content id
-        self._uf = _UnionFind()
-        self._simhashes: Any = None
+        self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
+        self._simhashes: SimhashIndex | None = None
         self.stats: Counter = Counter()
-        self._canonicalizer: Any = None
+        self._canonicalizer = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
 
     # --- input ---
 
-    def _safe_split(self, url: str) -> tuple[str, str, str] | None:
+    def split_url(self, url: str) -> tuple[str, str, str] | None:
         """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
-        if self._canonicalizer is None:
-            from scrapy_dedup.url.canonical import Canonicalizer
-            from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
-
-            self._canonicalizer = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
         result = self._canonicalizer.canonicalize_with_info(url)
         if result.unparsable:
             return None
@@ -235,7 +211,7 @@ class DustMiner:
 
     def add_page(self, url: str, exact_key: Any, simhash: int | None = None) -> bool:
         """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches)."""
-        parts = self._safe_split(url)
+        parts = self.split_url(url)
         if parts is None:
             self.stats["unparsable_urls"] += 1
             return False
@@ -245,7 +221,7 @@ class DustMiner:
         if urls is None:
             urls = self.hosts[host] = {}
         key = _join_key(path, query)
-        if key in urls and self._uf.find(urls[key]) != self._uf.find(cid):
+        if key in urls and self._contents.representative(urls[key]) != self._contents.representative(cid):
             self.stats["changed_content"] += 1  # fetched twice with different content: keep the first
             return True
         urls[key] = cid
@@ -253,20 +229,17 @@ class DustMiner:
         return True
 
     def _content_id(self, exact_key: Any, simhash: int | None) -> int:
-        h = hash(exact_key)
-        cid = self._content_ids.get(h)
-        if cid is not None:
+        cid = hash(exact_key)
+        if cid in self._contents:
             return cid
-        cid = self._content_ids[h] = self._uf.make()
+        self._contents.add(cid)
         if simhash is not None and self.config.hamming > 0:
             if self._simhashes is None:
-                from scrapy_dedup.content.index import SimhashIndex
-
                 k = self.config.hamming
                 self._simhashes = SimhashIndex(threshold=k, bands=k + 1, bits=64)
             match = self._simhashes.add_if_new(cid, simhash & 0xFFFFFFFFFFFFFFFF)
             if match is not None:
-                self._uf.union(cid, match[0])
+                self._contents.add_pair(match[0], cid)
                 self.stats["near_duplicate_contents"] += 1
         return cid
 
@@ -302,19 +275,14 @@ class DustMiner:
             text = record.get("text")
             html = record.get("html")
             if not isinstance(text, str) and isinstance(html, str):
-                from scrapy_dedup.content.text import page_text
-
                 try:
-                    text = page_text(html)
+                    text = extract_text(html, self.config.extraction).text
                 except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
                     self.stats["bad_lines"] += 1
                     return False
             if not isinstance(text, str):
                 self.stats["lines_without_content"] += 1
                 return False
-            from scrapy_dedup.content.simhash import exact_hash_words, simhash_words
-            from scrapy_dedup.content.simhash import words as split_words
-
             tokens = split_words(text)
             words = len(tokens)
             exact = ("exact_hash", exact_hash_words(tokens))
@@ -328,43 +296,16 @@ class DustMiner:
             self.add_page(request_url, exact, simhash)  # a redirect: both URLs served this content
         return ok
 
-    def read_log(self, path: str) -> None:
-        """Stream one crawl log (``-`` for stdin); bad lines are counted, never fatal.
-
-        JSON Lines, gzip-compressed or not, or a WARC file (``.warc``, ``.warc.gz``): told
-        by the content, not the name. A WARC gives one record per page, revisit and
-        redirect (``stats["lines"]``), see :func:`scrapy_dedup.audit.warc.crawl_log_records`.
-        An input that cannot be opened or read raises ``DumpError`` with the reason.
-        """
-        from scrapy_dedup.audit.dump import open_input, read_lines
-
-        with open_input(path, what="log") as source:
-            if source.format == "warc":
-                from scrapy_dedup.audit.warc import crawl_log_records
-
-                for record in crawl_log_records(source, self.stats):
-                    self.stats["lines"] += 1
-                    self.add_record(record)
-                return
-            for _, raw in read_lines(source.stream):
-                self.stats["lines"] += 1
-                try:
-                    record = json.loads(raw.decode("utf-8", "replace"))
-                except ValueError:
-                    self.stats["bad_lines"] += 1
-                    continue
-                self.add_record(record)
-
     # --- mining ---
 
     def mine(self, existing: RuleSet | None = None) -> MiningResult:
         """Mine every host; ``existing`` rules are applied first and never proposed again."""
-        result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust",
-                                            "thresholds": asdict(self.config)}))
+        thresholds = {key: value for key, value in asdict(self.config).items() if key != "extraction"}
+        result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust", "thresholds": thresholds}))
         result.stats.update(self.stats)
         for host in sorted(self.hosts):
             base = list(existing.hosts.get(host, [])) if existing is not None else []
-            kept = _HostMiner(host, self.hosts[host], self._uf, self.config, result, base).run()
+            kept = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base).run()
             for rule in kept:
                 result.rules.add(host, rule)
         result.stats["rules"] = len(result.rules)
@@ -374,20 +315,20 @@ class DustMiner:
 class _HostMiner:
     """Mining of one host's URL set."""
 
-    def __init__(self, host: str, urls: dict[str, int], uf: _UnionFind, config: MiningConfig,
+    def __init__(self, host: str, urls: dict[str, int], contents: Clusters[int], config: MiningConfig,
                  result: MiningResult, base_rules: list[DustRule]):
         self.host = host
         self.config = config
         self.result = result
         self.rules: list[DustRule] = []
         self.known = {r.key for r in base_rules}
-        find = uf.find
+        representative = contents.representative
         # content ids resolved to their near-duplicate cluster, once
-        resolved = {k: find(c) for k, c in urls.items()}
+        resolved = {k: representative(c) for k, c in urls.items()}
         if base_rules:
             resolved = self._rewrite(resolved, HostRules(host, base_rules))
         self.urls = resolved
-        self.verdicts: dict[tuple, Verdict] = {}  # rule key -> its latest verdict
+        self.validations: dict[tuple, RuleValidation] = {}  # rule key -> its latest validation
 
     def run(self) -> list[DustRule]:
         for _ in range(self.config.rounds):
@@ -395,7 +336,7 @@ class _HostMiner:
             if not new:
                 break
             self.rules.extend(new)
-        self.result.verdicts.extend(self.verdicts.values())
+        self.result.validations.extend(self.validations.values())
         return self.rules
 
     @staticmethod
@@ -503,7 +444,7 @@ class _HostMiner:
             if (anchor, a, b) in done:
                 continue
             done.add((anchor, a, b))
-            best: Verdict | None = None
+            best: RuleValidation | None = None
             verdicts = []
             for old, new in ((a, b), (b, a)):
                 try:
@@ -520,7 +461,7 @@ class _HostMiner:
             for verdict in verdicts:
                 if verdict is not best and best is not None:
                     verdict.kept, verdict.reason = False, "the other direction is better supported"
-                self.verdicts[verdict.rule.key] = verdict
+                self.validations[verdict.rule.key] = verdict
             if best is not None:
                 kept.append(best.rule)
         return kept
@@ -536,7 +477,7 @@ class _HostMiner:
             return (k for k in self.urls if _split_key(k)[0].endswith(rule.from_))
         return self.urls
 
-    def _judge(self, rule: DustRule, record: bool = True) -> Verdict:
+    def _judge(self, rule: DustRule, record: bool = True) -> RuleValidation:
         cfg = self.config
         compiled = HostRules(self.host, [rule])
         urls = self.urls
@@ -591,13 +532,13 @@ class _HostMiner:
             kept = True
         evidenced = replace(rule, support=support, support_pages=len(pages), violations=violations,
                             examples=tuple(examples))
-        verdict = Verdict(self.host, evidenced, support, len(pages), violations, kept, reason)
+        verdict = RuleValidation(self.host, evidenced, support, len(pages), violations, kept, reason)
         if record:
-            self.verdicts[rule.key] = verdict
+            self.validations[rule.key] = verdict
         return verdict
 
 
-def _preference(verdict: Verdict) -> tuple:
+def _preference(verdict: RuleValidation) -> tuple:
     """Between two directions of a substitution: more support, fewer violations, then the longer target
     (``.htm`` -> ``.html``, ``/~editors/`` -> ``/people/editors/``: the spelled-out form), then the text."""
     rule = verdict.rule
@@ -733,236 +674,3 @@ def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
     a, b = p1[:end1], p2[: end1 + shift]
     if a != b and a.startswith("/") and b.startswith("/") and b.endswith("/"):
         out.add(("substitute", "prefix", *sorted((a, b))))
-
-
-def mine_logs(paths: Sequence[str], config: MiningConfig | None = None,
-              existing: RuleSet | None = None) -> MiningResult:
-    """Read every log of ``paths`` and mine them together."""
-    miner = DustMiner(config)
-    for path in paths:
-        miner.read_log(path)
-    return miner.mine(existing)
-
-
-# --------------------------------------------------------------------------- command line
-
-def build_parser() -> argparse.ArgumentParser:
-    d = MiningConfig()
-    p = argparse.ArgumentParser(
-        prog="scrapy-dedup mine-dust",
-        description="Mine per-host DUST rules (different URLs, same content) from crawl logs: the "
-                    "DEDUP_LOG_FILE format, any JSON Lines with 'url' and a content hash, 'text' or 'html', "
-                    "or WARC files (.warc, .warc.gz: pages, revisits and redirects).")
-    p.add_argument("logs", nargs="+", metavar="LOG",
-                   help="JSON Lines crawl log(s) or WARC file(s), gzip-compressed or not; '-' is stdin")
-    p.add_argument("-o", "--output", metavar="RULES.json", help="write the rules file here (default: stdout)")
-    p.add_argument("--merge", metavar="RULES.json",
-                   help="start from this rules file: its rules are applied first and kept in the output")
-    p.add_argument("--min-support", type=int, default=d.min_support,
-                   help=f"distinct pages that must agree with a rule ({d.min_support})")
-    p.add_argument("--max-violation-rate", type=float, default=d.max_violation_rate,
-                   help=f"reject a rule above this share of pairs it would wrongly merge ({d.max_violation_rate})")
-    p.add_argument("--max-cluster-urls", type=int, default=d.max_cluster_urls,
-                   help=f"a page behind more URLs than this is a soft 404 / error page: no support "
-                        f"({d.max_cluster_urls})")
-    p.add_argument("--hamming", type=int, default=d.hamming,
-                   help=f"near duplicates: simhash within this many bits; 0 = exact only ({d.hamming})")
-    p.add_argument("--min-words", type=int, default=d.min_words,
-                   help=f"ignore pages with fewer words ({d.min_words})")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every candidate examined and why")
-    return p
-
-
-def cli_main(argv: list[str]) -> int:
-    """``scrapy-dedup mine-dust LOG [LOG...] -o rules.json``; exit 0 on success, 2 on bad input."""
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0) if exc.code in (0, None) else 2
-    try:
-        config = MiningConfig(min_support=args.min_support, max_violation_rate=args.max_violation_rate,
-                              max_cluster_urls=args.max_cluster_urls, hamming=args.hamming,
-                              min_words=args.min_words)
-    except ValueError as exc:
-        print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
-        return 2
-    existing = None
-    if args.merge:
-        try:
-            existing = RuleSet.load(args.merge)
-        except ValueError as exc:
-            print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
-            return 2
-    started = time.perf_counter()
-    miner = DustMiner(config)
-    from scrapy_dedup.audit.dump import DumpError
-
-    for path in args.logs:
-        try:
-            miner.read_log(path)
-        except OSError as exc:
-            print(f"scrapy-dedup mine-dust: cannot read {path}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
-        except DumpError as exc:  # says what is wrong: cannot open, truncated gzip, ...
-            print(f"scrapy-dedup mine-dust: {path}: {exc}", file=sys.stderr)
-            return 2
-    result = miner.mine(existing)
-    rules = existing.merged(result.rules) if existing is not None else result.rules
-    rules.meta = {**result.rules.meta, "logs": list(args.logs), "lines": result.stats["lines"]}
-    _summary(result, time.perf_counter() - started, args.verbose, sys.stderr)
-    if args.output:
-        rules.save(args.output)
-        print(f"wrote {len(rules)} rule(s) for {len(rules.hosts)} host(s) to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(rules.dumps() + "\n")
-    return 0
-
-
-def _summary(result: MiningResult, seconds: float, verbose: bool, out: TextIO) -> None:
-    s = result.stats
-    print(f"read {s['lines']} line(s), {s['urls']} URL(s) in {seconds:.1f}s; skipped: {s['bad_lines']} bad, "
-          f"{s['degenerate_pages']} degenerate, {s['lines_without_url'] + s['lines_without_content']} incomplete",
-          file=out)
-    for verdict in result.verdicts:
-        if verdict.kept or verbose:
-            print("  " + verdict.line(), file=out)
-    rejected = len(result.rejected())
-    if rejected and not verbose:
-        print(f"  ({rejected} candidate(s) rejected; -v lists them with the reason)", file=out)
-
-
-# --------------------------------------------------------------------------- online learning
-
-class OnlineDustLearner:
-    """Learns DUST rules during a crawl and keeps a live :class:`RuleSet` up to date (no Scrapy here).
-
-    ``record(url, exact, simhash)`` after each fetched page; every ``every`` pages
-    the pages so far are mined (with the rules in force applied first, so only new
-    rules come out) and the rules that pass validation are added to ``rules`` (the
-    very object the canonicalizer reads, so later requests of that host use them).
-
-    An active rule hides its own violations (the URLs it collapses are no longer
-    fetched), so :meth:`should_explore` lets a share of the collapsed requests
-    through; :meth:`check_explored` compares the page fetched with the page its
-    canonical key stands for, and a rule that meets a violation there is removed
-    and never activated again.
-
-    ``key_of(url)`` is the canonical key with the rules in force (the fingerprinter's
-    canonicalizer). Cost: mining is re-run over everything recorded, so it grows
-    with the crawl; ``every`` trades activation delay against that cost.
-    """
-
-    def __init__(self, rules: RuleSet, key_of: Any, *, every: int = 25, explore: float = 0.05,
-                 config: MiningConfig | None = None):
-        self.rules = rules
-        self.key_of = key_of
-        self.every = max(1, every)
-        self.explore = explore
-        self.config = config or MiningConfig()
-        self.miner = DustMiner(self.config)
-        self.pages = 0
-        self._since_mining = 0
-        self.banned: set[tuple[str, tuple]] = set()
-        self.learned: dict[tuple[str, tuple], Verdict] = {}
-        self.fetched: dict[str, tuple[Any, int | None]] = {}  # fetched URL -> (exact, simhash)
-        self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
-        self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
-        self._collapsed = 0
-        self._explored = 0
-        self.events: Counter = Counter()
-
-    # --- feeding ---
-
-    def record(self, url: str, exact: Any, simhash: int | None, request_url: str | None = None) -> list[Verdict]:
-        """A page was fetched: remember it, mine every ``every`` pages; returns the rules activated now."""
-        self.pages += 1
-        self._since_mining += 1
-        self.miner.add_page(url, exact, simhash)
-        if request_url and request_url != url:
-            self.miner.add_page(request_url, exact, simhash)
-        for u in {url, request_url or url}:
-            self.fetched.setdefault(u, (exact, simhash))
-            self.content_of.setdefault(self.key_of(u), (exact, simhash))
-        if self._since_mining >= self.every:
-            return self.mine_now()
-        return []
-
-    def mine_now(self) -> list[Verdict]:
-        self._since_mining = 0
-        self.events["mining_runs"] += 1
-        result = self.miner.mine(existing=self.rules)
-        activated = []
-        for verdict in result.kept():
-            ident = (verdict.host, verdict.rule.key)
-            if ident in self.banned or ident in self.learned:
-                continue
-            if self.rules.add(verdict.host, verdict.rule):
-                self.learned[ident] = verdict
-                activated.append(verdict)
-        if activated:
-            self.events["activated"] += len(activated)
-            self._rekey()
-        return activated
-
-    def _rekey(self) -> None:
-        """Canonical keys of the pages fetched so far, under the rules now in force."""
-        content: dict[str, tuple[Any, int | None]] = {}
-        for url, value in self.fetched.items():
-            content.setdefault(self.key_of(url), value)
-        self.content_of = content
-
-    def is_fetched(self, key: str) -> bool:
-        """Was a page with this canonical key (under the rules in force) fetched already?"""
-        return key in self.content_of
-
-    # --- exploration ---
-
-    def should_explore(self, url: str, key: str) -> bool:
-        """Would ``url`` be collapsed onto an already fetched ``key``? Then let a share of them through."""
-        if key not in self.content_of or self.explore <= 0:
-            return False
-        self._collapsed += 1
-        if int(self._collapsed * self.explore) > self._explored:
-            self._explored += 1
-            self.exploring[url] = key
-            self.events["explored"] += 1
-            return True
-        return False
-
-    def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
-        """An exploration page arrived: a different page than its key's deactivates the rules that fired."""
-        key = self.exploring.pop(url, None)
-        if key is None:
-            return []
-        known = self.content_of.get(key)
-        if known is None:
-            return []
-        if _same_content(known, (exact, simhash), self.config.hamming):
-            self.events["explore_agreed"] += 1
-            return []
-        self.events["explore_violations"] += 1
-        parts = self.miner._safe_split(url)
-        if parts is None:
-            return []
-        host, path, query = parts
-        removed = []
-        for rule in list(self.rules.hosts.get(host, [])):
-            ident = (host, rule.key)
-            if ident in self.learned and HostRules(host, [rule]).fired(path, query):
-                self.rules.remove(host, rule)
-                self.banned.add(ident)
-                del self.learned[ident]
-                removed.append(rule)
-        if removed:
-            self.events["deactivated"] += len(removed)
-            self._rekey()
-        return removed
-
-
-def _same_content(a: tuple[Any, int | None], b: tuple[Any, int | None], hamming: int) -> bool:
-    if a[0] == b[0]:
-        return True
-    if a[1] is None or b[1] is None:
-        return False
-    return bin(a[1] ^ b[1]).count("1") <= hamming

@@ -1,0 +1,132 @@
+"""What an audit found: the numbers, the clusters, the sampled pairs; as text and as JSON.
+
+Built by :func:`scrapy_dedup.audit.runner.audit_dump`, read by the outputs (the text and
+JSON report, :mod:`.html`): its own module so that the outputs need not import the run.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scrapy_dedup.audit.config import AuditConfig
+from scrapy_dedup.audit.dump import BadLines, FieldNames
+from scrapy_dedup.audit.warc import describe_counts
+
+__all__ = ["AuditResult", "ClusterSummary", "SamplePair"]
+
+
+@dataclass
+class ClusterSummary:
+    cluster: int
+    size: int
+    representative: str
+    members: list  # [(url, kind, distance)] of the flagged members, at most MEMBERS_SHOWN
+
+
+@dataclass
+class SamplePair:
+    url_a: str
+    url_b: str
+    kind: str
+    distance: Any
+    category: str
+    diff: list
+
+
+@dataclass
+class AuditResult:
+    """Everything the outputs need; built by :func:`audit_dump`."""
+
+    source: str
+    config: AuditConfig
+    report: Any  # scrapy_dedup.report.DuplicationReport
+    bad_lines: BadLines
+    lines_read: int
+    elapsed: float
+    jobs: int
+    distance_histogram: dict = field(default_factory=dict)
+    cluster_sizes: dict = field(default_factory=dict)
+    largest_clusters: list = field(default_factory=list)
+    samples: list = field(default_factory=list)
+    flagged_pairs: int = 0
+    categories: dict = field(default_factory=dict)
+    sample_pages: list = field(default_factory=list)  # (kept index, flagged index) of each sample
+    unit: str = "line"  # what the input's numbers count: "line" (JSON Lines) or "record" (WARC)
+    input_format: str = "jsonl"
+    input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
+
+    # numbers --------------------------------------------------------------------------------------
+    @property
+    def numbers(self) -> dict:
+        return self.report.to_dict()
+
+    @property
+    def redundant_ratio(self) -> float:
+        return self.report.redundant_ratio
+
+    def number_rows(self) -> list[tuple[str, str, str]]:
+        """(label, value, note) rows of the HTML page's numbers table, the order of ``to_text``."""
+        n = self.numbers
+        total = n["total"]
+
+        def pct(x: int) -> str:
+            return f"{100.0 * x / total:.1f}%" if total else "0.0%"
+
+        return [
+            ("Total URLs", str(total), ""),
+            ("Exact duplicates", str(n["exact"]), pct(n["exact"])),
+            ("Near duplicates", str(n["near"]), pct(n["near"])),
+            ("Unique pages", str(n["unique"]), pct(n["unique"])),
+            ("Duplicate clusters", str(n["clusters"]), f"largest cluster: {n['largest_cluster']} URLs"),
+            ("Redundant pages", str(n["redundant"]), pct(n["redundant"])),
+            ("Degenerate pages", str(n["degenerate"]), "too short to fingerprint; counted apart"),
+            (f"Bad {self.unit}s", str(self.bad_lines.count), "skipped; see below" if self.bad_lines.count else ""),
+        ]
+
+    def method_summary(self) -> str:
+        c = self.config
+        if c.method == "minhash":
+            lsh = f", {c.lsh_bands}x{c.lsh_rows} LSH" if c.lsh_bands else ""
+            return f"{c.num_perm} permutations, Jaccard >= {c.jaccard_threshold}{lsh}, shingles of {c.shingle_size}"
+        return (f"{c.fingerprint_bits}-bit simhash, shingles of {c.shingle_size}, threshold {c.hamming_threshold} "
+                f"bits, {c.bands} bands")
+
+    def elapsed_text(self) -> str:
+        rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
+        return (f"{self.lines_read} {self.unit}s in {self.elapsed:.1f} s ({rate:.0f} {self.unit}s/s, "
+                f"{self.jobs} job(s))")
+
+    def to_text(self) -> str:
+        lines = [self.report.to_text()]  # the engine's block: the three numbers first
+        if self.bad_lines.count:
+            lines.append(f"{'Bad ' + self.unit + 's:':<21}{self.bad_lines.count} (skipped)")
+            lines.append(f"Bad {self.unit}s by reason:")
+            lines.extend(self.bad_lines.describe(FieldNames(self.config.url_field, self.config.html_field,
+                                                            self.config.text_field)))
+        if self.input_format == "warc":
+            lines.extend(describe_counts(self.input_counts))
+        if self.categories:
+            lines.append("Flagged pairs by likely category:")
+            for name, count in sorted(self.categories.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {count:>8}  {name}")
+        lines.append(f"Method: {self.config.method} ({self.method_summary()}); {self.elapsed_text()}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "format": self.input_format,
+            "numbers": self.numbers,
+            "redundant_ratio": self.redundant_ratio,
+            "bad_lines": self.bad_lines.to_dict(),  # WARC: bad records, numbered by record
+            **({"warc": dict(sorted(self.input_counts.items()))} if self.input_format == "warc" else {}),
+            "categories": self.categories,
+            "distance_histogram": {str(k): v for k, v in sorted(self.distance_histogram.items())},
+            "cluster_sizes": {str(k): v for k, v in sorted(self.cluster_sizes.items())},
+            "largest_clusters": [{"cluster": c.cluster, "size": c.size, "representative": c.representative}
+                                 for c in self.largest_clusters],
+            "config": self.config.to_dict(),
+            "lines_read": self.lines_read,
+            "elapsed_seconds": round(self.elapsed, 3),
+            "jobs": self.jobs,
+        }
