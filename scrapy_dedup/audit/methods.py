@@ -11,7 +11,7 @@
   ``jaccard_threshold``); the reported "distance" is ``1 - Jaccard``.
 
 A method gives a picklable ``fingerprint(text)`` for the worker processes and
-a ``decider()`` that takes the decisions in the main process, in dump order. A
+a ``decider(expected_pages)`` (the dump's records when counted ahead, else None) that takes the decisions in the main process, in dump order. A
 decider also counts the responses that are not pages (``skip``: a WARC's JSON or
 images, counted apart as the crawl counts them) and the identical copies of a page
 that a WARC stores as revisits (``count_copy``: the decision is its twin's, taken by
@@ -38,6 +38,10 @@ class Decision(NamedTuple):
 
 
 def make_method(cfg: AuditConfig):
+    if cfg.method == "lshbloom":
+        from scrapy_dedup.audit.lshbloom import LshBloomMethod
+
+        return LshBloomMethod(cfg)
     return MinhashMethod(cfg) if cfg.method == "minhash" else SimhashMethod(cfg)
 
 
@@ -56,7 +60,7 @@ class SimhashMethod:
     def fingerprint(self, text: str) -> Any:
         return self.fingerprinter.fingerprint(text)
 
-    def decider(self) -> "SimhashDecider":
+    def decider(self, expected_pages: Optional[int] = None) -> "SimhashDecider":
         return SimhashDecider(self.cfg, self.fingerprinter)
 
 
@@ -164,7 +168,7 @@ class MinhashMethod:
         m.update_batch(list(shingles))
         return MinhashFingerprint(exact_hash_words(tokens), m.hashvalues.astype(np.uint64), len(tokens))
 
-    def decider(self) -> "MinhashDecider":
+    def decider(self, expected_pages: Optional[int] = None) -> "MinhashDecider":
         return MinhashDecider(self.cfg, self._ds, self._template)
 
 

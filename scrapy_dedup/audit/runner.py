@@ -232,6 +232,9 @@ class AuditResult:
 
     def method_summary(self) -> str:
         c = self.config
+        if c.method == "lshbloom":
+            return (f"{c.lshbloom_bands} bands of {c.lshbloom_rows} rows in a Bloom filter, false flags <= "
+                    f"{c.lshbloom_error_rate:g}, shingles of {c.shingle_size}; near duplicates counted, not named")
         if c.method == "minhash":
             lsh = f", {c.lsh_bands}x{c.lsh_rows} LSH" if c.lsh_bands else ""
             return f"{c.num_perm} permutations, Jaccard >= {c.jaccard_threshold}{lsh}, shingles of {c.shingle_size}"
@@ -346,7 +349,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     from scrapy_dedup.audit.methods import make_method
 
     method = make_method(cfg)
-    decider = method.decider()
+    # lshbloom sizes its filter for the dump when the dump can be counted first (a second read)
+    decider = method.decider(count_lines(path) if cfg.method == "lshbloom" and can_read_twice(path) else None)
     pages = _Pages()
     started = time.perf_counter()
     size = None
@@ -395,7 +399,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                     decider.count_copy(index, verdict)
                     pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
                     pages.text_lines[index] = pages.text_line(target)
-                    if pairs_out is not None and verdict.kind in ("exact", "near"):
+                    if pairs_out is not None and verdict.matched >= 0:
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                     continue
                 _, number, url, fingerprint = item
@@ -405,7 +409,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                     if all_pairs and verdict.kind != "degenerate":
                         for other, distance, kind in decider.all_matches(index, fingerprint):
                             pairs_out.write(index, other, distance, kind, pages)
-                    elif verdict.kind in ("exact", "near"):
+                    elif verdict.matched >= 0:  # a duplicate whose kept page is named (lshbloom: exact only)
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                 decider.commit(index, fingerprint, verdict)
             if bar is not None and size:
@@ -554,6 +558,20 @@ def write_clusters(out: OutputFile, pages: _Pages, cfg: AuditConfig) -> int:
         }) + "\n")
         written += 1
     return written
+
+
+def count_lines(path: str) -> Optional[int]:
+    """Lines of a JSON Lines dump (gzip undone), read once ahead; None for a WARC (records are not lines)."""
+    with open_input(path) as source:
+        if source.format != "jsonl":
+            return None
+        lines, last = 0, b""
+        while True:
+            chunk = source.stream.read(1 << 20)
+            if not chunk:
+                return lines + (1 if last and not last.endswith(b"\n") else 0)
+            lines += chunk.count(b"\n")
+            last = chunk
 
 
 def can_read_twice(path: str) -> bool:
