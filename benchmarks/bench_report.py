@@ -33,6 +33,14 @@ is printed with every row (other jobs distort wall-clock figures, not CPU time).
     python benchmarks/bench_report.py --quick          # seconds: the smoke test
     python benchmarks/bench_report.py --pages 100000 --peer-pages 1000 --curve-pages 10000 --jobs 1,2
     python benchmarks/bench_report.py --dump dump.jsonl --pages 100000 --only memory   # memory rows only
+    python benchmarks/bench_report.py --only methods   # the audit's three methods, 10^6 text records
+
+The ``methods`` part runs the audit's own three methods (``--method simhash``,
+``minhash``, ``lshbloom``) through the command's path over a generated text dump
+whose records say what they are (distinct, exact copy, near copy), each method in
+its own subprocess: recall per kind, false flags, pages/s, peak RSS growth per
+page and, for lshbloom, the bytes of its filter and exact table per page; all
+three at ``--method-peer-pages``, then lshbloom and simhash at ``--method-pages``.
 """
 from __future__ import annotations
 
@@ -269,6 +277,78 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
             "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / max(n, 1), 1)}
 
 
+# -- the three audit methods on a large text dump (the lshbloom rows) -------------------------------
+def generate_text_dump(path: Path, pages: int, seed: int = 11) -> None:
+    """Text records (no HTML: the methods, not the parser, are measured): 80% distinct pages, 10% exact copies
+    (another URL), 10% near copies (1 or 2 words replaced out of 120 to 180: resemblance about 0.9) of an earlier
+    page. The truth is in
+    each record's ``truth`` field: ``unique``, ``exact`` or ``near``."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng, 20000)
+    weights = [1 / (i + 1) for i in range(len(vocab))]
+    originals: list[list[str]] = []
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(pages):
+            r = rng.random()
+            if originals and r < 0.1:
+                words, truth = rng.choice(originals), "exact"
+            elif originals and r < 0.2:
+                words = list(rng.choice(originals))
+                for _ in range(rng.randint(1, 2)):
+                    words[rng.randrange(len(words))] = rng.choice(vocab)
+                truth = "near"
+            else:
+                words, truth = rng.choices(vocab, weights, k=rng.randint(120, 180)), "unique"
+                if len(originals) < 50_000:
+                    originals.append(words)
+                else:
+                    originals[rng.randrange(len(originals))] = words
+            f.write(json.dumps({"url": f"https://t.example/{i}", "text": " ".join(words), "truth": truth}) + "\n")
+
+
+def measure_method(method: str, dump: str, limit: int) -> dict:
+    """One audit method through the command's own path over the first ``limit`` records; quality from ``truth``."""
+    from scrapy_dedup.audit.config import build_config
+    from scrapy_dedup.audit.runner import KIND_CODES, audit_dump
+
+    limited = Path(tempfile.mkdtemp()) / "limited.jsonl"
+    truths = []
+    with open(dump, "rb") as src, open(limited, "wb") as dst:
+        for line in itertools.islice(src, limit):
+            dst.write(line)
+            truths.append(json.loads(line)["truth"])
+    cfg = build_config(overrides={"method": method})
+    warm = limited.with_name("warm.jsonl")
+    warm.write_bytes(b"".join(itertools.islice(open(limited, "rb"), 3)))
+    audit_dump(str(warm), cfg, want_samples=False)
+    rss0 = _current_rss_kb()
+    cpu0 = _cpu_seconds()
+    start = time.perf_counter()
+    result, pages, decider = audit_dump(str(limited), cfg, want_samples=False)
+    elapsed = time.perf_counter() - start
+    peak = _rss_kb()
+    cpu = _cpu_seconds()
+    codes = {v: k for k, v in KIND_CODES.items()}
+    found = defaultdict(int)
+    for truth, code in zip(truths, pages.kinds):
+        found[(truth, codes[code] != "unique")] += 1
+    n = len(truths)
+    dups = sum(1 for t in truths if t != "unique")
+    out = {"method": method, "pages": n, "load": round(os.getloadavg()[0], 2),
+           "pages_per_s": round(n / elapsed, 1), "cpu_ms_per_page": round(1000 * (sum(cpu) - sum(cpu0)) / n, 3),
+           "peak_growth_bytes_per_page": round((peak - rss0) * 1024 / n, 1),
+           "recall_exact": round(found[("exact", True)] / max(1, found[("exact", True)] + found[("exact", False)]), 4),
+           "recall_near": round(found[("near", True)] / max(1, found[("near", True)] + found[("near", False)]), 4),
+           "false_flags": found[("unique", True)], "duplicates": dups,
+           "named_pairs": result.flagged_pairs}
+    if hasattr(decider, "nbytes"):
+        out["structure_bytes_per_page"] = round(decider.nbytes / n, 1)
+    limited.unlink()
+    warm.unlink()
+    limited.parent.rmdir()
+    return out
+
+
 def measure_index(method: str, count: int, seed: int = 3) -> dict:
     """Fingerprints only: ``count`` checks, 10% of them within 3 bits of an earlier fingerprint."""
     import numpy as np
@@ -368,15 +448,23 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="first pages of the dump for the --jobs curve (0: the whole dump)")
     p.add_argument("--memory-pages", type=int, default=0,
                    help="first pages of the dump for the memory comparison with datasketch (0: the whole dump)")
-    p.add_argument("--only", default="speed,memory,curve,index",
-                   help="comma-separated parts to run: speed, memory, curve, index")
+    p.add_argument("--only", default="speed,memory,curve,index,methods",
+                   help="comma-separated parts to run: speed, memory, curve, index, methods")
     p.add_argument("--dump", help="reuse this dump instead of generating one")
     p.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
     p.add_argument("--_run", help=argparse.SUPPRESS)
     p.add_argument("--_index", help=argparse.SUPPRESS)
     p.add_argument("--_limit", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--_jobs", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--_method", help=argparse.SUPPRESS)
+    p.add_argument("--method-pages", type=int, default=1_000_000,
+                   help="methods part: text records audited by lshbloom and simhash")
+    p.add_argument("--method-peer-pages", type=int, default=200_000,
+                   help="methods part: records audited by all three (minhash via datasketch is the slow one)")
     args = p.parse_args(argv)
+    if args._method:
+        print(json.dumps(measure_method(args._method, args.dump, args._limit)))
+        return 0
     if args._run:
         print(json.dumps(measure_pages(args._run, args.dump, args._limit, args._jobs)))
         return 0
@@ -385,12 +473,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 0
     if args.quick:
         args.pages, args.peer_pages, args.index_size, args.index_peer_size, args.jobs = 60, 30, 5_000, 2_000, "1,2"
-        args.memory_pages = 60
+        args.memory_pages, args.method_pages, args.method_peer_pages = 60, 400, 200
     parts = {x.strip() for x in args.only.split(",") if x.strip()}
     jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
     tmp = tempfile.mkdtemp(prefix="bench-report-")
     dump = args.dump
-    if not dump and parts - {"index"}:
+    if not dump and parts - {"index", "methods"}:
         dump = os.path.join(tmp, "dump.jsonl")
         t = time.perf_counter()
         info = generate_dump(Path(dump), args.pages)
@@ -453,6 +541,31 @@ def main(argv: Optional[list[str]] = None) -> int:
         ratio = index_rows[0]["peak_growth_bytes_per_page"] / max(index_rows[2]["peak_growth_bytes_per_page"], 1e-9)
         print(f"ours / datasketch peak growth per page at {peer}: {ratio:.3f}", flush=True)
         summary.update(index=index_rows, index_memory_vs_datasketch=round(ratio, 3))
+    if "methods" in parts:
+        text_dump = os.path.join(tmp, "text.jsonl")
+        generate_text_dump(Path(text_dump), args.method_pages)
+        print(f"\n== audit methods: text dump of {args.method_pages} records (10% exact, 10% near copies) ==",
+              flush=True)
+        method_rows = [_sub(["--_method", m, "--dump", text_dump, "--_limit", str(args.method_peer_pages)])
+                       for m in ("lshbloom", "simhash", "minhash")]
+        if args.method_pages > args.method_peer_pages:
+            method_rows += [_sub(["--_method", m, "--dump", text_dump, "--_limit", str(args.method_pages)])
+                            for m in ("lshbloom", "simhash")]
+        for r in method_rows:
+            print(f"{r['method']:<9} {r['pages']:>8} records  {r['pages_per_s']:>8.1f} pages/s  "
+                  f"{r['peak_growth_bytes_per_page']:>7.1f} B/page peak growth  "
+                  f"{r.get('structure_bytes_per_page', '-')!s:>6} B/page filter+exact table  recall exact "
+                  f"{r['recall_exact']:.4f} near {r['recall_near']:.4f}  false flags {r['false_flags']}  "
+                  f"named pairs {r['named_pairs']}  (load {r['load']})", flush=True)
+        same = [r for r in method_rows if r["pages"] == args.method_peer_pages]
+        base = {r["method"]: r for r in same}
+        for m in ("simhash", "minhash"):
+            if m in base:
+                print(f"lshbloom / {m} peak growth per page at {args.method_peer_pages}: "
+                      f"{base['lshbloom']['peak_growth_bytes_per_page'] / max(base[m]['peak_growth_bytes_per_page'], 1e-9):.3f}",
+                      flush=True)
+        summary.update(methods=method_rows)
+        os.unlink(text_dump)
     print("\nSUMMARY " + json.dumps(summary))
     if not args.dump and dump:
         os.unlink(dump)

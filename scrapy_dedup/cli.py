@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Optional
 
 from scrapy_dedup import __version__
+from scrapy_dedup.audit.config import METHODS
 
 __all__ = ["main", "build_parser", "build_mine_dust_parser", "mine_dust_main"]
 
@@ -63,8 +64,9 @@ def _add_report_parser(sub) -> None:
                                 "'-' reads stdin")
     p.add_argument("--config", metavar="FILE", help="YAML, JSON or TOML file of settings (flags override it)")
     g = p.add_argument_group("engine (defaults: the crawl's DEDUP_* defaults)")
-    g.add_argument("--method", choices=("simhash", "minhash"), default=None,
-                   help="simhash (the crawl's engine, default) or MinHash LSH via datasketch")
+    g.add_argument("--method", choices=METHODS, default=None,
+                   help="simhash (the crawl's engine, default), minhash (MinHash LSH via datasketch) or "
+                        "lshbloom (LSH bands in a Bloom filter: memory set by --lshbloom-memory-mb)")
     g.add_argument("--shingle-size", type=int, default=None, help="words per shingle (5)")
     g.add_argument("--fingerprint-bits", type=int, default=None, help="simhash bits, 64 or 128 (64)")
     g.add_argument("--hamming-threshold", "-k", type=int, default=None,
@@ -80,6 +82,13 @@ def _add_report_parser(sub) -> None:
                    help="minhash: estimated Jaccard similarity of near duplicates (0.8)")
     g.add_argument("--lsh-bands", type=int, default=None, help="minhash: LSH bands (with --lsh-rows)")
     g.add_argument("--lsh-rows", type=int, default=None, help="minhash: LSH rows per band (with --lsh-bands)")
+    g.add_argument("--lshbloom-bands", type=int, default=None, help="lshbloom: bands (32)")
+    g.add_argument("--lshbloom-rows", type=int, default=None, help="lshbloom: rows per band (8)")
+    g.add_argument("--lshbloom-error-rate", type=float, default=None,
+                   help="lshbloom: share of new pages wrongly flagged, at most (0.0001)")
+    g.add_argument("--lshbloom-memory-mb", type=int, default=None,
+                   help="lshbloom: megabytes of the Bloom filter, at most; a dump that can be read twice is "
+                        "counted first and the filter sized for it (1024)")
     f = p.add_argument_group("input")
     f.add_argument("--url-field", default=None, help="record field of the URL (url)")
     f.add_argument("--html-field", default=None, help="record field of the HTML (html)")
@@ -153,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _CONFIG_FLAGS = ("method", "shingle_size", "fingerprint_bits", "hamming_threshold", "bands", "allow_approximate",
                  "min_words", "strip_tags", "strip_selectors", "num_perm", "jaccard_threshold", "lsh_bands",
-                 "lsh_rows", "url_field", "html_field", "text_field", "sample", "seed")
+                 "lsh_rows", "lshbloom_bands", "lshbloom_rows", "lshbloom_error_rate", "lshbloom_memory_mb", "url_field", "html_field", "text_field", "sample", "seed")
 
 
 def _run_report(args: argparse.Namespace) -> int:

@@ -60,6 +60,10 @@ class AuditConfig:
     jaccard_threshold: float = 0.8
     lsh_bands: Optional[int] = None
     lsh_rows: Optional[int] = None
+    lshbloom_bands: int = 32
+    lshbloom_rows: int = 8
+    lshbloom_error_rate: float = 1e-4
+    lshbloom_memory_mb: int = 1024
     sample: int = 25
     seed: int = 0
 
@@ -118,10 +122,20 @@ def _str(value: Any, key: str) -> str:
     return value
 
 
+METHODS = ("simhash", "minhash", "lshbloom")
+
+
 def _method(value: Any, key: str) -> str:
-    if value not in ("simhash", "minhash"):
-        raise AuditConfigError(f"{key} must be 'simhash' or 'minhash', got {value!r}")
+    if value not in METHODS:
+        raise AuditConfigError(f"{key} must be one of {', '.join(map(repr, METHODS))}, got {value!r}")
     return value
+
+
+def _rate(value: Any, key: str) -> float:
+    number = _float01(value, key)
+    if number >= 0.1:
+        raise AuditConfigError(f"{key} must be below 0.1 (a share of new pages wrongly flagged), got {number}")
+    return number
 
 
 KEYS = {
@@ -136,6 +150,10 @@ KEYS = {
     "jaccard_threshold": _float01,
     "lsh_bands": _optional_int(1),
     "lsh_rows": _optional_int(1),
+    "lshbloom_bands": _int(1, 256),
+    "lshbloom_rows": _int(1, 64),
+    "lshbloom_error_rate": _rate,
+    "lshbloom_memory_mb": _int(1),
     "sample": _int(0),
     "seed": _int(0),
 }
@@ -207,3 +225,6 @@ def check(cfg: AuditConfig) -> None:
     if cfg.lsh_bands is not None and cfg.lsh_bands * cfg.lsh_rows > cfg.num_perm:  # type: ignore[operator]
         raise AuditConfigError(
             f"lsh_bands * lsh_rows ({cfg.lsh_bands} * {cfg.lsh_rows}) must not exceed num_perm ({cfg.num_perm})")
+    if cfg.lshbloom_bands * cfg.lshbloom_rows > 4096:
+        raise AuditConfigError(f"lshbloom_bands * lshbloom_rows ({cfg.lshbloom_bands} * {cfg.lshbloom_rows}) "
+                               "must not exceed 4096")

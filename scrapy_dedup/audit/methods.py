@@ -1,4 +1,4 @@
-"""The two duplicate-finding methods of the audit, behind one small interface.
+"""The duplicate-finding methods of the audit, behind one small interface (``lshbloom``: its own module).
 
 * ``simhash`` (default): the crawl's own engine,
   :class:`scrapy_dedup.content.engine.ContentDeduplicator` over a
@@ -11,7 +11,7 @@
   ``jaccard_threshold``); the reported "distance" is ``1 - Jaccard``.
 
 A method gives a picklable ``fingerprint(text)`` for the worker processes and
-a ``decider()`` that takes the decisions in the main process, in dump order. A
+a ``decider(expected_pages)`` (the dump's records when counted ahead, else None) that takes the decisions in the main process, in dump order. A
 decider also counts the responses that are not pages (``skip``: a WARC's JSON or
 images, counted apart as the crawl counts them) and the identical copies of a page
 that a WARC stores as revisits (``count_copy``: the decision is its twin's, taken by
@@ -27,6 +27,8 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from scrapy_dedup.audit.config import AuditConfig
+from scrapy_dedup.audit.lshbloom import LshBloomMethod
+from scrapy_dedup.audit.records import Decision
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter, MemoryContentStore, \
     verify_rule_from_settings
@@ -41,13 +43,9 @@ class MissingExtraError(RuntimeError):
     """An optional dependency (e.g. datasketch for ``--method minhash``) is not installed."""
 
 
-class Decision(NamedTuple):
-    kind: str  # unique | exact | near | degenerate (the engine's kinds)
-    matched: int  # index of the kept page a duplicate matched, else -1
-    distance: float  # bits (simhash) or 1 - Jaccard (minhash); 0 for new and degenerate pages
-
-
 def make_method(cfg: AuditConfig):
+    if cfg.method == "lshbloom":
+        return LshBloomMethod(cfg)
     return MinhashMethod(cfg) if cfg.method == "minhash" else SimhashMethod(cfg)
 
 
@@ -62,7 +60,7 @@ class SimhashMethod:
     def fingerprint(self, text: str) -> Any:
         return self.fingerprinter.fingerprint(text)
 
-    def decider(self) -> "SimhashDecider":
+    def decider(self, expected_pages: Optional[int] = None) -> "SimhashDecider":
         return SimhashDecider(self.cfg, self.fingerprinter)
 
 
@@ -160,7 +158,7 @@ class MinhashMethod:
         m.update_batch(list(shingles))
         return MinhashFingerprint(exact_hash_words(tokens), m.hashvalues.astype(np.uint64), len(tokens))
 
-    def decider(self) -> "MinhashDecider":
+    def decider(self, expected_pages: Optional[int] = None) -> "MinhashDecider":
         return MinhashDecider(self.cfg, self._ds, self._template)
 
 

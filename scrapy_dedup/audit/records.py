@@ -1,4 +1,4 @@
-"""The types every input reader of the audit shares: an opened input, a page record, a bad line, the error.
+"""The types the audit's parts share: an opened input, a page record, a bad line, the error, a method's decision.
 
 Below both readers (:mod:`.dump` for JSON Lines, :mod:`.warc` for WARC), so that
 either can build them and neither imports the other to do so.
@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import BinaryIO, NamedTuple, Optional, Union
 
-__all__ = ["DumpError", "Input", "PageRecord", "BadLine"]
+__all__ = ["DumpError", "Input", "PageRecord", "BadLine", "Decision"]
+
+
+class Decision(NamedTuple):
+    """A method's decision on one page (every method of :mod:`.methods` and :mod:`.lshbloom` gives these)."""
+
+    kind: str  # unique | exact | near | degenerate (the engine's kinds)
+    matched: int  # index of the kept page a duplicate matched, else -1 (also a near duplicate lshbloom cannot name)
+    distance: float  # bits (simhash) or 1 - Jaccard (minhash); 0 for new and degenerate pages
 
 
 class DumpError(ValueError):

@@ -85,6 +85,9 @@ class AuditResult:
 
     def method_summary(self) -> str:
         c = self.config
+        if c.method == "lshbloom":
+            return (f"{c.lshbloom_bands} bands of {c.lshbloom_rows} rows in a Bloom filter, false flags <= "
+                    f"{c.lshbloom_error_rate:g}, shingles of {c.shingle_size}; near duplicates counted, not named")
         if c.method == "minhash":
             lsh = f", {c.lsh_bands}x{c.lsh_rows} LSH" if c.lsh_bands else ""
             return f"{c.num_perm} permutations, Jaccard >= {c.jaccard_threshold}{lsh}, shingles of {c.shingle_size}"

@@ -214,7 +214,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                all_pairs: bool = False) -> tuple[AuditResult, _Pages, Any]:
     """Run the engine over the dump at ``path``; returns the result, the per-page state and the method."""
     method = make_method(cfg)
-    decider = method.decider()
+    # lshbloom sizes its filter for the dump when the dump can be counted first (a second read)
+    decider = method.decider(count_lines(path) if cfg.method == "lshbloom" and can_read_twice(path) else None)
     pages = _Pages()
     started = time.perf_counter()
     size = None
@@ -263,7 +264,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                     decider.count_copy(index, verdict)
                     pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
                     pages.text_lines[index] = pages.text_line(target)
-                    if pairs_out is not None and verdict.kind in ("exact", "near"):
+                    if pairs_out is not None and verdict.matched >= 0:
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                     continue
                 _, number, url, fingerprint = item
@@ -273,7 +274,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                     if all_pairs and verdict.kind != "degenerate":
                         for other, distance, kind in decider.all_matches(index, fingerprint):
                             pairs_out.write(index, other, distance, kind, pages)
-                    elif verdict.kind in ("exact", "near"):
+                    elif verdict.matched >= 0:  # a duplicate whose kept page is named (lshbloom: exact only)
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                 decider.commit(index, fingerprint, verdict)
             if bar is not None and size:
@@ -422,6 +423,20 @@ def write_clusters(out: OutputFile, pages: _Pages, cfg: AuditConfig) -> int:
         }) + "\n")
         written += 1
     return written
+
+
+def count_lines(path: str) -> Optional[int]:
+    """Lines of a JSON Lines dump (gzip undone), read once ahead; None for a WARC (records are not lines)."""
+    with open_input(path) as source:
+        if source.format != "jsonl":
+            return None
+        lines, last = 0, b""
+        while True:
+            chunk = source.stream.read(1 << 20)
+            if not chunk:
+                return lines + (1 if last and not last.endswith(b"\n") else 0)
+            lines += chunk.count(b"\n")
+            last = chunk
 
 
 def can_read_twice(path: str) -> bool:

@@ -1,0 +1,228 @@
+"""``--method lshbloom``: near duplicates found in bounded memory, for dumps whose sketches do not fit.
+
+LSHBloom (Khan et al., 2024) keeps MinHash-LSH's banding and replaces its buckets
+(lists of page ids) with Bloom filters: a page is a near duplicate when one of its
+band keys was already inserted by a kept page. Nothing per page is stored but the
+band keys' bits, so memory is set by a flag, not by the pages' sketches.
+
+The signature: ``bands * rows`` min-hashes of the page's distinct word-shingle
+hashes (the same 5-word shingles and 64-bit hashes as the simhash), each the
+minimum of ``a*x + b mod 2**64`` for fixed random odd ``a`` (a bijection of the
+already uniform hashes). Not one-permutation hashing: on pages with fewer shingles
+than bins its empty bins, however densified, make rows agree far more often than
+``J`` (measured: a pair at ``J = 0.5`` shared a band key 70% of the time instead of
+12%). Band ``b``'s key mixes its ``rows`` values and ``b``. Two pages with resemblance ``J`` share at least one band key with
+probability ``1 - (1 - J**rows)**bands``: with the defaults (32 bands of 8 rows)
+0.997 at ``J = 0.8``, 0.85 at 0.7, 0.43 at 0.6, 0.12 at 0.5, 0.002 at 0.3.
+
+What it gives up, and what it keeps:
+
+* **Near duplicates are counted, not named**: a Bloom filter says "seen", not by
+  which page. They have no kept page, so they are in no cluster, no flagged pair,
+  no sample and no ``--pairs`` line; the report's near count and redundant ratio
+  include them, its clusters are those of the exact duplicates.
+* **No verification**: a candidate cannot be checked against the kept page's
+  sketch, so the rule is the band S-curve above (templated siblings at ``J`` 0.6
+  are flagged 43% of the time; the ``simhash`` and ``minhash`` methods verify).
+* **Exact duplicates are exact and named**: their 16-byte digests are kept in a
+  :class:`~scrapy_dedup.content.compact.DigestTable` (about 30 bytes a kept page).
+* **False positives are bounded**: the filter is sized for ``capacity`` band keys at
+  ``error_rate / bands`` each, so a new page is wrongly flagged with probability at
+  most about ``error_rate`` (default 1e-4) while the filter holds at most
+  ``capacity`` pages. Memory: ``bands * capacity * 1.44 * log2(bands / error_rate)``
+  bits (defaults: 106 bytes a kept page; 1.06 GB at 10^7 kept pages).
+* **Capacity**: the kept pages ``lshbloom_memory_mb`` holds, or the dump's records when
+  the dump can be read twice and is counted first (so a small dump gets a small filter).
+  **When the filter is full** (more kept pages than that), later kept pages
+  are no longer inserted: their own duplicates are then kept as unique (recall lost,
+  never a page): one WARNING, and the report's method line says from which page.
+
+The Bloom filter is pybloom-live's ``BloomFilter`` (a filter of fixed capacity
+over arbitrary keys, which is what this needs). No Scrapy imports.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from array import array
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+from pybloom_live import BloomFilter
+
+from scrapy_dedup.audit.records import Decision
+from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.compact import DigestTable
+from scrapy_dedup.content.simhash import exact_hash_words, simhash_and_shingle_hashes, words
+from scrapy_dedup.report import DuplicationReport
+
+__all__ = ["LshBloomMethod", "LshBloomFingerprint", "band_keys", "bloom_bytes"]
+
+logger = logging.getLogger(__name__)
+
+_U64 = np.uint64
+_MIX = _U64(0x9E3779B97F4A7C15)
+
+
+def _fmix64(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finalizer, vectorized (wrapping arithmetic)."""
+    x = x ^ (x >> _U64(33))
+    x = x * _U64(0xFF51AFD7ED558CCD)
+    x = x ^ (x >> _U64(33))
+    x = x * _U64(0xC4CEB9FE1A85EC53)
+    return x ^ (x >> _U64(33))
+
+
+def _permutations(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` fixed bijections ``x -> a*x + b (mod 2**64)`` (odd ``a``), the same in every process."""
+    rng = np.random.default_rng(0x15B1)
+    a = rng.integers(0, 2**63, count, dtype=np.uint64) * _U64(2) + _U64(1)
+    b = rng.integers(0, 2**63, count, dtype=np.uint64)
+    return a, b
+
+
+_PERMUTATIONS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_CHUNK = 2048  # shingles per block of the (shingles x permutations) product: bounded temporary memory
+
+
+def band_keys(shingle_hashes: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """``bands`` 64-bit keys of a page's distinct shingle hashes (see the module doc), as ``uint64``."""
+    count = bands * rows
+    if count not in _PERMUTATIONS:
+        _PERMUTATIONS[count] = _permutations(count)
+    a, b = _PERMUTATIONS[count]
+    h = np.asarray(shingle_hashes, dtype=_U64)
+    if not len(h):
+        return np.zeros(0, dtype=_U64)
+    signature = np.full(count, np.iinfo(np.uint64).max, dtype=_U64)
+    with np.errstate(over="ignore"):
+        for start in range(0, len(h), _CHUNK):
+            block = h[start:start + _CHUNK, None] * a + b
+            np.minimum(signature, block.min(axis=0), out=signature)
+        keys = np.zeros(bands, dtype=_U64)
+        grid = signature.reshape(bands, rows)
+        for r in range(rows):
+            keys = _fmix64(keys ^ grid[:, r])
+        return _fmix64(keys ^ np.arange(bands, dtype=_U64) * _MIX)
+
+
+def bloom_bytes(capacity: int, bands: int, error_rate: float) -> int:
+    """Bytes of the filter for ``capacity`` kept pages (pybloom-live's sizing)."""
+    per_key = error_rate / bands
+    slices = math.ceil(math.log2(1 / per_key))
+    bits_per_slice = math.ceil(capacity * bands * abs(math.log(per_key)) / (slices * math.log(2) ** 2))
+    return slices * bits_per_slice // 8
+
+
+def capacity_for(cfg: Any, expected_pages: Optional[int] = None) -> int:
+    """Kept pages the filter is sized for: those ``lshbloom_memory_mb`` holds, fewer if the dump has fewer."""
+    budget = cfg.lshbloom_memory_mb * 2**20
+    per_page = bloom_bytes(1_000_000, cfg.lshbloom_bands, cfg.lshbloom_error_rate) / 1_000_000
+    capacity = max(1, int(budget / per_page))
+    if expected_pages is not None:
+        capacity = min(capacity, max(1, expected_pages))
+    return capacity
+
+
+class LshBloomFingerprint(NamedTuple):
+    exact: bytes
+    keys: Optional[np.ndarray]  # uint64[bands]; None for a degenerate page
+    words: int
+
+
+class LshBloomMethod:
+    """The audit method: picklable fingerprints for the workers, one decider in the main process."""
+
+    def __init__(self, cfg: Any):
+        self.cfg = cfg
+
+    def fingerprint(self, text: str) -> LshBloomFingerprint:
+        tokens = words(text)
+        if len(tokens) < self.cfg.min_words:
+            return LshBloomFingerprint(b"", None, len(tokens))
+        _, hashes = simhash_and_shingle_hashes(tokens, self.cfg.shingle_size)
+        keys = band_keys(hashes, self.cfg.lshbloom_bands, self.cfg.lshbloom_rows)
+        return LshBloomFingerprint(exact_hash_words(tokens), keys if len(keys) else None, len(tokens))
+
+    def decider(self, expected_pages: Optional[int] = None) -> "LshBloomDecider":
+        """A decider whose filter holds ``expected_pages`` kept pages (the dump's records, when counted ahead),
+        at most what ``lshbloom_memory_mb`` holds."""
+        return LshBloomDecider(self.cfg, capacity_for(self.cfg, expected_pages))
+
+
+class LshBloomDecider:
+    """Exact digests first (named), then the band keys' Bloom filter (counted); see the module doc."""
+
+    def __init__(self, cfg: Any, capacity: int):
+        self.cfg = cfg
+        bands = cfg.lshbloom_bands
+        self.capacity = capacity
+        self.bloom = BloomFilter(capacity=self.capacity * bands, error_rate=cfg.lshbloom_error_rate / bands)
+        self.exact = DigestTable(16)
+        self.exact_page = array("q")  # position in self.exact -> page index
+        self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
+        self.skipped = {"non_text": 0, "non_html": 0}
+        self.clusters = Clusters()
+        self.inserted = 0  # kept pages whose band keys are in the filter
+        self.full_at: Optional[int] = None  # the page index from which kept pages were no longer inserted
+
+    def check(self, index: int, url: str, fp: LshBloomFingerprint) -> Decision:
+        if fp.keys is None:
+            self.counts["degenerate"] += 1
+            return Decision("degenerate", -1, 0.0)
+        position = self.exact.position_of(fp.exact)
+        if position is not None:
+            kept = self.exact_page[position]
+            self.counts["exact"] += 1
+            self.clusters.add_pair(kept, index)
+            return Decision("exact", kept, 0.0)
+        bloom = self.bloom
+        if any(int(key) in bloom for key in fp.keys):
+            self.counts["near"] += 1
+            return Decision("near", -1, 0.0)  # seen, but by which page the filter cannot say
+        self.counts["unique"] += 1
+        return Decision("unique", -1, 0.0)
+
+    def all_matches(self, index: int, fp: LshBloomFingerprint) -> list[tuple[int, float, str]]:
+        """Only the exact match can be named (``--all-pairs``)."""
+        if fp.keys is None:
+            return []
+        position = self.exact.position_of(fp.exact)
+        return [] if position is None else [(self.exact_page[position], 0.0, "exact")]
+
+    def commit(self, index: int, fp: LshBloomFingerprint, decision: Decision) -> None:
+        # Kept pages only, as the engine keeps them: a copy of a near duplicate is a near duplicate of the
+        # same kept page (it shares the band key the near duplicate matched).
+        if decision.kind != "unique":
+            return
+        self.exact.append(fp.exact)
+        self.exact_page.append(index)
+        if self.full_at is not None:
+            return
+        if self.inserted >= self.capacity:
+            self.full_at = index
+            logger.warning("LSHBloom filter full after %d kept pages (lshbloom_memory_mb): later kept pages are not "
+                           "inserted, so their near duplicates are kept as unique", self.inserted)
+            return
+        bloom = self.bloom
+        for key in fp.keys:
+            bloom.add(int(key), skip_check=True)
+        self.inserted += 1
+
+    def skip(self, kind: str) -> None:
+        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
+
+    def count_copy(self, index: int, decision: Decision) -> None:
+        self.counts[decision.kind] += 1
+        if decision.kind in ("exact", "near") and decision.matched >= 0:
+            self.clusters.add_pair(decision.matched, index)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.bloom.bitarray) // 8 + self.exact.nbytes + self.exact_page.itemsize * len(self.exact_page)
+
+    def report(self) -> DuplicationReport:
+        return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
+                                             largest_cluster=self.clusters.largest(),
+                                             skipped_non_text=self.skipped["non_text"],
+                                             skipped_non_html=self.skipped["non_html"])
