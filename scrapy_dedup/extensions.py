@@ -129,7 +129,7 @@ class DedupExtension:
         self.engine: ContentDeduplicator | None = None
         self.store: Any = None
         self._redis_policy: RedisErrorPolicy | None = None
-        #: what only the crawl meets, beside the engine's page counts (see _write_stats)
+        #: what only a crawl meets, beside the engine's page counts (see _write_stats)
         self.events: Counter[str] = Counter()
         self._cluster_sizes: Counter[str] = Counter()
         self._canary_warned: set[str] = set()
@@ -346,15 +346,16 @@ class DedupExtension:
         engine = self.open_content().engine
         if page.skipped == "skipped_non_text":
             engine.skip_non_text()
+            self.stats.set_value("dedup/content/skipped_non_text", engine.report().skipped_non_text)
         elif page.skipped == "skipped_non_html":
             engine.skip_non_html()
+            self.stats.set_value("dedup/content/skipped_non_html", engine.report().skipped_non_html)
         elif page.skipped:
-            self.events[page.skipped] += 1
+            self._count(page.skipped)
         else:
             if page.truncated:
-                self.events["truncated"] += 1
+                self._count("truncated")
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request)
-        self._write_stats()
         return page.verdict
 
     def verdict_for_content(self, url: str, value: Any) -> Verdict | None:
@@ -367,12 +368,11 @@ class DedupExtension:
             except Exception as exc:  # hostile markup never stops the crawl
                 logger.warning("Could not extract text of the item of %s (%s: %s); item kept",
                                url, type(exc).__name__, exc)
-                self.events["extraction_errors"] += 1
-                self._write_stats()
+                self._count("extraction_errors")
                 return None
             text = extraction.text
             if extraction.truncated:
-                self.events["truncated"] += 1
+                self._count("truncated")
         else:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
         return self.check_text(url, text, policy)
@@ -381,9 +381,7 @@ class DedupExtension:
                    request: Request | None = None) -> Verdict | None:
         """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""
         policy = policy or self.policies.lookup(_host_of(url))
-        verdict = self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request)
-        self._write_stats()
-        return verdict
+        return self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request)
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
                request: Request | None) -> Verdict | None:
@@ -395,7 +393,7 @@ class DedupExtension:
             else:
                 verdict = engine.check_fingerprint(url, fp, degenerate=degenerate)
         except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
-            self.events["store_errors"] += 1
+            self._count("store_errors")
             return None
         except Exception as exc:  # any other failure of the store: fail open too
             self._store_error(exc)
@@ -429,7 +427,7 @@ class DedupExtension:
 
         Logged once per outage (the first error, then again after a success), counted always.
         """
-        self.events["store_errors"] += 1
+        self._count("store_errors")
         if not self._store_failing:
             self._store_failing = True
             logger.error("Content index unavailable (%s); pages are kept without a duplicate "
@@ -440,6 +438,9 @@ class DedupExtension:
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
+        counts = self.engine.counts()
+        self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])
+        self.stats.set_value("dedup/content/fingerprinted", sum(counts.values()))
         if self.crawl_log is not None:
             self.crawl_log.write({
                 "request_url": request.url if request is not None else verdict.url,
@@ -472,23 +473,30 @@ class DedupExtension:
         size = self._cluster_sizes[cluster] + 1  # the kept page
         if size > self.cfg.canary_size and cluster not in self._canary_warned:
             self._canary_warned.add(cluster)
-            self.events["canary_warnings"] += 1
+            self._count("canary_warnings")
             logger.warning(
                 "Duplicate cluster of %s has grown past %d pages (DEDUP_CANARY_SIZE): if these are "
                 "different pages, the fingerprint is seeing boilerplate (add DEDUP_STRIP_SELECTORS for "
                 "this site, or use DEDUP_CONTENT_ACTION='tag' to audit)", cluster, self.cfg.canary_size,
             )
 
-    def _write_stats(self) -> None:
-        """Write the ``dedup/content/*`` stats from the one place each number is kept.
+    def _count(self, name: str) -> None:
+        """One more event only a crawl meets, in ``events`` and copied to its stat (see :meth:`_write_stats`)."""
+        self.events[name] += 1
+        self.stats.set_value(f"dedup/content/{name}", self.events[name])
 
-        The page kinds, clusters and skips are the engine's report (the numbers the
-        offline audit computes the same way); what only a crawl meets (extraction and
-        store errors, truncated bodies, canary warnings) is in ``events``. The stats
-        are a copy of both, rewritten after every judged page rather than counted
-        apart, so a stat means the same mid-crawl as at the end, and a stats reader
-        that runs at ``spider_closed`` before this extension still sees every page.
-        ``dedup/content/fingerprinted`` is the report's total (every judged page).
+    def _write_stats(self) -> None:
+        """Write every ``dedup/content/*`` stat from the one place each number is kept.
+
+        The page kinds, clusters and skips are counted by the engine (its report: the
+        numbers the offline audit computes the same way); what only a crawl meets
+        (extraction and store errors, truncated bodies, canary warnings) in ``events``.
+        The stats are a copy, never counted apart: after each page the numbers it
+        changed are copied (so a stats reader at ``spider_closed`` that runs before this
+        extension, or a mid-crawl look, sees them), and here, at the end, all of them
+        with the report's derived numbers (total, clusters, ratios), which are not
+        written per page (each costs a few microseconds). ``dedup/content/fingerprinted``
+        is the report's total (every judged page).
         """
         report = self.engine.report()
         values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
