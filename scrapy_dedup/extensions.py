@@ -366,7 +366,7 @@ class DedupExtension:
             try:
                 extraction = extract_text(value, policy)
             except Exception as exc:  # hostile markup never stops the crawl
-                logger.warning("Could not extract text of the item of %s (%s: %s); item kept",
+                logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
                                url, type(exc).__name__, exc)
                 self._count("extraction_errors")
                 return None
