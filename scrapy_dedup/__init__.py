@@ -38,6 +38,7 @@ _EXPORTS = {
     "RedisBloomDupeFilter": "scrapy_dedup.dupefilters",
     "NearDuplicatePipeline": "scrapy_dedup.pipelines",
     "ContentFingerprintMiddleware": "scrapy_dedup.middlewares",
+    "DedupExtension": "scrapy_dedup.extensions",
     "DuplicationReportExtension": "scrapy_dedup.extensions",
     "DustLearningMiddleware": "scrapy_dedup.dust_learning",
     "AckPriorityQueue": "scrapy_dedup.redis_queue",
@@ -74,7 +75,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only (kept eq
     from scrapy_dedup.content.text import page_text  # noqa: F401
     from scrapy_dedup.dupefilters import BloomDupeFilter, RedisBloomDupeFilter, RedisDupeFilter  # noqa: F401
     from scrapy_dedup.dust_learning import DustLearningMiddleware  # noqa: F401
-    from scrapy_dedup.extensions import DuplicationReportExtension  # noqa: F401
+    from scrapy_dedup.extensions import DedupExtension, DuplicationReportExtension  # noqa: F401
     from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter  # noqa: F401
     from scrapy_dedup.logformatter import DedupLogFormatter  # noqa: F401
     from scrapy_dedup.middlewares import ContentFingerprintMiddleware  # noqa: F401

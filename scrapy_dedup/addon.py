@@ -22,7 +22,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy_dedup.dust_learning import DustLearningMiddleware
-from scrapy_dedup.extensions import DuplicationReportExtension
+from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, _class_path
 from scrapy_dedup.middlewares import ContentFingerprintMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
@@ -40,7 +40,8 @@ FALLBACK_SETTING = "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS"
 COMPONENTS = (
     ("SPIDER_MIDDLEWARES", ContentFingerprintMiddleware, 950),
     ("ITEM_PIPELINES", NearDuplicatePipeline, 200),
-    ("EXTENSIONS", DuplicationReportExtension, 500),
+    # the content state the three content components share, and the report (built before them)
+    ("EXTENSIONS", DedupExtension, 500),
     # first of the extensions: it may replace crawler.request_fingerprinter, which others read
     ("EXTENSIONS", OutermostCanonicalFingerprinter, -1000),
     # switches itself off (NotConfigured) unless DEDUP_DUST_LEARN = True

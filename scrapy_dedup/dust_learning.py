@@ -3,8 +3,10 @@
 :class:`DustLearningMiddleware` is a downloader middleware (``DOWNLOADER_MIDDLEWARES``,
 order 100: it sees responses after decompression and requests just before download):
 
-* every fetched text page (2xx) is fingerprinted (main text, exact hash and simhash
-  with the crawl's content engine) and fed to
+* every fetched text page (2xx) is fingerprinted by the crawl's
+  :class:`~scrapy_dedup.extensions.DedupExtension` (main text under its host's
+  extraction policy, exact hash and simhash; computed once, the content verdict
+  reuses it) and fed to
   :class:`~scrapy_dedup.url.mining.OnlineDustLearner`; every ``DEDUP_DUST_LEARN_EVERY``
   pages the learner mines and activates the rules that pass validation in the
   fingerprinter's rule set, so later requests of that host get the new canonical
@@ -19,8 +21,9 @@ order 100: it sees responses after decompression and requests just before downlo
   deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
 
-It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``
-(the add-on sets it), whose canonicalizer holds the live rule set.
+It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,
+whose canonicalizer holds the live rule set, and the extension in ``EXTENSIONS`` (the
+add-on sets both).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from scrapy import signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
+from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.settings import read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
 from scrapy_dedup.url.mining import MiningConfig
@@ -82,6 +86,8 @@ class DustLearningMiddleware:
         if canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
             raise NotConfigured("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
                                 "'scrapy_dedup.CanonicalRequestFingerprinter'")
+        #: the content extension fingerprints each response once, for this and for its verdict
+        self.content = DedupExtension.of(crawler, "DustLearningMiddleware (DEDUP_DUST_LEARN)")
         self.crawler = crawler
         self.stats = crawler.stats
         self.cfg = cfg
@@ -132,10 +138,10 @@ class DustLearningMiddleware:
         self._release(request)
         if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
             return response
-        fingerprint = self._fingerprint(response)
-        if fingerprint is None:
+        fingerprint = self.content.fingerprint_of_response(response)  # the host's extraction policy
+        if fingerprint is None:  # not a page, unreadable, or too short
             return response
-        exact, sim = fingerprint
+        exact, sim = fingerprint.exact, fingerprint.simhash
         if request.url in self.learner.exploring:
             for rule in self.learner.check_explored(request.url, exact, sim):
                 self.stats.inc_value("dedup/dust/deactivated")
@@ -152,21 +158,6 @@ class DustLearningMiddleware:
             if self.learner.events[name]:
                 self.stats.set_value(f"dedup/dust/{name}", self.learner.events[name])
         return response
-
-    def _fingerprint(self, response: TextResponse) -> tuple[bytes, int] | None:
-        from scrapy_dedup.content.simhash import exact_hash_words, simhash_words, words
-        from scrapy_dedup.content.text import page_text
-
-        try:
-            text = page_text(response.body[: self.cfg.max_bytes], strip_tags=self.cfg.strip_tags,
-                             strip_selectors=self.cfg.strip_selectors, encoding=response.encoding)
-        except Exception as exc:  # noqa: BLE001 - hostile markup never stops the crawl
-            logger.debug("DUST: could not extract text of %s: %s", response.url, exc)
-            return None
-        tokens = words(text)
-        if len(tokens) < self.cfg.min_words:
-            return None
-        return exact_hash_words(tokens), simhash_words(tokens, self.cfg.shingle_size)
 
     # --- crawl end ---
 

@@ -1,13 +1,53 @@
-"""The crawl-end duplication report, in the Scrapy log (one INFO block) and in stats under ``dedup/``."""
+"""``DedupExtension``: the crawl's content state, and the crawl-end duplication report.
+
+One Scrapy extension per crawl holds what the content components share: the
+extraction policies, the fingerprints of responses (remembered weakly per response
+object), the content engine and its store, the audit and crawl logs, the
+checkpoints. ``ContentFingerprintMiddleware``, ``NearDuplicatePipeline`` and
+``DustLearningMiddleware`` reach it with ``crawler.get_extension(DedupExtension)``
+(extensions are built before middlewares and pipelines). The store (memory or
+Redis) is built when the first of them asks for it, so the extension alone opens
+no connection, and its report then says the content layer is not enabled.
+
+A response is fingerprinted once, whoever asks first (DUST learning, a downloader
+middleware, sees it before the spider middleware), and judged once: the verdict,
+taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
+
+``DuplicationReportExtension`` is the same class under its former name.
+"""
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
+import threading
+import time
+import weakref
+from collections import Counter, OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy import signals
+from scrapy import Request, signals
+from scrapy.http import Response, TextResponse
+from scrapy.utils.job import job_dir
 
-from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.content.engine import (
+    ContentDeduplicator,
+    ContentFingerprint,
+    ContentFingerprinter,
+    MemoryContentStore,
+    Verdict,
+    verify_rule_from_settings,
+)
+from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
+from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
+from scrapy_dedup.redis_conn import mask_url
+from scrapy_dedup.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.report import format_percent
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.url.policy import DomainMap
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -16,22 +56,456 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
+CHECKPOINT_NAME = "dedup-content.idx"
+#: fingerprints remembered by text digest: an exact duplicate's text (a mirror, a tracking or
+#: session variant the URL layer could not fold) is not tokenized and hashed again. A few KB each.
+FINGERPRINT_CACHE_SIZE = 512
+
 
 def _pct(part: int, whole: int) -> str:
     return format_percent(part, whole)
 
 
-class DuplicationReportExtension:
-    """For ``EXTENSIONS``: log the duplication numbers of both layers when the spider closes."""
+def extraction_policies(cfg: DedupSettings) -> DomainMap[ExtractionPolicy]:
+    """The crawl's extraction policy per host: ``DEDUP_STRIP_*``, ``DEDUP_MIN_WORDS``, ``DEDUP_MAX_BYTES``,
+    overridden per domain by ``DEDUP_CONTENT_POLICIES``."""
+    default = ExtractionPolicy.from_values({key: getattr(cfg, key) for key in POLICY_KEYS})
+    per_domain = {}
+    for domain, overrides in cfg.content_policies.items():
+        policy = per_domain[domain] = default.overridden(overrides, f"DEDUP_CONTENT_POLICIES[{domain!r}]")
+        if policy.min_words < cfg.shingle_size:
+            raise DedupConfigError(
+                f"DEDUP_CONTENT_POLICIES: min_words ({policy.min_words}) must be at least "
+                f"DEDUP_SHINGLE_SIZE ({cfg.shingle_size})"
+            )
+    return DomainMap(default, per_domain)
+
+
+class _JsonLines:
+    """An append-only JSON Lines file, flushed per line (a crawl may be killed at any time)."""
+
+    def __init__(self, path: str):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at spider close
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+@dataclass
+class _ResponsePage:
+    """What one response gave, remembered weakly per response object until it is judged."""
+
+    url: str
+    #: why it has no fingerprint: ``skipped_non_text``, ``skipped_non_html`` or ``extraction_errors``
+    skipped: str | None = None
+    policy: ExtractionPolicy | None = None
+    fingerprint: ContentFingerprint | None = None
+    truncated: bool = False
+    judged: bool = False
+    verdict: Verdict | None = None
+
+
+class DedupExtension:
+    """For ``EXTENSIONS``: the crawl's content state (shared by the content components) and the report."""
 
     def __init__(self, crawler: "Crawler"):
         self.crawler = crawler
         self.stats = crawler.stats
+        self.cfg = cfg = read_settings(crawler.settings)
+        self.policies = extraction_policies(cfg)
+        # One fingerprinter per distinct min_words (degenerate pages are decided per host).
+        self._fingerprinters: dict[int, ContentFingerprinter] = {}
+        self._fingerprint_cache: OrderedDict[tuple[int, bytes], ContentFingerprint] = OrderedDict()
+        self._cache_lock = threading.Lock()  # the pipeline's DEDUP_CONTENT_FIELD path may run in threads
+        self._pages: "weakref.WeakKeyDictionary[Response, _ResponsePage]" = weakref.WeakKeyDictionary()
+        # The content state proper, built by open_content() (None: no content component asked).
+        self.engine: ContentDeduplicator | None = None
+        self.store: Any = None
+        self._redis_policy: RedisErrorPolicy | None = None
+        #: what only a crawl meets, beside the engine's page counts (see _write_stats)
+        self.events: Counter[str] = Counter()
+        self._cluster_sizes: Counter[str] = Counter()
+        self._canary_warned: set[str] = set()
+        self._structured_logged = False
+        self.audit: _JsonLines | None = None
+        self.crawl_log: _JsonLines | None = None
+        self._jobdir = job_dir(crawler.settings)
+        self._checkpoint_loop: Any = None  # a LoopingCall every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
+        self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
+        self._closed = False
+        self._store_failing = False
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.close, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
         return cls(crawler)
+
+    @classmethod
+    def of(cls, crawler: "Crawler", component: str) -> "DedupExtension":
+        """The crawl's extension, for ``component`` that needs it; a start-up error naming what to add if absent."""
+        extension = crawler.get_extension(cls)
+        if extension is None:
+            raise DedupConfigError(
+                f"{component} needs the scrapy-dedup extension, which holds the crawl's content state: add "
+                f"EXTENSIONS = {{'{EXTENSION_PATH}': 500}} (or use ADDONS = {{'scrapy_dedup.Addon': 0}})"
+            )
+        return extension
+
+    # --- the content state, built on first use ---
+
+    def open_content(self) -> "DedupExtension":
+        """Build the store, the engine and the logs if not yet built (a content component's start-up)."""
+        if self.engine is None:
+            cfg = self.cfg
+            #: what redis-py's exception texts must not show (the password, and any piece of it)
+            self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
+            self.store = self._build_store(cfg)
+            self._redis_policy = self._store_policy(cfg)
+            self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store)
+            self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
+            self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
+        return self
+
+    def _fingerprinter_for(self, policy: ExtractionPolicy) -> ContentFingerprinter:
+        fp = self._fingerprinters.get(policy.min_words)
+        if fp is None:
+            fp = self._fingerprinters[policy.min_words] = ContentFingerprinter(
+                shingle_size=self.cfg.shingle_size, bits=self.cfg.fingerprint_bits, min_words=policy.min_words,
+                sketch_size=self.cfg.sketch_size,
+            )
+        return fp
+
+    def _build_store(self, cfg: DedupSettings) -> Any:
+        verify = verify_rule_from_settings(cfg)
+        if cfg.content_backend == "redis":
+            from scrapy_dedup.content.redis_index import RedisContentStore
+
+            spider_name = getattr(self.crawler.spidercls, "name", None) or "spider"
+            key = cfg.redis_index_key % {"spider": spider_name}
+            store = RedisContentStore.from_url(
+                cfg.redis_url, key, params=cfg.redis_params, threshold=cfg.hamming_threshold,
+                bands=cfg.bands, bits=cfg.fingerprint_bits, ttl=cfg.redis_ttl,
+                sketch_size=cfg.sketch_size, verify=verify,
+            )
+            logger.info("Content index in Redis at %s, key %r", mask_url(cfg.redis_url), key)
+            return store
+        return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
+                                  sketch_size=cfg.sketch_size, verify=verify)
+
+    def _store_policy(self, cfg: DedupSettings) -> RedisErrorPolicy | None:
+        """The outage policy of the Redis content index (None for the memory one): always ``fail_open``.
+
+        Why a policy: a page met while Redis is away is kept unjudged either way, but
+        without one every page would wait for a failing call (a hung server: the
+        socket timeout, each page); with it Redis is probed after growing pauses
+        and each outage is logged once.
+        """
+        if cfg.content_backend != "redis":
+            return None
+        policy = RedisErrorPolicy(
+            "fail_open", name="Content index", url=cfg.redis_url, secrets=self._secrets,
+            stats=self.stats, stats_prefix="dedup/content/redis_",
+            fail_open_means="pages are kept without a duplicate check until it is back (counted in "
+                            "dedup/content/store_errors)",
+            mode_note="the content index always fails open", log=logger)
+        self._check_redis(policy, cfg)
+        policy.running = True  # configuration errors were refused just now; from here on every error is an outage
+        return policy
+
+    def _check_redis(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
+        """Refused credentials or TLS fail at start-up (masked); an unreachable server is an outage.
+
+        The content index fails open (pages kept unchecked while Redis is away), so a
+        server that is down at start is an outage like any other (the policy's one
+        line), not a start-up error.
+        """
+        from scrapy_dedup.dupefilters import RedisStartupError
+
+        try:
+            policy.call(self.store.index.client.ping)
+        except RedisUnavailable:
+            pass
+        except Exception as exc:
+            raise RedisStartupError(
+                f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
+                "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+
+    def _spider_opened(self, spider: "Spider") -> None:
+        if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
+            return
+        path = Path(self._jobdir, CHECKPOINT_NAME)
+        if path.exists():
+            try:
+                self.store.load_into(path)
+                logger.info("Content index restored from %s (%d pages)", path, len(self.store))
+                self.stats.set_value("dedup/content/restored", len(self.store))
+                self._saved_pages = len(self.store)
+            except Exception as exc:  # a corrupt checkpoint must not pass silently
+                kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+                try:  # keep the bad file for inspection: the next checkpoint must not overwrite it
+                    os.replace(path, kept)
+                except OSError:
+                    kept = path
+                logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
+                             "content index; near duplicates of pages from the previous run will be kept "
+                             "(the bad file is kept as %s)", path, exc, kept)
+                self.stats.inc_value("dedup/content/checkpoint_errors")
+        if self.cfg.checkpoint_seconds:
+            from twisted.internet.task import LoopingCall
+
+            self._checkpoint_loop = LoopingCall(self.checkpoint)
+            self._checkpoint_loop.start(self.cfg.checkpoint_seconds, now=False)
+
+    def checkpoint(self) -> None:
+        """Save the memory content index to ``JOBDIR`` now if it changed (atomic: temp file, fsync, rename).
+
+        Called every ``DEDUP_CHECKPOINT_SECONDS`` and at close, so a crawl killed
+        between two checkpoints loses at most that many seconds of kept pages (their
+        near duplicates would be kept again on resume). A failed write is logged and
+        counted, never raised: the crawl goes on.
+        """
+        if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
+            return
+        pages = len(self.store)
+        if pages == self._saved_pages:
+            return
+        path = Path(self._jobdir, CHECKPOINT_NAME)
+        try:
+            self.store.save(path)
+        except (OSError, ValueError) as exc:
+            logger.error("Could not checkpoint the content index to %s: %s", path, exc)
+            self.stats.inc_value("dedup/content/checkpoint_errors")
+            return
+        self._saved_pages = pages
+        self.stats.inc_value("dedup/content/checkpoints")
+
+    # --- fingerprints of responses (DUST learning and the verdict share them) ---
+
+    def fingerprint_of_response(self, response: Response) -> ContentFingerprint | None:
+        """The fingerprint of a page's main text under its host's policy; None if not a page, not readable,
+        or degenerate (too few words). Computed once per response object, whoever asks first."""
+        page = self._page_of(response)
+        fp = page.fingerprint
+        if fp is None or self._fingerprinter_for(page.policy).is_degenerate(fp):
+            return None
+        return fp
+
+    def _page_of(self, response: Response) -> _ResponsePage:
+        page = self._pages.get(response)
+        if page is None:
+            page = self._pages[response] = self._read_page(response)
+        return page
+
+    def _read_page(self, response: Response) -> _ResponsePage:
+        # JSON, XML feeds, CSS, JavaScript are data, not pages (content/structured.py says why). Asked of
+        # every response: Scrapy makes some of them (``+json``) plain Responses, text all the same.
+        page = _ResponsePage(response.url)
+        kind = structured_kind(response.headers.get(b"Content-Type"), response.body[:SNIFF_BYTES])
+        if looks_binary(response.body) or (kind is None and not isinstance(response, TextResponse)):
+            page.skipped = "skipped_non_text"
+            return page
+        if kind is not None:
+            if not self._structured_logged:  # once per crawl: a line per response would flood the log
+                self._structured_logged = True
+                logger.info("Structured responses (JSON, XML feeds, CSS, JavaScript, CSV) are not fingerprinted, "
+                            "only counted in dedup/content/skipped_non_html (the first: %s at %s)",
+                            kind, response.url)
+            page.skipped = "skipped_non_html"
+            return page
+        page.policy = policy = self.policies.lookup(_host_of(response.url))
+        source, encoding = _source_of(response, policy)
+        try:
+            extraction = extract_text(source, policy, encoding=encoding)
+        except Exception as exc:  # hostile markup never stops the crawl
+            logger.warning("Could not extract text from %s (%s: %s); page not fingerprinted",
+                           response.url, type(exc).__name__, exc)
+            page.skipped = "extraction_errors"
+            return page
+        page.truncated = extraction.truncated
+        page.fingerprint = self._fingerprint(self._fingerprinter_for(policy), extraction.text)
+        return page
+
+    # --- verdicts ---
+
+    def verdict_for_response(self, response: Response) -> Verdict | None:
+        """The verdict of ``response``, taken once (None for what is not judged: not a page, unreadable,
+        the store away)."""
+        page = self._page_of(response)
+        if page.judged:
+            return page.verdict
+        page.judged = True
+        engine = self.open_content().engine
+        if page.skipped == "skipped_non_text":
+            engine.skip_non_text()
+            self.stats.set_value("dedup/content/skipped_non_text", engine.report().skipped_non_text)
+        elif page.skipped == "skipped_non_html":
+            engine.skip_non_html()
+            self.stats.set_value("dedup/content/skipped_non_html", engine.report().skipped_non_html)
+        elif page.skipped:
+            self._count(page.skipped)
+        else:
+            if page.truncated:
+                self._count("truncated")
+            page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request)
+        return page.verdict
+
+    def verdict_for_content(self, url: str, value: Any) -> Verdict | None:
+        """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
+        as a response is, anything else taken as the page's text."""
+        policy = self.policies.lookup(_host_of(url))
+        if isinstance(value, (bytes, str)) and _looks_like_html(value):
+            try:
+                extraction = extract_text(value, policy)
+            except Exception as exc:  # hostile markup never stops the crawl
+                logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
+                               url, type(exc).__name__, exc)
+                self._count("extraction_errors")
+                return None
+            text = extraction.text
+            if extraction.truncated:
+                self._count("truncated")
+        else:
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        return self.check_text(url, text, policy)
+
+    def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
+                   request: Request | None = None) -> Verdict | None:
+        """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""
+        policy = policy or self.policies.lookup(_host_of(url))
+        return self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request)
+
+    def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
+               request: Request | None) -> Verdict | None:
+        engine = self.open_content().engine
+        degenerate = self._fingerprinter_for(policy).is_degenerate(fp)
+        try:
+            if self._redis_policy is not None and not degenerate:
+                verdict = self._redis_policy.call(engine.check_fingerprint, url, fp, degenerate)
+            else:
+                verdict = engine.check_fingerprint(url, fp, degenerate=degenerate)
+        except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
+            self._count("store_errors")
+            return None
+        except Exception as exc:  # any other failure of the store: fail open too
+            self._store_error(exc)
+            return None
+        self._record(verdict, fp, request)
+        return verdict
+
+    def _fingerprint(self, fingerprinter: ContentFingerprinter, text: str) -> ContentFingerprint:
+        """``fingerprinter.fingerprint(text)``, remembered for the last ``FINGERPRINT_CACHE_SIZE`` texts.
+
+        The fingerprint is a pure function of the text, so an exact duplicate's text (on a
+        duplicate-rich crawl, most fetched duplicates) costs a 16-byte digest (a few
+        microseconds) instead of tokenizing, hashing every word and shingle and sketching.
+        """
+        key = (id(fingerprinter), hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+        cache = self._fingerprint_cache
+        with self._cache_lock:
+            fp = cache.get(key)
+            if fp is not None:
+                cache.move_to_end(key)
+                return fp
+        fp = fingerprinter.fingerprint(text)
+        with self._cache_lock:
+            cache[key] = fp
+            if len(cache) > FINGERPRINT_CACHE_SIZE:
+                cache.popitem(last=False)
+        return fp
+
+    def _store_error(self, exc: Exception) -> None:
+        """Content index unreachable: the page is kept unjudged (never dropped for an outage).
+
+        Logged once per outage (the first error, then again after a success), counted always.
+        """
+        self._count("store_errors")
+        if not self._store_failing:
+            self._store_failing = True
+            logger.error("Content index unavailable (%s); pages are kept without a duplicate "
+                         "check until it is back (counted in dedup/content/store_errors)",
+                         describe(exc, self._secrets))
+
+    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None) -> None:
+        if self._store_failing:
+            self._store_failing = False
+            logger.info("Content index is back; duplicate checks resumed")
+        counts = self.engine.counts()
+        self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])
+        self.stats.set_value("dedup/content/fingerprinted", sum(counts.values()))
+        if self.crawl_log is not None:
+            self.crawl_log.write({
+                "request_url": request.url if request is not None else verdict.url,
+                "url": verdict.url,
+                "canonical_url": self._canonical(request if request is not None else Request(verdict.url)),
+                "exact_hash": _hex(fp.exact),
+                "simhash": format(fp.simhash, "016x"),
+                "words": fp.words,
+                "kind": verdict.kind,
+            })
+        if verdict.kind in ("exact", "near"):
+            if self.audit is not None:
+                self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,
+                                  "kind": verdict.kind, "cluster": verdict.cluster})
+            self._canary(verdict)
+
+    def _canonical(self, request: Request) -> str:
+        """The URL key of ``request`` (the fingerprinter caches it per request: no second canonicalization)."""
+        canonical = getattr(self.crawler.request_fingerprinter, "canonical_url", None)
+        if canonical is None:
+            return request.url
+        try:
+            return canonical(request)
+        except Exception:  # an odd URL: log it as it is
+            return request.url
+
+    def _canary(self, verdict: Verdict) -> None:
+        cluster = verdict.cluster or verdict.kept_url or ""
+        self._cluster_sizes[cluster] += 1
+        size = self._cluster_sizes[cluster] + 1  # the kept page
+        if size > self.cfg.canary_size and cluster not in self._canary_warned:
+            self._canary_warned.add(cluster)
+            self._count("canary_warnings")
+            logger.warning(
+                "Duplicate cluster of %s has grown past %d pages (DEDUP_CANARY_SIZE): if these are "
+                "different pages, the fingerprint is seeing boilerplate (add DEDUP_STRIP_SELECTORS for "
+                "this site, or use DEDUP_CONTENT_ACTION='tag' to audit)", cluster, self.cfg.canary_size,
+            )
+
+    def _count(self, name: str) -> None:
+        """One more event only a crawl meets, in ``events`` and copied to its stat (see :meth:`_write_stats`)."""
+        self.events[name] += 1
+        self.stats.set_value(f"dedup/content/{name}", self.events[name])
+
+    def _write_stats(self) -> None:
+        """Write every ``dedup/content/*`` stat from the one place each number is kept.
+
+        The page kinds, clusters and skips are counted by the engine (its report: the
+        numbers the offline audit computes the same way); what only a crawl meets
+        (extraction and store errors, truncated bodies, canary warnings) in ``events``.
+        The stats are a copy, never counted apart: after each page the numbers it
+        changed are copied (so a stats reader at ``spider_closed`` that runs before this
+        extension, or a mid-crawl look, sees them), and here, at the end, all of them
+        with the report's derived numbers (total, clusters, ratios), which are not
+        written per page (each costs a few microseconds). ``dedup/content/fingerprinted``
+        is the report's total (every judged page).
+        """
+        report = self.engine.report()
+        values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
+        values["dedup/content/fingerprinted"] = report.total
+        values.update((f"dedup/content/{name}", count) for name, count in self.events.items())
+        for key, value in values.items():
+            self.stats.set_value(key, value)
+
+    # --- crawl end: the report, then closing ---
 
     def url_lines(self) -> list[str]:
         get = self.stats.get_value
@@ -56,36 +530,32 @@ class DuplicationReportExtension:
         lines.append(f"  Unparsable URLs:         {get('dedup/url/unparsable', 0)}")
         return lines
 
-    def content_lines(self, layer: ContentLayer | None) -> list[str]:
-        if layer is None:
+    def content_lines(self) -> list[str]:
+        if self.engine is None:
             return ["Content layer: not enabled (add NearDuplicatePipeline / ContentFingerprintMiddleware)"]
-        report = layer.engine.report()
-        report_stats: dict[str, Any] = report.to_stats(prefix="dedup/content/")
-        for key, value in report_stats.items():
-            self.stats.set_value(key, value)
+        self._write_stats()
         lines = ["Content layer:"]
-        lines += ["  " + line for line in report.to_text().splitlines()]
-        bucket = self._bucket_canary(layer)
+        lines += ["  " + line for line in self.engine.report().to_text().splitlines()]
+        bucket = self._bucket_canary()
         if bucket:
             lines.append(f"  WARNING: one index bucket holds {bucket} pages (template canary, see the log)")
-        if layer.counts.get("extraction_errors"):
-            lines.append(f"  Extraction errors:     {layer.counts['extraction_errors']}")
+        if self.events["extraction_errors"]:
+            lines.append(f"  Extraction errors:     {self.events['extraction_errors']}")
         return lines
 
-    def _bucket_canary(self, layer: ContentLayer) -> int:
+    def _bucket_canary(self) -> int:
         """Size of an index bucket far above chance (0 if none): many pages share a fingerprint block.
 
         Random fingerprints spread evenly over the 2**(bits/bands) keys of a band; a
         bucket above DEDUP_CANARY_SIZE and 8 times the even share means many pages
         fingerprint alike: usually boilerplate (a template, a cookie wall) in the text.
         """
-        index = getattr(layer.store, "index", None)
-        largest = getattr(index, "largest_bucket", None)
+        largest = getattr(getattr(self.store, "index", None), "largest_bucket", None)
         if largest is None:
             return 0
-        cfg = layer.cfg
+        cfg = self.cfg
         size = largest()
-        even_share = len(layer.store) / 2 ** (cfg.fingerprint_bits // cfg.bands)
+        even_share = len(self.store) / 2 ** (cfg.fingerprint_bits // cfg.bands)
         if size <= max(cfg.canary_size, 8 * even_share):
             return 0
         self.stats.set_value("dedup/content/largest_bucket", size)
@@ -98,6 +568,63 @@ class DuplicationReportExtension:
         return size
 
     def spider_closed(self, spider: "Spider", reason: str) -> None:
-        layer = ContentLayer.existing(self.crawler)
-        lines = ["scrapy-dedup duplication report", *self.url_lines(), *self.content_lines(layer)]
+        lines = ["scrapy-dedup duplication report", *self.url_lines(), *self.content_lines()]
         logger.info("\n".join(lines), extra={"spider": spider})
+
+    def close(self) -> None:
+        if self._closed or self.engine is None:
+            return
+        self._closed = True
+        if self._checkpoint_loop is not None and self._checkpoint_loop.running:
+            self._checkpoint_loop.stop()
+        self.checkpoint()
+        for sink in (self.audit, self.crawl_log):
+            if sink is not None:
+                sink.close()
+        self.store.close()
+
+
+#: the former name, kept for ``EXTENSIONS`` entries that use it (the same class: one instance per crawl)
+DuplicationReportExtension = DedupExtension
+
+
+def _source_of(response: TextResponse, policy: ExtractionPolicy) -> tuple[Any, str | None]:
+    """What ``extract_text`` reads of a response, and its encoding: the tree Scrapy already parsed for the
+    spider (not modified), or the bytes of a body longer than the policy's max_bytes (cut, not parsed
+    whole) or of one Scrapy could not decode (a declared codec that is no text encoding: ours can)."""
+    if len(response.body) > policy.max_bytes:
+        return response.body, _encoding_of(response)
+    try:
+        return response.selector.root, None
+    except Exception:
+        return response.body, None
+
+
+def _looks_like_html(value: str | bytes) -> bool:
+    head = value[:2048].lstrip()
+    return head[:1] in ("<", b"<")
+
+
+def _encoding_of(response: TextResponse) -> str | None:
+    """The response's encoding as Scrapy reads it, or None where Scrapy's own lookup fails."""
+    try:
+        return response.encoding
+    except Exception:
+        return None
+
+
+def _host_of(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def _hex(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, int):
+        return format(value, "x")
+    return str(value)

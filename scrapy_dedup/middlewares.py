@@ -25,7 +25,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.log import logformatter_adapter
 
-from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, pipeline_enabled
 
@@ -46,11 +46,12 @@ class ContentFingerprintMiddleware:
     """For ``SPIDER_MIDDLEWARES``: content fingerprints of responses, decided once per response."""
 
     def __init__(self, crawler: "Crawler"):
-        self.layer = ContentLayer.for_crawler(crawler)
-        cfg = self.layer.cfg
+        extension = DedupExtension.of(crawler, "ContentFingerprintMiddleware")
+        cfg = extension.cfg
         if cfg.content_field:
             # Items carry their own content: the pipeline fingerprints them, responses are left alone.
             raise NotConfigured  # (no message: an intended state, not worth a warning)
+        self.content = extension.open_content()
         self.drop_duplicates = cfg.drop_duplicate_responses
         self.stats = crawler.stats
         self.crawler = crawler
@@ -62,7 +63,7 @@ class ContentFingerprintMiddleware:
         return cls(crawler)
 
     def process_spider_input(self, response: "Response", spider: "Spider | None" = None) -> None:
-        verdict = self.layer.verdict_for_response(response)
+        verdict = self.content.verdict_for_response(response)
         if self.drop_duplicates and verdict is not None and verdict.kind in ("exact", "near"):
             self.stats.inc_value(f"dedup/content/dropped_responses/{verdict.kind}")
             raise DuplicateResponse(
@@ -72,7 +73,7 @@ class ContentFingerprintMiddleware:
     async def process_spider_output(
         self, response: "Response", result: AsyncIterator[Any], spider: "Spider | None" = None
     ) -> AsyncIterator[Any]:
-        verdict = self.layer.verdict_for_response(response)
+        verdict = self.content.verdict_for_response(response)
         decide = self.decide
         async for obj in result:
             if decide is not None and obj is not None and not isinstance(obj, Request):

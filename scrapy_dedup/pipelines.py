@@ -24,9 +24,9 @@ from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 from scrapy.utils.misc import load_object
 
+from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry
-from scrapy_dedup.content_layer import ContentLayer
-from scrapy_dedup.settings import DedupConfigError
+from scrapy_dedup.settings import DedupConfigError, read_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -148,11 +148,8 @@ class NearDuplicatePipeline:
     """
 
     def __init__(self, crawler: "Crawler"):
-        self.layer = ContentLayer.for_crawler(crawler)
-        cfg = self.layer.cfg
+        cfg = read_settings(crawler.settings)
         self.content_field = cfg.content_field
-        self.stats = crawler.stats
-        self.decide = DuplicateAction(crawler, cfg)
         if not self.content_field and not _middleware_enabled(crawler):
             raise DedupConfigError(
                 "NearDuplicatePipeline needs the responses' content fingerprints: add "
@@ -160,6 +157,9 @@ class NearDuplicatePipeline:
                 "{'scrapy_dedup.Addon': 0}), or set DEDUP_CONTENT_FIELD to an item field holding "
                 "the page's HTML or text"
             )
+        self.content = DedupExtension.of(crawler, "NearDuplicatePipeline").open_content()
+        self.stats = crawler.stats
+        self.decide = DuplicateAction(crawler, cfg)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -176,19 +176,4 @@ class NearDuplicatePipeline:
         if value is None:
             self.stats.inc_value("dedup/items/missing_content_field")
             return None
-        url = str(adapter.get("url") or "")
-        if isinstance(value, (bytes, str)) and _looks_like_html(value):
-            try:
-                text = self.layer.text_of_html(value, url)  # the host's DEDUP_STRIP_* and DEDUP_MAX_BYTES
-            except Exception as exc:
-                logger.warning("Could not extract text of item field %r (%s); item kept", self.content_field, exc)
-                self.stats.inc_value("dedup/content/extraction_errors")
-                return None
-        else:
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        return self.layer.check_text(url, text)
-
-
-def _looks_like_html(value: str | bytes) -> bool:
-    head = value[:2048].lstrip()
-    return head[:1] in ("<", b"<")
+        return self.content.verdict_for_content(str(adapter.get("url") or ""), value)

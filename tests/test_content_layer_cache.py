@@ -1,22 +1,23 @@
-"""ContentLayer remembers recent fingerprints by text digest: same verdicts, same crawl log, less work."""
+"""The content extension remembers recent fingerprints by text digest: same verdicts, same crawl log, less work."""
 from __future__ import annotations
 
 import json
 
 from scrapy.utils.test import get_crawler
 
-from scrapy_dedup import content_layer
+from scrapy_dedup import extensions
 from scrapy_dedup.content.engine import ContentFingerprinter
-from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.extensions import DedupExtension
 
 
 def text_of(n: int, start: int = 0) -> str:
     return " ".join(f"word{i}" for i in range(start, start + n))
 
 
-def make_layer(tmp_path, **settings) -> ContentLayer:
-    crawler = get_crawler(settings_dict={"DEDUP_LOG_FILE": str(tmp_path / "log.jsonl"), **settings})
-    return ContentLayer.for_crawler(crawler)
+def make_layer(tmp_path, **settings) -> DedupExtension:
+    crawler = get_crawler(settings_dict={"DEDUP_LOG_FILE": str(tmp_path / "log.jsonl"),
+                                         "EXTENSIONS": {"scrapy_dedup.DedupExtension": 500}, **settings})
+    return crawler.get_extension(DedupExtension).open_content()
 
 
 def test_exact_duplicate_text_reuses_the_fingerprint(tmp_path):
@@ -38,7 +39,7 @@ def test_exact_duplicate_text_reuses_the_fingerprint(tmp_path):
 
 
 def test_cache_is_bounded_and_evicted_texts_are_judged_the_same(tmp_path, monkeypatch):
-    monkeypatch.setattr(content_layer, "FINGERPRINT_CACHE_SIZE", 3)
+    monkeypatch.setattr(extensions, "FINGERPRINT_CACHE_SIZE", 3)
     layer = make_layer(tmp_path)
     texts = [text_of(100, start=1000 * k) for k in range(5)]
     assert [layer.check_text(f"http://a.test/{k}", t).kind for k, t in enumerate(texts)] == ["unique"] * 5

@@ -167,10 +167,71 @@ def test_content_field_mode_without_the_middleware():
 
 
 @inlineCallbacks
+def test_extraction_errors_of_item_fields_reach_the_report(caplog):
+    """An item whose DEDUP_CONTENT_FIELD HTML cannot be extracted (here: a CSS selector cssselect refuses)
+    is kept and counted once, where the report reads it: the report's "Extraction errors" line and
+    dedup/content/extraction_errors agree (the pipeline used to count them in stats only, and the
+    report left the line out)."""
+    site_def = ContentSite()
+    settings = {**ADDON, "DEDUP_CONTENT_FIELD": "html", "DEDUP_STRIP_SELECTORS": ["div[["]}
+    with caplog.at_level(logging.INFO):
+        with LocalSite(site_def) as site:
+            crawler = yield run_crawl(HtmlItemSpider, settings, start_urls=site_def.urls(site, "shop.test"))
+    errors = crawler.stats.get_value("dedup/content/extraction_errors")
+    assert errors == len(site_def.paths) == len(crawler.items)
+    report = next(r.getMessage() for r in caplog.records if "duplication report" in r.getMessage())
+    assert re.search(rf"Extraction errors:\s+{errors}$", report, re.M), report
+
+
+@inlineCallbacks
 def test_pipeline_without_fingerprints_fails_at_start_up_naming_what_to_add(caplog):
     settings = {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300}}
     with pytest.raises(ValueError, match="SPIDER_MIDDLEWARES.*ContentFingerprintMiddleware.*DEDUP_CONTENT_FIELD"):
         yield run_crawl(PageSpider, settings, start_urls=[])
+
+
+EXTENSION_MISSING = {
+    "middleware": {"SPIDER_MIDDLEWARES": {"scrapy_dedup.middlewares.ContentFingerprintMiddleware": 950}},
+    "pipeline": {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300}, "DEDUP_CONTENT_FIELD": "html"},
+    "dust learning": {"DOWNLOADER_MIDDLEWARES": {"scrapy_dedup.dust_learning.DustLearningMiddleware": 100},
+                      "REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.CanonicalRequestFingerprinter",
+                      "DEDUP_DUST_LEARN": True},
+}
+
+
+@pytest.mark.parametrize("component", EXTENSION_MISSING)
+@inlineCallbacks
+def test_a_content_component_without_the_extension_fails_at_start_up_naming_it(component):
+    with pytest.raises(ValueError, match=r"EXTENSIONS = \{'scrapy_dedup\.extensions\.DedupExtension': 500\}"):
+        yield run_crawl(PageSpider, EXTENSION_MISSING[component], start_urls=[])
+
+
+@pytest.mark.parametrize("extensions", [{"scrapy_dedup.DuplicationReportExtension": 500},
+                                        {"scrapy_dedup.extensions.DuplicationReportExtension": 0},
+                                        {"scrapy_dedup.DedupExtension": 500}])
+def test_the_add_on_and_an_explicit_extension_entry_make_one_instance(extensions):
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup import DedupExtension, DuplicationReportExtension
+
+    assert DuplicationReportExtension is DedupExtension
+    crawler = get_crawler(settings_dict={**ADDON, "EXTENSIONS": extensions})
+    assert [type(e) for e in crawler.extensions.middlewares].count(DedupExtension) == 1
+
+
+def test_the_extension_alone_opens_no_content_store_and_reports_the_layer_off():
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup import DedupExtension
+
+    # a Redis content index nobody listens to: building the store would log or fail
+    crawler = get_crawler(settings_dict={"EXTENSIONS": {"scrapy_dedup.DedupExtension": 500},
+                                         "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": "redis://127.0.0.1:9/0"})
+    extension = crawler.get_extension(DedupExtension)
+    assert extension.store is None
+    assert extension.content_lines() == [
+        "Content layer: not enabled (add NearDuplicatePipeline / ContentFingerprintMiddleware)"]
+    assert not [key for key in crawler.stats.get_stats() if key.startswith("dedup/content/")]
 
 
 @inlineCallbacks
@@ -329,6 +390,7 @@ def test_strip_selectors_apply_to_item_fields_as_to_responses(mode):
     settings = {**ADDON, "DEDUP_STRIP_SELECTORS": [".promo"], "CONCURRENT_REQUESTS": 1}
     if mode == "content_field":
         settings = {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300}, "DEDUP_CONTENT_FIELD": "html",
+                    "EXTENSIONS": {"scrapy_dedup.DedupExtension": 500},
                     "DEDUP_STRIP_SELECTORS": [".promo"], "CONCURRENT_REQUESTS": 1}
     with LocalSite(lambda host, path: pages.get(path)) as site:
         crawler = yield run_crawl(PromoHtmlSpider, settings, start_urls=[site.url("shop.test", p) for p in pages])

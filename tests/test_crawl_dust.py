@@ -156,3 +156,57 @@ def test_online_learning_deactivates_a_rule_that_exploration_proves_wrong(tmp_pa
     assert {p for _, p in fetched if "lang=de" in p} == {f"/b{i}?lang=de" for i in range(1, 6)}
     kept = [(r.kind, r.value) for r in RuleSet.load(rules_out).hosts.get("lang.test", []) if r.param == "lang"]
     assert ("drop_param", "") not in kept and set(kept) <= {("default_param", "en")}
+
+
+def _learning_setup(**settings):
+    """A crawler with the add-on and DEDUP_DUST_LEARN, its DUST middleware and its content middleware."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.dust_learning import DustLearningMiddleware
+    from scrapy_dedup.middlewares import ContentFingerprintMiddleware
+
+    crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_dedup.Addon": 0}, "DEDUP_DUST_LEARN": True, **settings})
+    return crawler, DustLearningMiddleware.from_crawler(crawler), ContentFingerprintMiddleware.from_crawler(crawler)
+
+
+def _promo_page(url: str, promo: str):
+    from scrapy.http import HtmlResponse, Request
+
+    from tests.contentsite import product_text
+
+    body = f'<html><body><main><p>{product_text(1)}</p><div class="promo">{promo}</div></main></body></html>'
+    return HtmlResponse(url, body=body.encode(), encoding="utf-8", request=Request(url))
+
+
+def test_online_learning_reads_pages_under_the_hosts_extraction_policy():
+    """The learner gets the content layer's fingerprint, so DEDUP_CONTENT_POLICIES apply to it: two pages
+    that differ only in a block the host's policy strips are one content to it (DUST learning used to
+    extract again with the global settings, so they were two, and the learner saw a violation)."""
+    _, dust, _ = _learning_setup(DEDUP_CONTENT_POLICIES={"shop.test": {"strip_selectors": [".promo"]}})
+    pages = [_promo_page("http://shop.test/a", "Spring sale: kettles half price " * 20),
+             _promo_page("http://shop.test/a?session=2", "Free shipping this week " * 20)]
+    for page in pages:
+        dust.process_response(page.request, page)
+    first, second = (dust.learner.fetched[page.url] for page in pages)
+    assert first == second
+
+
+def test_a_response_is_read_once_for_learning_and_verdict_and_judged_once(monkeypatch):
+    from scrapy_dedup import extensions
+    from scrapy_dedup.extensions import DedupExtension
+
+    crawler, dust, content = _learning_setup()
+    reads = []
+    real_extract = extensions.extract_text
+    monkeypatch.setattr(extensions, "extract_text", lambda *a, **kw: reads.append(a) or real_extract(*a, **kw))
+    page = _promo_page("http://shop.test/a", "")
+    dust.process_response(page.request, page)  # the downloader middleware sees it first
+    content.process_spider_input(page)
+    extension = crawler.get_extension(DedupExtension)
+    assert extension.verdict_for_response(page).kind == "unique"
+    assert len(reads) == 1
+    assert dust.learner.fetched[page.url] == (extension.fingerprint_of_response(page).exact,
+                                              extension.fingerprint_of_response(page).simhash)
+    assert extension.engine.report().total == 1
+    stats = crawler.stats.get_stats()
+    assert stats["dedup/content/fingerprinted"] == stats["dedup/content/unique"] == 1

@@ -102,9 +102,10 @@ def test_a_response_scrapy_cannot_decode_is_fingerprinted_from_its_bytes(tmp_pat
     from scrapy.http import HtmlResponse
     from scrapy.utils.test import get_crawler
 
-    from scrapy_dedup.content_layer import ContentLayer
+    from scrapy_dedup.extensions import DedupExtension
 
-    layer = ContentLayer.for_crawler(get_crawler(settings_dict={}))
+    crawler = get_crawler(settings_dict={"EXTENSIONS": {"scrapy_dedup.DedupExtension": 500}})
+    layer = crawler.get_extension(DedupExtension).open_content()
     body = f"<html><body><main><p>{product_text(7)}</p></main></body></html>".encode()
     first = HtmlResponse("http://shop.test/a", body=body, encoding=codec)
     second = HtmlResponse("http://shop.test/b", body=body, encoding=codec)
@@ -112,5 +113,5 @@ def test_a_response_scrapy_cannot_decode_is_fingerprinted_from_its_bytes(tmp_pat
         first.text  # noqa: B018
     assert layer.verdict_for_response(first).kind == "unique"
     assert layer.verdict_for_response(second).kind == "exact"
-    assert layer.counts["extraction_errors"] == 0
+    assert layer.events["extraction_errors"] == 0
     layer.close()

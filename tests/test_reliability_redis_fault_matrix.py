@@ -457,7 +457,7 @@ def crawl_under_fault(fault: Fault, policy: str, flt: str, env: Env, caplog, bud
     assert not tracebacks, [r.getMessage()[:300] for r in tracebacks]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     outage_lines = [r for r in errors if r.name == "scrapy_dedup.redis_policy" and "giving up" not in r.getMessage()]
-    content_lines = [r for r in errors if r.name == "scrapy_dedup.content_layer"]
+    content_lines = [r for r in errors if r.name == "scrapy_dedup.extensions"]
     assert len(outage_lines) == 1, [r.getMessage() for r in outage_lines]  # one line per outage
     assert len(content_lines) <= 1, [r.getMessage() for r in content_lines]
     if fault.name.startswith("wrongtype"):
