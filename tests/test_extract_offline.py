@@ -18,7 +18,7 @@ from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.mine_dust import mine_logs
 from scrapy_dedup.audit.runner import audit_dump
 from scrapy_dedup.content.params import BY_KEY
-from scrapy_dedup.content_layer import ContentLayer
+from scrapy_dedup.extensions import DedupExtension
 
 PAGES = 4
 MAX_BYTES = BY_KEY["max_bytes"].default
@@ -44,7 +44,8 @@ def _pages() -> list[tuple[str, str]]:
 
 def test_the_audit_and_the_miner_extract_as_the_crawl_does(tmp_path):
     pages = _pages()
-    layer = ContentLayer.for_crawler(get_crawler(settings_dict={}))
+    crawler = get_crawler(settings_dict={"EXTENSIONS": {"scrapy_dedup.DedupExtension": 500}})
+    layer = crawler.get_extension(DedupExtension).open_content()
     kinds = [layer.verdict_for_response(HtmlResponse(url, body=html.encode(), encoding="utf-8")).kind
              for url, html in pages]
     layer.close()

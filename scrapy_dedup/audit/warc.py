@@ -326,7 +326,7 @@ def _scrapy_makes_text(content_type: Optional[str], url: str, body: bytes) -> bo
 
 
 def _page_kind(content_type: Optional[str], url: str, body: bytes) -> int:
-    """The crawl's decision for a 2xx response (content_layer: structured first, then binary or not text)."""
+    """The crawl's decision for a 2xx response (the crawl's DedupExtension: structured first, then binary or not text)."""
     kind = structured_kind(content_type, body[:SNIFF_BYTES])
     if looks_binary(body) or (kind is None and not _scrapy_makes_text(content_type, url, body)):
         return _NON_TEXT
