@@ -167,13 +167,20 @@ def test_content_field_mode_without_the_middleware():
 
 
 @inlineCallbacks
-def test_extraction_errors_of_item_fields_reach_the_report(caplog):
-    """An item whose DEDUP_CONTENT_FIELD HTML cannot be extracted (here: a CSS selector cssselect refuses)
-    is kept and counted once, where the report reads it: the report's "Extraction errors" line and
+def test_extraction_errors_of_item_fields_reach_the_report(caplog, monkeypatch):
+    """An item whose DEDUP_CONTENT_FIELD HTML cannot be extracted (an injected fault of the extractor:
+    a bad selector is refused at start-up, and page_text takes any bytes) is kept and counted once,
+    where the report reads it: the report's "Extraction errors" line and
     dedup/content/extraction_errors agree (the pipeline used to count them in stats only, and the
     report left the line out)."""
+    from scrapy_dedup import extensions
+
+    def broken_extractor(*args, **kwargs):
+        raise RuntimeError("extractor fault")
+
+    monkeypatch.setattr(extensions, "extract_text", broken_extractor)
     site_def = ContentSite()
-    settings = {**ADDON, "DEDUP_CONTENT_FIELD": "html", "DEDUP_STRIP_SELECTORS": ["div[["]}
+    settings = {**ADDON, "DEDUP_CONTENT_FIELD": "html"}
     with caplog.at_level(logging.INFO):
         with LocalSite(site_def) as site:
             crawler = yield run_crawl(HtmlItemSpider, settings, start_urls=site_def.urls(site, "shop.test"))
@@ -181,6 +188,18 @@ def test_extraction_errors_of_item_fields_reach_the_report(caplog):
     assert errors == len(site_def.paths) == len(crawler.items)
     report = next(r.getMessage() for r in caplog.records if "duplication report" in r.getMessage())
     assert re.search(rf"Extraction errors:\s+{errors}$", report, re.M), report
+
+
+@pytest.mark.parametrize("settings, named", [
+    ({"DEDUP_STRIP_SELECTORS": ["div[["]}, "DEDUP_STRIP_SELECTORS"),
+    ({"DEDUP_CONTENT_POLICIES": {"shop.test": {"strip_selectors": [".ok", "p::nope("]}}},
+     r"DEDUP_CONTENT_POLICIES\['shop.test'\]"),
+])
+@inlineCallbacks
+def test_a_bad_strip_selector_fails_at_start_up_naming_the_setting(settings, named):
+    """It used to be accepted and then fail on every page, each page kept unjudged as an extraction error."""
+    with pytest.raises(ValueError, match=rf"{named}.*invalid CSS selector"):
+        yield run_crawl(PageSpider, {**ADDON, **settings}, start_urls=[])
 
 
 @inlineCallbacks

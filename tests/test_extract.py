@@ -59,3 +59,12 @@ def test_a_tree_is_not_cut():
     tree = lxml_html.fromstring("<p>" + "word " * 600 + "</p>")
     result = extract_text(tree, ExtractionPolicy(max_bytes=1024))
     assert not result.truncated and len(result.text.split()) == 600
+
+
+def test_a_bad_selector_is_refused_when_the_policy_is_made_not_per_page():
+    from scrapy_dedup.audit.config import AuditConfigError, build_config
+
+    with pytest.raises(ParamError, match=r"site\['strip_selectors'\]: invalid CSS selector 'div\[\['"):
+        ExtractionPolicy().overridden({"strip_selectors": ["div[["]}, "site")
+    with pytest.raises(AuditConfigError, match="strip_selectors: invalid CSS selector"):
+        build_config(overrides={"strip_selectors": "p, div[["})

@@ -82,6 +82,21 @@ def str_tuple(value: Any, name: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v.strip())
 
 
+def css_selectors(value: Any, name: str) -> tuple[str, ...]:
+    """A list of CSS selectors (as :func:`str_tuple`), each one checked now: a bad one is a configuration
+    error at start-up, not an extraction error on every page."""
+    from cssselect import HTMLTranslator, SelectorError
+
+    selectors = str_tuple(value, name)
+    translator = HTMLTranslator()
+    for selector in selectors:
+        try:
+            translator.css_to_xpath(selector)
+        except SelectorError as exc:
+            raise ParamError(f"{name}: invalid CSS selector {selector!r} ({exc})") from None
+    return selectors
+
+
 @dataclass(frozen=True)
 class EngineParam:
     """One parameter: ``key`` (``shingle_size``; the crawl setting is ``DEDUP_SHINGLE_SIZE``)."""
@@ -124,7 +139,7 @@ ENGINE_PARAMS: tuple[EngineParam, ...] = (
        "Pages with fewer words of main text are degenerate: counted apart, never deduplicated or clustered."),
     _p("strip_tags", DEFAULT_STRIP_TAGS, str_tuple,
        "Elements left out of the main text (comments always are)."),
-    _p("strip_selectors", (), str_tuple,
+    _p("strip_selectors", (), css_selectors,
        "Extra CSS selectors left out of the main text."),
 )
 
