@@ -1,9 +1,10 @@
 """Scrapy's own dupefilter, scheduler and fingerprinter tests that apply to a third-party filter.
 
-Follows scrapy/scrapy ``tests/test_dupefilters.py`` (2.13.4 and 2.19.0, which test the same
-expectations), the ``dupefilter`` parts of ``scrapy/dupefilters.py`` 2.19 (the deprecated
-``request_fingerprint`` override), ``tests/test_scheduler.py`` (dequeue by priority, in memory
-and on disk) and the fingerprinter tests of ``tests/test_utils_request.py`` (``TestFingerprint``,
+Follows scrapy/scrapy ``tests/test_dupefilters.py`` of 2.13.4 and of the development tree after
+2.18.0 (the same expectations; 2.19.0's own test file is not in its package), what 2.19.0's
+``scrapy/dupefilters.py`` adds (a subclass overriding ``request_fingerprint`` is still called,
+with a deprecation warning), ``tests/test_scheduler.py`` (dequeue by priority, in memory and on
+disk) and the fingerprinter tests of ``tests/test_utils_request.py`` (``TestFingerprint``,
 ``TestCustomRequestFingerprinter``), with our three dupefilters and
 ``CanonicalRequestFingerprinter``.
 
