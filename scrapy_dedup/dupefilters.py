@@ -93,6 +93,11 @@ class _SeenDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
+        if hasattr(cls, "request_fingerprint"):  # RFPDupeFilter's old hook (scrapy-redis's too): never called here
+            raise DedupConfigError(
+                f"{cls.__qualname__} defines request_fingerprint(), which scrapy_dedup's dupefilters never call: "
+                "put that logic in a fingerprinter and set REQUEST_FINGERPRINTER_CLASS to it (the add-on keeps it "
+                "as the fallback of CanonicalRequestFingerprinter)")
         cfg = read_settings(crawler.settings)
         dupefilter = cls._from_settings(crawler, cfg)
         if dupefilter.frontier is None:  # a store that keeps each fingerprint itself (Redis) compacts on a clock

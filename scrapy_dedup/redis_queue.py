@@ -744,6 +744,16 @@ class AckPriorityQueue(PriorityQueue):
     def in_flight(self) -> int:
         return len(self._pending)
 
+    def clear(self) -> None:
+        """scrapy-redis's flush (``SCHEDULER_PERSIST = False`` at close, ``SCHEDULER_FLUSH_ON_START``): the queue,
+        and this process's in-flight and held requests too, which the close would otherwise put back into it."""
+        super().clear()
+        self.server.delete(self._inflight_key(self.worker))
+        self._pending.clear()
+        self._held.clear()
+        self._held_fingerprints.clear()
+        self._ack_failed.clear()
+
     # --- liveness and recovery ---
 
     def _beat(self) -> None:

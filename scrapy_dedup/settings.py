@@ -246,7 +246,8 @@ SETTINGS: tuple[Setting, ...] = (
        "file as `seen.bloom.corrupt-<time>`)."),
     _s("DEDUP_REDIS_URL", "redis://localhost:6379/0", _redis_url, "redis",
        "Redis server of the shared stores: redis://, rediss:// or unix://. Unset, scrapy-redis's `REDIS_URL`, "
-       "then `REDIS_HOST`/`REDIS_PORT`, is used. The password is masked in logs; "
+       "then `REDIS_HOST`/`REDIS_PORT`, is used (with the `db` of the client parameters, as scrapy-redis does). "
+       "The password is masked in logs; "
        "percent-escape `/ ? # @` in it (`urllib.parse.quote(password, safe='')`)."),
     _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
        "Key of the shared seen set; `%(spider)s` is the spider name, so all processes of a spider share it."),
@@ -385,6 +386,15 @@ def read_settings(settings: Any) -> DedupSettings:
         values[setting.name] = setting.convert(setting.default if raw is None else raw, source)
         if source != setting.name:
             sources[setting.name] = source
+    db = values["DEDUP_REDIS_PARAMS"].get("db")
+    if db is not None and sources.get("DEDUP_REDIS_URL") in ("default", "REDIS_HOST/REDIS_PORT"):
+        # scrapy-redis connects with Redis(host, port, **REDIS_PARAMS): there a `db` picks the database, which
+        # the /0 of the URL built here would override (the dupefilter on another database than the queue)
+        try:
+            values["DEDUP_REDIS_URL"] = values["DEDUP_REDIS_URL"].rsplit("/", 1)[0] + f"/{int(db)}"
+        except (TypeError, ValueError):
+            raise DedupConfigError(f"{sources.get('DEDUP_REDIS_PARAMS', 'DEDUP_REDIS_PARAMS')}: 'db' must be "
+                                   f"a database number, got {db!r}") from None
     names = settings.keys() if hasattr(settings, "keys") else ()
     for name in names:
         if isinstance(name, str) and name.startswith("DEDUP_") and name not in BY_NAME:
