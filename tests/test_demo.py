@@ -142,6 +142,19 @@ def test_demo_crawl_report_matches_truth(tmp_path, truth):
     assert [line for line in tail if line.startswith("20") and "Spider closed" not in line
             and "Stored jsonlines feed" not in line] == []
 
+    # the README's excerpt is this block, line for line, but for the one line it says varies by run
+    block = tail[:next(i for i, line in enumerate(tail) if line.startswith("20"))]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    excerpt = readme[readme.index("<!-- report-excerpt:start -->"):readme.index("<!-- report-excerpt:end -->")]
+    shown = excerpt.split("```")[1].strip("\n").splitlines()[1:]  # after the "... duplication report" line
+
+    def stable(lines: list[str]) -> list[str]:
+        return [line for line in lines if "Filtered after a switch changed the URL" not in line]
+
+    assert stable(shown) == stable(block)
+    varying = [line for line in block if "Filtered after a switch" in line]
+    assert len(varying) == 1 and "Filtered after a switch" in excerpt
+
 
 def test_project_url_policy_collapses_what_the_truth_says(truth):
     """scrapy_dedup's canonicalizer under the project's URL policy partitions the site's URLs
