@@ -77,12 +77,8 @@ def _build_fallback(path: Any, crawler: Crawler) -> Any:
             "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "
             f"not {_class_path(fallback_cls)} itself (it would wrap itself)"
         )
-    try:
-        from scrapy.utils.misc import build_from_crawler
-    except ImportError:  # pragma: no cover - Scrapy < 2.12
-        from scrapy.utils.misc import create_instance
+    from scrapy.utils.misc import build_from_crawler
 
-        return create_instance(fallback_cls, settings=None, crawler=crawler)
     return build_from_crawler(fallback_cls, crawler)
 
 

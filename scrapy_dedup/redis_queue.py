@@ -110,9 +110,6 @@ Use (scrapy-redis's scheduler)::
     SCHEDULER_PERSIST = True
     SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"
 
-(``AckMiddleware`` is no longer needed; it is kept, doing nothing, so settings
-that name it still load.)
-
 Single Redis node (or Redis Cluster with a ``{hash tag}`` in
 ``SCHEDULER_QUEUE_KEY``: the scripts touch the queue and the in-flight set; for
 the one-step push, the same tag in ``DEDUP_REDIS_KEY`` and a Bloom filter in one key).
@@ -124,7 +121,6 @@ import os
 import socket
 import time
 import uuid
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -249,8 +245,6 @@ _LIVE_WORKERS: set[str] = set()
 class AckPriorityQueue(PriorityQueue):
     """scrapy-redis's priority queue whose popped requests stay in Redis until acknowledged."""
 
-    _by_crawler: "weakref.WeakKeyDictionary[Crawler, AckPriorityQueue]" = weakref.WeakKeyDictionary()
-
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer)
         crawler = spider.crawler
@@ -307,7 +301,6 @@ class AckPriorityQueue(PriorityQueue):
         self._heartbeat.start(ALIVE_TTL / 3, now=False)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
-        AckPriorityQueue._by_crawler[crawler] = self
 
     def _watch_engine(self, crawler: "Crawler") -> None:
         """Acknowledge each popped request when Scrapy's engine is done with it (:mod:`scrapy_dedup.engine_hook`).
@@ -327,10 +320,6 @@ class AckPriorityQueue(PriorityQueue):
                            "fetched again", request, describe(exc, self._secrets))
             if self.stats is not None:
                 self.stats.inc_value("dedup/queue/ack_errors")
-
-    @classmethod
-    def for_crawler(cls, crawler: "Crawler") -> "AckPriorityQueue | None":
-        return cls._by_crawler.get(crawler)
 
     def _alive_key(self, worker: str) -> str:
         return f"{self.key}:alive:{worker}"
@@ -909,15 +898,3 @@ def _dead_here(worker: str, host: str, pid: int) -> bool:
         return False
     return False
 
-
-class AckMiddleware:
-    """No longer needed: :class:`AckPriorityQueue` acknowledges when the engine is done with a request.
-
-    It used to acknowledge at the end of the spider's output, which Scrapy 2.19
-    reaches before the requests of that output are scheduled (see the module
-    docstring). Kept, doing nothing, so settings naming it still load.
-    """
-
-    @classmethod
-    def from_crawler(cls, crawler: "Crawler") -> "AckMiddleware":
-        return cls()

@@ -137,16 +137,6 @@ def test_a_request_is_acknowledged_only_after_every_request_it_produced_was_push
     assert list(redis_client.scan_iter(match="ack:requests:inflight:*")) == []
 
 
-def test_settings_naming_the_retired_middleware_still_load():
-    """AckMiddleware is no longer needed; settings written for the earlier version must not break."""
-    from scrapy.utils.misc import build_from_crawler
-
-    from scrapy_dedup.redis_queue import AckMiddleware
-
-    crawler = get_crawler(Spider, {"SPIDER_MIDDLEWARES": {"scrapy_dedup.redis_queue.AckMiddleware": 0}})
-    assert isinstance(build_from_crawler(AckMiddleware, crawler), AckMiddleware)
-
-
 def test_pop_keeps_the_request_in_flight_until_ack(redis_client):
     queue = make_queue(redis_client)
     try:
