@@ -33,7 +33,7 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
-from scrapy_dedup.engine_hook import close_spider_soon
+from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
 from scrapy_dedup.redis_conn import connect, mask_url
 from scrapy_dedup.redis_policy import (
@@ -44,6 +44,7 @@ from scrapy_dedup.redis_policy import (
     describe,
     is_transient,
     secrets_of,
+    wait_until_reachable,
 )
 from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
@@ -353,7 +354,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  debug: bool = False, stats: StatsCollector | None = None,
                  policy: RedisErrorPolicy | None = None, crawler: Crawler | None = None,
-                 jobdir: str | None = None, url_source: str = "DEDUP_REDIS_URL"):
+                 jobdir: str | None = None, url_source: str = "DEDUP_REDIS_URL", startup_seconds: float = 5.0):
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.server = server
         self.url = url
@@ -365,7 +366,10 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self.policy = policy or RedisErrorPolicy(name=self.kind, url=url, secrets=secrets_of(url), stats=stats)
         self.crawler = crawler
         self.unconfirmed_path = Path(jobdir, UNCONFIRMED_FILE) if jobdir else None
+        self.startup_seconds = startup_seconds
         self._started = False
+        #: Redis could not be reached at start: the spider is being closed, every request is refused
+        self._refused = False
         #: fingerprints answered "new" while Redis was unreachable, not yet written to Redis
         self._unconfirmed: set[bytes] = set()
         self._close_requested = False
@@ -373,6 +377,24 @@ class _RedisDupeFilter(_SeenDupeFilter):
         #: the scheduler queue that marks a fingerprint seen and queues its request in one Redis script
         #: (:class:`scrapy_dedup.redis_queue.AckPriorityQueue` on the same server), or None
         self.atomic_queue: Any = None
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
+        key = cls._redis_key(crawler, cfg)
+        server = connect(cfg.redis_url, cfg.redis_params,
+                         timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
+        policy = RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
+                                  secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats, key=key)
+        return cls(cls._store(server, key, cfg), server=server, url=cfg.redis_url, key=key,
+                   persist=cfg.redis_persist, flush_on_start=cfg.redis_flush_on_start,
+                   fingerprinter=crawler.request_fingerprinter, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"),
+                   stats=crawler.stats, policy=policy, crawler=crawler, jobdir=job_dir(crawler.settings),
+                   url_source=cfg.source_of("DEDUP_REDIS_URL"), startup_seconds=cfg.redis_startup_seconds)
+
+    @staticmethod
+    def _store(server: Any, key: str, cfg: DedupSettings) -> SeenSet:
+        """The seen set of this filter class in Redis at ``key``."""
+        raise NotImplementedError
 
     @staticmethod
     def _redis_key(crawler: Crawler, cfg: DedupSettings) -> str:
@@ -478,21 +500,33 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def _start(self) -> None:
         """Flush if asked, prepare the store, say how much the key holds (once); clear errors at start-up.
 
-        Refused credentials, or Redis still down once ``retry`` gives up, stop the
-        start-up with :class:`RedisStartupError` (masked URL, no password);
-        under ``fail_open`` an unreachable Redis only logs, and the crawl starts.
+        Under ``retry`` a Redis that cannot be reached within ``DEDUP_REDIS_STARTUP_SECONDS``
+        (or that gives up while the store is prepared) ends the crawl before it fetches
+        anything (:meth:`_refuse_start`); under ``fail_open`` an unreachable Redis only
+        logs, and the crawl starts. Refused credentials and other configuration errors
+        stop the start-up with :class:`RedisStartupError` (masked URL, no password), logged first:
+        Scrapy's own tracebacks of a start-up that failed follow it (see docs/reliability.md).
         """
         self._started = True
         try:
+            self._start_or_raise()
+        except RedisStartupError as exc:
+            logger.error("%s", exc)
+            raise
+
+    def _start_or_raise(self) -> None:
+        try:
+            if self._unreachable_at_start():
+                return
             self._start_checked()
         except RedisUnavailable as exc:
             if self.policy.mode == "retry":
-                raise RedisStartupError(f"{exc}; the crawl cannot start (DEDUP_REDIS_ON_ERROR='retry', "
-                                        "DEDUP_REDIS_RETRY_SECONDS)") from None
+                self._refuse_start(f"{exc} (DEDUP_REDIS_RETRY_SECONDS={self.policy.retry_seconds:g})")
+                return
         except Exception as exc:
             if is_transient(exc) or not _is_redis_error(exc):
                 raise
-            hint = "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)"
+            hint = f"check {self.url_source} and DEDUP_REDIS_PARAMS (password, TLS options)"
             if type(exc).__name__ in ("MovedError", "AskError"):
                 hint = ("DEDUP_REDIS_URL is a node of a Redis Cluster: set DEDUP_REDIS_PARAMS = "
                         "{'redis_cls': 'redis.cluster.RedisCluster'}")
@@ -501,6 +535,56 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 f"{hint}") from None
         # From here on every Redis error is an outage under the policy: none may escape request_seen.
         self.policy.running = True
+
+    def _unreachable_at_start(self) -> bool:
+        """Under ``retry``, wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis to answer; if it does not, end
+        the crawl (True). Also True when the queue already found its Redis unreachable (and said so): a
+        request marked seen here could not be queued there."""
+        if closing_reason(self.crawler) == CLOSE_REASON:
+            self._refused = self._close_requested = True
+            return True
+        if self.policy.mode != "retry":
+            return False
+        error = wait_until_reachable(self.server, self.startup_seconds)
+        if error is None:
+            return False
+        if self.stats is not None:
+            self.stats.inc_value("dedup/redis/errors")
+        self._refuse_start(f"cannot reach Redis at {mask_url(self.url)} (from {self.url_source}) within "
+                           f"{self.startup_seconds:g} s (DEDUP_REDIS_STARTUP_SECONDS): "
+                           f"{describe(error, self.policy.secrets)}")
+        return True
+
+    def _refuse_start(self, why: str) -> None:
+        """Redis is unusable as the crawl starts: one ERROR line, then the spider closes before fetching anything.
+
+        Why not raise: an exception from the dupefilter's ``open`` leaves Scrapy's engine
+        half-open, and its close logs a cascade of tracebacks and the reason ``shutdown``.
+        Meanwhile every request is refused (counted in ``dedup/redis/refused_at_start``,
+        not marked seen anywhere, not journaled): only start requests can arrive, and the
+        next run makes them again. Without an engine (a filter used on its own) it raises
+        :class:`RedisStartupError`.
+        """
+        self._refused = self._close_requested = True
+        if self.stats is not None:
+            self.stats.set_value("dedup/redis/unavailable_at_start", 1)
+        if self.crawler is None or not stop_at_start(self.crawler, CLOSE_REASON):
+            raise RedisStartupError(f"{self.kind}: {why}; the crawl cannot start")
+        logger.error("%s: %s; closing the spider with reason %r before it fetches anything", self.kind, why,
+                     CLOSE_REASON)
+
+    def request_seen(self, request: Request) -> bool:
+        if not self._started:
+            self._start()
+        if self._refused:  # closing at start: nothing may be queued (see _refuse_start)
+            if self.stats is not None:
+                self.stats.inc_value("dedup/redis/refused_at_start")
+            return True
+        return super().request_seen(request)
+
+    def log(self, request: Request, spider: Spider) -> None:
+        if not self._refused:  # a refused request is no duplicate (counted in dedup/redis/refused_at_start)
+            super().log(request, spider)
 
     def _start_checked(self) -> None:
         where = f"Redis key {self.key!r} at {mask_url(self.url)} (from {self.url_source})"
@@ -531,10 +615,16 @@ class _RedisDupeFilter(_SeenDupeFilter):
         pass
 
     def clear(self) -> None:
+        if self._refused or closing_reason(self.crawler) == CLOSE_REASON:  # no Redis to flush
+            return
         self._redis(self.store.clear)
         self._unconfirmed.clear()
 
     def _close_store(self, reason: str) -> None:
+        if self._refused or (not self._started and closing_reason(self.crawler) == CLOSE_REASON):
+            # the start-up (ours or the queue's) said it all: nothing was recorded, nothing is left to write
+            self.store.close()
+            return
         try:
             if self._unconfirmed and not self.policy.gave_up:
                 self.policy.probe_now()  # a last try, even within a pause between probes
@@ -604,35 +694,24 @@ class _RedisDupeFilter(_SeenDupeFilter):
         logger.info("%s: wrote %d fingerprints of the previous run's Redis outage from %s to Redis",
                     self.kind, len(fingerprints), path)
 
-    def _write_stats(self, final: bool = False) -> None:
-        super()._write_stats(final)
-        if final:
-            try:
-                self.server.close()
-            except Exception:  # pragma: no cover - closing a broken connection
-                pass
+    def close(self, reason: str) -> None:
+        """Close as every filter does, then the connection (last: the stats at close measure through it)."""
+        try:
+            super().close(reason)
+        finally:
+            self.server.close()
 
     def _measure(self, measure: Callable[[], T]) -> T | None:
-        """Measured only while Redis answers, one attempt: a size at close is not worth waiting out an outage."""
-        if self.policy.down_since is not None or self._close_requested or self._measure_failed:
+        """Measured only while Redis answers, one attempt, once started: a size at close is not worth waiting
+        out an outage."""
+        if (not self._started or self.policy.down_since is not None or self._close_requested
+                or self._measure_failed):  # (never started: scrapy-redis's scheduler never asked it)
             return None
         try:
             return measure()
         except Exception:
             self._measure_failed = True  # the next measurement would only wait for the same timeout
             raise
-
-    @classmethod
-    def _connect(cls, cfg: DedupSettings) -> Any:
-        """A client whose calls are bounded in time by the outage policy (:func:`call_timeout`)."""
-        return connect(cfg.redis_url, cfg.redis_params,
-                       timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
-
-    @classmethod
-    def _policy(cls, crawler: Crawler, cfg: DedupSettings) -> RedisErrorPolicy:
-        return RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
-                                secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats,
-                                key=cls._redis_key(crawler, cfg))
 
 
 def _is_redis_error(exc: BaseException) -> bool:
@@ -650,16 +729,9 @@ class RedisDupeFilter(_RedisDupeFilter):
 
     kind = "RedisDupeFilter"
 
-    @classmethod
-    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "RedisDupeFilter":
-        key = cls._redis_key(crawler, cfg)
-        server = cls._connect(cfg)
-        store = RedisSeenSet(server, key, ttl=cfg.redis_ttl)
-        return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
-                   flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
-                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
-                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings),
-                   url_source=cfg.source_of("DEDUP_REDIS_URL"))
+    @staticmethod
+    def _store(server: Any, key: str, cfg: DedupSettings) -> RedisSeenSet:
+        return RedisSeenSet(server, key, ttl=cfg.redis_ttl)
 
 
 class RedisBloomDupeFilter(_RedisDupeFilter):
@@ -675,20 +747,13 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
     kind = "RedisBloomDupeFilter"
     store: RedisBloomSeenSet
 
-    @classmethod
-    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "RedisBloomDupeFilter":
-        key = cls._redis_key(crawler, cfg)
-        server = cls._connect(cfg)
+    @staticmethod
+    def _store(server: Any, key: str, cfg: DedupSettings) -> RedisBloomSeenSet:
         try:
-            store = RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
-                                      shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
+            return RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
+                                     shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
         except ValueError as exc:
             raise DedupConfigError(str(exc)) from None
-        return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
-                   flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
-                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
-                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings),
-                   url_source=cfg.source_of("DEDUP_REDIS_URL"))
 
     def _prepare(self) -> None:
         self.store.prepare()

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _CALLBACKS = "_scrapy_dedup_done_callbacks"
+#: the crawler's attribute with the reason one of our components asked the engine to close the spider with
+_CLOSING = "_scrapy_dedup_closing_reason"
 HOOK = "ExecutionEngine._slot.remove_request"
 
 
@@ -40,10 +42,7 @@ class EngineHookMissing(NotConfigured):
 
 def engine_slot(crawler: "Crawler") -> Any:
     """The engine's slot, or None before the engine has one (a component used outside a crawl)."""
-    try:
-        engine = getattr(crawler, "engine", None)
-    except RuntimeError:  # Scrapy >= 2.14 raises when the crawl has not started
-        return None
+    engine = _engine(crawler)
     return getattr(engine, "_slot", None) if engine is not None else None
 
 
@@ -83,21 +82,35 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
     return True
 
 
-def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
-    """Ask the engine to close the spider with ``reason`` at the next reactor turn (outside the caller's
-    call: a dupefilter or a queue answering the engine). False when there is no engine to ask.
-
-    Scrapy 2.14 added ``close_spider_async``; 2.13 has ``close_spider(spider, reason)``.
-    """
+def _engine(crawler: "Crawler") -> Any:
     try:
-        engine = getattr(crawler, "engine", None)
+        return getattr(crawler, "engine", None)
     except RuntimeError:  # Scrapy >= 2.14 before the crawl starts: a component used on its own
-        engine = None
+        return None
+
+
+def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
+    """Ask the engine to close the spider with ``reason`` outside the caller's call (a dupefilter or a queue
+    answering the engine), once the engine runs. False when there is no engine to ask.
+
+    Why wait for the engine to run: a component that finds Redis unreachable while the
+    spider opens must not close it half-open (Scrapy would close a scraper that has no
+    slot yet and log a cascade of tracebacks). Scrapy 2.14 added ``close_spider_async``;
+    2.13 has ``close_spider(spider, reason)``. The reason asked for first is kept
+    (:func:`closing_reason`).
+    """
+    engine = _engine(crawler)
     if engine is None:
         return False
+    if getattr(crawler, _CLOSING, None) is None:
+        setattr(crawler, _CLOSING, reason)
+    from twisted.internet import reactor
 
     def close() -> None:
         if getattr(engine, "spider", None) is None:
+            return
+        if not getattr(engine, "running", True):  # still opening the spider: once it runs
+            reactor.callLater(0.05, close)
             return
         close_async = getattr(engine, "close_spider_async", None)
         if close_async is not None:
@@ -107,10 +120,28 @@ def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
         else:  # Scrapy < 2.14
             engine.close_spider(engine.spider, reason)
 
-    from twisted.internet import reactor
-
     reactor.callLater(0, close)
     return True
+
+
+def closing_reason(crawler: "Crawler") -> str | None:
+    """The reason a component of ours asked the engine to close the spider with, or None."""
+    return getattr(crawler, _CLOSING, None)
+
+
+def stop_at_start(crawler: "Crawler", reason: str) -> bool:
+    """End a crawl that cannot start (its Redis is unreachable) before it fetches anything.
+
+    Pauses the engine (``ExecutionEngine.pause``: it takes no request out of the
+    scheduler, so nothing a previous run queued is fetched, and the spider cannot
+    look idle and close as ``finished``), then closes the spider with ``reason`` as
+    soon as the engine runs. False when there is no engine (a component used on its own).
+    """
+    engine = _engine(crawler)
+    if engine is None:
+        return False
+    engine.pause()
+    return close_spider_soon(crawler, reason)
 
 
 def scheduler_dupefilter(crawler: "Crawler") -> Any:

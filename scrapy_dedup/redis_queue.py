@@ -104,9 +104,9 @@ once"), with the queue and a scrapy_dedup Redis dupefilter on one server whose
 data survives its own restarts (AOF); a server that loses it is detected, not
 survived.
 
-Use (scrapy-redis's scheduler)::
+Use (scrapy-redis's scheduler, or :class:`AckScheduler`, the same without its PING at start)::
 
-    SCHEDULER = "scrapy_redis.scheduler.Scheduler"
+    SCHEDULER = "scrapy_dedup.redis_queue.AckScheduler"
     SCHEDULER_PERSIST = True
     SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"
 
@@ -116,6 +116,7 @@ the one-step push, the same tag in ``DEDUP_REDIS_KEY`` and a Bloom filter in one
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
@@ -124,10 +125,14 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.utils.misc import load_object
+from scrapy_redis import connection, defaults
 from scrapy_redis.queue import PriorityQueue
+from scrapy_redis.scheduler import Scheduler
 
-from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter
-from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of
+from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
+from scrapy_dedup.redis_conn import mask_url
+from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
 from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
@@ -289,18 +294,42 @@ class AckPriorityQueue(PriorityQueue):
         #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
         self._ack_failed: dict[bytes, float] = {}
         self._watch_engine(crawler)
+        from twisted.internet.task import LoopingCall
+
+        self._heartbeat = LoopingCall(self._beat)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        #: Redis could not be reached at start: the spider is being closed, nothing is queued or popped
+        self._refused = self._unreachable_at_start(cfg.redis_startup_seconds)
+        if self._refused:
+            return
         self.marker = _text(server.register_script(_MARKER)(keys=[self.marker_key], args=[uuid.uuid4().hex]))
         self._run_id = _run_id(server)
         _LIVE_WORKERS.add(self.worker)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
         self.reclaim_dead()
-        from twisted.internet.task import LoopingCall
-
-        self._heartbeat = LoopingCall(self._beat)
         self._heartbeat.start(ALIVE_TTL / 3, now=False)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+
+    def _unreachable_at_start(self, seconds: float) -> bool:
+        """Wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis; if it does not answer, one ERROR line and the
+        spider is closed before it fetches anything (True). Raising here instead, inside Scrapy's start, would
+        leave the engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
+        error = wait_until_reachable(self.server, seconds)
+        if error is None:
+            return False
+        if self.stats is not None:
+            self.stats.set_value("dedup/queue/unavailable_at_start", 1)
+        self._gave_up = True
+        if not stop_at_start(self.crawler, CLOSE_REASON):
+            raise error
+        settings = self.crawler.settings
+        source = "REDIS_URL" if settings.get("REDIS_URL") else "REDIS_HOST/REDIS_PORT"
+        where = mask_url(settings["REDIS_URL"]) if settings.get("REDIS_URL") else _where(self.server)
+        logger.error("AckPriorityQueue: cannot reach Redis at %s (from %s) within %g s (DEDUP_REDIS_STARTUP_SECONDS): "
+                     "%s; closing the spider with reason %r before it fetches anything", where, source, seconds,
+                     describe(error, self._secrets), CLOSE_REASON)
+        return True
 
     def _watch_engine(self, crawler: "Crawler") -> None:
         """Acknowledge each popped request when Scrapy's engine is done with it (:mod:`scrapy_dedup.engine_hook`).
@@ -333,7 +362,7 @@ class AckPriorityQueue(PriorityQueue):
         self._pair_once()  # the scheduler has built its dupefilter by now, and no request was scheduled yet
 
     def _pair_once(self) -> None:
-        if self._pairing_done:
+        if self._pairing_done or self._refused:
             return
         self._pairing_done = True
         dupefilter = self._scheduler_dupefilter()
@@ -468,6 +497,10 @@ class AckPriorityQueue(PriorityQueue):
     # --- the queue ---
 
     def push(self, request: "Request") -> None:
+        if self._refused:  # closing at start (the dupefilter refuses too): only start requests, made again next run
+            if self.stats is not None:
+                self.stats.inc_value("dedup/queue/refused_at_start")
+            return
         if request is self._handed:  # already queued (or held) together with its fingerprint
             self._handed = None
             return
@@ -523,6 +556,8 @@ class AckPriorityQueue(PriorityQueue):
         "finished"); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes it
         with the reason ``dedup_redis_unavailable`` instead.
         """
+        if self._refused:
+            return 0
         try:
             self._last_length = super().__len__()
         except Exception as exc:
@@ -771,6 +806,10 @@ class AckPriorityQueue(PriorityQueue):
             self.stats.inc_value("dedup/queue/reclaimed", back)
         return back
 
+    def clear(self) -> None:
+        if not self._refused:  # no Redis to flush
+            super().clear()
+
     def _spider_closed(self, spider: Any, reason: str) -> None:
         if self._closed:
             return
@@ -778,6 +817,9 @@ class AckPriorityQueue(PriorityQueue):
         _LIVE_WORKERS.discard(self.worker)  # from now on a record of ours left in Redis is a dead process's
         if self._heartbeat.running:
             self._heartbeat.stop()
+        if self._refused:  # never started: nothing of ours is in Redis
+            self.server.close()
+            return
         if self._held:
             self._next_flush = 0.0
             try:
@@ -809,6 +851,34 @@ class AckPriorityQueue(PriorityQueue):
             self.server.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
+
+
+class AckScheduler(Scheduler):
+    """scrapy-redis's scheduler for :class:`AckPriorityQueue`, except that it does not PING Redis when built.
+
+    Why: scrapy-redis's ``Scheduler.from_settings`` PINGs Redis and lets the error
+    escape from Scrapy's engine start, which then logs a cascade of tracebacks and
+    closes with the reason ``shutdown``. Here the queue (built by ``open``) waits for
+    an unreachable Redis ``DEDUP_REDIS_STARTUP_SECONDS`` at most, says so in one
+    ERROR line and closes the spider with ``dedup_redis_unavailable``.
+    """
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "AckScheduler":
+        kwargs: dict[str, Any] = {"persist": settings.getbool("SCHEDULER_PERSIST"),
+                                  "flush_on_start": settings.getbool("SCHEDULER_FLUSH_ON_START"),
+                                  "idle_before_close": settings.getint("SCHEDULER_IDLE_BEFORE_CLOSE")}
+        for name, setting in (("queue_key", "SCHEDULER_QUEUE_KEY"), ("queue_cls", "SCHEDULER_QUEUE_CLASS"),
+                              ("dupefilter_key", "SCHEDULER_DUPEFILTER_KEY"), ("dupefilter_cls", "DUPEFILTER_CLASS"),
+                              ("serializer", "SCHEDULER_SERIALIZER")):
+            if settings.get(setting):
+                kwargs[name] = settings.get(setting)
+        dupefilter_cls = load_object(kwargs.get("dupefilter_cls", defaults.SCHEDULER_DUPEFILTER_CLASS))
+        if not hasattr(dupefilter_cls, "from_spider"):
+            kwargs["dupefilter"] = dupefilter_cls.from_settings(settings)
+        if isinstance(kwargs.get("serializer"), str):
+            kwargs["serializer"] = importlib.import_module(kwargs["serializer"])
+        return cls(server=connection.from_settings(settings), **kwargs)
 
 
 def _text(value: Any) -> Any:
