@@ -33,6 +33,7 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
+from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
 from scrapy_dedup.redis_conn import connect, mask_url
@@ -64,8 +65,6 @@ T = TypeVar("T")
 CHECKPOINT_FILE = "seen.bloom"
 #: fingerprints answered "new" during a Redis outage and not yet in Redis, kept in JOBDIR for the next run
 UNCONFIRMED_FILE = "redis-unconfirmed.fps"
-#: request_seen calls between two looks at the checkpoint clock
-_CLOCK_EVERY = 1024
 
 
 class _SeenDupeFilter(BaseDupeFilter):
@@ -91,13 +90,18 @@ class _SeenDupeFilter(BaseDupeFilter):
         self._closed = False
         #: the kill-safe JOBDIR journal (Scrapy's scheduler with JOBDIR: :mod:`scrapy_dedup.jobdir`), None otherwise
         self.frontier: JobdirFrontier | None = None
+        #: seconds between two runs of :meth:`_on_clock` while the spider is open (``DEDUP_CHECKPOINT_SECONDS``)
+        self.clock_seconds = 0.0
+        self._clock: Clock | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
         cfg = read_settings(crawler.settings)
         dupefilter = cls._from_settings(crawler, cfg)
-        if dupefilter.frontier is None:  # a store that keeps each fingerprint itself (Redis) compacts on a clock
-            dupefilter.frontier = _frontier(crawler, compact_every=cfg.checkpoint_seconds)
+        if dupefilter.frontier is None:
+            dupefilter.frontier = _frontier(crawler)
+        dupefilter.clock_seconds = cfg.checkpoint_seconds
+        crawler.signals.connect(dupefilter._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(dupefilter._spider_closed, signal=signals.spider_closed)
         return dupefilter
 
@@ -148,6 +152,8 @@ class _SeenDupeFilter(BaseDupeFilter):
         if self._closed:
             return None
         self._closed = True
+        if self._clock is not None:
+            self._clock.stop()
         try:
             self._close_store(reason)
         finally:
@@ -155,6 +161,19 @@ class _SeenDupeFilter(BaseDupeFilter):
         if self.frontier is not None:  # last, once the store is saved: Scrapy wrote its queue state before
             self.frontier.close()
         return None
+
+    def _spider_opened(self, spider: Spider) -> None:
+        if self.clock_seconds and self._clock is None and self._has_clock_work():
+            self._clock = start_clock(self.clock_seconds, self._on_clock, name=f"{self.kind}: the periodic "
+                                      "checkpoint (DEDUP_CHECKPOINT_SECONDS)", stats=self.stats)
+
+    def _has_clock_work(self) -> bool:
+        return self.frontier is not None
+
+    def _on_clock(self) -> None:
+        """A store that keeps each fingerprint itself (Redis) compacts the JOBDIR journal on the clock."""
+        if self.frontier is not None:
+            self.frontier.compact()
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.close(reason)
@@ -237,7 +256,6 @@ class BloomDupeFilter(_SeenDupeFilter):
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  stats: StatsCollector | None = None, frontier: JobdirFrontier | None = None):
         self.path = Path(path, CHECKPOINT_FILE) if path else None
-        self.checkpoint_seconds = checkpoint_seconds
         self._stats_for_load = stats
         store = self._load(capacity, error_rate, on_corrupt)
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
@@ -247,14 +265,12 @@ class BloomDupeFilter(_SeenDupeFilter):
             added = sum(store.add(fp) for fp in frontier.fingerprints)
             if added and stats is not None:
                 stats.inc_value("dedup/jobdir/fingerprints_replayed", added)
-        self._until_clock = _CLOCK_EVERY
-        self._next_checkpoint = time.monotonic() + checkpoint_seconds if checkpoint_seconds else None
+        self.clock_seconds = checkpoint_seconds
 
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "BloomDupeFilter":
         jobdir = job_dir(crawler.settings)
-        # (compacted after each checkpoint of the filter, which must hold every fingerprint the journal drops)
-        frontier = _frontier(crawler)
+        frontier = _frontier(crawler)  # compacted after each checkpoint (the filter holds what the journal drops)
         return cls(jobdir, crawler.settings.getbool("DUPEFILTER_DEBUG"),
                    capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
                    checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
@@ -287,19 +303,14 @@ class BloomDupeFilter(_SeenDupeFilter):
         logger.info("%s: resumed %d fingerprints from %s", self.kind, len(store), self.path)
         return store
 
-    def _add(self, fingerprint: bytes, request: Request) -> bool:
-        if self._next_checkpoint is not None:  # the checkpoint clock, looked at every _CLOCK_EVERY requests
-            self._until_clock -= 1
-            if not self._until_clock:
-                self._until_clock = _CLOCK_EVERY
-                if time.monotonic() >= self._next_checkpoint:
-                    self.checkpoint()
-        return self.store.add(fingerprint)
+    def _has_clock_work(self) -> bool:
+        return self.path is not None
+
+    def _on_clock(self) -> None:
+        self.checkpoint()
 
     def checkpoint(self) -> None:
         """Save the filter to ``JOBDIR`` now if it changed (atomic: a crash keeps the previous file)."""
-        if self.checkpoint_seconds:
-            self._next_checkpoint = time.monotonic() + self.checkpoint_seconds
         if self.path is None or not self.store.dirty:
             return
         started = time.monotonic()
@@ -318,12 +329,12 @@ class BloomDupeFilter(_SeenDupeFilter):
         self.checkpoint()
 
 
-def _frontier(crawler: Crawler, compact_every: float | None = None) -> JobdirFrontier | None:
+def _frontier(crawler: Crawler) -> JobdirFrontier | None:
     """The crawl's frontier journal: with JOBDIR and Scrapy's own scheduler, whose disk queue it makes kill-safe."""
     jobdir = job_dir(crawler.settings)
     if not jobdir or not uses_scrapys_scheduler(crawler):
         return None
-    return JobdirFrontier(crawler, jobdir, compact_every=compact_every)
+    return JobdirFrontier(crawler, jobdir)
 
 
 class RedisStartupError(RuntimeError):

@@ -130,6 +130,7 @@ from scrapy_redis import connection, defaults
 from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
+from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
 from scrapy_dedup.redis_conn import mask_url
 from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
@@ -294,9 +295,7 @@ class AckPriorityQueue(PriorityQueue):
         #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
         self._ack_failed: dict[bytes, float] = {}
         self._watch_engine(crawler)
-        from twisted.internet.task import LoopingCall
-
-        self._heartbeat = LoopingCall(self._beat)
+        self._heartbeat: Clock | None = None
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         #: Redis could not be reached at start: the spider is being closed, nothing is queued or popped
@@ -309,7 +308,8 @@ class AckPriorityQueue(PriorityQueue):
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
         self.reclaim_dead()
-        self._heartbeat.start(ALIVE_TTL / 3, now=False)
+        self._heartbeat = start_clock(ALIVE_TTL / 3, self._beat, name="AckPriorityQueue: the heartbeat",
+                                      stats=self.stats)
 
     def _unreachable_at_start(self, seconds: float) -> bool:
         """Wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis; if it does not answer, one ERROR line and the
@@ -815,7 +815,7 @@ class AckPriorityQueue(PriorityQueue):
             return
         self._closed = True
         _LIVE_WORKERS.discard(self.worker)  # from now on a record of ours left in Redis is a dead process's
-        if self._heartbeat.running:
+        if self._heartbeat is not None:
             self._heartbeat.stop()
         if self._refused:  # never started: nothing of ours is in Redis
             self.server.close()
