@@ -26,7 +26,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, runtime_checkable
 
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter
@@ -337,6 +337,45 @@ def _frontier(crawler: Crawler) -> JobdirFrontier | None:
     return JobdirFrontier(crawler, jobdir)
 
 
+class PairedQueue(Protocol):
+    """What a Redis dupefilter needs of the queue it is paired with (:class:`scrapy_dedup.redis_queue.AckPriorityQueue`)."""
+
+    def mark_and_push(self, request: Request, fingerprint: bytes, force: bool = False) -> bool:
+        """Mark ``fingerprint`` seen and, if it was new (or ``force``), queue ``request``: one Redis script."""
+
+    def hold(self, request: Request, fingerprint: bytes | None = None) -> None:
+        """Keep ``request`` in the process until Redis answers again (then marked and queued)."""
+
+    def holds(self, fingerprint: bytes) -> bool:
+        """Whether a request with this fingerprint is held (it counts as seen)."""
+
+
+@runtime_checkable
+class PairableDupeFilter(Protocol):
+    """What :class:`~scrapy_dedup.redis_queue.AckPriorityQueue` needs of the scheduler's dupefilter to mark a
+    request seen and queue it in one Redis script; checked once, when the queue pairs."""
+
+    #: the Redis client: the queue pairs only with a dupefilter on its own server and database
+    server: Any
+    #: which of the queue's scripts writes the mark: ``"set"`` (``SADD``) or ``"bloom"`` (``BITFIELD``)
+    script_kind: str
+
+    def pair_queue(self, queue: PairedQueue) -> None:
+        """From now on, hand each new request to ``queue.mark_and_push``."""
+
+    def seen_keys(self) -> list[str]:
+        """The Redis key(s) the script may write (one hash slot with the queue's key on Redis Cluster)."""
+
+    def script_args(self, fingerprint: bytes) -> tuple[str, bytes]:
+        """``(key, argument)``: what the script needs to mark ``fingerprint`` seen."""
+
+    def confirmed(self, fingerprint: bytes) -> None:
+        """The script marked ``fingerprint`` seen: remember it locally."""
+
+    def forget_cached(self) -> None:
+        """Forget the fingerprints known locally: the server rolled back, and may have lost them."""
+
+
 class RedisStartupError(RuntimeError):
     """The Redis dupefilter could not start (refused credentials, a key of another type, Redis down at start-up).
 
@@ -387,7 +426,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self._measure_failed = False
         #: the scheduler queue that marks a fingerprint seen and queues its request in one Redis script
         #: (:class:`scrapy_dedup.redis_queue.AckPriorityQueue` on the same server), or None
-        self.atomic_queue: Any = None
+        self.atomic_queue: PairedQueue | None = None
 
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
@@ -458,7 +497,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 self._close_spider()
             return True
         if queue is not None:
-            self.store.confirmed(fingerprint)
+            self.confirmed(fingerprint)
         if self._unconfirmed:
             self._replay()
         return new
@@ -471,7 +510,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     # --- marking seen and queueing in one step (set up by scrapy_dedup.redis_queue.AckPriorityQueue) ---
 
-    def pair_queue(self, queue: Any) -> None:
+    def pair_queue(self, queue: PairedQueue) -> None:
         """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on.
 
         Why: scrapy-redis's scheduler calls ``request_seen`` (a write to Redis) and
@@ -484,6 +523,24 @@ class _RedisDupeFilter(_SeenDupeFilter):
         the scheduler, the log and every stat are what they were before.
         """
         self.atomic_queue = queue
+
+    # :class:`PairableDupeFilter`: what the paired queue's script needs of the store
+
+    @property
+    def script_kind(self) -> str:
+        return self.store.script_kind
+
+    def seen_keys(self) -> list[str]:
+        return list(getattr(self.store, "shard_keys", [self.store.key]))
+
+    def script_args(self, fingerprint: bytes) -> tuple[str, bytes]:
+        return self.store.script_args(fingerprint)
+
+    def confirmed(self, fingerprint: bytes) -> None:
+        self.store.confirmed(fingerprint)
+
+    def forget_cached(self) -> None:
+        self.store.cache.clear()
 
     def _replay(self) -> None:
         """Write the fingerprints answered "new" during the outage to Redis (stops at the next failure)."""

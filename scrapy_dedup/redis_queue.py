@@ -131,6 +131,7 @@ from scrapy_redis.queue import PriorityQueue
 from scrapy_redis.scheduler import Scheduler
 
 from scrapy_dedup.clock import Clock, start_clock
+from scrapy_dedup.dupefilters import PairableDupeFilter
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
 from scrapy_dedup.redis_conn import mask_url
 from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
@@ -275,7 +276,7 @@ class AckPriorityQueue(PriorityQueue):
         self._mark_and_push = {"set": server.register_script(_MARK_SET_AND_PUSH),
                                "bloom": server.register_script(_MARK_BITS_AND_PUSH)}
         #: the scheduler's dupefilter once paired (see :meth:`pair`), else None
-        self.dupefilter: Any = None
+        self.dupefilter: PairableDupeFilter | None = None
         self._pairing_done = False
         #: the request the paired dupefilter has already queued or held: the scheduler's push of it does nothing
         self._handed: Request | None = None
@@ -399,9 +400,7 @@ class AckPriorityQueue(PriorityQueue):
 
     def _cannot_pair(self, dupefilter: Any) -> str | None:
         """Why the mark and the push cannot be one script, or None if they can."""
-        store = getattr(dupefilter, "store", None)
-        kind = getattr(store, "script_kind", None)
-        if not callable(getattr(dupefilter, "pair_queue", None)) or kind not in self._mark_and_push:
+        if not isinstance(dupefilter, PairableDupeFilter) or dupefilter.script_kind not in self._mark_and_push:
             return f"the dupefilter {type(dupefilter).__name__} marks requests seen in a Redis call of its own"
         try:
             same = _same_server(self.server, dupefilter.server)
@@ -411,7 +410,7 @@ class AckPriorityQueue(PriorityQueue):
             return (f"{type(dupefilter).__name__} (DEDUP_REDIS_URL) and the queue (REDIS_URL) are not on "
                     "the same Redis server and database")
         if _is_cluster(self.server):
-            seen_keys = list(getattr(store, "shard_keys", [store.key]))
+            seen_keys = dupefilter.seen_keys()
             slots = {self.server.keyslot(name) for name in [self.key, *seen_keys]}
             if len(slots) > 1:
                 return (f"on Redis Cluster the seen key(s) {seen_keys} and the queue {self.key!r} are in "
@@ -425,9 +424,9 @@ class AckPriorityQueue(PriorityQueue):
         Called by the dupefilter's ``request_seen`` (under its ``DEDUP_REDIS_ON_ERROR``
         policy); the scheduler's ``push`` of the same request right after does nothing.
         """
-        store = self.dupefilter.store
-        seen_key, argument = store.script_args(fingerprint)
-        added = self._mark_and_push[store.script_kind](
+        dupefilter: Any = self.dupefilter  # (called only by the paired dupefilter)
+        seen_key, argument = dupefilter.script_args(fingerprint)
+        added = self._mark_and_push[dupefilter.script_kind](
             keys=[seen_key, self.key],
             args=[argument, -request.priority, self._encode_request(request), 1 if force else 0])
         if added or force:
@@ -465,16 +464,16 @@ class AckPriorityQueue(PriorityQueue):
         if not self._held or now < self._next_flush:
             return
         queued = found_seen = 0
+        dupefilter: Any = self.dupefilter  # a held request with a fingerprint was held by the paired dupefilter
         while self._held:
             fingerprint, data, score = self._held[0]
             try:
                 if fingerprint is None:
                     self.server.execute_command("ZADD", self.key, score, data)
                 else:
-                    store = self.dupefilter.store
-                    seen_key, argument = store.script_args(fingerprint)
-                    if not self._mark_and_push[store.script_kind](keys=[seen_key, self.key],
-                                                                 args=[argument, score, data, 0]):
+                    seen_key, argument = dupefilter.script_args(fingerprint)
+                    if not self._mark_and_push[dupefilter.script_kind](keys=[seen_key, self.key],
+                                                                      args=[argument, score, data, 0]):
                         found_seen += 1
             except Exception as exc:
                 if not is_transient(exc):
@@ -484,7 +483,7 @@ class AckPriorityQueue(PriorityQueue):
             self._held.pop(0)
             if fingerprint is not None:
                 self._held_fingerprints.discard(fingerprint)
-                self.dupefilter.store.confirmed(fingerprint)
+                dupefilter.confirmed(fingerprint)
             queued += 1
         if queued:
             logger.info("AckPriorityQueue: %d request(s) held during the Redis outage are handled "
@@ -673,7 +672,7 @@ class AckPriorityQueue(PriorityQueue):
         """
         back = self._resync_in_flight()
         if self.dupefilter is not None:  # on the same server, so it rolled back too
-            self.dupefilter.store.cache.clear()
+            self.dupefilter.forget_cached()
         if self.stats is not None:
             self.stats.inc_value("dedup/queue/server_restarts")
             if back:

@@ -351,6 +351,29 @@ def test_a_dupefilter_on_another_database_is_not_paired_and_the_warning_says_how
         dupefilter.close("finished")
 
 
+def test_a_dupefilter_that_only_looks_pairable_is_not_paired_and_the_warning_names_it(redis_client, caplog):
+    """Pairing is checked once against PairableDupeFilter: before, pair_queue and a store's script_kind on the
+    same server were enough, and the first one-step push then failed with an AttributeError."""
+    from types import SimpleNamespace
+
+    class LooksPairable:
+        def __init__(self):
+            self.server, self.store, self.paired = redis_client, SimpleNamespace(script_kind="set", key="k"), None
+
+        def pair_queue(self, queue):
+            self.paired = queue
+
+    queue = make_queue(redis_client)
+    try:
+        foreign = LooksPairable()
+        assert not queue.pair(foreign)
+        assert foreign.paired is None and queue.dupefilter is None
+        warning = [r.getMessage() for r in caplog.records if "two Redis calls" in r.getMessage()]
+        assert len(warning) == 1 and "LooksPairable" in warning[0]
+    finally:
+        close(queue)
+
+
 @pytest.mark.redis
 def test_requests_scheduled_while_redis_is_down_are_held_and_queued_when_it_is_back(redis_server, redis_url):
     """fail_open: the paired dupefilter's script cannot run; the request counts as new, is held (never lost),
