@@ -145,6 +145,10 @@ class _SeenDupeFilter(BaseDupeFilter):
         return self.store.add(fingerprint)
 
     def open(self) -> None:
+        """Scrapy's scheduler opens its dupefilter once the engine has a slot: the frontier's hook is set then
+        (a Scrapy without it stops the start-up here, naming what it lacks)."""
+        if self.frontier is not None:
+            self.frontier.watch_engine()
         return None
 
     def close(self, reason: str) -> None:
@@ -561,6 +565,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
             self._close_requested = close_spider_soon(self.crawler, CLOSE_REASON)
 
     def open(self) -> None:
+        super().open()
         if not self._started:
             self._start()
         return None

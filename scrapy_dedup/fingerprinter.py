@@ -228,7 +228,9 @@ class OutermostCanonicalFingerprinter:
 
     def __init__(self, crawler: Crawler):
         self.wrapped: str | None = None
-        current = crawler.request_fingerprinter
+        from scrapy_dedup.engine_hook import internal
+
+        current = internal(crawler, "request_fingerprinter", who="OutermostCanonicalFingerprinter")
         if not isinstance(current, CanonicalRequestFingerprinter):
             crawler.request_fingerprinter = CanonicalRequestFingerprinter.around(crawler, current)
             self.wrapped = _class_path(type(current))

@@ -82,6 +82,7 @@ class JobdirFrontier:
         """The owner compacts the journal (:meth:`compact`): on its clock for a seen set that keeps every mark
         itself (Redis), after each of its checkpoints for the Bloom filter."""
         self.crawler = crawler
+        self._watching = False
         self.stats = crawler.stats
         self.jobdir = Path(jobdir)
         self.jobdir.mkdir(parents=True, exist_ok=True)
@@ -173,8 +174,13 @@ class JobdirFrontier:
 
     # --- resuming ---
 
+    def watch_engine(self) -> None:
+        """Mark each request done when the engine is done with it (called by the dupefilter's ``open``)."""
+        self._watching = self._watching or on_request_done(self.crawler, self._done,
+                                                           who="The kill-safe JOBDIR frontier")
+
     def _spider_opened(self, spider: Any) -> None:
-        if not on_request_done(self.crawler, self._done, who="The kill-safe JOBDIR frontier"):
+        if not self._watching:
             return
         replay, self.replay = self.replay, None  # the replay's memory is not needed past this point
         if replay is None or replay.clean:
