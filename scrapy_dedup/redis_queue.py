@@ -126,9 +126,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.utils.misc import load_object
-from scrapy_redis import connection, defaults
-from scrapy_redis.queue import PriorityQueue
-from scrapy_redis.scheduler import Scheduler
+
+try:
+    from scrapy_redis import connection, defaults
+    from scrapy_redis.queue import PriorityQueue
+    from scrapy_redis.scheduler import Scheduler
+except ImportError as exc:  # not a dependency of the package: the queue's own extra
+    raise ImportError(f"scrapy_dedup.redis_queue (AckPriorityQueue, AckScheduler) needs scrapy-redis, which is not "
+                      f"installed ({exc}): pip install scrapy-dedup[queue]") from None
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.dupefilters import PairableDupeFilter

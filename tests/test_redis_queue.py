@@ -663,3 +663,14 @@ def test_an_acknowledgement_redis_did_not_take_is_sent_when_it_answers_again(red
         assert urls(queue, server.client()) == []  # nothing put back for the next run
     finally:
         server.stop()
+
+
+def test_without_scrapy_redis_the_queue_module_names_the_extra_to_install(monkeypatch):
+    """scrapy-redis is the queue extra, not a dependency: before, a bare ModuleNotFoundError for scrapy_redis."""
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scrapy_redis", None)  # what import finds when it is not installed
+    monkeypatch.delitem(sys.modules, "scrapy_dedup.redis_queue")
+    with pytest.raises(ImportError, match=r"needs scrapy-redis.*pip install scrapy-dedup\[queue\]"):
+        importlib.import_module("scrapy_dedup.redis_queue")
