@@ -26,14 +26,15 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, runtime_checkable
 
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 
-from scrapy_dedup.engine_hook import close_spider_soon
+from scrapy_dedup.clock import Clock, start_clock
+from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
 from scrapy_dedup.redis_conn import connect, mask_url
 from scrapy_dedup.redis_policy import (
@@ -44,6 +45,7 @@ from scrapy_dedup.redis_policy import (
     describe,
     is_transient,
     secrets_of,
+    wait_until_reachable,
 )
 from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
@@ -63,8 +65,6 @@ T = TypeVar("T")
 CHECKPOINT_FILE = "seen.bloom"
 #: fingerprints answered "new" during a Redis outage and not yet in Redis, kept in JOBDIR for the next run
 UNCONFIRMED_FILE = "redis-unconfirmed.fps"
-#: request_seen calls between two looks at the checkpoint clock
-_CLOCK_EVERY = 1024
 
 
 class _SeenDupeFilter(BaseDupeFilter):
@@ -90,6 +90,9 @@ class _SeenDupeFilter(BaseDupeFilter):
         self._closed = False
         #: the kill-safe JOBDIR journal (Scrapy's scheduler with JOBDIR: :mod:`scrapy_dedup.jobdir`), None otherwise
         self.frontier: JobdirFrontier | None = None
+        #: seconds between two runs of :meth:`_on_clock` while the spider is open (``DEDUP_CHECKPOINT_SECONDS``)
+        self.clock_seconds = 0.0
+        self._clock: Clock | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
@@ -100,8 +103,10 @@ class _SeenDupeFilter(BaseDupeFilter):
                 "as the fallback of CanonicalRequestFingerprinter)")
         cfg = read_settings(crawler.settings)
         dupefilter = cls._from_settings(crawler, cfg)
-        if dupefilter.frontier is None:  # a store that keeps each fingerprint itself (Redis) compacts on a clock
-            dupefilter.frontier = _frontier(crawler, compact_every=cfg.checkpoint_seconds)
+        if dupefilter.frontier is None:
+            dupefilter.frontier = _frontier(crawler)
+        dupefilter.clock_seconds = cfg.checkpoint_seconds
+        crawler.signals.connect(dupefilter._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(dupefilter._spider_closed, signal=signals.spider_closed)
         return dupefilter
 
@@ -145,6 +150,10 @@ class _SeenDupeFilter(BaseDupeFilter):
         return self.store.add(fingerprint)
 
     def open(self) -> None:
+        """Scrapy's scheduler opens its dupefilter once the engine has a slot: the frontier's hook is set then
+        (a Scrapy without it stops the start-up here, naming what it lacks)."""
+        if self.frontier is not None:
+            self.frontier.watch_engine()
         return None
 
     def close(self, reason: str) -> None:
@@ -152,6 +161,8 @@ class _SeenDupeFilter(BaseDupeFilter):
         if self._closed:
             return None
         self._closed = True
+        if self._clock is not None:
+            self._clock.stop()
         try:
             self._close_store(reason)
         finally:
@@ -159,6 +170,19 @@ class _SeenDupeFilter(BaseDupeFilter):
         if self.frontier is not None:  # last, once the store is saved: Scrapy wrote its queue state before
             self.frontier.close()
         return None
+
+    def _spider_opened(self, spider: Spider) -> None:
+        if self.clock_seconds and self._clock is None and self._has_clock_work():
+            self._clock = start_clock(self.clock_seconds, self._on_clock, name=f"{self.kind}: the periodic "
+                                      "checkpoint (DEDUP_CHECKPOINT_SECONDS)", stats=self.stats)
+
+    def _has_clock_work(self) -> bool:
+        return self.frontier is not None
+
+    def _on_clock(self) -> None:
+        """A store that keeps each fingerprint itself (Redis) compacts the JOBDIR journal on the clock."""
+        if self.frontier is not None:
+            self.frontier.compact()
 
     def _spider_closed(self, spider: Spider, reason: str) -> None:
         self.close(reason)
@@ -241,7 +265,6 @@ class BloomDupeFilter(_SeenDupeFilter):
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  stats: StatsCollector | None = None, frontier: JobdirFrontier | None = None):
         self.path = Path(path, CHECKPOINT_FILE) if path else None
-        self.checkpoint_seconds = checkpoint_seconds
         self._stats_for_load = stats
         store = self._load(capacity, error_rate, on_corrupt)
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
@@ -251,14 +274,12 @@ class BloomDupeFilter(_SeenDupeFilter):
             added = sum(store.add(fp) for fp in frontier.fingerprints)
             if added and stats is not None:
                 stats.inc_value("dedup/jobdir/fingerprints_replayed", added)
-        self._until_clock = _CLOCK_EVERY
-        self._next_checkpoint = time.monotonic() + checkpoint_seconds if checkpoint_seconds else None
+        self.clock_seconds = checkpoint_seconds
 
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "BloomDupeFilter":
         jobdir = job_dir(crawler.settings)
-        # (compacted after each checkpoint of the filter, which must hold every fingerprint the journal drops)
-        frontier = _frontier(crawler)
+        frontier = _frontier(crawler)  # compacted after each checkpoint (the filter holds what the journal drops)
         return cls(jobdir, crawler.settings.getbool("DUPEFILTER_DEBUG"),
                    capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
                    checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
@@ -291,19 +312,14 @@ class BloomDupeFilter(_SeenDupeFilter):
         logger.info("%s: resumed %d fingerprints from %s", self.kind, len(store), self.path)
         return store
 
-    def _add(self, fingerprint: bytes, request: Request) -> bool:
-        if self._next_checkpoint is not None:  # the checkpoint clock, looked at every _CLOCK_EVERY requests
-            self._until_clock -= 1
-            if not self._until_clock:
-                self._until_clock = _CLOCK_EVERY
-                if time.monotonic() >= self._next_checkpoint:
-                    self.checkpoint()
-        return self.store.add(fingerprint)
+    def _has_clock_work(self) -> bool:
+        return self.path is not None
+
+    def _on_clock(self) -> None:
+        self.checkpoint()
 
     def checkpoint(self) -> None:
         """Save the filter to ``JOBDIR`` now if it changed (atomic: a crash keeps the previous file)."""
-        if self.checkpoint_seconds:
-            self._next_checkpoint = time.monotonic() + self.checkpoint_seconds
         if self.path is None or not self.store.dirty:
             return
         started = time.monotonic()
@@ -322,12 +338,51 @@ class BloomDupeFilter(_SeenDupeFilter):
         self.checkpoint()
 
 
-def _frontier(crawler: Crawler, compact_every: float | None = None) -> JobdirFrontier | None:
+def _frontier(crawler: Crawler) -> JobdirFrontier | None:
     """The crawl's frontier journal: with JOBDIR and Scrapy's own scheduler, whose disk queue it makes kill-safe."""
     jobdir = job_dir(crawler.settings)
     if not jobdir or not uses_scrapys_scheduler(crawler):
         return None
-    return JobdirFrontier(crawler, jobdir, compact_every=compact_every)
+    return JobdirFrontier(crawler, jobdir)
+
+
+class PairedQueue(Protocol):
+    """What a Redis dupefilter needs of the queue it is paired with (:class:`scrapy_dedup.redis_queue.AckPriorityQueue`)."""
+
+    def mark_and_push(self, request: Request, fingerprint: bytes, force: bool = False) -> bool:
+        """Mark ``fingerprint`` seen and, if it was new (or ``force``), queue ``request``: one Redis script."""
+
+    def hold(self, request: Request, fingerprint: bytes | None = None) -> None:
+        """Keep ``request`` in the process until Redis answers again (then marked and queued)."""
+
+    def holds(self, fingerprint: bytes) -> bool:
+        """Whether a request with this fingerprint is held (it counts as seen)."""
+
+
+@runtime_checkable
+class PairableDupeFilter(Protocol):
+    """What :class:`~scrapy_dedup.redis_queue.AckPriorityQueue` needs of the scheduler's dupefilter to mark a
+    request seen and queue it in one Redis script; checked once, when the queue pairs."""
+
+    #: the Redis client: the queue pairs only with a dupefilter on its own server and database
+    server: Any
+    #: which of the queue's scripts writes the mark: ``"set"`` (``SADD``) or ``"bloom"`` (``BITFIELD``)
+    script_kind: str
+
+    def pair_queue(self, queue: PairedQueue) -> None:
+        """From now on, hand each new request to ``queue.mark_and_push``."""
+
+    def seen_keys(self) -> list[str]:
+        """The Redis key(s) the script may write (one hash slot with the queue's key on Redis Cluster)."""
+
+    def script_args(self, fingerprint: bytes) -> tuple[str, bytes]:
+        """``(key, argument)``: what the script needs to mark ``fingerprint`` seen."""
+
+    def confirmed(self, fingerprint: bytes) -> None:
+        """The script marked ``fingerprint`` seen: remember it locally."""
+
+    def forget_cached(self) -> None:
+        """Forget the fingerprints known locally: the server rolled back, and may have lost them."""
 
 
 class RedisStartupError(RuntimeError):
@@ -358,7 +413,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  debug: bool = False, stats: StatsCollector | None = None,
                  policy: RedisErrorPolicy | None = None, crawler: Crawler | None = None,
-                 jobdir: str | None = None, url_source: str = "DEDUP_REDIS_URL"):
+                 jobdir: str | None = None, url_source: str = "DEDUP_REDIS_URL", startup_seconds: float = 5.0):
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.server = server
         self.url = url
@@ -370,14 +425,35 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self.policy = policy or RedisErrorPolicy(name=self.kind, url=url, secrets=secrets_of(url), stats=stats)
         self.crawler = crawler
         self.unconfirmed_path = Path(jobdir, UNCONFIRMED_FILE) if jobdir else None
+        self.startup_seconds = startup_seconds
         self._started = False
+        #: Redis could not be reached at start: the spider is being closed, every request is refused
+        self._refused = False
         #: fingerprints answered "new" while Redis was unreachable, not yet written to Redis
         self._unconfirmed: set[bytes] = set()
         self._close_requested = False
         self._measure_failed = False
         #: the scheduler queue that marks a fingerprint seen and queues its request in one Redis script
         #: (:class:`scrapy_dedup.redis_queue.AckPriorityQueue` on the same server), or None
-        self.atomic_queue: Any = None
+        self.atomic_queue: PairedQueue | None = None
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
+        key = cls._redis_key(crawler, cfg)
+        server = connect(cfg.redis_url, cfg.redis_params,
+                         timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
+        policy = RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
+                                  secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats, key=key)
+        return cls(cls._store(server, key, cfg), server=server, url=cfg.redis_url, key=key,
+                   persist=cfg.redis_persist, flush_on_start=cfg.redis_flush_on_start,
+                   fingerprinter=crawler.request_fingerprinter, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"),
+                   stats=crawler.stats, policy=policy, crawler=crawler, jobdir=job_dir(crawler.settings),
+                   url_source=cfg.source_of("DEDUP_REDIS_URL"), startup_seconds=cfg.redis_startup_seconds)
+
+    @staticmethod
+    def _store(server: Any, key: str, cfg: DedupSettings) -> SeenSet:
+        """The seen set of this filter class in Redis at ``key``."""
+        raise NotImplementedError
 
     @staticmethod
     def _redis_key(crawler: Crawler, cfg: DedupSettings) -> str:
@@ -430,7 +506,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 self._close_spider()
             return True
         if queue is not None:
-            self.store.confirmed(fingerprint)
+            self.confirmed(fingerprint)
         if self._unconfirmed:
             self._replay()
         return new
@@ -443,7 +519,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     # --- marking seen and queueing in one step (set up by scrapy_dedup.redis_queue.AckPriorityQueue) ---
 
-    def pair_queue(self, queue: Any) -> None:
+    def pair_queue(self, queue: PairedQueue) -> None:
         """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on.
 
         Why: scrapy-redis's scheduler calls ``request_seen`` (a write to Redis) and
@@ -456,6 +532,24 @@ class _RedisDupeFilter(_SeenDupeFilter):
         the scheduler, the log and every stat are what they were before.
         """
         self.atomic_queue = queue
+
+    # :class:`PairableDupeFilter`: what the paired queue's script needs of the store
+
+    @property
+    def script_kind(self) -> str:
+        return self.store.script_kind
+
+    def seen_keys(self) -> list[str]:
+        return list(getattr(self.store, "shard_keys", [self.store.key]))
+
+    def script_args(self, fingerprint: bytes) -> tuple[str, bytes]:
+        return self.store.script_args(fingerprint)
+
+    def confirmed(self, fingerprint: bytes) -> None:
+        self.store.confirmed(fingerprint)
+
+    def forget_cached(self) -> None:
+        self.store.cache.clear()
 
     def _replay(self) -> None:
         """Write the fingerprints answered "new" during the outage to Redis (stops at the next failure)."""
@@ -476,6 +570,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
             self._close_requested = close_spider_soon(self.crawler, CLOSE_REASON)
 
     def open(self) -> None:
+        super().open()
         if not self._started:
             self._start()
         return None
@@ -483,21 +578,33 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def _start(self) -> None:
         """Flush if asked, prepare the store, say how much the key holds (once); clear errors at start-up.
 
-        Refused credentials, or Redis still down once ``retry`` gives up, stop the
-        start-up with :class:`RedisStartupError` (masked URL, no password);
-        under ``fail_open`` an unreachable Redis only logs, and the crawl starts.
+        Under ``retry`` a Redis that cannot be reached within ``DEDUP_REDIS_STARTUP_SECONDS``
+        (or that gives up while the store is prepared) ends the crawl before it fetches
+        anything (:meth:`_refuse_start`); under ``fail_open`` an unreachable Redis only
+        logs, and the crawl starts. Refused credentials and other configuration errors
+        stop the start-up with :class:`RedisStartupError` (masked URL, no password), logged first:
+        Scrapy's own tracebacks of a start-up that failed follow it (see docs/reliability.md).
         """
         self._started = True
         try:
+            self._start_or_raise()
+        except RedisStartupError as exc:
+            logger.error("%s", exc)
+            raise
+
+    def _start_or_raise(self) -> None:
+        try:
+            if self._unreachable_at_start():
+                return
             self._start_checked()
         except RedisUnavailable as exc:
             if self.policy.mode == "retry":
-                raise RedisStartupError(f"{exc}; the crawl cannot start (DEDUP_REDIS_ON_ERROR='retry', "
-                                        "DEDUP_REDIS_RETRY_SECONDS)") from None
+                self._refuse_start(f"{exc} (DEDUP_REDIS_RETRY_SECONDS={self.policy.retry_seconds:g})")
+                return
         except Exception as exc:
             if is_transient(exc) or not _is_redis_error(exc):
                 raise
-            hint = "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)"
+            hint = f"check {self.url_source} and DEDUP_REDIS_PARAMS (password, TLS options)"
             if type(exc).__name__ in ("MovedError", "AskError"):
                 hint = ("DEDUP_REDIS_URL is a node of a Redis Cluster: set DEDUP_REDIS_PARAMS = "
                         "{'redis_cls': 'redis.cluster.RedisCluster'}")
@@ -506,6 +613,56 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 f"{hint}") from None
         # From here on every Redis error is an outage under the policy: none may escape request_seen.
         self.policy.running = True
+
+    def _unreachable_at_start(self) -> bool:
+        """Under ``retry``, wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis to answer; if it does not, end
+        the crawl (True). Also True when the queue already found its Redis unreachable (and said so): a
+        request marked seen here could not be queued there."""
+        if closing_reason(self.crawler) == CLOSE_REASON:
+            self._refused = self._close_requested = True
+            return True
+        if self.policy.mode != "retry":
+            return False
+        error = wait_until_reachable(self.server, self.startup_seconds)
+        if error is None:
+            return False
+        if self.stats is not None:
+            self.stats.inc_value("dedup/redis/errors")
+        self._refuse_start(f"cannot reach Redis at {mask_url(self.url)} (from {self.url_source}) within "
+                           f"{self.startup_seconds:g} s (DEDUP_REDIS_STARTUP_SECONDS): "
+                           f"{describe(error, self.policy.secrets)}")
+        return True
+
+    def _refuse_start(self, why: str) -> None:
+        """Redis is unusable as the crawl starts: one ERROR line, then the spider closes before fetching anything.
+
+        Why not raise: an exception from the dupefilter's ``open`` leaves Scrapy's engine
+        half-open, and its close logs a cascade of tracebacks and the reason ``shutdown``.
+        Meanwhile every request is refused (counted in ``dedup/redis/refused_at_start``,
+        not marked seen anywhere, not journaled): only start requests can arrive, and the
+        next run makes them again. Without an engine (a filter used on its own) it raises
+        :class:`RedisStartupError`.
+        """
+        self._refused = self._close_requested = True
+        if self.stats is not None:
+            self.stats.set_value("dedup/redis/unavailable_at_start", 1)
+        if self.crawler is None or not stop_at_start(self.crawler, CLOSE_REASON):
+            raise RedisStartupError(f"{self.kind}: {why}; the crawl cannot start")
+        logger.error("%s: %s; closing the spider with reason %r before it fetches anything", self.kind, why,
+                     CLOSE_REASON)
+
+    def request_seen(self, request: Request) -> bool:
+        if not self._started:
+            self._start()
+        if self._refused:  # closing at start: nothing may be queued (see _refuse_start)
+            if self.stats is not None:
+                self.stats.inc_value("dedup/redis/refused_at_start")
+            return True
+        return super().request_seen(request)
+
+    def log(self, request: Request, spider: Spider) -> None:
+        if not self._refused:  # a refused request is no duplicate (counted in dedup/redis/refused_at_start)
+            super().log(request, spider)
 
     def _start_checked(self) -> None:
         where = f"Redis key {self.key!r} at {mask_url(self.url)} (from {self.url_source})"
@@ -536,10 +693,16 @@ class _RedisDupeFilter(_SeenDupeFilter):
         pass
 
     def clear(self) -> None:
+        if self._refused or closing_reason(self.crawler) == CLOSE_REASON:  # no Redis to flush
+            return
         self._redis(self.store.clear)
         self._unconfirmed.clear()
 
     def _close_store(self, reason: str) -> None:
+        if self._refused or (not self._started and closing_reason(self.crawler) == CLOSE_REASON):
+            # the start-up (ours or the queue's) said it all: nothing was recorded, nothing is left to write
+            self.store.close()
+            return
         try:
             if self._unconfirmed and not self.policy.gave_up:
                 self.policy.probe_now()  # a last try, even within a pause between probes
@@ -609,35 +772,24 @@ class _RedisDupeFilter(_SeenDupeFilter):
         logger.info("%s: wrote %d fingerprints of the previous run's Redis outage from %s to Redis",
                     self.kind, len(fingerprints), path)
 
-    def _write_stats(self, final: bool = False) -> None:
-        super()._write_stats(final)
-        if final:
-            try:
-                self.server.close()
-            except Exception:  # pragma: no cover - closing a broken connection
-                pass
+    def close(self, reason: str) -> None:
+        """Close as every filter does, then the connection (last: the stats at close measure through it)."""
+        try:
+            super().close(reason)
+        finally:
+            self.server.close()
 
     def _measure(self, measure: Callable[[], T]) -> T | None:
-        """Measured only while Redis answers, one attempt: a size at close is not worth waiting out an outage."""
-        if self.policy.down_since is not None or self._close_requested or self._measure_failed:
+        """Measured only while Redis answers, one attempt, once started: a size at close is not worth waiting
+        out an outage."""
+        if (not self._started or self.policy.down_since is not None or self._close_requested
+                or self._measure_failed):  # (never started: scrapy-redis's scheduler never asked it)
             return None
         try:
             return measure()
         except Exception:
             self._measure_failed = True  # the next measurement would only wait for the same timeout
             raise
-
-    @classmethod
-    def _connect(cls, cfg: DedupSettings) -> Any:
-        """A client whose calls are bounded in time by the outage policy (:func:`call_timeout`)."""
-        return connect(cfg.redis_url, cfg.redis_params,
-                       timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
-
-    @classmethod
-    def _policy(cls, crawler: Crawler, cfg: DedupSettings) -> RedisErrorPolicy:
-        return RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
-                                secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats,
-                                key=cls._redis_key(crawler, cfg))
 
 
 def _is_redis_error(exc: BaseException) -> bool:
@@ -655,16 +807,9 @@ class RedisDupeFilter(_RedisDupeFilter):
 
     kind = "RedisDupeFilter"
 
-    @classmethod
-    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "RedisDupeFilter":
-        key = cls._redis_key(crawler, cfg)
-        server = cls._connect(cfg)
-        store = RedisSeenSet(server, key, ttl=cfg.redis_ttl)
-        return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
-                   flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
-                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
-                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings),
-                   url_source=cfg.source_of("DEDUP_REDIS_URL"))
+    @staticmethod
+    def _store(server: Any, key: str, cfg: DedupSettings) -> RedisSeenSet:
+        return RedisSeenSet(server, key, ttl=cfg.redis_ttl)
 
 
 class RedisBloomDupeFilter(_RedisDupeFilter):
@@ -680,20 +825,13 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
     kind = "RedisBloomDupeFilter"
     store: RedisBloomSeenSet
 
-    @classmethod
-    def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "RedisBloomDupeFilter":
-        key = cls._redis_key(crawler, cfg)
-        server = cls._connect(cfg)
+    @staticmethod
+    def _store(server: Any, key: str, cfg: DedupSettings) -> RedisBloomSeenSet:
         try:
-            store = RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
-                                      shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
+            return RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
+                                     shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
         except ValueError as exc:
             raise DedupConfigError(str(exc)) from None
-        return cls(store, server=server, url=cfg.redis_url, key=key, persist=cfg.redis_persist,
-                   flush_on_start=cfg.redis_flush_on_start, fingerprinter=crawler.request_fingerprinter,
-                   debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats,
-                   policy=cls._policy(crawler, cfg), crawler=crawler, jobdir=job_dir(crawler.settings),
-                   url_source=cfg.source_of("DEDUP_REDIS_URL"))
 
     def _prepare(self) -> None:
         self.store.prepare()

@@ -1,5 +1,10 @@
-"""The one place that touches Scrapy's engine internals: "the engine is done with this request", and
-the scheduler's dupefilter.
+"""The one place that touches Scrapy's internals: "the engine is done with this request", the
+scheduler's dupefilter, the crawler's request fingerprinter, pausing and closing the spider.
+
+Every such access goes through :func:`internal`, which checks that the attribute
+exists and refuses to start, naming it and who needs it, on a Scrapy version
+without it (a future ``ExecutionEngine`` without ``_slot.remove_request``), instead
+of an ``AttributeError`` in the middle of a crawl.
 
 Scrapy has no signal for it. Kill-safe state needs it: a request may be
 forgotten (acknowledged in a Redis queue, marked done in the frontier journal)
@@ -31,20 +36,40 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _CALLBACKS = "_scrapy_dedup_done_callbacks"
-HOOK = "ExecutionEngine._slot.remove_request"
+#: the crawler's attribute with the reason one of our components asked the engine to close the spider with
+_CLOSING = "_scrapy_dedup_closing_reason"
 
 
 class EngineHookMissing(NotConfigured):
-    """This Scrapy version has no engine hook for "the engine is done with a request"."""
+    """This Scrapy version lacks an internal a component of ours needs (named in the message)."""
 
 
-def engine_slot(crawler: "Crawler") -> Any:
-    """The engine's slot, or None before the engine has one (a component used outside a crawl)."""
-    try:
-        engine = getattr(crawler, "engine", None)
-    except RuntimeError:  # Scrapy >= 2.14 raises when the crawl has not started
-        return None
-    return getattr(engine, "_slot", None) if engine is not None else None
+#: what each part of a path is called in messages
+_OWNERS = {"engine": "ExecutionEngine", "_slot": "ExecutionEngine._slot", "scheduler": "ExecutionEngine._slot.scheduler"}
+
+
+def internal(crawler: "Crawler", path: str, *, who: str) -> Any:
+    """``crawler.<path>`` (``"engine._slot.remove_request"``), checked: the one door to Scrapy's internals.
+
+    None while there is no engine or no engine slot yet (a component used on its own,
+    or before the spider opens). Raises :class:`EngineHookMissing`, naming the
+    attribute and ``who`` needs it, when an object on the way lacks it.
+    """
+    value: Any = crawler
+    owner = "Crawler"
+    for part in path.split("."):
+        try:
+            value = getattr(value, part)
+        except RuntimeError:  # Scrapy >= 2.14: Crawler.engine before the crawl starts
+            return None
+        except AttributeError:
+            raise EngineHookMissing(
+                f"{who} needs Scrapy's {owner}.{part} (Scrapy 2.13 to 2.19 have it); this Scrapy version has "
+                "no such attribute, so it cannot run safely") from None
+        if value is None and part in ("engine", "_slot"):
+            return None
+        owner = _OWNERS.get(part, f"{owner}.{part}")
+    return value
 
 
 def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *, who: str) -> bool:
@@ -54,17 +79,12 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
     engine has a slot but no such method. A callback that raises is logged and
     does not stop the engine's own bookkeeping.
     """
-    slot = engine_slot(crawler)
-    if slot is None:
+    remove = internal(crawler, "engine._slot.remove_request", who=who)
+    if remove is None:
         return False
+    slot = crawler.engine._slot
     callbacks: list[Callable[["Request"], None]] | None = getattr(slot, _CALLBACKS, None)
     if callbacks is None:
-        remove = getattr(slot, "remove_request", None)
-        if not callable(remove):
-            raise EngineHookMissing(
-                f"{who} needs to know when Scrapy's engine is done with a request ({HOOK}, Scrapy 2.13 to "
-                f"2.19); this Scrapy version has no such hook, so it cannot run safely"
-            )
         callbacks = []
         setattr(slot, _CALLBACKS, callbacks)
 
@@ -84,22 +104,29 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
 
 
 def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
-    """Ask the engine to close the spider with ``reason`` at the next reactor turn (outside the caller's
-    call: a dupefilter or a queue answering the engine). False when there is no engine to ask.
+    """Ask the engine to close the spider with ``reason`` outside the caller's call (a dupefilter or a queue
+    answering the engine), once the engine runs. False when there is no engine to ask.
 
-    Scrapy 2.14 added ``close_spider_async``; 2.13 has ``close_spider(spider, reason)``.
+    Why wait for the engine to run: a component that finds Redis unreachable while the
+    spider opens must not close it half-open (Scrapy would close a scraper that has no
+    slot yet and log a cascade of tracebacks). Scrapy 2.14 added ``close_spider_async``;
+    2.13 has ``close_spider(spider, reason)``. The reason asked for first is kept
+    (:func:`closing_reason`).
     """
-    try:
-        engine = getattr(crawler, "engine", None)
-    except RuntimeError:  # Scrapy >= 2.14 before the crawl starts: a component used on its own
-        engine = None
+    engine = internal(crawler, "engine", who=f"Closing the spider with reason {reason!r}")
     if engine is None:
         return False
+    if getattr(crawler, _CLOSING, None) is None:
+        setattr(crawler, _CLOSING, reason)
+    from twisted.internet import reactor
 
     def close() -> None:
-        if getattr(engine, "spider", None) is None:
+        if engine.spider is None:
             return
-        close_async = getattr(engine, "close_spider_async", None)
+        if not engine.running:  # still opening the spider: once it runs
+            reactor.callLater(0.05, close)
+            return
+        close_async = getattr(engine, "close_spider_async", None)  # Scrapy >= 2.14
         if close_async is not None:
             from scrapy.utils.defer import deferred_from_coro
 
@@ -107,10 +134,28 @@ def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
         else:  # Scrapy < 2.14
             engine.close_spider(engine.spider, reason)
 
-    from twisted.internet import reactor
-
     reactor.callLater(0, close)
     return True
+
+
+def closing_reason(crawler: "Crawler") -> str | None:
+    """The reason a component of ours asked the engine to close the spider with, or None."""
+    return getattr(crawler, _CLOSING, None)
+
+
+def stop_at_start(crawler: "Crawler", reason: str) -> bool:
+    """End a crawl that cannot start (its Redis is unreachable) before it fetches anything.
+
+    Pauses the engine (``ExecutionEngine.pause``: it takes no request out of the
+    scheduler, so nothing a previous run queued is fetched, and the spider cannot
+    look idle and close as ``finished``), then closes the spider with ``reason`` as
+    soon as the engine runs. False when there is no engine (a component used on its own).
+    """
+    pause = internal(crawler, "engine.pause", who=f"Closing the spider with reason {reason!r} at start")
+    if pause is None:
+        return False
+    pause()
+    return close_spider_soon(crawler, reason)
 
 
 def scheduler_dupefilter(crawler: "Crawler") -> Any:
@@ -119,5 +164,6 @@ def scheduler_dupefilter(crawler: "Crawler") -> Any:
     Scrapy's and scrapy-redis's schedulers both keep it as ``df``; a scheduler
     without one (or no engine slot yet) gives None, and the caller does without.
     """
-    scheduler = getattr(engine_slot(crawler), "scheduler", None)
+    scheduler = internal(crawler, "engine._slot.scheduler", who="AckPriorityQueue (pairing with the dupefilter)")
     return getattr(scheduler, "df", None)
+

@@ -77,12 +77,8 @@ def _build_fallback(path: Any, crawler: Crawler) -> Any:
             "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "
             f"not {_class_path(fallback_cls)} itself (it would wrap itself)"
         )
-    try:
-        from scrapy.utils.misc import build_from_crawler
-    except ImportError:  # pragma: no cover - Scrapy < 2.12
-        from scrapy.utils.misc import create_instance
+    from scrapy.utils.misc import build_from_crawler
 
-        return create_instance(fallback_cls, settings=None, crawler=crawler)
     return build_from_crawler(fallback_cls, crawler)
 
 
@@ -232,7 +228,9 @@ class OutermostCanonicalFingerprinter:
 
     def __init__(self, crawler: Crawler):
         self.wrapped: str | None = None
-        current = crawler.request_fingerprinter
+        from scrapy_dedup.engine_hook import internal
+
+        current = internal(crawler, "request_fingerprinter", who="OutermostCanonicalFingerprinter")
         if not isinstance(current, CanonicalRequestFingerprinter):
             crawler.request_fingerprinter = CanonicalRequestFingerprinter.around(crawler, current)
             self.wrapped = _class_path(type(current))

@@ -41,7 +41,6 @@ from __future__ import annotations
 import logging
 import pickle
 import shutil
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,12 +78,11 @@ def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
 class JobdirFrontier:
     """The frontier journal of one crawl in ``JOBDIR`` (see the module doc); owned by our dupefilter."""
 
-    def __init__(self, crawler: "Crawler", jobdir: str, *, compact_every: float | None = None):
-        """``compact_every``: seconds between compactions for a seen set that keeps every mark itself (Redis);
-        None when the owner compacts after each of its checkpoints (the Bloom filter)."""
+    def __init__(self, crawler: "Crawler", jobdir: str):
+        """The owner compacts the journal (:meth:`compact`): on its clock for a seen set that keeps every mark
+        itself (Redis), after each of its checkpoints for the Bloom filter."""
         self.crawler = crawler
-        self.compact_every = compact_every or None
-        self._next_compaction = time.monotonic() + compact_every if compact_every else None
+        self._watching = False
         self.stats = crawler.stats
         self.jobdir = Path(jobdir)
         self.jobdir.mkdir(parents=True, exist_ok=True)
@@ -143,9 +141,6 @@ class JobdirFrontier:
             return None
         seq = request.meta[META_KEY] = self.journal.admitted(fingerprint, payload)
         self.stats.inc_value("dedup/jobdir/admitted")
-        if self._next_compaction is not None and time.monotonic() >= self._next_compaction:
-            self._next_compaction = time.monotonic() + self.compact_every  # type: ignore[operator]
-            self.compact()
         return seq
 
     def withdraw(self, request: "Request", seq: int | None) -> None:
@@ -179,8 +174,13 @@ class JobdirFrontier:
 
     # --- resuming ---
 
+    def watch_engine(self) -> None:
+        """Mark each request done when the engine is done with it (called by the dupefilter's ``open``)."""
+        self._watching = self._watching or on_request_done(self.crawler, self._done,
+                                                           who="The kill-safe JOBDIR frontier")
+
     def _spider_opened(self, spider: Any) -> None:
-        if not on_request_done(self.crawler, self._done, who="The kill-safe JOBDIR frontier"):
+        if not self._watching:
             return
         replay, self.replay = self.replay, None  # the replay's memory is not needed past this point
         if replay is None or replay.clean:

@@ -203,6 +203,55 @@ def call_timeout(mode: str, retry_seconds: float) -> float:
     return FAIL_OPEN_CALL_SECONDS
 
 
+def wait_until_reachable(client: Any, seconds: float, *, sleep: Callable[[float], None] = time.sleep,
+                         clock: Callable[[], float] = time.monotonic) -> BaseException | None:
+    """PING ``client``'s server until it answers or ``seconds`` have passed; None if it answered.
+
+    Why: a server that cannot be reached when the crawl starts is not an outage to
+    wait out for ``DEDUP_REDIS_RETRY_SECONDS`` (nothing was crawled yet); the
+    caller ends the crawl after this bounded wait. Each attempt runs on a
+    short-lived client whose socket timeouts end with the wait, so a hung host
+    cannot stretch it; pauses grow as an outage's (0.05 s doubling up to 5 s).
+    Returns the last transient error; any other (refused credentials, a TLS
+    certificate that does not verify) is raised at once: a configuration error.
+    """
+    deadline = clock() + seconds
+    attempt = 0
+    while True:
+        left = max(deadline - clock(), 0.05)
+        probe = _probe_client(client, left)
+        try:
+            probe.ping()
+            return None
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            error: BaseException = exc
+        finally:
+            if probe is not client:
+                probe.close()
+        pause = min(BACKOFF_START * 2 ** attempt, BACKOFF_CAP, deadline - clock())
+        if pause <= 0:
+            return error
+        attempt += 1
+        sleep(pause)
+
+
+def _probe_client(client: Any, timeout: float) -> Any:
+    """A client of the same server and options as ``client`` whose calls block at most ``timeout`` seconds
+    (``client`` itself where it has no plain connection pool, e.g. a cluster client)."""
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", None)
+    if not isinstance(kwargs, dict):
+        return client
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    options = {**kwargs, "socket_timeout": timeout, "socket_connect_timeout": timeout, "retry": Retry(NoBackoff(), 0)}
+    return redis.Redis(connection_pool=type(pool)(connection_class=pool.connection_class, **options))
+
+
 #: where urllib cuts a URL (components, userinfo, port), and where a query is cut into items as well:
 #: a fragment of a password between two of these may be printed alone, as a host, a port, a path or a keyword
 _CUTS = (re.compile(r"[/?#@:]+"), re.compile(r"[/?#@:&=;]+"))

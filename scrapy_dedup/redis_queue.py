@@ -104,14 +104,11 @@ once"), with the queue and a scrapy_dedup Redis dupefilter on one server whose
 data survives its own restarts (AOF); a server that loses it is detected, not
 survived.
 
-Use (scrapy-redis's scheduler)::
+Use (scrapy-redis's scheduler, or :class:`AckScheduler`, the same without its PING at start)::
 
-    SCHEDULER = "scrapy_redis.scheduler.Scheduler"
+    SCHEDULER = "scrapy_dedup.redis_queue.AckScheduler"
     SCHEDULER_PERSIST = True
     SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"
-
-(``AckMiddleware`` is no longer needed; it is kept, doing nothing, so settings
-that name it still load.)
 
 Single Redis node (or Redis Cluster with a ``{hash tag}`` in
 ``SCHEDULER_QUEUE_KEY``: the scripts touch the queue and the in-flight set; for
@@ -119,19 +116,30 @@ the one-step push, the same tag in ``DEDUP_REDIS_KEY`` and a Bloom filter in one
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import socket
 import time
 import uuid
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy_redis.queue import PriorityQueue
+from scrapy.utils.misc import load_object
 
-from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter
-from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of
+try:
+    from scrapy_redis import connection, defaults
+    from scrapy_redis.queue import PriorityQueue
+    from scrapy_redis.scheduler import Scheduler
+except ImportError as exc:  # not a dependency of the package: the queue's own extra
+    raise ImportError(f"scrapy_dedup.redis_queue (AckPriorityQueue, AckScheduler) needs scrapy-redis, which is not "
+                      f"installed ({exc}): pip install scrapy-dedup[queue]") from None
+
+from scrapy_dedup.clock import Clock, start_clock
+from scrapy_dedup.dupefilters import PairableDupeFilter
+from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
+from scrapy_dedup.redis_conn import mask_url
+from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
 from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
@@ -249,8 +257,6 @@ _LIVE_WORKERS: set[str] = set()
 class AckPriorityQueue(PriorityQueue):
     """scrapy-redis's priority queue whose popped requests stay in Redis until acknowledged."""
 
-    _by_crawler: "weakref.WeakKeyDictionary[Crawler, AckPriorityQueue]" = weakref.WeakKeyDictionary()
-
     def __init__(self, server: Any, spider: Any, key: str, serializer: Any = None):
         super().__init__(server, spider, key, serializer)
         crawler = spider.crawler
@@ -275,7 +281,7 @@ class AckPriorityQueue(PriorityQueue):
         self._mark_and_push = {"set": server.register_script(_MARK_SET_AND_PUSH),
                                "bloom": server.register_script(_MARK_BITS_AND_PUSH)}
         #: the scheduler's dupefilter once paired (see :meth:`pair`), else None
-        self.dupefilter: Any = None
+        self.dupefilter: PairableDupeFilter | None = None
         self._pairing_done = False
         #: the request the paired dupefilter has already queued or held: the scheduler's push of it does nothing
         self._handed: Request | None = None
@@ -295,19 +301,41 @@ class AckPriorityQueue(PriorityQueue):
         #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
         self._ack_failed: dict[bytes, float] = {}
         self._watch_engine(crawler)
+        self._heartbeat: Clock | None = None
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        #: Redis could not be reached at start: the spider is being closed, nothing is queued or popped
+        self._refused = self._unreachable_at_start(cfg.redis_startup_seconds)
+        if self._refused:
+            return
         self.marker = _text(server.register_script(_MARKER)(keys=[self.marker_key], args=[uuid.uuid4().hex]))
         self._run_id = _run_id(server)
         _LIVE_WORKERS.add(self.worker)
         server.set(self._alive_key(self.worker), 1, ex=ALIVE_TTL)
         server.sadd(self.workers_key, self.worker)
         self.reclaim_dead()
-        from twisted.internet.task import LoopingCall
+        self._heartbeat = start_clock(ALIVE_TTL / 3, self._beat, name="AckPriorityQueue: the heartbeat",
+                                      stats=self.stats)
 
-        self._heartbeat = LoopingCall(self._beat)
-        self._heartbeat.start(ALIVE_TTL / 3, now=False)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
-        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
-        AckPriorityQueue._by_crawler[crawler] = self
+    def _unreachable_at_start(self, seconds: float) -> bool:
+        """Wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis; if it does not answer, one ERROR line and the
+        spider is closed before it fetches anything (True). Raising here instead, inside Scrapy's start, would
+        leave the engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
+        error = wait_until_reachable(self.server, seconds)
+        if error is None:
+            return False
+        if self.stats is not None:
+            self.stats.set_value("dedup/queue/unavailable_at_start", 1)
+        self._gave_up = True
+        if not stop_at_start(self.crawler, CLOSE_REASON):
+            raise error
+        settings = self.crawler.settings
+        source = "REDIS_URL" if settings.get("REDIS_URL") else "REDIS_HOST/REDIS_PORT"
+        where = mask_url(settings["REDIS_URL"]) if settings.get("REDIS_URL") else _where(self.server)
+        logger.error("AckPriorityQueue: cannot reach Redis at %s (from %s) within %g s (DEDUP_REDIS_STARTUP_SECONDS): "
+                     "%s; closing the spider with reason %r before it fetches anything", where, source, seconds,
+                     describe(error, self._secrets), CLOSE_REASON)
+        return True
 
     def _watch_engine(self, crawler: "Crawler") -> None:
         """Acknowledge each popped request when Scrapy's engine is done with it (:mod:`scrapy_dedup.engine_hook`).
@@ -328,10 +356,6 @@ class AckPriorityQueue(PriorityQueue):
             if self.stats is not None:
                 self.stats.inc_value("dedup/queue/ack_errors")
 
-    @classmethod
-    def for_crawler(cls, crawler: "Crawler") -> "AckPriorityQueue | None":
-        return cls._by_crawler.get(crawler)
-
     def _alive_key(self, worker: str) -> str:
         return f"{self.key}:alive:{worker}"
 
@@ -344,7 +368,7 @@ class AckPriorityQueue(PriorityQueue):
         self._pair_once()  # the scheduler has built its dupefilter by now, and no request was scheduled yet
 
     def _pair_once(self) -> None:
-        if self._pairing_done:
+        if self._pairing_done or self._refused:
             return
         self._pairing_done = True
         dupefilter = self._scheduler_dupefilter()
@@ -381,9 +405,7 @@ class AckPriorityQueue(PriorityQueue):
 
     def _cannot_pair(self, dupefilter: Any) -> str | None:
         """Why the mark and the push cannot be one script, or None if they can."""
-        store = getattr(dupefilter, "store", None)
-        kind = getattr(store, "script_kind", None)
-        if not callable(getattr(dupefilter, "pair_queue", None)) or kind not in self._mark_and_push:
+        if not isinstance(dupefilter, PairableDupeFilter) or dupefilter.script_kind not in self._mark_and_push:
             return f"the dupefilter {type(dupefilter).__name__} marks requests seen in a Redis call of its own"
         try:
             same = _same_server(self.server, dupefilter.server)
@@ -393,7 +415,7 @@ class AckPriorityQueue(PriorityQueue):
             return (f"{type(dupefilter).__name__} (DEDUP_REDIS_URL) and the queue (REDIS_URL) are not on "
                     "the same Redis server and database")
         if _is_cluster(self.server):
-            seen_keys = list(getattr(store, "shard_keys", [store.key]))
+            seen_keys = dupefilter.seen_keys()
             slots = {self.server.keyslot(name) for name in [self.key, *seen_keys]}
             if len(slots) > 1:
                 return (f"on Redis Cluster the seen key(s) {seen_keys} and the queue {self.key!r} are in "
@@ -407,9 +429,9 @@ class AckPriorityQueue(PriorityQueue):
         Called by the dupefilter's ``request_seen`` (under its ``DEDUP_REDIS_ON_ERROR``
         policy); the scheduler's ``push`` of the same request right after does nothing.
         """
-        store = self.dupefilter.store
-        seen_key, argument = store.script_args(fingerprint)
-        added = self._mark_and_push[store.script_kind](
+        dupefilter: Any = self.dupefilter  # (called only by the paired dupefilter)
+        seen_key, argument = dupefilter.script_args(fingerprint)
+        added = self._mark_and_push[dupefilter.script_kind](
             keys=[seen_key, self.key],
             args=[argument, -request.priority, self._encode_request(request), 1 if force else 0])
         if added or force:
@@ -447,16 +469,16 @@ class AckPriorityQueue(PriorityQueue):
         if not self._held or now < self._next_flush:
             return
         queued = found_seen = 0
+        dupefilter: Any = self.dupefilter  # a held request with a fingerprint was held by the paired dupefilter
         while self._held:
             fingerprint, data, score = self._held[0]
             try:
                 if fingerprint is None:
                     self.server.execute_command("ZADD", self.key, score, data)
                 else:
-                    store = self.dupefilter.store
-                    seen_key, argument = store.script_args(fingerprint)
-                    if not self._mark_and_push[store.script_kind](keys=[seen_key, self.key],
-                                                                 args=[argument, score, data, 0]):
+                    seen_key, argument = dupefilter.script_args(fingerprint)
+                    if not self._mark_and_push[dupefilter.script_kind](keys=[seen_key, self.key],
+                                                                      args=[argument, score, data, 0]):
                         found_seen += 1
             except Exception as exc:
                 if not is_transient(exc):
@@ -466,7 +488,7 @@ class AckPriorityQueue(PriorityQueue):
             self._held.pop(0)
             if fingerprint is not None:
                 self._held_fingerprints.discard(fingerprint)
-                self.dupefilter.store.confirmed(fingerprint)
+                dupefilter.confirmed(fingerprint)
             queued += 1
         if queued:
             logger.info("AckPriorityQueue: %d request(s) held during the Redis outage are handled "
@@ -479,6 +501,10 @@ class AckPriorityQueue(PriorityQueue):
     # --- the queue ---
 
     def push(self, request: "Request") -> None:
+        if self._refused:  # closing at start (the dupefilter refuses too): only start requests, made again next run
+            if self.stats is not None:
+                self.stats.inc_value("dedup/queue/refused_at_start")
+            return
         if request is self._handed:  # already queued (or held) together with its fingerprint
             self._handed = None
             return
@@ -534,6 +560,8 @@ class AckPriorityQueue(PriorityQueue):
         "finished"); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes it
         with the reason ``dedup_redis_unavailable`` instead.
         """
+        if self._refused:
+            return 0
         try:
             self._last_length = super().__len__()
         except Exception as exc:
@@ -649,7 +677,7 @@ class AckPriorityQueue(PriorityQueue):
         """
         back = self._resync_in_flight()
         if self.dupefilter is not None:  # on the same server, so it rolled back too
-            self.dupefilter.store.cache.clear()
+            self.dupefilter.forget_cached()
         if self.stats is not None:
             self.stats.inc_value("dedup/queue/server_restarts")
             if back:
@@ -747,6 +775,8 @@ class AckPriorityQueue(PriorityQueue):
     def clear(self) -> None:
         """scrapy-redis's flush (``SCHEDULER_PERSIST = False`` at close, ``SCHEDULER_FLUSH_ON_START``): the queue,
         and this process's in-flight and held requests too, which the close would otherwise put back into it."""
+        if self._refused:  # never started: no Redis to flush
+            return
         super().clear()
         self.server.delete(self._inflight_key(self.worker))
         self._pending.clear()
@@ -797,8 +827,11 @@ class AckPriorityQueue(PriorityQueue):
             return
         self._closed = True
         _LIVE_WORKERS.discard(self.worker)  # from now on a record of ours left in Redis is a dead process's
-        if self._heartbeat.running:
+        if self._heartbeat is not None:
             self._heartbeat.stop()
+        if self._refused:  # never started: nothing of ours is in Redis
+            self.server.close()
+            return
         if self._held:
             self._next_flush = 0.0
             try:
@@ -830,6 +863,34 @@ class AckPriorityQueue(PriorityQueue):
             self.server.close()
         except Exception:  # pragma: no cover - closing a broken connection
             pass
+
+
+class AckScheduler(Scheduler):
+    """scrapy-redis's scheduler for :class:`AckPriorityQueue`, except that it does not PING Redis when built.
+
+    Why: scrapy-redis's ``Scheduler.from_settings`` PINGs Redis and lets the error
+    escape from Scrapy's engine start, which then logs a cascade of tracebacks and
+    closes with the reason ``shutdown``. Here the queue (built by ``open``) waits for
+    an unreachable Redis ``DEDUP_REDIS_STARTUP_SECONDS`` at most, says so in one
+    ERROR line and closes the spider with ``dedup_redis_unavailable``.
+    """
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "AckScheduler":
+        kwargs: dict[str, Any] = {"persist": settings.getbool("SCHEDULER_PERSIST"),
+                                  "flush_on_start": settings.getbool("SCHEDULER_FLUSH_ON_START"),
+                                  "idle_before_close": settings.getint("SCHEDULER_IDLE_BEFORE_CLOSE")}
+        for name, setting in (("queue_key", "SCHEDULER_QUEUE_KEY"), ("queue_cls", "SCHEDULER_QUEUE_CLASS"),
+                              ("dupefilter_key", "SCHEDULER_DUPEFILTER_KEY"), ("dupefilter_cls", "DUPEFILTER_CLASS"),
+                              ("serializer", "SCHEDULER_SERIALIZER")):
+            if settings.get(setting):
+                kwargs[name] = settings.get(setting)
+        dupefilter_cls = load_object(kwargs.get("dupefilter_cls", defaults.SCHEDULER_DUPEFILTER_CLASS))
+        if not hasattr(dupefilter_cls, "from_spider"):
+            kwargs["dupefilter"] = dupefilter_cls.from_settings(settings)
+        if isinstance(kwargs.get("serializer"), str):
+            kwargs["serializer"] = importlib.import_module(kwargs["serializer"])
+        return cls(server=connection.from_settings(settings), **kwargs)
 
 
 def _text(value: Any) -> Any:
@@ -919,15 +980,3 @@ def _dead_here(worker: str, host: str, pid: int) -> bool:
         return False
     return False
 
-
-class AckMiddleware:
-    """No longer needed: :class:`AckPriorityQueue` acknowledges when the engine is done with a request.
-
-    It used to acknowledge at the end of the spider's output, which Scrapy 2.19
-    reaches before the requests of that output are scheduled (see the module
-    docstring). Kept, doing nothing, so settings naming it still load.
-    """
-
-    @classmethod
-    def from_crawler(cls, crawler: "Crawler") -> "AckMiddleware":
-        return cls()

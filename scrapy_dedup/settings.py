@@ -277,6 +277,11 @@ SETTINGS: tuple[Setting, ...] = (
        "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
        "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`. Each call's socket "
        "timeouts default to a third of it (at least 1 s, at most 30 s, 10 s to connect); under `fail_open` to 1 s."),
+    _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1), "redis",
+       "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (the Redis "
+       "dupefilters under `DEDUP_REDIS_ON_ERROR = 'retry'`, and `AckPriorityQueue`): then one ERROR line names "
+       "the server (no password) and the setting its URL came from, and the spider is closed with reason "
+       "`dedup_redis_unavailable` before fetching anything."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`)."),
     # --- content layer ---

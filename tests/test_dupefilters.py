@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 
 import pytest
+import pytest_twisted
+from scrapy import signals
 from scrapy.core.scheduler import Scheduler
 from scrapy.http import Request
 from scrapy.spiders import Spider
 from scrapy.utils.python import to_bytes
 from scrapy.utils.test import get_crawler
+from twisted.internet import reactor
+from twisted.internet.task import deferLater
 
 from scrapy_dedup.dupefilters import BloomDupeFilter, RedisBloomDupeFilter, RedisDupeFilter
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
@@ -294,21 +297,21 @@ def test_resumed_checkpoint_keeps_its_own_sizing(tmp_path, caplog):
     df.close("finished")
 
 
-def test_periodic_checkpoint_while_requests_arrive(tmp_path):
-    df = get_dupefilter(settings={"DUPEFILTER_CLASS": BloomDupeFilter, "JOBDIR": str(tmp_path),
-                                  "DEDUP_BLOOM_CAPACITY": 10_000, "DEDUP_CHECKPOINT_SECONDS": 0.05})
+@pytest_twisted.inlineCallbacks
+def test_periodic_checkpoint_on_the_clock_while_the_spider_is_open(tmp_path):
+    crawler = get_crawler(SimpleSpider, settings_dict={"DUPEFILTER_CLASS": BloomDupeFilter, "JOBDIR": str(tmp_path),
+                                                       "DEDUP_BLOOM_CAPACITY": 10_000, "DEDUP_CHECKPOINT_SECONDS": 0.05})
+    df = get_dupefilter(crawler=crawler)
+    crawler.signals.send_catch_log(signals.spider_opened, spider=Spider("clock"))
     path = tmp_path / "seen.bloom"
-    df.request_seen(Request("http://a.test/first"))
-    time.sleep(0.1)
-    for i in range(2048):  # the clock is looked at every 1024 calls
+    for i in range(100):
         df.request_seen(Request(f"http://a.test/{i}"))
-    assert path.exists()  # written before close
-
-    # the clock is read every 1024 calls, before that call's key is added: a checkpoint
-    # holds 1023 keys (or 2047 if the loop outlasted a second interval), never all 2049
-    assert len(BloomSeenSet.load(path)) in (1023, 2047)
+    yield deferLater(reactor, 0.2, lambda: None)
+    assert len(BloomSeenSet.load(path)) == 100  # written by the clock, before close
+    df.request_seen(Request("http://a.test/last"))
     df.close("finished")
-    assert len(BloomSeenSet.load(path)) == 2049
+    assert len(BloomSeenSet.load(path)) == 101
+    assert not df._clock.running
 
 
 # --- Redis specifics ----------------------------------------------------------------------------

@@ -137,16 +137,6 @@ def test_a_request_is_acknowledged_only_after_every_request_it_produced_was_push
     assert list(redis_client.scan_iter(match="ack:requests:inflight:*")) == []
 
 
-def test_settings_naming_the_retired_middleware_still_load():
-    """AckMiddleware is no longer needed; settings written for the earlier version must not break."""
-    from scrapy.utils.misc import build_from_crawler
-
-    from scrapy_dedup.redis_queue import AckMiddleware
-
-    crawler = get_crawler(Spider, {"SPIDER_MIDDLEWARES": {"scrapy_dedup.redis_queue.AckMiddleware": 0}})
-    assert isinstance(build_from_crawler(AckMiddleware, crawler), AckMiddleware)
-
-
 def test_pop_keeps_the_request_in_flight_until_ack(redis_client):
     queue = make_queue(redis_client)
     try:
@@ -359,6 +349,29 @@ def test_a_dupefilter_on_another_database_is_not_paired_and_the_warning_says_how
     finally:
         close(queue)
         dupefilter.close("finished")
+
+
+def test_a_dupefilter_that_only_looks_pairable_is_not_paired_and_the_warning_names_it(redis_client, caplog):
+    """Pairing is checked once against PairableDupeFilter: before, pair_queue and a store's script_kind on the
+    same server were enough, and the first one-step push then failed with an AttributeError."""
+    from types import SimpleNamespace
+
+    class LooksPairable:
+        def __init__(self):
+            self.server, self.store, self.paired = redis_client, SimpleNamespace(script_kind="set", key="k"), None
+
+        def pair_queue(self, queue):
+            self.paired = queue
+
+    queue = make_queue(redis_client)
+    try:
+        foreign = LooksPairable()
+        assert not queue.pair(foreign)
+        assert foreign.paired is None and queue.dupefilter is None
+        warning = [r.getMessage() for r in caplog.records if "two Redis calls" in r.getMessage()]
+        assert len(warning) == 1 and "LooksPairable" in warning[0]
+    finally:
+        close(queue)
 
 
 @pytest.mark.redis
@@ -650,3 +663,14 @@ def test_an_acknowledgement_redis_did_not_take_is_sent_when_it_answers_again(red
         assert urls(queue, server.client()) == []  # nothing put back for the next run
     finally:
         server.stop()
+
+
+def test_without_scrapy_redis_the_queue_module_names_the_extra_to_install(monkeypatch):
+    """scrapy-redis is the queue extra, not a dependency: before, a bare ModuleNotFoundError for scrapy_redis."""
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scrapy_redis", None)  # what import finds when it is not installed
+    monkeypatch.delitem(sys.modules, "scrapy_dedup.redis_queue")
+    with pytest.raises(ImportError, match=r"needs scrapy-redis.*pip install scrapy-dedup\[queue\]"):
+        importlib.import_module("scrapy_dedup.redis_queue")

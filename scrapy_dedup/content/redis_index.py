@@ -338,14 +338,6 @@ class RedisSimhashIndex:
         return cls(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
                    allow_approximate=allow_approximate)
 
-    @classmethod
-    def from_settings(cls, cfg: Any, spider_name: str, client: Any = None) -> "RedisSimhashIndex":
-        """Build from a :class:`scrapy_dedup.settings.DedupSettings` (``DEDUP_REDIS_*`` values)."""
-        prefix = cfg.redis_index_key % {"spider": spider_name}
-        return cls.from_redis(client if client is not None else cfg.redis_url, prefix,
-                              cfg.hamming_threshold, cfg.bands, cfg.fingerprint_bits,
-                              cfg.redis_ttl, params=cfg.redis_params)
-
     # -- the index interface ------------------------------------------------
     def bucket_keys(self, fp: int) -> list[str]:
         """Names of the band buckets of ``fp`` (all share the index's hash tag)."""
@@ -489,17 +481,6 @@ class RedisContentStore:
         """Keyword form of :meth:`from_redis` for a URL (the connection is closed by :meth:`close`)."""
         return cls.from_redis(url, prefix, threshold, bands, bits, ttl, params=params,
                               allow_approximate=allow_approximate, sketch_size=sketch_size, verify=verify)
-
-    @classmethod
-    def from_settings(cls, cfg: Any, spider_name: str, client: Any = None) -> "RedisContentStore":
-        """Build from a :class:`scrapy_dedup.settings.DedupSettings`: ``DEDUP_REDIS_INDEX_KEY``
-        (``%(spider)s`` filled in), ``DEDUP_REDIS_URL``/``PARAMS``, ``DEDUP_REDIS_TTL``, and the
-        content engine's threshold, bands, bits and verification settings."""
-        from scrapy_dedup.content.engine import verify_rule_from_settings
-
-        verify = verify_rule_from_settings(cfg)
-        return cls(RedisSimhashIndex.from_settings(cfg, spider_name, client), owns_client=client is None,
-                   sketch_size=cfg.sketch_size if verify is not None else 0, verify=verify)
 
     def check_and_add(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
         """``("unique", None, None)`` after recording ``url``, or ``("exact" | "near", kept_url, distance)``."""

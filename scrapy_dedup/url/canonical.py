@@ -438,10 +438,6 @@ class _Plan:
         # DUST rules (a RuleSet: for_host(host) -> compiled rules or None), set by Canonicalizer
         self.dust: RuleSet | None = None
 
-    def is_tracking(self, lowered_key: str) -> bool:
-        return lowered_key in self.tracking_exact or (
-            bool(self.tracking_prefixes) and lowered_key.startswith(self.tracking_prefixes))
-
     def is_session(self, lowered_key: str, value: str) -> bool:
         rule = self.session_exact.get(lowered_key)
         if rule is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 __all__ = ["SWITCHES", "UrlPolicy", "DomainMap", "PolicyMap", "normalize_domain"]
@@ -106,9 +106,6 @@ class UrlPolicy:
     def switches(self) -> dict[str, bool]:
         """The switch values, by name."""
         return {name: getattr(self, name) for name in SWITCHES}
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 T = TypeVar("T")
