@@ -33,6 +33,7 @@ from scrapy import Request, signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
 
+from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
     ContentFingerprint,
@@ -137,7 +138,7 @@ class DedupExtension:
         self.audit: _JsonLines | None = None
         self.crawl_log: _JsonLines | None = None
         self._jobdir = job_dir(crawler.settings)
-        self._checkpoint_loop: Any = None  # a LoopingCall every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
+        self._checkpoint_loop: Clock | None = None  # every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
         self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
         self._closed = False
         self._store_failing = False
@@ -260,10 +261,8 @@ class DedupExtension:
                              "(the bad file is kept as %s)", path, exc, kept)
                 self.stats.inc_value("dedup/content/checkpoint_errors")
         if self.cfg.checkpoint_seconds:
-            from twisted.internet.task import LoopingCall
-
-            self._checkpoint_loop = LoopingCall(self.checkpoint)
-            self._checkpoint_loop.start(self.cfg.checkpoint_seconds, now=False)
+            self._checkpoint_loop = start_clock(self.cfg.checkpoint_seconds, self.checkpoint,
+                                                name="Content index checkpoint", stats=self.stats)
 
     def checkpoint(self) -> None:
         """Save the memory content index to ``JOBDIR`` now if it changed (atomic: temp file, fsync, rename).
@@ -575,7 +574,7 @@ class DedupExtension:
         if self._closed or self.engine is None:
             return
         self._closed = True
-        if self._checkpoint_loop is not None and self._checkpoint_loop.running:
+        if self._checkpoint_loop is not None:
             self._checkpoint_loop.stop()
         self.checkpoint()
         for sink in (self.audit, self.crawl_log):
