@@ -164,7 +164,7 @@ def bloom_command_variants(redis_url: str, keys_each: int) -> None:
     import redis
     from redis._parsers import _RESP2Parser
 
-    from scrapy_dedup.redis_conn import PinnedConnection, bulk, command_prefix
+    from scrapy_dedup._util.redis_conn import PinnedConnection, bulk, command_prefix
     from scrapy_dedup.seen.redis import RedisBloomSeenSet
 
     try:

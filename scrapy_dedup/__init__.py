@@ -25,7 +25,7 @@ _EXPORTS = {
     "simhash": "scrapy_dedup.content.simhash",
     "SimhashIndex": "scrapy_dedup.content.index",
     "RedisSimhashIndex": "scrapy_dedup.content.redis_index",
-    "DuplicationReport": "scrapy_dedup.report",
+    "DuplicationReport": "scrapy_dedup.content.report",
     "ContentDeduplicator": "scrapy_dedup.content.engine",
     "ContentFingerprinter": "scrapy_dedup.content.engine",
     "MemoryContentStore": "scrapy_dedup.content.engine",
@@ -81,7 +81,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only (kept eq
     from scrapy_dedup.middlewares import ContentFingerprintMiddleware  # noqa: F401
     from scrapy_dedup.pipelines import NearDuplicatePipeline  # noqa: F401
     from scrapy_dedup.redis_queue import AckPriorityQueue  # noqa: F401
-    from scrapy_dedup.report import DuplicationReport  # noqa: F401
+    from scrapy_dedup.content.report import DuplicationReport  # noqa: F401
     from scrapy_dedup.seen.bloom import BloomSeenSet  # noqa: F401
     from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet  # noqa: F401
     from scrapy_dedup.url.canonical import Canonicalizer, canonicalize  # noqa: F401

@@ -36,8 +36,8 @@ from scrapy.utils.request import referer_str
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
-from scrapy_dedup.redis_conn import connect, mask_url
-from scrapy_dedup.redis_policy import (
+from scrapy_dedup._util.redis_conn import connect, mask_url
+from scrapy_dedup._util.redis_policy import (
     CLOSE_REASON,
     RedisErrorPolicy,
     RedisUnavailable,
@@ -395,7 +395,7 @@ class RedisStartupError(RuntimeError):
 class _RedisDupeFilter(_SeenDupeFilter):
     """Redis connection, key, start-up report, persistence; every Redis call goes through :meth:`_redis`.
 
-    Outages follow ``DEDUP_REDIS_ON_ERROR`` (:mod:`scrapy_dedup.redis_policy`).
+    Outages follow ``DEDUP_REDIS_ON_ERROR`` (:mod:`scrapy_dedup._util.redis_policy`).
     A request met while Redis is unreachable and the policy does not (or no
     longer) wait is treated as unseen, so it is scheduled, never lost
     (``dedup/redis/fail_open``); its fingerprint is remembered locally, so a

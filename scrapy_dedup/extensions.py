@@ -44,9 +44,9 @@ from scrapy_dedup.content.engine import (
 )
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
-from scrapy_dedup.redis_conn import mask_url
-from scrapy_dedup.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
-from scrapy_dedup.report import format_percent
+from scrapy_dedup._util.redis_conn import mask_url
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
+from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
 from scrapy_dedup.url.policy import DomainMap
 

@@ -138,8 +138,8 @@ except ImportError as exc:  # not a dependency of the package: the queue's own e
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.dupefilters import PairableDupeFilter
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
-from scrapy_dedup.redis_conn import mask_url
-from scrapy_dedup.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
+from scrapy_dedup._util.redis_conn import mask_url
+from scrapy_dedup._util.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
 from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:

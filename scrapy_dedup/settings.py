@@ -124,7 +124,7 @@ def to_optional_str_or_list(value: Any, name: str) -> tuple[str, ...]:
 
 def _redis_url(value: Any, name: str) -> str:
     """A Redis URL redis-py reads as written; every message shows it masked (it may hold a password)."""
-    from scrapy_dedup.redis_conn import validate_url
+    from scrapy_dedup._util.redis_conn import validate_url
 
     try:
         return validate_url(value, name)
@@ -356,7 +356,7 @@ class DedupSettings(Mapping):
         raise AttributeError("DedupSettings is read-only")
 
     def __repr__(self) -> str:
-        from scrapy_dedup.redis_conn import mask_url
+        from scrapy_dedup._util.redis_conn import mask_url
 
         shown = dict(self._values)  # the Redis password stays out of any log line or traceback showing this
         shown["DEDUP_REDIS_URL"] = mask_url(shown.get("DEDUP_REDIS_URL", ""))

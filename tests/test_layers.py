@@ -11,8 +11,9 @@ import pytest
 import scrapy_dedup
 
 CORE_PACKAGES = ("url", "seen", "content", "audit", "_util")
-#: top-level modules that are part of the core (no Scrapy): settings, the report, Redis plumbing
-CORE_TOP_LEVEL = ("settings", "report", "redis_conn", "redis_policy", "_batching")
+#: top-level modules that import no Scrapy either: the DEDUP_* table (the Scrapy layer's settings, read
+#: from any mapping, and ``python -m scrapy_dedup.settings`` prints the README's table without Scrapy)
+CORE_TOP_LEVEL = ("settings",)
 
 
 def core_modules() -> list[str]:
@@ -46,3 +47,39 @@ def test_every_public_name_resolves_and_the_type_checking_block_names_them_all()
     assert named == scrapy_dedup._EXPORTS
     for name, module in scrapy_dedup._EXPORTS.items():
         assert getattr(scrapy_dedup, name).__module__ == module, name
+
+
+def _imports_of(path: Path) -> list[tuple[int, str]]:
+    """Every module an import statement of ``path`` names (relative ones resolved), with its line; any depth."""
+    import ast
+
+    module = ".".join(path.relative_to(Path(scrapy_dedup.__file__).parent.parent).with_suffix("").parts)
+    package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module.removesuffix(".__init__")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            found.append((node.lineno, base))
+            # ``from scrapy_dedup import settings`` names a module through its package
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_no_core_module_imports_a_top_level_module_or_scrapy_statically():
+    """The arrows, read from the source (function-level imports included, which the fresh-process test misses)."""
+    root = Path(scrapy_dedup.__file__).parent
+    top_level = {f"scrapy_dedup.{p.stem}" for p in root.glob("*.py") if p.stem != "__init__"}
+    wrong = []
+    for package in CORE_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            for line, name in _imports_of(path):
+                target = name if name in top_level else ".".join(name.split(".")[:2])
+                if target in top_level or name.split(".")[0] in ("scrapy", "twisted"):
+                    wrong.append(f"{path.relative_to(root)}:{line} imports {name}")
+    assert not wrong, "\n".join(wrong)

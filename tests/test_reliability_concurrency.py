@@ -246,7 +246,7 @@ def test_one_cluster_node_killed_mid_crawl_and_restarted(redis_cluster, policy, 
     else:
         assert "dedup/redis/fail_open" not in stats
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    assert [r.name for r in errors].count("scrapy_dedup.redis_policy") == 1
+    assert [r.name for r in errors].count("scrapy_dedup._util.redis_policy") == 1
     assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"
 
 

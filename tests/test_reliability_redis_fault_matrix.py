@@ -37,7 +37,7 @@ from pytest_twisted import inlineCallbacks
 from twisted.internet import defer
 
 from scrapy_dedup.dupefilters import RedisStartupError
-from scrapy_dedup.redis_policy import CLOSE_REASON
+from scrapy_dedup._util.redis_policy import CLOSE_REASON
 from scrapy_dedup.settings import read_settings
 from tests.reliabilitysite import LinkedSite, LinkedSpider
 from tests.test_reliability_concurrency import redis_cluster  # noqa: F401 - a three-node cluster fixture
@@ -464,7 +464,7 @@ def crawl_under_fault(fault: Fault, policy: str, flt: str, env: Env, caplog, bud
         closing = [r for r in errors if r.name == "scrapy_dedup.dupefilters"]
         assert len(closing) == 1 and "before it fetches anything" in closing[0].getMessage()
         return
-    outage_lines = [r for r in errors if r.name == "scrapy_dedup.redis_policy" and "giving up" not in r.getMessage()]
+    outage_lines = [r for r in errors if r.name == "scrapy_dedup._util.redis_policy" and "giving up" not in r.getMessage()]
     content_lines = [r for r in errors if r.name == "scrapy_dedup.extensions"]
     assert len(outage_lines) == 1, [r.getMessage() for r in outage_lines]  # one line per outage
     assert len(content_lines) <= 1, [r.getMessage() for r in content_lines]
@@ -474,7 +474,7 @@ def crawl_under_fault(fault: Fault, policy: str, flt: str, env: Env, caplog, bud
         assert lost == []
         assert stats["finish_reason"] == "finished"
         back = [r for r in caplog.records
-                if "is back after" in r.getMessage() and r.name == "scrapy_dedup.redis_policy"]
+                if "is back after" in r.getMessage() and r.name == "scrapy_dedup._util.redis_policy"]
         if fault.end is not None or fault.name == "loading_after_restart":
             assert len(back) == 1
     else:
@@ -492,7 +492,7 @@ def test_real_server_errors_are_classified_by_class_and_by_code(fault_server, tm
     """Each reply made real on a real server; ``transient_kind`` reads redis-py's class or the server's code."""
     import redis
 
-    from scrapy_dedup.redis_policy import is_transient
+    from scrapy_dedup._util.redis_policy import is_transient
 
     client = redis.Redis.from_url(fault_server.url)
 
@@ -533,7 +533,7 @@ def test_real_server_errors_are_classified_by_class_and_by_code(fault_server, tm
     assert "pipeline" in str(misconf_pipelined) and is_transient(misconf_pipelined)
     for permanent in (wrongtype, unknown, noscript, noperm):
         assert not is_transient(permanent), permanent
-    from scrapy_dedup.redis_policy import transient_kind
+    from scrapy_dedup._util.redis_policy import transient_kind
 
     assert {transient_kind(e) for e in (oom, oom_in_script, misconf, misconf_pipelined)} == {"refuses writes"}
     # Redis < 7 wrapped a script's error in ERR; the code is read from inside
@@ -555,7 +555,7 @@ def fault_server(redis_server):  # redis_server: skips (or fails under CI) witho
 def test_a_replica_and_a_hung_server_are_transient(fault_server):
     import redis
 
-    from scrapy_dedup.redis_policy import transient_kind
+    from scrapy_dedup._util.redis_policy import transient_kind
 
     replica = RedisServer(extra_args=("--replicaof", "127.0.0.1", str(fault_server.port))).start()
     env = Env(fault_server, "exact", replica=replica)
@@ -586,8 +586,8 @@ def test_connect_bounds_each_call_and_makes_one_attempt(redis_server):
     from redis.backoff import ExponentialBackoff
     from redis.retry import Retry
 
-    from scrapy_dedup.redis_conn import connect
-    from scrapy_dedup.redis_policy import call_timeout
+    from scrapy_dedup._util.redis_conn import connect
+    from scrapy_dedup._util.redis_policy import call_timeout
 
     assert call_timeout("retry", 60) == 20 and call_timeout("retry", 0.5) == 1.0
     assert call_timeout("fail_open", 60) == 1.0
@@ -611,7 +611,7 @@ def test_after_start_up_every_redis_error_is_an_outage_logged_once_naming_the_ke
     """At start-up a key of another type stops the crawl; once running, it is an outage like a dead server."""
     import redis
 
-    from scrapy_dedup.redis_policy import RedisErrorPolicy, RedisUnavailable
+    from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable
 
     now = [0.0]
     policy = RedisErrorPolicy("fail_open", key="dedup:s:seen", url="redis://h:1/0", clock=lambda: now[0])
@@ -629,7 +629,7 @@ def test_after_start_up_every_redis_error_is_an_outage_logged_once_naming_the_ke
             now[0] += 0.5
         now[0] += 10
         assert policy.call(lambda: "fixed") == "fixed"
-    lines = [r for r in caplog.records if r.name == "scrapy_dedup.redis_policy"]
+    lines = [r for r in caplog.records if r.name == "scrapy_dedup._util.redis_policy"]
     assert [r.levelno for r in lines] == [logging.ERROR, logging.INFO]
     assert "'dedup:s:seen'" in lines[0].getMessage() and "another type" in lines[0].getMessage()
     assert policy.errors < 20  # probed after growing pauses, not once per call

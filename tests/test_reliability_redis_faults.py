@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 from pytest_twisted import inlineCallbacks
 
-from scrapy_dedup.redis_policy import CLOSE_REASON, RedisErrorPolicy, RedisUnavailable
+from scrapy_dedup._util.redis_policy import CLOSE_REASON, RedisErrorPolicy, RedisUnavailable
 from tests.reliabilitysite import LinkedSite, LinkedSpider
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
@@ -124,7 +124,7 @@ def test_retry_waits_for_redis_and_the_crawl_loses_nothing(own_redis, flt, caplo
     assert_no_item_lost(linked, result["kept"])
     # one ERROR line per outage from the dupefilter, at most one from the content index; no traceback
     errors = dedup_errors_logged(caplog)
-    assert [r.name for r in errors].count("scrapy_dedup.redis_policy") == 1
+    assert [r.name for r in errors].count("scrapy_dedup._util.redis_policy") == 1
     assert len(errors) <= 2, [r.getMessage() for r in errors]
     assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"
     assert any("is back after" in r.getMessage() for r in caplog.records)
@@ -153,7 +153,7 @@ def test_fail_open_keeps_crawling_and_replays_fingerprints_when_redis_is_back(ow
     assert stats.get("dedup/redis/replayed", 0) == stats["dedup/redis/fail_open"]  # all written once back
     assert_no_item_lost(linked, result["kept"])
     errors = dedup_errors_logged(caplog)
-    assert [r.name for r in errors].count("scrapy_dedup.redis_policy") == 1
+    assert [r.name for r in errors].count("scrapy_dedup._util.redis_policy") == 1
     assert len(errors) <= 2, [r.getMessage() for r in errors]
     assert not [r for r in caplog.records if r.exc_info], "a traceback reached the log"
 
@@ -268,7 +268,7 @@ def test_lua_scripts_are_reloaded_after_a_restart_empties_the_script_cache(own_r
     """NOSCRIPT after a restart: the content index's script is loaded again; the Bloom filter (no script) goes on."""
     from scrapy_dedup.content.engine import ContentFingerprinter
     from scrapy_dedup.content.redis_index import RedisContentStore
-    from scrapy_dedup.redis_conn import connect
+    from scrapy_dedup._util.redis_conn import connect
     from scrapy_dedup.seen.redis import RedisBloomSeenSet
     from tests.contentsite import edited_text, product_text
 
@@ -306,7 +306,7 @@ def test_a_flapping_redis_is_logged_once_a_minute_and_counted_always(caplog):
         now[0] += 60
         with pytest.raises(RedisUnavailable):
             policy.call(down)
-    lines = [r.getMessage() for r in caplog.records if r.name == "scrapy_dedup.redis_policy"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "scrapy_dedup._util.redis_policy"]
     errors = [line for line in lines if "is unavailable" in line]
     assert policy.outages == 51 and policy.errors == 51
     assert len(errors) == 2

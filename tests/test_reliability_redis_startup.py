@@ -16,7 +16,7 @@ import time
 import pytest
 from pytest_twisted import inlineCallbacks
 
-from scrapy_dedup.redis_policy import CLOSE_REASON
+from scrapy_dedup._util.redis_policy import CLOSE_REASON
 from tests.reliabilitysite import LinkedSite, LinkedSpider
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite

@@ -261,7 +261,7 @@ def fragments(password: str, minimum: int = 3) -> set[str]:
 @functools.lru_cache(maxsize=None)
 def _fixed_texts() -> str:
     """The fixed words of every message validate_url can give (made with neutral URLs)."""
-    from scrapy_dedup.redis_conn import validate_url
+    from scrapy_dedup._util.redis_conn import validate_url
 
     texts = []
     for bad in (None, "", "http://h", "redis//h", "redis://h\n", "redis://h/0?x=@", "redis://h/0#",
@@ -384,7 +384,7 @@ def test_mask_url_and_validate_url_never_show_a_generated_password(password, sha
 
     from redis.connection import parse_url
 
-    from scrapy_dedup.redis_conn import mask_url, validate_url
+    from scrapy_dedup._util.redis_conn import mask_url, validate_url
 
     template, kind = shape
     url = _shaped(template, kind, password, escaped)
@@ -426,7 +426,7 @@ def test_describe_hides_every_piece_of_a_password_redis_py_misread(password, sha
     keyword argument, or its own error message - goes through describe() without a piece of it."""
     from redis.connection import parse_url
 
-    from scrapy_dedup.redis_policy import describe, secrets_of
+    from scrapy_dedup._util.redis_policy import describe, secrets_of
 
     template, kind = shape
     url = _shaped(template, kind, password, escaped=False)
@@ -462,7 +462,7 @@ def test_a_redis_py_error_about_a_misread_password_is_logged_without_any_piece_o
     connection error names that path; the policy's ERROR line must not show it."""
     import redis
 
-    from scrapy_dedup.redis_policy import RedisErrorPolicy, RedisUnavailable, secrets_of
+    from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, secrets_of
 
     caplog.set_level(logging.DEBUG)
     password = "pw/Hidden-Part-42@Second-Part-17"
@@ -555,8 +555,8 @@ def test_rediss_crawl_against_a_tls_redis_server(tls_redis):
 
 @pytest.mark.redis
 def test_rediss_url_query_form_and_an_unverified_certificate(tls_redis):
-    from scrapy_dedup.redis_conn import connect
-    from scrapy_dedup.redis_policy import is_transient
+    from scrapy_dedup._util.redis_conn import connect
+    from scrapy_dedup._util.redis_policy import is_transient
     from scrapy_dedup.seen.redis import RedisSeenSet
 
     client = connect(f"{tls_redis.tls_url}?ssl_ca_certs={tls_redis.ca}")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from scrapy_dedup.report import DuplicationReport
+from scrapy_dedup.content.report import DuplicationReport
 
 
 def example() -> DuplicationReport:
@@ -85,6 +85,6 @@ def test_skipped_structured_responses_are_a_line_of_their_own_outside_the_total(
     (1, 10**9, "<0.0001%"), (10**9 - 1, 10**9, ">99.9999%"), (5, 1000, "0.5%"),
 ])
 def test_a_percentage_never_rounds_to_all_or_nothing(part, whole, expected):
-    from scrapy_dedup.report import format_percent
+    from scrapy_dedup.content.report import format_percent
 
     assert format_percent(part, whole) == expected

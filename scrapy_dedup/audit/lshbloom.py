@@ -54,7 +54,7 @@ from scrapy_dedup.audit.records import Decision
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.compact import DigestTable
 from scrapy_dedup.content.simhash import exact_hash_words, simhash_and_shingle_hashes, words
-from scrapy_dedup.report import DuplicationReport
+from scrapy_dedup.content.report import DuplicationReport
 
 __all__ = ["LshBloomMethod", "LshBloomFingerprint", "band_keys", "bloom_bytes"]
 

@@ -34,7 +34,7 @@ from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinte
     verify_rule_from_settings
 from scrapy_dedup.content.index import SimhashIndex
 from scrapy_dedup.content.simhash import exact_hash_words, words
-from scrapy_dedup.report import DuplicationReport
+from scrapy_dedup.content.report import DuplicationReport
 
 __all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod", "MissingExtraError"]
 

@@ -39,7 +39,7 @@ class AuditResult:
 
     source: str
     config: AuditConfig
-    report: Any  # scrapy_dedup.report.DuplicationReport
+    report: Any  # scrapy_dedup.content.report.DuplicationReport
     bad_lines: BadLines
     lines_read: int
     elapsed: float

@@ -32,7 +32,7 @@ from contextlib import ExitStack, suppress
 from dataclasses import asdict
 from typing import Any, Optional
 
-from scrapy_dedup._batching import batches
+from scrapy_dedup._util.batching import batches
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames, input_items, open_input, parse_record
 from scrapy_dedup.audit.html import render_html

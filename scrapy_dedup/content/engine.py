@@ -44,7 +44,7 @@ from scrapy_dedup.content.simhash import (
     words,
 )
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, LONG_PAGE, MAX_SKETCH_SIZE, Sketch, SketchStore, VerifyRule, make_sketch
-from scrapy_dedup.report import DuplicationReport
+from scrapy_dedup.content.report import DuplicationReport
 
 __all__ = [
     "ContentFingerprint",

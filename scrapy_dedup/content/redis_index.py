@@ -55,8 +55,8 @@ import threading
 from typing import Any, Optional, Union
 
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
-from scrapy_dedup.redis_conn import connect
-from scrapy_dedup.redis_policy import FAIL_OPEN_CALL_SECONDS
+from scrapy_dedup._util.redis_conn import connect
+from scrapy_dedup._util.redis_policy import FAIL_OPEN_CALL_SECONDS
 
 Key = Union[str, int]
 
@@ -327,9 +327,9 @@ class RedisSimhashIndex:
                    bits: int = 64, ttl: Optional[int] = None, *,
                    params: Optional[dict[str, Any]] = None, allow_approximate: bool = False
                    ) -> "RedisSimhashIndex":
-        """Build from a redis-py client, or a URL opened with :func:`scrapy_dedup.redis_conn.connect`.
+        """Build from a redis-py client, or a URL opened with :func:`scrapy_dedup._util.redis_conn.connect`.
 
-        A client opened here bounds each call to :data:`~scrapy_dedup.redis_policy.FAIL_OPEN_CALL_SECONDS`
+        A client opened here bounds each call to :data:`~scrapy_dedup._util.redis_policy.FAIL_OPEN_CALL_SECONDS`
         (unless ``params`` set timeouts): the content index fails open, so a hung
         server must cost a page a short pause, not a 30 s socket timeout.
         """
@@ -468,7 +468,7 @@ class RedisContentStore:
                    params: Optional[dict[str, Any]] = None, allow_approximate: bool = False,
                    sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule(),
                    ) -> "RedisContentStore":
-        """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup.redis_conn.connect`)."""
+        """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup._util.redis_conn.connect`)."""
         return cls(RedisSimhashIndex.from_redis(client_or_url, prefix, threshold, bands, bits, ttl,
                                                 params=params, allow_approximate=allow_approximate),
                    owns_client=isinstance(client_or_url, str), sketch_size=sketch_size, verify=verify)

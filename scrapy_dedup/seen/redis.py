@@ -12,7 +12,7 @@ cache is exact and saves the round trip that recurring links would cost.
 (If another process deletes or expires the key mid-crawl, this process keeps
 treating what it cached as seen, at most ``cache_size * 2`` fingerprints.)
 
-The per-request command goes over a :class:`~scrapy_dedup.redis_conn.PinnedConnection`
+The per-request command goes over a :class:`~scrapy_dedup._util.redis_conn.PinnedConnection`
 (pre-encoded bytes on one connection of the client's pool) where the client
 has a plain pool, which cuts redis-py's per-command Python cost; cluster
 clients use their normal commands.
@@ -29,8 +29,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from scrapy_dedup._batching import batches
-from scrapy_dedup.redis_conn import PinnedConnection, bulk, command_prefix
+from scrapy_dedup._util.batching import batches
+from scrapy_dedup._util.redis_conn import PinnedConnection, bulk, command_prefix
 from scrapy_dedup.seen.base import (
     DIGEST_LENGTHS,
     SeenSet,

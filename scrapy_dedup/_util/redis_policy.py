@@ -30,7 +30,7 @@ running (:attr:`RedisErrorPolicy.running`), every Redis error is an outage, so
 none escapes to Scrapy (which would drop the request). Each attempt is bounded
 in time by the client's socket timeouts, which :func:`call_timeout` derives
 from the policy (one attempt per call: redis-py's own retries are off, see
-:func:`~scrapy_dedup.redis_conn.connect`), so the attempts and pauses of an
+:func:`~scrapy_dedup._util.redis_conn.connect`), so the attempts and pauses of an
 outage add up to about ``retry_seconds``, and a ``fail_open`` probe of a hung
 server costs about a second.
 
@@ -40,7 +40,7 @@ minute of the last logged one, as with a flapping server or one dead node of
 a cluster, are only counted); every failed attempt is
 counted in ``dedup/redis/errors``, every wait in ``dedup/redis/retries``,
 every outage in ``dedup/redis/outages``. Messages name the server with
-:func:`~scrapy_dedup.redis_conn.mask_url` and have every known secret
+:func:`~scrapy_dedup._util.redis_conn.mask_url` and have every known secret
 replaced by ``***``.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ import re
 import time
 from typing import Any, Callable, Iterable, Protocol, TypeVar
 
-from scrapy_dedup.redis_conn import mask_url
+from scrapy_dedup._util.redis_conn import mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -299,14 +299,14 @@ def secrets_of(url: Any, params: dict[str, Any] | None = None) -> tuple[str, ...
     redis-py may print: a password with an unescaped ``/``, ``?`` or ``#`` is cut
     by ``urlsplit``, and redis-py then names a piece of it as the host ("Error -2
     connecting to pa:6379") or the port ("Port could not be cast to integer value
-    as 'ss'"). So the whole userinfo as :func:`~scrapy_dedup.redis_conn.mask_url`
+    as 'ss'"). So the whole userinfo as :func:`~scrapy_dedup._util.redis_conn.mask_url`
     reads it (up to the last ``@``; also after ``urllib``'s removal of tabs and
     newlines), less a cleanly parsed user name, is cut at every delimiter urllib
     and redis-py cut at, and each piece is a secret; so are ``password=`` and
     ``ssl_password=`` query values and the ``password``/``ssl_password`` params.
     Never raises. Longest first.
     """
-    from scrapy_dedup.redis_conn import QUERY_SECRET, shows_user, userinfo_span
+    from scrapy_dedup._util.redis_conn import QUERY_SECRET, shows_user, userinfo_span
 
     found: set[str] = set()
     if isinstance(url, (bytes, bytearray)):

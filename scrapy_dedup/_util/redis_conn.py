@@ -2,7 +2,7 @@
 
 Every log line and exception message that names a Redis server goes through
 :func:`mask_url`, so a password in ``DEDUP_REDIS_URL`` never reaches a log; texts of
-redis-py's exceptions go through :func:`scrapy_dedup.redis_policy.describe`.
+redis-py's exceptions go through :func:`scrapy_dedup._util.redis_policy.describe`.
 """
 from __future__ import annotations
 
@@ -148,7 +148,7 @@ def connect(url: str, params: dict[str, Any] | None = None, *, timeout: float | 
     ``timeout`` bounds one call: ``socket_timeout`` and ``socket_connect_timeout``
     default to at most that many seconds (30 and 10 otherwise). Unless ``params``
     say otherwise, the client makes one attempt per call: the caller's policy
-    (:mod:`scrapy_dedup.redis_policy`) retries. Why: redis-py 6+ retries a failed
+    (:mod:`scrapy_dedup._util.redis_policy`) retries. Why: redis-py 6+ retries a failed
     call itself (10 times in redis-py 8, with backoff), so against a hung server one
     call blocked for 11 socket timeouts, and no outage budget could hold.
     Values set in ``params`` or in the URL's query always win.
@@ -209,7 +209,7 @@ class PinnedConnection:
     it does not do is retry after sending: a command may have run even though
     its reply was lost, so the error is raised as redis-py's exception (the
     connection is dropped, the next call reconnects) and the caller's policy
-    (:mod:`scrapy_dedup.redis_policy`) decides. Clients without
+    (:mod:`scrapy_dedup._util.redis_policy`) decides. Clients without
     a plain connection pool (``RedisCluster``) get ``None`` from :meth:`of`
     and keep using their commands. Calls are serialized by a lock, so sharing a
     store between threads is safe, if not parallel.
