@@ -50,11 +50,9 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 from pybloom_live import BloomFilter
 
-from scrapy_dedup.audit.records import Decision
-from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.audit.records import CountingDecider, Decision
 from scrapy_dedup.content.compact import DigestTable
 from scrapy_dedup.content.simhash import exact_hash_words, simhash_and_shingle_hashes, words
-from scrapy_dedup.content.report import DuplicationReport
 
 __all__ = ["LshBloomMethod", "LshBloomFingerprint", "band_keys", "bloom_bytes"]
 
@@ -150,19 +148,17 @@ class LshBloomMethod:
         return LshBloomDecider(self.cfg, capacity_for(self.cfg, expected_pages))
 
 
-class LshBloomDecider:
+class LshBloomDecider(CountingDecider):
     """Exact digests first (named), then the band keys' Bloom filter (counted); see the module doc."""
 
     def __init__(self, cfg: Any, capacity: int):
+        super().__init__()
         self.cfg = cfg
         bands = cfg.lshbloom_bands
         self.capacity = capacity
         self.bloom = BloomFilter(capacity=self.capacity * bands, error_rate=cfg.lshbloom_error_rate / bands)
         self.exact = DigestTable(16)
         self.exact_page = array("q")  # position in self.exact -> page index
-        self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
-        self.skipped = {"non_text": 0, "non_html": 0}
-        self.clusters = Clusters()
         self.inserted = 0  # kept pages whose band keys are in the filter
         self.full_at: Optional[int] = None  # the page index from which kept pages were no longer inserted
 
@@ -209,20 +205,6 @@ class LshBloomDecider:
             bloom.add(int(key), skip_check=True)
         self.inserted += 1
 
-    def skip(self, kind: str) -> None:
-        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
-
-    def count_copy(self, index: int, decision: Decision) -> None:
-        self.counts[decision.kind] += 1
-        if decision.kind in ("exact", "near") and decision.matched >= 0:
-            self.clusters.add_pair(decision.matched, index)
-
     @property
     def nbytes(self) -> int:
         return len(self.bloom.bitarray) // 8 + self.exact.nbytes + self.exact_page.itemsize * len(self.exact_page)
-
-    def report(self) -> DuplicationReport:
-        return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
-                                             largest_cluster=self.clusters.largest(),
-                                             skipped_non_text=self.skipped["non_text"],
-                                             skipped_non_html=self.skipped["non_html"])

@@ -28,13 +28,11 @@ import numpy as np
 
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.lshbloom import LshBloomMethod
-from scrapy_dedup.audit.records import Decision
-from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.audit.records import CountingDecider, Decision
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter, MemoryContentStore, \
     verify_rule_from_settings
 from scrapy_dedup.content.index import SimhashIndex
 from scrapy_dedup.content.simhash import exact_hash_words, words
-from scrapy_dedup.content.report import DuplicationReport
 
 __all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod", "MissingExtraError"]
 
@@ -162,10 +160,11 @@ class MinhashMethod:
         return MinhashDecider(self.cfg, self._ds, self._template)
 
 
-class MinhashDecider:
+class MinhashDecider(CountingDecider):
     """Exact layer first, then LSH candidates verified by their estimated Jaccard similarity."""
 
     def __init__(self, cfg: AuditConfig, ds: Any, template: Any):
+        super().__init__()
         self.cfg = cfg
         self.ds = ds
         # Rebuilding a MinHash from stored values: reuse the permutations (not regenerated per page) and,
@@ -178,9 +177,6 @@ class MinhashDecider:
         self.exact: dict[bytes, int] = {}
         self.signatures = np.zeros((1024, cfg.num_perm), dtype=np.uint64)
         self.slot: dict[int, int] = {}  # page index -> row of self.signatures (kept pages only)
-        self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
-        self.skipped = {"non_text": 0, "non_html": 0}
-        self.clusters = Clusters()  # the engine's union-find, over page indexes
 
     def _minhash(self, signature: np.ndarray):
         return self.ds.MinHash(hashvalues=signature, **self._rebuild)
@@ -232,16 +228,3 @@ class MinhashDecider:
         self.exact[fp.exact] = index
         self.lsh.insert(index, self._minhash(fp.signature), check_duplication=False)
 
-    def report(self):
-        return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
-                                             largest_cluster=self.clusters.largest(),
-                                             skipped_non_text=self.skipped["non_text"],
-                                             skipped_non_html=self.skipped["non_html"])
-
-    def skip(self, kind: str) -> None:
-        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
-
-    def count_copy(self, index: int, decision: Decision) -> None:
-        self.counts[decision.kind] += 1
-        if decision.kind in ("exact", "near"):
-            self.clusters.add_pair(decision.matched, index)

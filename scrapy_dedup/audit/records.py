@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import BinaryIO, NamedTuple, Optional, Union
 
-__all__ = ["DumpError", "Input", "PageRecord", "BadLine", "Decision"]
+from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.report import DuplicationReport
+
+__all__ = ["DumpError", "Input", "PageRecord", "BadLine", "Decision", "CountingDecider"]
 
 
 class Decision(NamedTuple):
@@ -54,3 +57,29 @@ class PageRecord(NamedTuple):
 class BadLine(NamedTuple):
     line: int
     reason: str
+
+
+class CountingDecider:
+    """The counts, skips, copies and clusters of a decider that keeps its own (minhash, lshbloom; the simhash
+    decider has the engine's): what :meth:`report` builds the duplication report from."""
+
+    def __init__(self) -> None:
+        self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
+        self.skipped = {"non_text": 0, "non_html": 0}
+        self.clusters = Clusters()  # the engine's union-find, over page indexes
+
+    def skip(self, kind: str) -> None:
+        """A response that is not a page: ``non_html`` (structured text) or ``non_text``."""
+        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
+
+    def count_copy(self, index: int, decision: Decision) -> None:
+        """An identical copy of an earlier page (its decision given): counted, clustered with what it matched."""
+        self.counts[decision.kind] += 1
+        if decision.kind in ("exact", "near") and decision.matched >= 0:
+            self.clusters.add_pair(decision.matched, index)
+
+    def report(self) -> DuplicationReport:
+        return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
+                                             largest_cluster=self.clusters.largest(),
+                                             skipped_non_text=self.skipped["non_text"],
+                                             skipped_non_html=self.skipped["non_html"])
