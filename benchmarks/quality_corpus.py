@@ -441,6 +441,10 @@ class LiveChrome:
     consent_rate: float
     consent_position: str
     heroes: list[tuple[str, str, str]]
+    classes: dict[str, str]  # the class attribute of each part: telling names, random ones, or none
+
+
+_PARTS = ("meta", "related", "rel-item", "cc-window", "hero")
 
 
 def live_chrome(host: str, seed: int, titles: list[str]) -> LiveChrome:
@@ -454,7 +458,17 @@ def live_chrome(host: str, seed: int, titles: list[str]) -> LiveChrome:
     return LiveChrome(stamps, pool[:rng.randint(20, 40)] or ["Getting started", "Frequently asked questions"],
                       rng.randint(3, 7), rng.choice(_POSITIONS),
                       rng.sample(_CONSENTS, rng.randint(1, 2)), rng.uniform(0.4, 0.9), rng.choice(("top", "bottom")),
-                      rng.sample(_HEROES, rng.randint(2, 3)))
+                      rng.sample(_HEROES, rng.randint(2, 3)), _classes(rng))
+
+
+def _classes(rng: random.Random) -> dict[str, str]:
+    """Class attributes of a host's chrome: a main-text extractor must not be told what is chrome."""
+    style = rng.choice(("telling", "random", "none"))
+    if style == "telling":
+        return {part: f' class="{part}"' for part in _PARTS}
+    if style == "random":
+        return {part: f' class="{_token(rng, 6).lower()}"' for part in _PARTS}
+    return dict.fromkeys(_PARTS, "")
 
 
 def draw_fetch(chrome: LiveChrome, rng: random.Random) -> dict:
@@ -494,15 +508,16 @@ def render_live(html: bytes, chrome: LiveChrome, fetch: dict) -> bytes:
     main = _main_block(doc)
     main = body if main is None else main
     places: dict[str, list[str]] = {p: [] for p in _POSITIONS}
+    c = chrome.classes
     for text, tag, position in fetch["stamp"]:
-        places[position].append(f'<{tag} class="meta">{text}</{tag}>')
+        places[position].append(f'<{tag}{c["meta"]}>{text}</{tag}>')
     if fetch["related"]:
-        items = "".join(f'<div class="rel-item"><a href="/r/{i}">{t}</a></div>' for i, t in enumerate(fetch["related"]))
-        places[chrome.related_position].append(f'<div class="related"><div>Related articles</div>{items}</div>')
+        items = "".join(f'<div{c["rel-item"]}><a href="/r/{i}">{t}</a></div>' for i, t in enumerate(fetch["related"]))
+        places[chrome.related_position].append(f'<div{c["related"]}><div>Related articles</div>{items}</div>')
     if fetch["consent"]:
-        places[chrome.consent_position].append(f'<div class="cc-window"><div class="cc-text">{fetch["consent"]}</div></div>')
+        places[chrome.consent_position].append(f'<div{c["cc-window"]}><div>{fetch["consent"]}</div></div>')
     head, tag, cta = chrome.heroes[fetch["hero"]]
-    places["top"].insert(0, f'<div class="hero"><div class="hero-title">{head}</div><div>{tag}</div>'
+    places["top"].insert(0, f'<div{c["hero"]}><div>{head}</div><div>{tag}</div>'
                             f'<div><a href="/start">{cta}</a></div></div>')
     for position, parent, at_start in (("top", body, True), ("bottom", body, False),
                                        ("main-start", main, True), ("main-end", main, False)):

@@ -110,9 +110,10 @@ def page_text(
     return _text(html, strip_tags, strip_selectors, encoding, " ")
 
 
-#: what separates blocks in the raw text of :func:`page_blocks`: a Unicode noncharacter, never in a real page
-#: (where a page holds one anyway, it ends a block there, and is left out)
-BLOCK_SEPARATOR = "\ufdd0"
+#: what separates blocks in the raw text of :func:`page_blocks`: a C1 control character, allowed in XML,
+#: not whitespace, never in a real page (where a page holds one anyway, it ends a block there and is left
+#: out); in the Latin-1 range, so that the text of an ASCII page stays a one-byte string (twice as fast)
+BLOCK_SEPARATOR = "\x9e"
 
 
 def page_blocks(
@@ -130,7 +131,7 @@ def page_blocks(
     :func:`page_text` (one pass of the same stylesheet, a block separator in place of the space).
     """
     text = _text(html, strip_tags, strip_selectors, encoding, BLOCK_SEPARATOR)
-    return text.split(BLOCK_SEPARATOR) if text else []
+    return list(filter(None, map(str.strip, text.split(BLOCK_SEPARATOR))))
 
 
 def _text(html: Any, strip_tags: Iterable[str], strip_selectors: Iterable[str], encoding: str | None,
@@ -157,11 +158,9 @@ def _reference_text(root: etree._Element, remover: _Remover) -> str:
 
 
 def _collapse(raw: str, separator: str) -> str:
-    """Whitespace collapsed (any Unicode whitespace: ``str.split``, in C); for a block separator,
-    within each block, empty blocks left out, the blocks joined by one separator."""
-    if separator == " ":
-        return " ".join(raw.split())
-    return separator.join(block for block in (" ".join(part.split()) for part in raw.split(separator)) if block)
+    """Whitespace collapsed (any Unicode whitespace: ``str.split``, in C). A block separator is no
+    whitespace: it survives, with at most a space on either side, and empty blocks between two."""
+    return " ".join(raw.split())
 
 
 def _fast_text(root: etree._Element, remover: _Remover, owned: bool) -> str | None:
