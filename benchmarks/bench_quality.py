@@ -26,7 +26,10 @@ of <kept page>". From those decisions:
   ratio of medians and the median of the per-round ratios; plus one row for ours
   with the word-hash cache emptied before each round (a fresh process).
 
-Peers: the ``simhash`` package (``Simhash`` with its default character 4-grams,
+Ours runs twice: with its defaults (``page_text``) and with per-host boilerplate learning
+(``content/boilerplate.py``: ``page_blocks``, blocks recurring on 4+ unique pages of a host
+left out). Peers: trafilatura's deduplication (its extraction with a fresh segment cache,
+its ``Simhash``, 3 bits; when installed), the ``simhash`` package (``Simhash`` with its default character 4-grams,
 ``SimhashIndex(k=3)``), datasketch ``MinHash`` (128 permutations, 5-word shingles)
 + ``MinHashLSH`` (threshold 0.8, candidates verified by estimated Jaccard >= 0.8),
 MD5 of the raw HTML, and the textbook simhash written by hand (MD5 per 5-word
@@ -41,6 +44,7 @@ Usage::
     python benchmarks/bench_quality.py --quick       # seconds; tiny generated corpus if docs absent
     python benchmarks/bench_quality.py --per-source 50 --no-install
     python benchmarks/bench_quality.py --per-source 60 --no-install --rounds 5 --speed-pages 600
+    python benchmarks/bench_quality.py --per-source 60 --no-install --seed 7,11,12   # one report per seed
 """
 from __future__ import annotations
 

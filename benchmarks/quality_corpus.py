@@ -19,8 +19,25 @@ has a group of its own. Duplicate kinds (issue 4):
 ``number``     one number changed in the main text
 ``reformat``   the markup re-serialized and re-indented, same text
 
+Live hosts (``live_per_source`` > 0; their own seeded generator, so the plain hosts' pages
+above stay byte for byte what they were): other originals of the same sources, every fetch
+of every page rendered through the host's per-fetch chrome in plain ``<div>``/``<span>``/``<p>``
+elements (per-fetch lines: timestamps in several formats, worker/host ids, request ids,
+view counters, at varied positions; a rotating "related articles" list drawn from a site-wide
+pool; a cookie banner on some fetches; A/B variants of a hero block; class names telling,
+random or absent, drawn per host). Their duplicate kinds re-draw one part:
+
+``stamp``      the per-fetch lines
+``related``    the related-articles list
+``consent``    the cookie banner (shown, hidden or another variant)
+``hero``       another A/B variant of the hero block
+``refetch``    everything (a plain re-fetch of a live page)
+
 Hard negatives: the real pages themselves, ``sibling`` pages (a page's main block
-replaced by paragraphs of another page of the same site, template kept) and
+replaced by paragraphs of another page of the same site, template kept; on live hosts
+with the chrome too), ``templated`` pages (a shop host: products sharing their category's
+blurb and a long spec table, each with its own name, description and two spec rows:
+80-90% of the words shared; each product also has a ``refetch`` duplicate) and
 ``degenerate`` pages (empty, "Access denied", "Coming soon", several copies each,
 each its own group: ten identical 403 pages at ten URLs are not duplicates of
 each other in any useful sense).

@@ -4,37 +4,50 @@ Per-fetch chrome that no tag marks as chrome (a "generated at ... by worker ..."
 plain ``<div>``, a rotating "related articles" list, a cookie banner, an A/B hero block)
 survives :func:`~scrapy_dedup.content.text.page_text`, so two fetches of one page differ
 by it. CCNet's remedy, per host: cut each page into blocks
-(:func:`~scrapy_dedup.content.text.page_blocks`), normalize each block (:func:`normalize_block`),
-hash it (64 bits) and count on how many distinct pages of the host it occurs; a block seen
-on at least ``min_pages`` of them is boilerplate and is left out of the text that is
-fingerprinted (:func:`text_to_fingerprint`).
+(:func:`~scrapy_dedup.content.text.page_blocks`), normalize each block (:func:`normalize_block`:
+lowercase, punctuation deleted, digit runs to ``0``), hash it and count on how many distinct
+pages of the host it occurs; a block seen on at least ``min_pages`` of them is boilerplate
+and is left out of the text that is fingerprinted (:func:`text_to_fingerprint`, the call
+the crawl layer makes with a host's :class:`BlockTable` and a page's blocks).
 
 The rules (:class:`BoilerplateRule`), and why:
 
 * **Only pages judged unique are counted** (:meth:`BoilerplateLearner.learn`). A duplicate's
   blocks are its kept page's blocks again: counting them would make a page's own paragraphs
   "boilerplate" once it had been fetched ``min_pages`` times under different URLs.
-* **Short blocks never count** (fewer than ``min_block_words`` words: a "Yes" table cell, a
-  "Next" link): two pages that differ only in which short cells they hold must stay apart.
+* **Short and long blocks never count**: fewer than ``min_block_words`` words (a "Yes" table
+  cell: two pages that differ only in such cells must stay apart), or longer than
+  :data:`MAX_BLOCK_CHARS` (a paragraph is content; chrome is a line or a banner).
 * **Never below ``min_words``**: when the blocks left would hold fewer words than that, the
   page is fingerprinted on its whole text (a page made only of template is judged as today).
-* **Warm-up, then a re-check.** Until a host has ``warmup_pages`` unique pages counted, its
-  pages are fingerprinted on their whole text: no verdict depends on a template still being
-  learned, so none drops an item because of it. When the warm-up ends, the learner hands back
-  those pages' reduced texts (:attr:`Reduction.recheck`), which the caller stores under their
-  own URLs, so that their later duplicates (judged on reduced text) find them. A block that
-  becomes boilerplate after the warm-up does not change a kept page's stored fingerprint: a
-  later duplicate is then judged against the older text, which can only miss a duplicate (keep
-  an item), as without learning.
+* **Warm-up.** Until a host has ``warmup_pages`` unique pages counted, its pages are
+  fingerprinted on their whole text: no verdict rests on a template seen on a handful of pages.
+* **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
+  counts never turns a learnt block back into content, so a page's text does not flip back.
+* **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
+  the warm-up ends, and whenever a block becomes boilerplate, it hands back those of them whose
+  text to fingerprint changed (the return of :meth:`BoilerplateLearner.learn`), for the caller
+  to store under their own URLs as well: their later duplicates, judged on the newer text,
+  find them. A page kept before that window keeps its older fingerprint; a later duplicate of
+  it is judged against the older text, as without learning. So learning can miss a duplicate
+  (keep an item), and every drop it causes is a match on the text of pages of one host less
+  the blocks that host repeats on ``min_pages`` distinct pages or more.
 
-Bounded memory (:class:`BlockTable`): at most ``capacity`` blocks per host, as three numpy
-arrays (hash uint64, count uint32, last page uint32: 16 bytes a block, 64 KiB per host at
-the default 4,096, plus the warm-up pages' blocks until the warm-up ends). When a page's new
-blocks take the table past its capacity, the blocks with the lowest counts leave (the
-least recently seen first) until three quarters of it are left. Counts are never above the
-truth (an evicted block that comes back starts again at one), so eviction can only delay a
-block becoming boilerplate, never make content boilerplate; a block on every page of the
-host outranks the one-page blocks that fill the table, so it stays. No Scrapy imports.
+What is not learnt: a line that varies in words rather than numbers on every fetch (a weekday
+and month name, a hexadecimal request id) never hashes alike twice; the verification stage
+(``content/sketch.py``) has to absorb it, as without learning.
+
+Bounded memory, per host: the counts (:class:`BlockTable`) hold at most ``capacity`` blocks
+as numpy arrays (hash uint64, count uint32, last page uint32: 16 bytes a block) plus at most
+``capacity // 4`` boilerplate hashes (8 bytes each): 72 KiB at the default 4,096; plus the
+blocks (the main text) of the last ``recheck_pages`` kept pages. When a page's new blocks take
+the counts past ``capacity``, the blocks with the lowest counts leave (the least recently seen
+first) until three quarters are left. Counts are never above the truth (an evicted block that
+comes back starts again at one), so eviction can only delay a block becoming boilerplate,
+never make content boilerplate; a block on every page outranks the one-page blocks that fill
+the table, so it stays. The hashes are Python's hash of the normalized bytes (SipHash, keyed
+per process: no page can aim at a learnt block's hash, and a table does not outlive its
+process). No Scrapy imports.
 """
 from __future__ import annotations
 
