@@ -126,12 +126,21 @@ def ours_boilerplate_decider() -> tuple[Decider, str]:
         host = urlsplit(url).hostname or ""
         reduction = learner.prepare(host, page_blocks(html))
         verdict = dedup.check(url, reduction.text)
+        if verdict.is_duplicate:
+            return verdict.kept_url
+        if verdict.kind == "unique" and reduction.state == "reduced":
+            # Two texts: a page kept before its host learnt some block holds that block in its stored
+            # fingerprint; its re-fetch, judged on the reduced text alone, would miss it. The whole text
+            # is checked too (and stored when new: two entries for such a page).
+            kind, kept_url, _ = dedup.store.check_and_add(url, dedup.fingerprint(" ".join(reduction.blocks)))
+            if kind != "unique":
+                return kept_url
         if verdict.kind == "unique":
-            for kept_url, text in learner.learn(host, url, reduction):  # the warm-up pages, re-checked
+            for kept_url, text in learner.learn(host, url, reduction):  # recent kept pages, re-checked
                 fp = dedup.fingerprint(text)
                 if not dedup.fingerprinter.is_degenerate(fp):
                     dedup.store.check_and_add(kept_url, fp)
-        return verdict.kept_url if verdict.is_duplicate else None
+        return None
 
     return decide, "ours + boilerplate learning"
 
@@ -325,8 +334,10 @@ def ours_cold_decider() -> tuple[Decider, str]:
     return decide, "ours, word-hash cache emptied per round"
 
 
-def factories(quick: bool) -> list[Factory]:
+def factories(quick: bool, ours_only: bool = False) -> list[Factory]:
     """The main contenders, as makers of fresh deciders (empty index each time)."""
+    if ours_only:
+        return [ours_decider, ours_boilerplate_decider]
     out: list[Factory] = [
         ours_decider, ours_boilerplate_decider, md5_raw_decider,
         lambda: simhash_pkg_decider(our_text, "page_text"), lambda: simhash_pkg_decider(naive_text, "naive text"),
@@ -344,8 +355,9 @@ def factories(quick: bool) -> list[Factory]:
     return out
 
 
-def build_deciders(quick: bool, extra: Iterable[tuple[Decider, str]] = ()) -> list[tuple[Decider, str]]:
-    out = [make() for make in factories(quick)]
+def build_deciders(quick: bool, extra: Iterable[tuple[Decider, str]] = (),
+                   ours_only: bool = False) -> list[tuple[Decider, str]]:
+    out = [make() for make in factories(quick, ours_only)]
     out.extend(extra)
     return out
 
@@ -402,6 +414,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--live-per-source", type=int, default=None,
                     help="originals per template on the live hosts (per-fetch chrome; default per-source / 2, 3 in --quick)")
     ap.add_argument("--no-install", action="store_true", help="never call apt-get for missing docs")
+    ap.add_argument("--ours-only", action="store_true", help="only our two rows (ours, ours + boilerplate learning): "
+                    "for tuning; the peers' rows do not change with our code")
     ap.add_argument("--ideas", action="store_true", help="also run the exploration rows (bench_ideas.py)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per contender (default 5; 2 in --quick)")
     ap.add_argument("--speed-pages", type=int, default=600,
@@ -441,7 +455,7 @@ def report(args: argparse.Namespace, seed: int, speed: bool) -> None:
 
         extra = bench_ideas.deciders(pages)
     rows = []
-    for decider, name in build_deciders(args.quick, extra):
+    for decider, name in build_deciders(args.quick, extra, args.ours_only):
         decisions, seconds = run(decider, pages)
         s = score(pages, decisions)
         s["name"], s["pps"] = name, len(pages) / seconds
@@ -466,8 +480,9 @@ def report(args: argparse.Namespace, seed: int, speed: bool) -> None:
     print()
     if not speed:
         return
-    makers = factories(args.quick)
-    makers.insert(1, ours_cold_decider)
+    makers = factories(args.quick, args.ours_only)
+    if not args.ours_only:
+        makers.insert(1, ours_cold_decider)
     speed_pages = pages[: max(1, args.speed_pages)]
     rounds = 2 if args.quick else max(1, args.rounds)
     print_speed(time_rounds(makers, speed_pages, rounds), len(speed_pages), rounds)
