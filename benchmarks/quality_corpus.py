@@ -137,13 +137,18 @@ def shingles(words: list[str], k: int = 5) -> set[str]:
 
 
 def distinct_originals(paths: list[str], want: int, rng: random.Random, max_jaccard: float = 0.5,
-                       min_words: int = 80) -> list[tuple[str, bytes]]:
-    """Pick up to ``want`` pages, skipping any whose shingles overlap an already picked one too much."""
+                       min_words: int = 80, taken: tuple[bytes, ...] = ()) -> list[tuple[str, bytes]]:
+    """Pick up to ``want`` pages, skipping any whose shingles overlap an already picked one (or one of
+    ``taken``, pages picked elsewhere) too much."""
     order = paths[:]
     rng.shuffle(order)
     picked: list[tuple[str, bytes]] = []
     sets: list[set] = []
     postings: dict[str, list[int]] = {}
+    for html in taken:
+        sets.append(shingles(plain_words(html)))
+        for s in sets[-1]:
+            postings.setdefault(s, []).append(len(sets) - 1)
     for path in order:
         if len(picked) >= want:
             break
@@ -595,9 +600,10 @@ def shop_pages(host: str, paragraphs: list[str], n_products: int, rng: random.Ra
     return out
 
 
-def live_pages(sources: list[Source], per_source: int, seed: int, exclude: set[str], start_group: int,
-               max_bytes: int = MAX_PAGE_BYTES) -> list[Page]:
-    """The live hosts of ``seed``: per source ``per_source`` originals (none of ``exclude``) with the
+def live_pages(sources: list[Source], per_source: int, seed: int, exclude: dict[str, dict[str, bytes]],
+               start_group: int, max_bytes: int = MAX_PAGE_BYTES) -> list[Page]:
+    """The live hosts of ``seed``: per source ``per_source`` originals (none of ``exclude``, the plain
+    hosts' originals by source, path -> HTML, nor near-identical to one) with the
     LIVE_KINDS duplicates and a sibling each; one shop host of templated product pages with a re-fetch each."""
     rng = random.Random(f"live-{seed}")
     pages: list[Page] = []
@@ -605,7 +611,10 @@ def live_pages(sources: list[Source], per_source: int, seed: int, exclude: set[s
     paragraphs: list[str] = []
     for src in sources:
         host = f"{src.name}-live.example.test"
-        originals = distinct_originals([p for p in source_files(src, max_bytes) if p not in exclude], per_source, rng)
+        # distinct from the plain host's originals too (git-doc's index.html is its git.html)
+        plain = exclude.get(src.name, {})
+        originals = distinct_originals([p for p in source_files(src, max_bytes) if p not in plain], per_source, rng,
+                                       taken=tuple(plain.values()))
         chrome = live_chrome(host, seed, [page_title(h) for _, h in originals])
         for i, (path, html) in enumerate(originals):
             group += 1
@@ -648,11 +657,11 @@ def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, ins
     rng = random.Random(seed)
     pages: list[Page] = []
     group = 0
-    used: set[str] = set()  # the plain hosts' originals: the live hosts take others
+    used: dict[str, dict[str, bytes]] = {}  # the plain hosts' originals: the live hosts take others
     available = ensure_sources(install, sources or SOURCES)
     for src in available:
         originals = distinct_originals(source_files(src, max_bytes), per_source, rng)
-        used.update(path for path, _ in originals)
+        used[src.name] = dict(originals)
         host = f"{src.name}.example.test"
         used_donors: set[tuple[str, ...]] = set()
         for i, (path, html) in enumerate(originals):
