@@ -26,7 +26,10 @@ of <kept page>". From those decisions:
   ratio of medians and the median of the per-round ratios; plus one row for ours
   with the word-hash cache emptied before each round (a fresh process).
 
-Peers: the ``simhash`` package (``Simhash`` with its default character 4-grams,
+Ours runs twice: with its defaults (``page_text``) and with per-host boilerplate learning
+(``content/boilerplate.py``: ``page_blocks``, blocks recurring on 4+ unique pages of a host
+left out). Peers: trafilatura's deduplication (its extraction with a fresh segment cache,
+its ``Simhash``, 3 bits; when installed), the ``simhash`` package (``Simhash`` with its default character 4-grams,
 ``SimhashIndex(k=3)``), datasketch ``MinHash`` (128 permutations, 5-word shingles)
 + ``MinHashLSH`` (threshold 0.8, candidates verified by estimated Jaccard >= 0.8),
 MD5 of the raw HTML, and the textbook simhash written by hand (MD5 per 5-word
@@ -41,6 +44,7 @@ Usage::
     python benchmarks/bench_quality.py --quick       # seconds; tiny generated corpus if docs absent
     python benchmarks/bench_quality.py --per-source 50 --no-install
     python benchmarks/bench_quality.py --per-source 60 --no-install --rounds 5 --speed-pages 600
+    python benchmarks/bench_quality.py --per-source 60 --no-install --seed 7,11,12   # one report per seed
 """
 from __future__ import annotations
 
@@ -105,6 +109,79 @@ def ours_decider() -> tuple[Decider, str]:
         return verdict.kept_url if verdict.is_duplicate else None
 
     return decide, "ours: ContentDeduplicator defaults"
+
+
+def ours_boilerplate_decider() -> tuple[Decider, str]:
+    """Ours with per-host boilerplate learning (content/boilerplate.py) in front of the same deduplicator."""
+    from urllib.parse import urlsplit
+
+    from scrapy_dedup.content.boilerplate import BoilerplateLearner
+    from scrapy_dedup.content.engine import ContentDeduplicator
+    from scrapy_dedup.content.text import page_blocks
+
+    dedup = ContentDeduplicator.in_memory()
+    learner = BoilerplateLearner()
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        host = urlsplit(url).hostname or ""
+        reduction = learner.prepare(host, page_blocks(html))
+        verdict = dedup.check(url, reduction.text)
+        if verdict.is_duplicate and (reduction.state != "reduced" or urlsplit(verdict.kept_url).hostname == host):
+            return verdict.kept_url
+        # A reduced text is what is left of a page once its own host's template is gone: a match with
+        # another host's page on it is not evidence (a product blurb is a paragraph of another site).
+        if verdict.kind != "degenerate" and reduction.state == "reduced":
+            # Two texts: a page kept before its host learnt some block holds that block in its stored
+            # fingerprint; its re-fetch, judged on the reduced text alone, would miss it. The whole text
+            # is checked too (and stored when new: two entries for such a page).
+            kind, kept_url, _ = dedup.store.check_and_add(url, dedup.fingerprint(" ".join(reduction.blocks)))
+            if kind != "unique":
+                return kept_url
+        if verdict.kind != "degenerate":  # kept: counted, and the recent kept pages re-checked
+            for kept_url, text in learner.learn(host, url, reduction):
+                fp = dedup.fingerprint(text)
+                if not dedup.fingerprinter.is_degenerate(fp):
+                    dedup.store.check_and_add(kept_url, fp)
+        return None
+
+    return decide, "ours + boilerplate learning"
+
+
+def trafilatura_decider(k: int = 3) -> tuple[Decider, str]:
+    """trafilatura's own deduplication: ``extract(deduplicate=<fresh LRUCache>)`` drops text segments
+    seen more than twice (its boilerplate rule), then its ``Simhash`` of the text, a duplicate within
+    ``k`` bits of a kept page (brute-force scan: trafilatura has no index). A text it refuses as a
+    repeated document (None) is extracted again without the cache, to be fingerprinted."""
+    import numpy as np
+    import trafilatura
+    from trafilatura.deduplication import LRUCache, Simhash
+
+    logging.getLogger("trafilatura").setLevel(logging.CRITICAL)
+    cache = LRUCache(maxsize=4096)
+    kept_hashes: list[int] = []
+    kept_urls: list[str] = []
+    array = np.zeros(0, dtype=np.uint64)
+
+    def decide(url: str, html: bytes) -> Optional[str]:
+        nonlocal array
+        text = trafilatura.extract(html, deduplicate=cache) if html.strip() else None
+        if text is None and html.strip():
+            text = trafilatura.extract(html)
+        if not text or len(text.split()) < 20:
+            return None  # degenerate: never dropped, as ours
+        fp = Simhash(text).hash
+        if len(array) != len(kept_hashes):
+            array = np.array(kept_hashes, dtype=np.uint64)
+        if len(array):
+            d = np.bitwise_count(array ^ np.uint64(fp))
+            best = int(np.argmin(d))
+            if d[best] <= k:
+                return kept_urls[best]
+        kept_hashes.append(fp)
+        kept_urls.append(url)
+        return None
+
+    return decide, f"trafilatura dedup + Simhash k={k}"
 
 
 def md5_raw_decider() -> tuple[Decider, str]:
@@ -211,7 +288,7 @@ def score(pages: list[qc.Page], decisions: list[Optional[str]]) -> dict:
         parent[_find(parent, i)] = _find(parent, j)
         if pages[j].group != pages[i].group:
             kind = pages[i].kind
-            wrong[kind if kind in ("original", "sibling", "degenerate") else "variant"] += 1
+            wrong[kind if kind in qc.HARD_NEGATIVES else "variant"] += 1
     clusters: dict[int, list[int]] = defaultdict(list)
     for i in range(len(pages)):
         clusters[_find(parent, i)].append(i)
@@ -259,21 +336,30 @@ def ours_cold_decider() -> tuple[Decider, str]:
     return decide, "ours, word-hash cache emptied per round"
 
 
-def factories(quick: bool) -> list[Factory]:
+def factories(quick: bool, ours_only: bool = False) -> list[Factory]:
     """The main contenders, as makers of fresh deciders (empty index each time)."""
+    if ours_only:
+        return [ours_decider, ours_boilerplate_decider]
     out: list[Factory] = [
-        ours_decider, md5_raw_decider,
+        ours_decider, ours_boilerplate_decider, md5_raw_decider,
         lambda: simhash_pkg_decider(our_text, "page_text"), lambda: simhash_pkg_decider(naive_text, "naive text"),
         lambda: datasketch_decider(our_text, "page_text"), lambda: datasketch_decider(naive_text, "naive text"),
         lambda: textbook_decider(our_text, "page_text"),
     ]
     if not quick:
         out.append(lambda: textbook_decider(naive_text, "naive text"))
+    try:
+        import trafilatura  # noqa: F401  (in the bench extra; optional elsewhere)
+    except ImportError:
+        print("note: trafilatura not installed: its row is left out (pip install trafilatura)", file=sys.stderr)
+    else:
+        out.append(trafilatura_decider)
     return out
 
 
-def build_deciders(quick: bool, extra: Iterable[tuple[Decider, str]] = ()) -> list[tuple[Decider, str]]:
-    out = [make() for make in factories(quick)]
+def build_deciders(quick: bool, extra: Iterable[tuple[Decider, str]] = (),
+                   ours_only: bool = False) -> list[tuple[Decider, str]]:
+    out = [make() for make in factories(quick, ours_only)]
     out.extend(extra)
     return out
 
@@ -310,6 +396,9 @@ def print_speed(seconds: dict[str, list[float]], pages: int, rounds: int) -> Non
           " runs of the same round)")
     targets = [(n, 4.0) for n in names if n.startswith("textbook")]
     targets += [(n, 1.3) for n in names if n.startswith("simhash pkg")]
+    for name in (n for n in names if n.startswith("ours + boilerplate")):
+        ratio = statistics.median(o / t for t, o in zip(seconds[name], ours))
+        print(f"  target {name} >= 0.9x the speed of {ours_name}: {ratio:.2f}x ({'met' if ratio >= 0.9 else 'MISSED'})")
     for contender in (ours_name,) + tuple(n for n in names if n.startswith("ours, word-hash")):
         for name, needed in targets:
             ratio = statistics.median(t / o for t, o in zip(seconds[name], seconds[contender]))
@@ -322,31 +411,45 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a few seconds: 3 small originals per template "
                     "(or the tiny generated corpus when the Debian docs are absent)")
     ap.add_argument("--per-source", type=int, default=120, help="originals per template (default 120)")
-    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--seed", default="7", help="corpus seed, or seeds separated by commas: one report each, "
+                    "the speed rounds on the first only (tune on some seeds, report on others: docs/benchmarks.md)")
+    ap.add_argument("--live-per-source", type=int, default=None,
+                    help="originals per template on the live hosts (per-fetch chrome; default per-source / 2, 3 in --quick)")
     ap.add_argument("--no-install", action="store_true", help="never call apt-get for missing docs")
+    ap.add_argument("--ours-only", action="store_true", help="only our two rows (ours, ours + boilerplate learning): "
+                    "for tuning; the peers' rows do not change with our code")
     ap.add_argument("--ideas", action="store_true", help="also run the exploration rows (bench_ideas.py)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per contender (default 5; 2 in --quick)")
     ap.add_argument("--speed-pages", type=int, default=600,
                     help="pages (the first of the crawl order) per timed run (default 600)")
     args = ap.parse_args(argv)
+    seeds = [int(v) for v in str(args.seed).split(",") if v.strip()]
+    for n, seed in enumerate(seeds):
+        if len(seeds) > 1:
+            print(f"\n===== seed {seed} =====")
+        report(args, seed, speed=n == 0)
+    return 0
 
+
+def report(args: argparse.Namespace, seed: int, speed: bool) -> None:
     per_source = 3 if args.quick else args.per_source
+    live = args.live_per_source if args.live_per_source is not None else (3 if args.quick else per_source // 2)
     t0 = time.perf_counter()
     sources = qc.ensure_sources(install=not (args.no_install or args.quick))
     if sources:
-        pages = qc.build_corpus(per_source, seed=args.seed, install=False, sources=tuple(sources),
+        pages = qc.build_corpus(per_source, seed=seed, install=False, sources=tuple(sources),
                                 degenerate_copies=2 if args.quick else 4,
-                                max_bytes=40_000 if args.quick else qc.MAX_PAGE_BYTES)
+                                max_bytes=40_000 if args.quick else qc.MAX_PAGE_BYTES, live_per_source=live)
         corpus = f"Debian docs: {', '.join(s.package for s in sources)}"
     else:
-        pages = qc.tiny_corpus(args.seed)
+        pages = qc.tiny_corpus(seed)
         corpus = "tiny generated corpus (Debian docs not installed)"
     kinds = Counter(p.kind for p in pages)
     groups = len({p.group for p in pages})
     mb = sum(len(p.html) for p in pages) / 1e6
-    print(f"corpus: {corpus}; {len(pages)} pages, {mb:.1f} MB HTML, {groups} true groups, "
-          f"{kinds['original']} originals, {kinds['sibling']} siblings, {kinds['degenerate']} degenerate "
-          f"(built in {time.perf_counter() - t0:.1f} s)")
+    print(f"corpus (seed {seed}): {corpus}; {len(pages)} pages, {mb:.1f} MB HTML, {groups} true groups, "
+          f"{kinds['original']} originals, {kinds['sibling']} siblings, {kinds['templated']} templated, "
+          f"{kinds['degenerate']} degenerate (built in {time.perf_counter() - t0:.1f} s)")
 
     extra = []
     if args.ideas:
@@ -354,7 +457,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 
         extra = bench_ideas.deciders(pages)
     rows = []
-    for decider, name in build_deciders(args.quick, extra):
+    for decider, name in build_deciders(args.quick, extra, args.ours_only):
         decisions, seconds = run(decider, pages)
         s = score(pages, decisions)
         s["name"], s["pps"] = name, len(pages) / seconds
@@ -362,12 +465,12 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     ours = rows[0]
     print()
-    print(f"{'algorithm':<48} {'prec':>6} {'recall':>6} {'F1':>6} {'wrong drops (orig/sib/degen/var)':>33} "
+    print(f"{'algorithm':<48} {'prec':>6} {'recall':>6} {'F1':>6} {'wrong drops (orig/sib/tmpl/degen/var)':>38} "
           f"{'pages/s':>8} {'ours x':>7}   (pages/s: CPU time of the single quality pass, all pages)")
     for r in rows:
         w = r["wrong"]
-        drops = f"{sum(w.values())} ({w['original']}/{w['sibling']}/{w['degenerate']}/{w['variant']})"
-        print(f"{r['name']:<48} {r['precision']:6.3f} {r['recall']:6.3f} {r['f1']:6.3f} {drops:>33} "
+        drops = f"{sum(w.values())} ({w['original']}/{w['sibling']}/{w['templated']}/{w['degenerate']}/{w['variant']})"
+        print(f"{r['name']:<48} {r['precision']:6.3f} {r['recall']:6.3f} {r['f1']:6.3f} {drops:>38} "
               f"{r['pps']:8.0f} {ours['pps'] / r['pps']:7.2f}")
     print()
     print("recall per duplicate kind (share of that kind's pages clustered with their original):")
@@ -377,12 +480,14 @@ def main(argv: Optional[list[str]] = None) -> int:
     print()
     print("'ours x' = our pages per second / the row's pages per second (same run, same pages).")
     print()
-    makers = factories(args.quick)
-    makers.insert(1, ours_cold_decider)
+    if not speed:
+        return
+    makers = factories(args.quick, args.ours_only)
+    if not args.ours_only:
+        makers.insert(1, ours_cold_decider)
     speed_pages = pages[: max(1, args.speed_pages)]
     rounds = 2 if args.quick else max(1, args.rounds)
     print_speed(time_rounds(makers, speed_pages, rounds), len(speed_pages), rounds)
-    return 0
 
 
 if __name__ == "__main__":

@@ -19,8 +19,25 @@ has a group of its own. Duplicate kinds (issue 4):
 ``number``     one number changed in the main text
 ``reformat``   the markup re-serialized and re-indented, same text
 
+Live hosts (``live_per_source`` > 0; their own seeded generator, so the plain hosts' pages
+above stay byte for byte what they were): other originals of the same sources, every fetch
+of every page rendered through the host's per-fetch chrome in plain ``<div>``/``<span>``/``<p>``
+elements (per-fetch lines: timestamps in several formats, worker/host ids, request ids,
+view counters, at varied positions; a rotating "related articles" list drawn from a site-wide
+pool; a cookie banner on some fetches; A/B variants of a hero block; class names telling,
+random or absent, drawn per host). Their duplicate kinds re-draw one part:
+
+``stamp``      the per-fetch lines
+``related``    the related-articles list
+``consent``    the cookie banner (shown, hidden or another variant)
+``hero``       another A/B variant of the hero block
+``refetch``    everything (a plain re-fetch of a live page)
+
 Hard negatives: the real pages themselves, ``sibling`` pages (a page's main block
-replaced by paragraphs of another page of the same site, template kept) and
+replaced by paragraphs of another page of the same site, template kept; on live hosts
+with the chrome too), ``templated`` pages (a shop host: products sharing their category's
+blurb and a long spec table, each with its own name, description and two spec rows:
+80-90% of the words shared; each product also has a ``refetch`` duplicate) and
 ``degenerate`` pages (empty, "Access denied", "Coming soon", several copies each,
 each its own group: ten identical 403 pages at ten URLs are not duplicates of
 each other in any useful sense).
@@ -44,7 +61,13 @@ from typing import Optional
 import lxml.html
 from lxml import etree
 
-DUP_KINDS = ("tracking", "csrf", "generated", "banner", "footer", "divfooter", "edit", "number", "reformat")
+#: the duplicate kinds of the plain hosts (one per original; the seeds of these pages are unchanged)
+BASE_KINDS = ("tracking", "csrf", "generated", "banner", "footer", "divfooter", "edit", "number", "reformat")
+#: the duplicate kinds of the live hosts (per-fetch chrome outside semantic tags, see "live hosts" below)
+LIVE_KINDS = ("stamp", "related", "consent", "hero", "refetch")
+DUP_KINDS = BASE_KINDS + LIVE_KINDS
+#: ground-truth kinds that are distinct pages: any drop of one is a loss
+HARD_NEGATIVES = ("original", "sibling", "templated", "degenerate")
 
 
 @dataclass(frozen=True)
@@ -69,7 +92,7 @@ class Page:
     url: str
     html: bytes
     group: int
-    kind: str  # "original", one of DUP_KINDS, "sibling", "degenerate"
+    kind: str  # one of HARD_NEGATIVES or of DUP_KINDS
     source: str
 
 
@@ -114,13 +137,18 @@ def shingles(words: list[str], k: int = 5) -> set[str]:
 
 
 def distinct_originals(paths: list[str], want: int, rng: random.Random, max_jaccard: float = 0.5,
-                       min_words: int = 80) -> list[tuple[str, bytes]]:
-    """Pick up to ``want`` pages, skipping any whose shingles overlap an already picked one too much."""
+                       min_words: int = 80, taken: tuple[bytes, ...] = ()) -> list[tuple[str, bytes]]:
+    """Pick up to ``want`` pages, skipping any whose shingles overlap an already picked one (or one of
+    ``taken``, pages picked elsewhere) too much."""
     order = paths[:]
     rng.shuffle(order)
     picked: list[tuple[str, bytes]] = []
     sets: list[set] = []
     postings: dict[str, list[int]] = {}
+    for html in taken:
+        sets.append(shingles(plain_words(html)))
+        for s in sets[-1]:
+            postings.setdefault(s, []).append(len(sets) - 1)
     for path in order:
         if len(picked) >= want:
             break
@@ -372,23 +400,275 @@ DEGENERATE = [
 ]
 
 
+# -- live hosts: per-fetch chrome in plain elements ---------------------------------------------
+# Real sites put per-fetch noise where no tag says "chrome": a "generated at ... by worker ..." line
+# in a plain <div>, a rotating "related articles" list, a cookie banner shown on some fetches, an
+# A/B-tested hero block. On a live host every page is rendered through the host's chrome and every
+# fetch (the original's too) draws its own values, so the chrome is on every page, as on a real site.
+# What a host's chrome looks like (formats, tags, positions, pools) is drawn once per host and seed:
+# many variants, no fixed example. The duplicate kinds re-draw one part (``stamp``, ``related``,
+# ``consent``, ``hero``) or all of it (``refetch``); the hard negatives are ``sibling`` pages (the
+# template of one page, the paragraphs of another) and ``templated`` pages (a shop: different products
+# sharing a category blurb and a long spec table, 80-90% of their words shared).
+_MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+_DAYS = "Mon Tue Wed Thu Fri Sat Sun".split()
+
+
+def _hex(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice("0123456789abcdef") for _ in range(n))
+
+
+def _stamp_formats() -> list:
+    """Makers of one per-fetch line each (timestamps in several formats, worker/host ids, request ids, counters)."""
+    return [
+        lambda r: (f"Page generated on 2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d} at "
+                   f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d} UTC by worker {r.randint(1, 64)}"),
+        lambda r: f"Rendered in {r.random():.4f} s by app-{r.randint(1, 40):02d} for request {_hex(r, 8)}-{_hex(r, 4)}",
+        lambda r: f"This page has been viewed {r.randint(100, 999_999):,} times",
+        lambda r: (f"Last updated: {r.choice(_DAYS)}, {r.randint(1, 28):02d} {r.choice(_MONTHS)} 2026 "
+                   f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d} GMT"),
+        lambda r: f"Served by web-{r.randint(1, 9)}.{r.choice(('eu-west', 'us-east', 'ap-south'))} in {r.randint(3, 900)} ms",
+        lambda r: f"Request ID: {_hex(r, 8)}-{_hex(r, 4)}-{_hex(r, 4)}-{_hex(r, 4)}-{_hex(r, 12)}",
+        lambda r: f"{r.randint(2, 400)} people are reading this page right now",
+    ]
+
+
+_POSITIONS = ("top", "main-start", "main-end", "bottom")
+_CONSENTS = [
+    "We use cookies to improve your experience and to measure traffic. By continuing to browse this site "
+    "you agree to our use of cookies. Accept all Reject all Manage preferences",
+    "This website stores cookies on your computer. These cookies are used to collect information about how "
+    "you interact with our website. Accept Decline Cookie settings",
+    "Your privacy matters to us. We and our partners use cookies and similar technologies to personalise "
+    "content and analyse our traffic. OK Learn more",
+]
+_HEROES = [
+    ("Build faster with the docs you trust", "Everything you need to ship, in one place", "Get started"),
+    ("The reference, rewritten for humans", "Clear examples for every feature and option", "Read the guide"),
+    ("Learn it once, use it everywhere", "Tutorials and how-to guides for every level", "Start learning"),
+    ("New release: faster, smaller, safer", "See what changed and how to upgrade today", "What's new"),
+    ("Join thousands of developers", "Ask questions and share answers in our community", "Join now"),
+]
+
+
+@dataclass
+class LiveChrome:
+    """One host's per-fetch chrome: what it draws from on every fetch, and where it puts it."""
+
+    stamps: list  # (maker, tag, positions) per stamp line
+    related_pool: list[str]
+    related_count: int
+    related_position: str
+    consent_variants: list[str]
+    consent_rate: float
+    consent_position: str
+    heroes: list[tuple[str, str, str]]
+    classes: dict[str, str]  # the class attribute of each part: telling names, random ones, or none
+
+
+_PARTS = ("meta", "related", "rel-item", "cc-window", "hero")
+
+
+def live_chrome(host: str, seed: int, titles: list[str]) -> LiveChrome:
+    """The chrome of ``host`` for ``seed``; ``titles`` (the host's page titles) feed its related-articles pool."""
+    rng = random.Random(f"chrome-{host}-{seed}")
+    formats = _stamp_formats()
+    stamps = [(f, rng.choice(("div", "span", "p")), tuple(rng.sample(_POSITIONS, 2)))
+              for f in rng.sample(formats, rng.randint(1, 3))]
+    pool = [t for t in dict.fromkeys(titles) if 2 <= len(t.split()) <= 12]
+    rng.shuffle(pool)
+    return LiveChrome(stamps, pool[:rng.randint(20, 40)] or ["Getting started", "Frequently asked questions"],
+                      rng.randint(3, 7), rng.choice(_POSITIONS),
+                      rng.sample(_CONSENTS, rng.randint(1, 2)), rng.uniform(0.4, 0.9), rng.choice(("top", "bottom")),
+                      rng.sample(_HEROES, rng.randint(2, 3)), _classes(rng))
+
+
+def _classes(rng: random.Random) -> dict[str, str]:
+    """Class attributes of a host's chrome: a main-text extractor must not be told what is chrome."""
+    style = rng.choice(("telling", "random", "none"))
+    if style == "telling":
+        return {part: f' class="{part}"' for part in _PARTS}
+    if style == "random":
+        return {part: f' class="{_token(rng, 6).lower()}"' for part in _PARTS}
+    return dict.fromkeys(_PARTS, "")
+
+
+def draw_fetch(chrome: LiveChrome, rng: random.Random) -> dict:
+    """The per-fetch values of ``chrome``: one fetch of one page."""
+    return {
+        "stamp": [(maker(rng), tag, rng.choice(positions)) for maker, tag, positions in chrome.stamps],
+        "related": rng.sample(chrome.related_pool, min(chrome.related_count, len(chrome.related_pool))),
+        "consent": rng.choice(chrome.consent_variants) if rng.random() < chrome.consent_rate else None,
+        "hero": rng.randrange(len(chrome.heroes)),
+    }
+
+
+def redraw(chrome: LiveChrome, fetch: dict, part: str, rng: random.Random) -> dict:
+    """``fetch`` with ``part`` drawn again, made to differ (a re-fetch that changed only that part)."""
+    if part == "refetch":
+        return draw_fetch(chrome, rng)
+    new = dict(fetch)
+    for _ in range(20):
+        new[part] = draw_fetch(chrome, rng)[part]
+        if part == "consent" and new[part] == fetch[part]:
+            new[part] = None if fetch[part] is not None else chrome.consent_variants[0]
+        if new[part] != fetch[part]:
+            break
+    return new
+
+
+def _fragment(markup: str) -> list:
+    return list(lxml.html.fragments_fromstring(markup))
+
+
+def render_live(html: bytes, chrome: LiveChrome, fetch: dict) -> bytes:
+    """``html`` as served on a live host for one fetch: the chrome's parts in plain elements."""
+    doc = lxml.html.fromstring(html)
+    body = doc.find("body")
+    if body is None:
+        return html
+    main = _main_block(doc)
+    main = body if main is None else main
+    places: dict[str, list[str]] = {p: [] for p in _POSITIONS}
+    c = chrome.classes
+    for text, tag, position in fetch["stamp"]:
+        places[position].append(f'<{tag}{c["meta"]}>{text}</{tag}>')
+    if fetch["related"]:
+        items = "".join(f'<div{c["rel-item"]}><a href="/r/{i}">{t}</a></div>' for i, t in enumerate(fetch["related"]))
+        places[chrome.related_position].append(f'<div{c["related"]}><div>Related articles</div>{items}</div>')
+    if fetch["consent"]:
+        places[chrome.consent_position].append(f'<div{c["cc-window"]}><div>{fetch["consent"]}</div></div>')
+    head, tag, cta = chrome.heroes[fetch["hero"]]
+    places["top"].insert(0, f'<div{c["hero"]}><div>{head}</div><div>{tag}</div>'
+                            f'<div><a href="/start">{cta}</a></div></div>')
+    for position, parent, at_start in (("top", body, True), ("bottom", body, False),
+                                       ("main-start", main, True), ("main-end", main, False)):
+        if not places[position]:
+            continue
+        elements = _fragment("".join(places[position]))
+        if at_start:
+            for k, el in enumerate(elements):
+                parent.insert(k, el)
+        else:
+            for el in elements:
+                parent.append(el)
+    return _serialize(doc)
+
+
+def page_title(html: bytes) -> str:
+    m = re.search(rb"<title[^>]*>(.*?)</title>", html, re.I | re.S)
+    return " ".join(re.sub(r"<[^>]+>", " ", m.group(1).decode("utf-8", "replace")).split()) if m else ""
+
+
+_SPEC_KEYS = ("Operating voltage", "Rated power", "Weight without packaging", "Dimensions (W x H x D)",
+              "Housing material", "Operating temperature", "Storage temperature", "Ingress protection",
+              "Warranty period", "Certifications", "Noise level at full load", "Power supply",
+              "Connectivity", "Mounting options", "Cable length", "Colour options", "Country of origin",
+              "Maintenance interval", "Spare parts available for", "Included in the box",
+              "Maximum load", "Display", "Control interface", "Standby consumption", "Energy class")
+_SPEC_WORDS = ("aluminium steel polycarbonate brushed matte glossy wall desk ceiling rail optional standard "
+               "included universal adapter remote manual digital analogue bluetooth wired wireless grey black "
+               "white silver years months hours class compliant tested certified").split()
+
+
+def _spec_value(rng: random.Random) -> str:
+    return " ".join([str(rng.randint(2, 900))] + rng.sample(_SPEC_WORDS, rng.randint(2, 4)))
+
+
+def shop_pages(host: str, paragraphs: list[str], n_products: int, rng: random.Random) -> list[tuple[str, bytes]]:
+    """``n_products`` product pages of a few categories: each its own name, description (one of
+    ``paragraphs``) and two spec rows; the category's blurb and its other spec rows shared."""
+    categories = []
+    for c in range(3):
+        blurb = [p for p in rng.sample(paragraphs, 2)]
+        rows = [(k, _spec_value(rng)) for k in rng.sample(_SPEC_KEYS, 22)]
+        categories.append((f"Category {c + 1}", blurb, rows))
+    out = []
+    own_texts = rng.sample(paragraphs, min(n_products, len(paragraphs)))
+    for i, own in enumerate(own_texts):
+        name, blurb, rows = categories[i % len(categories)]
+        rows = list(rows)
+        for j in rng.sample(range(len(rows)), 2):
+            rows[j] = (rows[j][0], _spec_value(rng))
+        product = f"Model {rng.choice('ABCDEFGHKLMNPRSTVXZ')}{rng.randint(100, 9999)} {rng.choice(_SPEC_WORDS)} unit"
+        table = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+        html = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{product} - {name} - Example Shop</title>'
+                f'</head><body><div class="topbar"><a href="/">Shop</a> <a href="/c">Categories</a></div>'
+                f'<div id="content"><h1>{product}</h1><p>{own}</p><div class="blurb"><p>{blurb[0]}</p>'
+                f'<p>{blurb[1]}</p></div><table class="spec">{table}</table></div></body></html>')
+        out.append((f"https://{host}/p/{i}", html.encode()))
+    return out
+
+
+def live_pages(sources: list[Source], per_source: int, seed: int, exclude: dict[str, dict[str, bytes]],
+               start_group: int, max_bytes: int = MAX_PAGE_BYTES) -> list[Page]:
+    """The live hosts of ``seed``: per source ``per_source`` originals (none of ``exclude``, the plain
+    hosts' originals by source, path -> HTML, nor near-identical to one) with the
+    LIVE_KINDS duplicates and a sibling each; one shop host of templated product pages with a re-fetch each."""
+    rng = random.Random(f"live-{seed}")
+    pages: list[Page] = []
+    group = start_group
+    paragraphs: list[str] = []
+    for src in sources:
+        host = f"{src.name}-live.example.test"
+        # distinct from the plain host's originals too (git-doc's index.html is its git.html)
+        plain = exclude.get(src.name, {})
+        originals = distinct_originals([p for p in source_files(src, max_bytes) if p not in plain], per_source, rng,
+                                       taken=tuple(plain.values()))
+        chrome = live_chrome(host, seed, [page_title(h) for _, h in originals])
+        for i, (path, html) in enumerate(originals):
+            group += 1
+            rel = os.path.relpath(path, src.pattern.split("*")[0])
+            fetch = draw_fetch(chrome, rng)
+            pages.append(Page(f"https://{host}/{rel}", render_live(html, chrome, fetch), group, "original", host))
+            for kind in LIVE_KINDS:
+                again = render_live(html, chrome, redraw(chrome, fetch, kind, rng))
+                pages.append(Page(f"https://{host}/{rel}?utm_campaign={kind}&session={i}", again, group, kind, host))
+            donor = donor_paragraphs(originals[(i + 1) % len(originals)][1], rng) if len(originals) > 1 else []
+            paragraphs.extend(donor_paragraphs(html, rng, min_words=30, max_words=45))
+            sib = make_sibling(html, donor)
+            if sib is not None:
+                group += 1
+                pages.append(Page(f"https://{host}/sibling/{rel}", render_live(sib, chrome, draw_fetch(chrome, rng)),
+                                  group, "sibling", host))
+    paragraphs = list(dict.fromkeys(p for p in paragraphs if len(p.split()) >= 25))
+    if len(paragraphs) >= 8:
+        host = "shop-live.example.test"
+        products = shop_pages(host, paragraphs, max(6, per_source), rng)
+        chrome = live_chrome(host, seed, [page_title(h) for _, h in products])
+        for url, html in products:
+            group += 1
+            fetch = draw_fetch(chrome, rng)
+            pages.append(Page(url, render_live(html, chrome, fetch), group, "templated", host))
+            again = render_live(html, chrome, redraw(chrome, fetch, "refetch", rng))
+            pages.append(Page(url + "?utm_campaign=refetch", again, group, "refetch", host))
+    return pages
+
+
 # -- the corpus ----------------------------------------------------------------------------------
 def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, install: bool = True,
-                 sources: Optional[tuple[Source, ...]] = None, max_bytes: int = MAX_PAGE_BYTES) -> list[Page]:
-    """Pages in crawl order (shuffled, seeded), each with its ground-truth group."""
+                 sources: Optional[tuple[Source, ...]] = None, max_bytes: int = MAX_PAGE_BYTES,
+                 live_per_source: int = 0) -> list[Page]:
+    """Pages in crawl order (shuffled, seeded), each with its ground-truth group.
+
+    ``live_per_source`` > 0 adds the live hosts (:func:`live_pages`, their own seeded generator):
+    the plain hosts' pages stay byte for byte those of ``live_per_source=0``, the crawl order changes.
+    """
     rng = random.Random(seed)
     pages: list[Page] = []
     group = 0
+    used: dict[str, dict[str, bytes]] = {}  # the plain hosts' originals: the live hosts take others
     available = ensure_sources(install, sources or SOURCES)
     for src in available:
         originals = distinct_originals(source_files(src, max_bytes), per_source, rng)
+        used[src.name] = dict(originals)
         host = f"{src.name}.example.test"
         used_donors: set[tuple[str, ...]] = set()
         for i, (path, html) in enumerate(originals):
             group += 1
             rel = os.path.relpath(path, src.pattern.split("*")[0])
             pages.append(Page(f"https://{host}/{rel}", html, group, "original", src.name))
-            for kind in DUP_KINDS:
+            for kind in BASE_KINDS:
                 dup = make_duplicate(kind, html, rng, src.name)
                 if dup is None:
                     continue
@@ -408,6 +688,9 @@ def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, ins
                 group += 1
                 pages.append(Page(f"https://{host}/sibling/{rel}", sib, group, "sibling", src.name))
     pages.extend(degenerate_pages(degenerate_copies, start_group=group + 1))
+    if live_per_source:
+        pages.extend(live_pages(available, live_per_source, seed, used, start_group=pages[-1].group + 1,
+                                max_bytes=max_bytes))
     rng.shuffle(pages)
     return pages
 
@@ -444,7 +727,7 @@ def tiny_corpus(seed: int = 7) -> list[Page]:
         group += 1
         html = template.format(t=f"Page {i}", a=art).encode()
         pages.append(Page(f"https://tiny.example.test/{i}", html, group, "original", "tiny"))
-        for kind in DUP_KINDS:
+        for kind in BASE_KINDS:
             dup = make_duplicate(kind, html, rng, "tiny")
             if dup is not None:
                 pages.append(Page(f"https://tiny.example.test/{i}?k={kind}", dup, group, kind, "tiny"))

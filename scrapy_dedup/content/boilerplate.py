@@ -1,0 +1,296 @@
+"""Per-host boilerplate learning: text that recurs on many pages of one site is not content.
+
+Per-fetch chrome that no tag marks as chrome (a "generated at ... by worker ..." line in a
+plain ``<div>``, a rotating "related articles" list, a cookie banner, an A/B hero block)
+survives :func:`~scrapy_dedup.content.text.page_text`, so two fetches of one page differ
+by it. CCNet's remedy, per host: cut each page into blocks
+(:func:`~scrapy_dedup.content.text.page_blocks`), normalize each block (:func:`normalize_block`:
+lowercase, punctuation deleted, digit runs to ``0``), hash it and count on how many distinct
+pages of the host it occurs; a block seen on at least ``min_pages`` of them is boilerplate
+and is left out of the text that is fingerprinted (:func:`text_to_fingerprint`, the call
+the crawl layer makes with a host's :class:`BlockTable` and a page's blocks).
+
+The rules (:class:`BoilerplateRule`), and why:
+
+* **Only pages judged unique are counted** (:meth:`BoilerplateLearner.learn`). A duplicate's
+  blocks are its kept page's blocks again: counting them would make a page's own paragraphs
+  "boilerplate" once it had been fetched ``min_pages`` times under different URLs.
+* **Short and long blocks never count**: fewer than ``min_block_words`` words (a "Yes" table
+  cell: two pages that differ only in such cells must stay apart), or longer than
+  :data:`MAX_BLOCK_CHARS` (a paragraph is content; chrome is a line or a banner).
+* **Never below ``min_words``**: when the blocks left would hold fewer words than that, the
+  page is fingerprinted on its whole text (a page made only of template is judged as today).
+* **Warm-up.** Until a host has ``warmup_pages`` unique pages counted, its pages are
+  fingerprinted on their whole text: no verdict rests on a template seen on a handful of pages.
+* **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
+  counts never turns a learnt block back into content, so a page's text does not flip back.
+* **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
+  the warm-up ends, and whenever a block becomes boilerplate, it hands back those of them whose
+  text to fingerprint changed (the return of :meth:`BoilerplateLearner.learn`), for the caller
+  to store under their own URLs as well: their later duplicates, judged on the newer text,
+  find them. A page kept before that window keeps its older fingerprint; a later duplicate of
+  it is judged against the older text, as without learning. So learning can miss a duplicate
+  (keep an item), and every drop it causes is a match on the text of pages of one host less
+  the blocks that host repeats on ``min_pages`` distinct pages or more.
+
+What is not learnt: a line that varies in words rather than numbers on every fetch (a weekday
+and month name, a hexadecimal request id) never hashes alike twice; the verification stage
+(``content/sketch.py``) has to absorb it, as without learning.
+
+Bounded memory, per host: the counts (:class:`BlockTable`) hold at most ``capacity`` blocks
+as numpy arrays (hash uint64, count uint32, last page uint32: 16 bytes a block) plus at most
+``capacity // 4`` boilerplate hashes (8 bytes each): 72 KiB at the default 4,096; plus the
+blocks (the main text) of the last ``recheck_pages`` kept pages. When a page's new blocks take
+the counts past ``capacity``, the blocks with the lowest counts leave (the least recently seen
+first) until three quarters are left. Counts are never above the truth (an evicted block that
+comes back starts again at one), so eviction can only delay a block becoming boilerplate,
+never make content boilerplate; a block on every page outranks the one-page blocks that fill
+the table, so it stays. The hashes are Python's hash of the normalized bytes (SipHash, keyed
+per process: no page can aim at a learnt block's hash, and a table does not outlive its
+process). No Scrapy imports.
+"""
+from __future__ import annotations
+
+import re
+from collections import deque
+from itertools import repeat
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "Reduction", "normalize_block",
+           "block_hashes", "text_to_fingerprint"]
+
+# One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
+# punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
+# collapse to one). Non-ASCII bytes stay as they are: a letter of another script is a letter (not
+# lowercased: rare in chrome), and so is non-ASCII punctuation (a dash, a non-breaking space).
+_NORMAL = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
+_PUNCTUATION = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) in " \n"))
+_ZEROS = re.compile(rb"00+")
+_TOP_BIT = 1 << 63
+
+
+def _normal_bytes(text: str) -> bytes:
+    return _ZEROS.sub(b"0", text.encode("utf-8", "surrogatepass").translate(_NORMAL, _PUNCTUATION))
+
+
+def normalize_block(block: str) -> str:
+    """The CCNet-style normal form that is hashed: ASCII letters lowercased, ASCII punctuation deleted,
+    every run of digits one ``0`` (whitespace as in the block: :func:`~scrapy_dedup.content.text.page_blocks`
+    collapsed it; a lone punctuation mark deleted leaves its two spaces). ``"Generated 2026-01-05 12:00
+    by app-07"`` and ``"generated 2025-12-31 09:41 by app-3"`` both give ``"generated 0 0 by app0"``."""
+    return _normal_bytes(block).decode("utf-8", "surrogatepass")
+
+
+#: blocks longer than this (characters) are content, never boilerplate: a cookie banner or a footer is
+#: a few hundred characters; a paragraph of a page is what tells it apart (and skipping it keeps this cheap)
+MAX_BLOCK_CHARS = 400
+
+
+def block_hashes(blocks: list[str], min_block_words: int) -> np.ndarray:
+    """Hashes (uint64, top bit set: 63 bits, per process) of the normalized blocks; 0 for a block that does
+    not count: fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`."""
+    out = np.zeros(len(blocks), dtype=np.uint64)
+    if not blocks:
+        return out
+    lengths = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
+    spaces = np.fromiter(map(str.count, blocks, repeat(" ")), dtype=np.int64, count=len(blocks))
+    candidates = np.flatnonzero((lengths <= MAX_BLOCK_CHARS) & (spaces >= min_block_words - 1))
+    if not len(candidates):
+        return out
+    # One normalization pass over all candidate blocks (a newline cannot be in a block: it is whitespace).
+    # Python's hash of bytes: SipHash in C, keyed per process (no page can aim at another block's hash;
+    # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
+    picked = [blocks[i] for i in candidates.tolist()]
+    normalized = _normal_bytes("\n".join(picked)).split(b"\n")
+    out[candidates] = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64) | np.uint64(_TOP_BIT)
+    return out
+
+
+@dataclass(frozen=True)
+class BoilerplateRule:
+    """When a block is boilerplate, and what the learner may hold (see the module doc)."""
+
+    min_pages: int = 4
+    min_block_words: int = 2
+    warmup_pages: int = 10
+    capacity: int = 4096
+    min_words: int = 20
+    recheck_pages: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("min_pages", "min_block_words", "capacity", "min_words"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"boilerplate {name} must be a positive integer, got {value!r}")
+        for name in ("warmup_pages", "recheck_pages"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"boilerplate {name} must be an integer >= 0, got {value!r}")
+
+
+class BlockTable:
+    """One host's block counts (on how many counted pages each block hash occurs, at most ``capacity``
+    blocks) and its boilerplate: the blocks that reached ``min_pages``, kept once in (at most
+    ``capacity // 4``; past that, no block becomes boilerplate any more)."""
+
+    __slots__ = ("capacity", "min_pages", "pages", "_keys", "_counts", "_seen", "_boiler")
+
+    def __init__(self, capacity: int = BoilerplateRule.capacity, min_pages: int = BoilerplateRule.min_pages):
+        self.capacity = capacity
+        self.min_pages = min_pages
+        self.pages = 0  # pages counted
+        self._keys = np.zeros(0, dtype=np.uint64)  # sorted
+        self._counts = np.zeros(0, dtype=np.uint32)
+        self._seen = np.zeros(0, dtype=np.uint32)  # the last page (its number) each block was on
+        self._boiler = np.zeros(0, dtype=np.uint64)  # sorted
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @property
+    def nbytes(self) -> int:
+        return self._keys.nbytes + self._counts.nbytes + self._seen.nbytes + self._boiler.nbytes
+
+    @property
+    def boilerplate(self) -> np.ndarray:
+        """The boilerplate block hashes (sorted)."""
+        return self._boiler
+
+    def counts(self, hashes: np.ndarray) -> np.ndarray:
+        """The count of each hash (0 for one not in the table)."""
+        return _lookup(self._keys, self._counts, np.asarray(hashes, dtype=np.uint64))
+
+    def is_boilerplate(self, hashes: np.ndarray) -> np.ndarray:
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        if not len(self._boiler):
+            return np.zeros(len(hashes), dtype=bool)
+        pos = np.minimum(np.searchsorted(self._boiler, hashes), len(self._boiler) - 1)
+        return self._boiler[pos] == hashes
+
+    def add_page(self, hashes: np.ndarray) -> np.ndarray:
+        """Count one page (each distinct nonzero hash once); returns the hashes that became boilerplate."""
+        page = np.unique(np.asarray(hashes, dtype=np.uint64))
+        page = page[page != 0]
+        self.pages += 1
+        if not len(page):
+            return page
+        pos = np.searchsorted(self._keys, page)
+        found = pos < len(self._keys)
+        found[found] = self._keys[pos[found]] == page[found]
+        self._counts[pos[found]] += 1
+        self._seen[pos[found]] = self.pages
+        new, at = page[~found], pos[~found]
+        self._keys = np.insert(self._keys, at, new)
+        self._counts = np.insert(self._counts, at, np.uint32(1))
+        self._seen = np.insert(self._seen, at, np.uint32(self.pages))
+        grown = page[(self.counts(page) >= self.min_pages) & ~self.is_boilerplate(page)]
+        grown = grown[: max(0, self.capacity // 4 - len(self._boiler))]
+        if len(grown):
+            self._boiler = np.union1d(self._boiler, grown)
+        if len(self._keys) > self.capacity:
+            self._evict(self.capacity * 3 // 4)
+        return grown
+
+    def _evict(self, keep: int) -> None:
+        """Keep the ``keep`` blocks of highest count (the most recently seen among equal counts)."""
+        order = np.lexsort((self._seen, self._counts))  # ascending: lowest count, oldest first
+        kept = np.sort(order[len(order) - keep:])  # positions in key order
+        self._keys, self._counts, self._seen = self._keys[kept], self._counts[kept], self._seen[kept]
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    if not len(keys):
+        return np.zeros(len(hashes), dtype=values.dtype)
+    pos = np.minimum(np.searchsorted(keys, hashes), len(keys) - 1)
+    return np.where(keys[pos] == hashes, values[pos], 0).astype(values.dtype)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The text to fingerprint for one page, and how it came about.
+
+    ``state``: ``"warmup"`` (the host is still learning: the whole text), ``"reduced"``
+    (``removed`` boilerplate blocks left out), ``"whole"`` (none found, or what was left
+    would be under ``min_words``).
+    """
+
+    text: str
+    state: str
+    removed: int = 0
+    hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64), repr=False)
+    blocks: tuple[str, ...] = field(default=(), repr=False)
+
+
+def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateRule = BoilerplateRule(),
+                        hashes: np.ndarray | None = None) -> Reduction:
+    """The text to fingerprint of a page of ``blocks`` given its host's ``table`` (see the module doc).
+
+    ``hashes`` are :func:`block_hashes` of ``blocks`` if already computed.
+    """
+    if hashes is None:
+        hashes = block_hashes(blocks, rule.min_block_words)
+    whole = " ".join(blocks)
+    if table.pages < rule.warmup_pages:
+        return Reduction(whole, "warmup", 0, hashes, tuple(blocks))
+    boiler = table.is_boilerplate(hashes)
+    if not boiler.any():
+        return Reduction(whole, "whole", 0, hashes, tuple(blocks))
+    kept = [block for block, drop in zip(blocks, boiler) if not drop]
+    text = " ".join(kept)
+    if text.count(" ") + 1 < rule.min_words:
+        return Reduction(whole, "whole", 0, hashes, tuple(blocks))
+    return Reduction(text, "reduced", int(boiler.sum()), hashes, tuple(blocks))
+
+
+class BoilerplateLearner:
+    """Hosts -> :class:`BlockTable`: ``prepare`` a page, decide on ``Reduction.text``, then ``learn`` it if unique.
+
+    Not thread-safe (one per crawl thread, or a lock around both calls).
+    """
+
+    def __init__(self, rule: BoilerplateRule = BoilerplateRule()):
+        self.rule = rule
+        self.tables: dict[str, BlockTable] = {}
+        self._recent: dict[str, deque[tuple[str, Reduction]]] = {}
+
+    def table(self, host: str) -> BlockTable:
+        table = self.tables.get(host)
+        if table is None:
+            table = self.tables[host] = BlockTable(self.rule.capacity, self.rule.min_pages)
+        return table
+
+    def prepare(self, host: str, blocks: list[str]) -> Reduction:
+        """The text to fingerprint of a page of ``host`` (nothing is learned yet)."""
+        return text_to_fingerprint(self.table(host), blocks, self.rule)
+
+    def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
+        """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
+
+        Each returned (URL, text) is a recently kept page's text under the boilerplate learned
+        now, to be stored under its URL (the re-check of the module doc): when the warm-up ends,
+        every recent page; after it, those holding a block that has just become boilerplate.
+        """
+        table = self.table(host)
+        ended_warmup = table.pages + 1 == self.rule.warmup_pages
+        grown = table.add_page(reduction.hashes)
+        recent = self._recent.get(host)
+        if recent is None:
+            recent = self._recent[host] = deque(maxlen=self.rule.recheck_pages)
+        out = []
+        if len(grown) or ended_warmup:
+            for kept_url, before in recent:
+                if not ended_warmup and not np.isin(before.hashes, grown).any():
+                    continue
+                again = text_to_fingerprint(table, list(before.blocks), self.rule, before.hashes)
+                if again.text != before.text:
+                    out.append((kept_url, again.text))
+        if self.rule.recheck_pages:
+            recent.append((url, text_to_fingerprint(table, list(reduction.blocks), self.rule, reduction.hashes)))
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the block tables (the recent pages' blocks, at most ``recheck_pages`` a host, apart)."""
+        return sum(t.nbytes for t in self.tables.values())

@@ -1,0 +1,180 @@
+"""Per-host boilerplate learning: the normalizer, the bounded block table, the learner's decisions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_dedup.content.boilerplate import (
+    BlockTable,
+    BoilerplateLearner,
+    BoilerplateRule,
+    block_hashes,
+    normalize_block,
+    text_to_fingerprint,
+)
+from scrapy_dedup.content.text import page_blocks, page_text
+
+
+@pytest.mark.parametrize(
+    "block, expected",
+    [
+        ("Page generated on 2026-01-05 at 12:00:01 UTC by worker 17", "page generated on 0 at 0 utc by worker 0"),
+        ("Rendered in 0.0886 s by app-22, request 1234", "rendered in 0 s by app0 request 0"),
+        ("request a3f9c2e1", "request a0f0c0e0"),  # digit runs, not words: a hex id stays per fetch (as CCNet)
+        ("Viewed 12,345 times!", "viewed 0 times"),
+        ("Related ARTICLES", "related articles"),
+        ("snake_case and under__scores", "snakecase and underscores"),
+        ("Ça va? Straße naïve", "Ça va straße naïve"),  # non-ASCII bytes as they are (one C pass)
+        ("a — b", "a — b"),
+        ("a - b", "a  b"),  # the hashed form: whitespace as the block had it
+        ("", ""),
+        ("...", ""),
+    ],
+)
+def test_normalize_block(block, expected):
+    assert normalize_block(block) == expected
+
+
+@given(st.text(max_size=80))
+def test_normalize_block_is_idempotent_and_punctuation_free(block):
+    norm = normalize_block(block)
+    assert normalize_block(norm) == norm
+    assert "\n" not in norm or "\n" in block
+    assert not any(c in "123456789" for c in norm) and "00" not in norm
+    assert not any(c in norm for c in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+@given(st.lists(st.integers(0, 10**6), min_size=2, max_size=2))
+def test_blocks_differing_only_in_numbers_hash_alike(numbers):
+    a, b = (f"Served by web-{n} in {n * 7} ms, build {n}" for n in numbers)
+    assert block_hashes([a], 3)[0] == block_hashes([b], 3)[0] != 0
+
+
+def test_short_blocks_never_count():
+    assert list(block_hashes(["Yes", "Next page", "Three word block"], 3) != 0) == [False, False, True]
+
+
+@pytest.mark.parametrize(
+    "html, blocks",
+    [
+        ("<p>foo</p><p>bar</p>", ["foo", "bar"]),
+        ("<div>a b<div>inner <b>x</b>y</div>tail</div>", ["a b", "inner xy", "tail"]),
+        ("<table><tr><th>Weight</th><td>12 kg</td></tr></table>", ["Weight", "12 kg"]),
+        ("<ul><li>one <a>link</a></li><li>two</li></ul><nav>gone</nav>", ["one link", "two"]),
+        ("", []),
+        ("<p>  </p>", []),
+    ],
+)
+def test_page_blocks(html, blocks):
+    assert page_blocks(html) == blocks
+
+
+@given(st.lists(st.tuples(st.sampled_from(["p", "div", "span", "li", "b", "td", "nav"]),
+                          st.text(alphabet="ab 12\n\t.", max_size=12)), max_size=12))
+@settings(max_examples=200)
+def test_blocks_joined_are_the_page_text(parts):
+    html = "<body>" + "".join(f"<{tag}>{text}</{tag}>" for tag, text in parts) + "</body>"
+    assert " ".join(page_blocks(html)) == page_text(html)
+
+
+@given(st.integers(1, 64), st.lists(st.lists(st.integers(1, 500), max_size=40), max_size=60))
+@settings(max_examples=100, deadline=None)
+def test_block_table_is_bounded_and_never_overcounts(capacity, pages):
+    table = BlockTable(capacity)
+    truth: dict[int, int] = {}
+    for page in pages:
+        hashes = np.array(page, dtype=np.uint64)
+        table.add_page(hashes)
+        for h in set(page):
+            truth[h] = truth.get(h, 0) + 1
+        assert len(table) <= capacity
+        assert table.nbytes <= 16 * capacity + 8 * (capacity // 4)
+    keys = np.array(sorted(truth), dtype=np.uint64)
+    assert all(int(c) <= truth[int(k)] for k, c in zip(keys, table.counts(keys)))
+    assert table.pages == len(pages)
+
+
+def test_block_on_every_page_survives_eviction_by_one_page_blocks():
+    table = BlockTable(capacity=64)
+    for page in range(200):
+        table.add_page(np.array([7] + [10_000 + page * 50 + i for i in range(50)], dtype=np.uint64))
+    assert table.counts(np.array([7], dtype=np.uint64))[0] == 200
+
+
+def _page(own: str, stamp: str) -> list[str]:
+    return ["Welcome to the example documentation site", f"Page generated on {stamp} by worker 3",
+            " ".join([own] * 25)]
+
+
+def test_learner_leaves_recurring_blocks_out_after_the_warm_up():
+    rule = BoilerplateRule(min_pages=3, warmup_pages=4)
+    learner = BoilerplateLearner(rule)
+    rechecks = []
+    owns = ["alpha", "beta", "gamma", "delta", "omega"]
+    for i in range(5):
+        reduction = learner.prepare("h", _page(owns[i], f"2026-01-0{i + 1}"))
+        assert reduction.state == ("warmup" if i < 4 else "reduced")
+        rechecks.append(learner.learn("h", f"u{i}", reduction))
+    assert reduction.text == ("omega " * 25).strip()
+    assert reduction.removed == 2
+    # the page that ended the warm-up hands back the earlier warm-up pages' reduced texts, once
+    assert [len(r) for r in rechecks] == [0, 0, 0, 3, 0]
+    assert rechecks[3][0] == ("u0", ("alpha " * 25).strip())
+    # two fetches of one page, different stamps, now give the same text
+    a = learner.prepare("h", _page("same", "2026-02-01"))
+    b = learner.prepare("h", _page("same", "2026-03-19"))
+    assert a.text == b.text and a.state == "reduced"
+    # another host has learned nothing
+    assert learner.prepare("other", _page("same", "x")).state == "warmup"
+
+
+def test_learner_never_reduces_below_min_words():
+    rule = BoilerplateRule(min_pages=2, warmup_pages=0, min_words=20)
+    table = BlockTable()
+    shared = ["A long shared category blurb of several words"] * 1
+    for _ in range(3):
+        table.add_page(block_hashes(shared, rule.min_block_words))
+    reduction = text_to_fingerprint(table, shared + ["only five words of content"], rule)
+    assert reduction.state == "whole"
+    assert reduction.text == "A long shared category blurb of several words only five words of content"
+
+
+def test_duplicate_pages_do_not_make_content_boilerplate():
+    """Only pages the caller learns (judged unique) count: re-fetches of one page never do."""
+    learner = BoilerplateLearner(BoilerplateRule(min_pages=2, warmup_pages=0))
+    page = ["This paragraph is the content of one page only"] + ["filler words here"] * 3
+    first = learner.prepare("h", page)
+    learner.learn("h", "u", first)
+    for _ in range(5):
+        again = learner.prepare("h", page)  # judged a duplicate by the caller: not learned
+    assert again.state == "whole" and again.text == first.text
+
+
+def test_rule_rejects_bad_values():
+    with pytest.raises(ValueError, match="min_pages"):
+        BoilerplateRule(min_pages=0)
+    with pytest.raises(ValueError, match="warmup_pages"):
+        BoilerplateRule(warmup_pages=-1)
+
+
+def test_a_block_that_becomes_boilerplate_later_re_checks_the_recent_pages_holding_it():
+    learner = BoilerplateLearner(BoilerplateRule(min_pages=3, warmup_pages=0, recheck_pages=2))
+    owns = ["alpha", "beta", "gamma", "delta"]
+    pages = [[" ".join([own] * 25), "Subscribe to our weekly newsletter today"] for own in owns]
+    out = []
+    for i, page in enumerate(pages):
+        out.append(learner.learn("h", f"u{i}", learner.prepare("h", page)))
+    # the banner became boilerplate on the third page: the two recent pages (the ring holds 2) come back
+    assert out[2] == [("u0", " ".join(["alpha"] * 25)), ("u1", " ".join(["beta"] * 25))]
+    assert out[3] == []  # nothing new became boilerplate
+    assert learner.prepare("h", pages[3]).text == " ".join(["delta"] * 25)
+
+
+def test_boilerplate_is_kept_once_learned_and_bounded():
+    table = BlockTable(capacity=8, min_pages=2)
+    grown = [table.add_page(np.array([1 << 63 | 5, 1 << 63 | i], dtype=np.uint64)) for i in range(100, 140)]
+    assert list(grown[1]) == [1 << 63 | 5] and all(len(g) == 0 for g in grown[2:])
+    assert table.is_boilerplate(np.array([1 << 63 | 5], dtype=np.uint64))[0]
+    assert len(table.boilerplate) <= 8 // 4 and len(table) <= 8
