@@ -14,7 +14,7 @@ need_package "command -v wget" wget
 need_package "test -f /usr/share/doc/git-doc/git-add.html" git-doc
 need_package "test -f /usr/share/doc/maint-guide/html/index.en.html" maint-guide
 need_package "test -f /usr/share/doc/maint-guide-de/html/index.de.html" maint-guide-de
-setup_venv "test,bench"
+setup_venv "test"
 cd "$ROOT"
 set +e
 python -m pytest "$@"
