@@ -442,7 +442,7 @@ class DedupExtension:
         self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])
         self.stats.set_value("dedup/content/fingerprinted", sum(counts.values()))
         if self.crawl_log is not None:
-            self.crawl_log.write({
+            record = {
                 "request_url": request.url if request is not None else verdict.url,
                 "url": verdict.url,
                 "canonical_url": self._canonical(request if request is not None else Request(verdict.url)),
@@ -450,7 +450,14 @@ class DedupExtension:
                 "simhash": format(fp.simhash, "016x"),
                 "words": fp.words,
                 "kind": verdict.kind,
-            })
+                # the engine's own sameness (exact, or near after verification): mine-dust judges by it
+                "cluster": verdict.cluster,
+            }
+            # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust
+            redirects = request.meta.get("redirect_urls") if request is not None else None
+            if redirects:
+                record["redirect_urls"] = [u for u in redirects if isinstance(u, str)]
+            self.crawl_log.write(record)
         if verdict.kind in ("exact", "near"):
             if self.audit is not None:
                 self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,

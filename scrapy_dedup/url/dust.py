@@ -18,7 +18,14 @@ make catastrophic). The kinds, in the order they are applied:
 ``default_param``    a query parameter with its default value is the same as no parameter (``page=1``)
 ``query_to_path``    ``/story?id=N`` -> ``/story/N`` (a captured value of a fixed shape)
 ``substitute``       a literal substring at the start or end of the path (``/~editors/`` -> ``/people/editors/``,
-                     ``.htm`` -> ``.html``)
+                     ``.htm`` -> ``.html``, ``/index.html`` -> ``/``)
+
+Beside the rules, a host may carry an **alias table** (``"aliases"`` in the rules file):
+exact URLs (path and query, after the rules) that stand for another URL of the host,
+learned from redirects no rule explains (``/item.php?id=4711`` -> ``/shoes/blue-runner``).
+It is looked up once, after the rules reached their fixed point: one dict lookup per
+URL of a host that has aliases. A target is itself a fixed point of the rules and
+never an alias, so the result stays idempotent; at most :data:`MAX_ALIASES` per host.
 
 Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
 its optional switches, so a rule mined on raw log URLs fires however the switches
@@ -45,6 +52,8 @@ __all__ = [
 
 FORMAT = "scrapy-dedup-dust/1"
 MAX_PASSES = 4
+#: aliases per host a rules file may carry (the table is a dict in memory: bounded, so a file stays reviewable)
+MAX_ALIASES = 10_000
 
 RULE_KINDS: tuple[str, ...] = (
     "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
@@ -306,11 +315,13 @@ class HostRules:
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
                  "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
-                 "_once")
+                 "_once", "aliases")
 
-    def __init__(self, host: str, rules: Sequence[DustRule]):
+    def __init__(self, host: str, rules: Sequence[DustRule], aliases: Mapping[str, str] | None = None):
         self.host = host
         self.rules = tuple(rules)
+        #: "path?query" -> "path?query" (after the rules), looked up once the rules reached their fixed point
+        self.aliases: dict[str, str] = dict(aliases or {})
         segments = [r for r in rules if r.kind == "drop_segment"]
         self._segments = [(r.prefix, compile_shape(r.shape).match) for r in segments]
         # one matcher for every shape (each compiled from its typed tokens, literals escaped): one
@@ -492,6 +503,16 @@ class HostRules:
                 return None
             return new_path, new_query
 
+        if self.aliases:
+            targets = {key: _split(target) for key, target in self.aliases.items()}
+            rule_changes = changes
+
+            def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:  # noqa: F811
+                """The rules, then one lookup of the result in the alias table."""
+                changed = rule_changes(path, query, passes)
+                new_path, new_query = changed or (path, query)
+                return targets.get(f"{new_path}?{new_query}" if new_query else new_path, changed)
+
         def apply(path: str, query: str) -> tuple[str, str]:
             return changes(path, query) or (path, query)
 
@@ -505,6 +526,11 @@ class HostRules:
 
     def fired(self, path: str, query: str) -> bool:
         return self.apply(path, query) != (path, query)
+
+
+def _split(key: str) -> tuple[str, str]:
+    path, _, query = key.partition("?")
+    return path, query
 
 
 def _required_literal(shapes: Sequence[str]) -> str | None:
@@ -561,6 +587,8 @@ class RuleSet:
     hosts: dict[str, list[DustRule]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = "<memory>"
+    #: host -> {"path?query": "path?query"}: the alias table (see the module docstring)
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         #: host -> compiled rules; the canonicalizer's hot path reads this dict directly (one lookup)
@@ -571,8 +599,18 @@ class RuleSet:
     def recompile(self) -> None:
         """Rebuild the compiled per-host form (after editing ``hosts``); the dict is updated in place."""
         self._compiled.clear()
-        self._compiled.update(
-            {host.lower(): HostRules(host.lower(), rules) for host, rules in self.hosts.items() if rules})
+        for host in set(self.hosts) | set(self.aliases):
+            self._compile_host(host)
+
+    def _compile_host(self, host: str) -> None:
+        rules, aliases = self.hosts.get(host, []), self.aliases.get(host, {})
+        if rules or aliases:
+            self._compiled[host.lower()] = HostRules(host.lower(), rules, aliases)
+        else:
+            self._compiled.pop(host.lower(), None)
+
+    def alias_count(self) -> int:
+        return sum(len(a) for a in self.aliases.values())
 
     # --- hot path ---
 
@@ -614,7 +652,7 @@ class RuleSet:
         if any(r.key == rule.key for r in rules):
             return False
         rules.append(rule)
-        self._compiled[host] = HostRules(host, rules)
+        self._compile_host(host)
         return True
 
     def remove(self, host: str, rule: DustRule) -> bool:
@@ -624,10 +662,7 @@ class RuleSet:
         if len(kept) == len(rules):
             return False
         self.hosts[host] = kept
-        if kept:
-            self._compiled[host] = HostRules(host, kept)
-        else:
-            self._compiled.pop(host, None)
+        self._compile_host(host)
         return True
 
     def merged(self, other: RuleSet) -> RuleSet:
@@ -635,7 +670,11 @@ class RuleSet:
         for host, rules in other.hosts.items():
             have = {r.key for r in hosts.get(host, [])}
             hosts.setdefault(host, []).extend(r for r in rules if r.key not in have)
-        return RuleSet(hosts, {**self.meta, **other.meta}, f"{self.source} + {other.source}")
+        aliases = {h: dict(a) for h, a in self.aliases.items()}
+        for host, table in other.aliases.items():
+            for key, target in table.items():
+                aliases.setdefault(host, {}).setdefault(key, target)  # the first file's alias wins
+        return RuleSet(hosts, {**self.meta, **other.meta}, f"{self.source} + {other.source}", aliases)
 
     # --- file ---
 
@@ -644,6 +683,8 @@ class RuleSet:
             "format": FORMAT,
             **({"meta": self.meta} if self.meta else {}),
             "hosts": {host: [r.to_json() for r in rules] for host, rules in sorted(self.hosts.items()) if rules},
+            **({"aliases": {host: dict(sorted(table.items())) for host, table in sorted(self.aliases.items())
+                            if table}} if any(self.aliases.values()) else {}),
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -669,6 +710,18 @@ class RuleSet:
                 lines.append(f"      {json.dumps(rule, ensure_ascii=False)}{comma}")
             lines.append("    ]" + ("," if h < len(hosts) - 1 else ""))
         lines.append("  }")
+        if "aliases" in data:  # one alias per line, as the rules
+            lines[-1] = "  },"
+            lines.append('  "aliases": {')
+            tables = list(data["aliases"].items())
+            for h, (host, table) in enumerate(tables):
+                lines.append(f"    {json.dumps(host)}: {{")
+                items = list(table.items())
+                for i, (key, target) in enumerate(items):
+                    comma = "," if i < len(items) - 1 else ""
+                    lines.append(f"      {json.dumps(key, ensure_ascii=False)}: {json.dumps(target, ensure_ascii=False)}{comma}")
+                lines.append("    }" + ("," if h < len(tables) - 1 else ""))
+            lines.append("  }")
         lines.append("}")
         return "\n".join(lines)
 
@@ -678,7 +731,7 @@ class RuleSet:
             raise DustRulesError(f"{source}: a rules file is a JSON object with 'format' and 'hosts'")
         if data.get("format", FORMAT) != FORMAT:
             raise DustRulesError(f"{source}: unknown format {data.get('format')!r}, expected {FORMAT!r}")
-        unknown = sorted(set(data) - {"format", "meta", "hosts"})
+        unknown = sorted(set(data) - {"format", "meta", "hosts", "aliases"})
         if unknown:
             raise DustRulesError(f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}")
         hosts_data = data.get("hosts", {})
@@ -689,7 +742,7 @@ class RuleSet:
             raise DustRulesError(f"{source}: 'meta' must be an object")
         hosts: dict[str, list[DustRule]] = {}
         for host, rules_data in hosts_data.items():
-            if not isinstance(host, str) or not host or any(c in host for c in "/?#:@ ") or host != host.lower():
+            if not _is_host(host):
                 raise DustRulesError(f"{source}: {host!r} is not a host name (lowercase, no port, no scheme)")
             if not isinstance(rules_data, list):
                 raise DustRulesError(f"{source}: hosts[{host!r}] must be a list of rules")
@@ -697,7 +750,8 @@ class RuleSet:
                      for i, item in enumerate(rules_data)]
             _check_host(rules, f"{source}: hosts[{host!r}]")
             hosts[host] = rules
-        return cls(hosts, dict(meta), source)
+        aliases = _aliases_from_json(data.get("aliases", {}), hosts, source)
+        return cls(hosts, dict(meta), source, aliases)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RuleSet:
@@ -745,6 +799,38 @@ def _check_host(rules: Sequence[DustRule], where: str) -> None:
             if compiled.apply(*once) != once:
                 raise DustRulesError(f"{where}: the substitutions starting from {r.from_!r} -> {r.to!r} never "
                                      "reach a fixed point (they rewrite each other's results in a cycle)")
+
+
+def _is_host(host: Any) -> bool:
+    return isinstance(host, str) and bool(host) and not any(c in host for c in "/?#:@ ") and host == host.lower()
+
+
+def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], source: str) -> dict[str, dict[str, str]]:
+    """Validate the alias table: literal "path?query" strings, bounded, targets that are final."""
+    if not isinstance(data, Mapping):
+        raise DustRulesError(f"{source}: 'aliases' must map host names to {{URL: URL}} objects")
+    out: dict[str, dict[str, str]] = {}
+    for host, table in data.items():
+        where = f"{source}: aliases[{host!r}]"
+        if not _is_host(host):
+            raise DustRulesError(f"{source}: aliases: {host!r} is not a host name (lowercase, no port, no scheme)")
+        if not isinstance(table, Mapping):
+            raise DustRulesError(f"{where} must be an object of \"path?query\": \"path?query\"")
+        if len(table) > MAX_ALIASES:
+            raise DustRulesError(f"{where}: {len(table)} aliases, at most {MAX_ALIASES} per host")
+        compiled = HostRules(host, hosts.get(host, ()))
+        for key, target in table.items():
+            for value in (key, target):
+                if not isinstance(value, str) or not value.startswith("/") or "#" in value:
+                    raise DustRulesError(f"{where}: {value!r} is not a path with an optional query ('/a?b=c')")
+            if key == target or target in table:
+                raise DustRulesError(f"{where}: {key!r} -> {target!r}: the target must not be an alias itself")
+            path, query = _split(target)
+            if compiled.apply(path, query) != (path, query):
+                raise DustRulesError(f"{where}: the target {target!r} is rewritten by the host's rules; "
+                                     "write the rewritten URL")
+        out[host] = dict(table)
+    return out
 
 
 def load_rules(value: PathOrRules) -> RuleSet | None:
