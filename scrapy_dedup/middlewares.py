@@ -14,6 +14,9 @@ cannot be weakly referenced) reliably leads back to its response. A dropped item
 goes the way of one a pipeline drops: Scrapy's log formatter, the
 ``item_dropped`` signal and so ``item_dropped_count`` /
 ``item_dropped_reasons_count/<class>``.
+
+:class:`DustAliasMiddleware`, a downloader middleware, sends a request for a URL of the
+DUST alias table to the alias target (see its docstring).
 """
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ from scrapy.utils.log import logformatter_adapter
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, pipeline_enabled
+from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.mining import safe_parts
+from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -104,3 +110,51 @@ class ContentFingerprintMiddleware:
             logger.debug("Ignoring duplicate response %s: %s", response, exception)
             return []
         return None
+
+
+#: request meta key of a request sent to its alias target (the URL it was for)
+ALIAS_META = "dedup_dust_alias_of"
+
+
+class DustAliasMiddleware:
+    """For ``DOWNLOADER_MIDDLEWARES``: a request for a URL of the DUST alias table goes to its target.
+
+    An alias (``DEDUP_DUST_RULES``, mined from redirects) gives a request its target's
+    canonical key, so the dupefilter drops it when the target was fetched. When the alias
+    comes first, fetched as it is it would redirect to the target, whose request the
+    dupefilter would then drop as already seen: the page would be lost. So the request is
+    sent to the target at once (no redirect hop), past the dupefilter: its key is the one
+    this request already took. Counted in ``dedup/dust/alias_requests``. Off (NotConfigured)
+    when the rules loaded have no alias.
+    """
+
+    def __init__(self, crawler: "Crawler"):
+        canonicalizer = getattr(crawler.request_fingerprinter, "canonicalizer", None)
+        rules = getattr(canonicalizer, "dust", None)
+        if rules is None or not rules.alias_count():
+            raise NotConfigured
+        self.rules = rules
+        self.safe = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: "Crawler") -> "Self":
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: "Spider | None" = None) -> Request | None:
+        if ALIAS_META in request.meta:
+            return None
+        parts = safe_parts(self.safe, request.url)
+        host_rules = self.rules.for_host(parts[0]) if parts is not None else None
+        if host_rules is None or not host_rules.aliases:
+            return None
+        target = host_rules.alias_of(parts[1], parts[2])
+        if target is None:
+            return None
+        path, query = target
+        scheme, _, rest = request.url.partition("://")
+        authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        url = f"{scheme}://{authority}{path}" + (f"?{query}" if query else "")
+        self.stats.inc_value("dedup/dust/alias_requests")
+        logger.debug("DUST alias: %s is %s; requesting it directly", request.url, url)
+        return request.replace(url=url, dont_filter=True, meta={**request.meta, ALIAS_META: request.url})

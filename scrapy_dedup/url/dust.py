@@ -12,6 +12,7 @@ literal strings and fixed token shapes; a rules file never carries a regular
 expression (a regex learned from a log is impossible to review and easy to
 make catastrophic). The kinds, in the order they are applied:
 
+``drop_pathparam``   remove a path parameter ``;name=<any value>`` under a prefix (``;jsessionid=...``)
 ``drop_segment``     remove every path segment of a token shape (``(S(<alnum:24>))``) under a prefix
 ``case_insensitive`` lowercase the path of this host (percent-escapes keep uppercase hex)
 ``drop_param``       a query parameter is irrelevant under a path prefix (``print``, ``sid``)
@@ -56,14 +57,16 @@ MAX_PASSES = 4
 MAX_ALIASES = 10_000
 
 RULE_KINDS: tuple[str, ...] = (
-    "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
+    "drop_pathparam", "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
 )
 
-#: value shapes a ``query_to_path`` rule may capture; none can contain ``/``, ``?``, ``#`` or ``%``
+#: value shapes a ``query_to_path`` rule may capture; none can contain ``?``, ``#``, ``%`` or ``..``;
+#: only ``path`` holds ``/`` (whole segments, never a leading ``/`` or a dot segment: ``doc=guide/intro.html``)
 VALUE_SHAPES: dict[str, str] = {
     "digits": r"[0-9]{1,20}",
     "alnum": r"[A-Za-z0-9]{1,64}",
     "slug": r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}",
+    "path": r"(?!(?:[^/]*/)*\.\.?(?:/|\Z))[A-Za-z0-9_~:\-][A-Za-z0-9_.~:\-]{0,127}(?:/[A-Za-z0-9_.~:\-]{1,128}){0,15}/?",
 }
 
 #: token classes of segment shapes: ``<digits:5>`` (exactly 5) or ``<hex>`` (1 or more)
@@ -242,12 +245,14 @@ class DustRule:
 
     def check(self) -> None:
         """Raise ``ValueError`` if the rule cannot be applied safely (would not terminate, or is void)."""
-        if self.kind in ("drop_param", "default_param", "drop_segment") or self.prefix != "/":
+        if self.kind in ("drop_param", "default_param", "drop_segment", "drop_pathparam") or self.prefix != "/":
             if not self.prefix.startswith("/"):
                 raise ValueError(f"prefix must start with '/', got {self.prefix!r}")
         if self.kind in ("drop_param", "default_param", "query_to_path"):
             if not self.param or any(c in self.param for c in "&=#?"):
                 raise ValueError(f"param must be a query parameter name, got {self.param!r}")
+        if self.kind == "drop_pathparam" and (not self.param or any(c in self.param for c in ";=/?#&%")):
+            raise ValueError(f"param must be a path parameter name, got {self.param!r}")
         if self.kind == "query_to_path":
             if not self.path.startswith("/"):
                 raise ValueError(f"path must start with '/', got {self.path!r}")
@@ -287,6 +292,8 @@ class DustRule:
             return f"path {self.anchor} {self.from_!r} -> {self.to!r}"
         if k == "drop_segment":
             return f"drop path segment {self.shape} under {self.prefix}"
+        if k == "drop_pathparam":
+            return f"drop path parameter ;{self.param}= under {self.prefix}"
         return "paths are case-insensitive"
 
     @property
@@ -297,6 +304,7 @@ class DustRule:
 
 
 _FIELDS: dict[str, tuple[str, ...]] = {
+    "drop_pathparam": ("param", "prefix"),
     "drop_segment": ("shape", "prefix"),
     "case_insensitive": (),
     "drop_param": ("param", "prefix"),
@@ -315,7 +323,7 @@ class HostRules:
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
                  "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
-                 "_once", "aliases")
+                 "_once", "aliases", "_pathparams", "alias_of")
 
     def __init__(self, host: str, rules: Sequence[DustRule], aliases: Mapping[str, str] | None = None):
         self.host = host
@@ -332,6 +340,11 @@ class HostRules:
         self._segment_search = re.compile(f"/(?:{shapes})/").search if segments else None
         self._segment_prefixes = any(r.prefix != "/" for r in segments)
         self._lowercase = any(r.kind == "case_insensitive" for r in rules)
+        # ";name=value" path parameters: name -> prefixes; one regex finds every named parameter
+        self._pathparams: dict[str, list[str]] = {}
+        for r in rules:
+            if r.kind == "drop_pathparam":
+                self._pathparams.setdefault(r.param, []).append(r.prefix)
         # param name -> [(prefix, default value or None)]
         self._params: dict[str, list[tuple[str, str | None]]] = {}
         for r in rules:
@@ -373,9 +386,9 @@ class HostRules:
 
         #: apply(path, query) -> (path, query): the rules to a fixed point; query without "?" ('' when none)
         #: changes(path, query) -> (path, query) or None: the same, None when no rule fires (the hot path's form)
-        self.apply, self.changes = self._compile()
+        self.apply, self.changes, self.alias_of = self._compile()
 
-    def _compile(self) -> tuple[Any, Any]:
+    def _compile(self) -> tuple[Any, Any, Any]:
         """The rules as two closures over local names (no attribute lookups on the hot path).
 
         ``changes`` opens with a gate: for each rule family one cheap test that is true whenever a
@@ -387,6 +400,8 @@ class HostRules:
         segment_search, drops_segment = self._segment_search, self._drops_segment
         segment_literal = _required_literal([r.shape for r in self.rules if r.kind == "drop_segment"])
         lowercase = self._lowercase
+        pathparams = self._pathparams
+        pathparam_search = (re.compile(f";({_trie_pattern(pathparams)})=[^;/]*").search if pathparams else None)
         root_sub, param_search, params = self._root_sub, self._param_search, self._params
         alternatives, narrow = list(self._root_alternatives), self._narrow
         # the query's parameter rules. Under "/" they are exact in ``root_gate`` (a default of "" also lets
@@ -420,6 +435,14 @@ class HostRules:
         tail_ends = frozenset(t[::-1][-tail_len:] for t in tails)
 
         def once(path: str, query: str) -> tuple[str, str]:
+            if pathparam_search is not None and ";" in path:
+                found = pathparam_search(path)
+                while found is not None:
+                    if any(_under(path, p) for p in pathparams[found.group(1)]):
+                        path = path[:found.start()] + path[found.end():]
+                        found = pathparam_search(path, found.start())
+                    else:
+                        found = pathparam_search(path, found.end())
             if segment_search is not None and (segment_literal is None or segment_literal in path) \
                     and segment_search(path) is not None:
                 segs = path.split("/")
@@ -474,6 +497,7 @@ class HostRules:
             # --- the gate
             if not ((segment_search is not None and (segment_literal is None or segment_literal in path)
                      and segment_search(path) is not None)
+                    or (pathparam_search is not None and ";" in path and pathparam_search(path) is not None)
                     or (lowercase and (path != path.lower() or "%" in path))
                     or (head_len and path[:head_len] in head_starts)
                     or (tail_len and path[-tail_len:] in tail_ends)):
@@ -503,10 +527,17 @@ class HostRules:
                 return None
             return new_path, new_query
 
-        if self.aliases:
-            targets = {key: _split(target) for key, target in self.aliases.items()}
-            rule_changes = changes
+        targets = {key: _split(target) for key, target in self.aliases.items()}
+        rule_changes = changes
 
+        def alias_of(path: str, query: str) -> tuple[str, str] | None:
+            """The alias target of the URL (after the rules), None when it is no alias."""
+            if not targets:
+                return None
+            new_path, new_query = rule_changes(path, query) or (path, query)
+            return targets.get(f"{new_path}?{new_query}" if new_query else new_path)
+
+        if targets:
             def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:  # noqa: F811
                 """The rules, then one lookup of the result in the alias table."""
                 changed = rule_changes(path, query, passes)
@@ -517,7 +548,7 @@ class HostRules:
             return changes(path, query) or (path, query)
 
         self._once = once
-        return apply, changes
+        return apply, changes, alias_of
 
     def _drops_segment(self, path: str, segment: str) -> bool:
         if not self._segment_prefixes:
