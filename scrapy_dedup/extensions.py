@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
+from w3lib.url import safe_url_string
 
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
@@ -144,6 +145,8 @@ class DedupExtension:
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
+        if self.cfg.log_file:  # every redirect the downloader got, before RedirectMiddleware follows it
+            crawler.signals.connect(self._record_redirect, signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -463,6 +466,19 @@ class DedupExtension:
                 self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,
                                   "kind": verdict.kind, "cluster": verdict.cluster})
             self._canary(verdict)
+
+    def _record_redirect(self, response: Response, request: Request, spider: Any = None) -> None:
+        """A crawl-log line for a redirect: ``mine-dust`` learns aliases from it, and the page it leads to
+        may never be logged under this URL (its request is dropped when the page was already seen)."""
+        location = response.headers.get("Location") if 300 <= response.status < 400 else None
+        if self.crawl_log is None or not location:
+            return
+        try:
+            target = response.urljoin(safe_url_string(location.decode("latin-1")))
+        except ValueError:  # an unusable Location: RedirectMiddleware will not follow it either
+            return
+        self.crawl_log.write({"request_url": request.url, "url": target, "kind": "redirect",
+                              "status": response.status})
 
     def _canonical(self, request: Request) -> str:
         """The URL key of ``request`` (the fingerprinter caches it per request: no second canonicalization)."""

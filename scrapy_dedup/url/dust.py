@@ -25,8 +25,10 @@ Beside the rules, a host may carry an **alias table** (``"aliases"`` in the rule
 exact URLs (path and query, after the rules) that stand for another URL of the host,
 learned from redirects no rule explains (``/item.php?id=4711`` -> ``/shoes/blue-runner``).
 It is looked up once, after the rules reached their fixed point: one dict lookup per
-URL of a host that has aliases. A target is itself a fixed point of the rules and
-never an alias, so the result stays idempotent; at most :data:`MAX_ALIASES` per host.
+URL of a host that has aliases. A target is the URL the redirects ended at, as fetched
+(so a crawl can request it directly); the canonical key is the target after the rules,
+which must not be an alias itself, so the result stays idempotent. At most
+:data:`MAX_ALIASES` per host.
 
 Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
 its optional switches, so a rule mined on raw log URLs fires however the switches
@@ -529,9 +531,11 @@ class HostRules:
 
         targets = {key: _split(target) for key, target in self.aliases.items()}
         rule_changes = changes
+        # the canonical key of each alias: its target through the rules
+        keys = {key: (rule_changes(*target) or target) for key, target in targets.items()}
 
         def alias_of(path: str, query: str) -> tuple[str, str] | None:
-            """The alias target of the URL (after the rules), None when it is no alias."""
+            """The alias target of the URL (the URL to request in its place), None when it is no alias."""
             if not targets:
                 return None
             new_path, new_query = rule_changes(path, query) or (path, query)
@@ -542,7 +546,7 @@ class HostRules:
                 """The rules, then one lookup of the result in the alias table."""
                 changed = rule_changes(path, query, passes)
                 new_path, new_query = changed or (path, query)
-                return targets.get(f"{new_path}?{new_query}" if new_query else new_path, changed)
+                return keys.get(f"{new_path}?{new_query}" if new_query else new_path, changed)
 
         def apply(path: str, query: str) -> tuple[str, str]:
             return changes(path, query) or (path, query)
@@ -854,12 +858,11 @@ def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], sourc
             for value in (key, target):
                 if not isinstance(value, str) or not value.startswith("/") or "#" in value:
                     raise DustRulesError(f"{where}: {value!r} is not a path with an optional query ('/a?b=c')")
-            if key == target or target in table:
-                raise DustRulesError(f"{where}: {key!r} -> {target!r}: the target must not be an alias itself")
-            path, query = _split(target)
-            if compiled.apply(path, query) != (path, query):
-                raise DustRulesError(f"{where}: the target {target!r} is rewritten by the host's rules; "
-                                     "write the rewritten URL")
+            path, query = compiled.apply(*_split(target))
+            final = f"{path}?{query}" if query else path
+            if key in (target, final) or target in table or final in table:
+                raise DustRulesError(f"{where}: {key!r} -> {target!r}: the target (and what the host's rules "
+                                     f"make of it, {final!r}) must not be an alias itself")
         out[host] = dict(table)
     return out
 

@@ -318,6 +318,12 @@ class DustMiner:
         if not isinstance(record, dict):
             self.stats["bad_lines"] += 1
             return False
+        if record.get("kind") == "redirect":  # {"request_url": from, "url": to}: no content of its own
+            source, target = record.get("request_url"), record.get("url")
+            if not (isinstance(source, str) and isinstance(target, str) and source and target):
+                self.stats["lines_without_url"] += 1
+                return False
+            return self._add_redirect(source, target)
         if record.get("kind") == "degenerate":
             self.stats["degenerate_pages"] += 1
             return False
@@ -375,18 +381,47 @@ class DustMiner:
         if isinstance(request_url, str) and request_url and request_url != url and request_url not in sources:
             sources.append(request_url)
         for source in sources:
-            if source != url and self.add_page(source, exact, simhash):  # both URLs served this content
+            if source != url:
                 self._add_redirect(source, url)
         return ok
 
-    def _add_redirect(self, source: str, target: str) -> None:
-        """Evidence that ``source`` redirects to the page at ``target`` (same host only: aliases are per host)."""
+    def _add_redirect(self, source: str, target: str) -> bool:
+        """Evidence that ``source`` redirects to ``target`` (same host only: aliases are per host). At mining,
+        a redirecting URL served the page its chain of redirects ends at."""
         a, b = self.split_url(source), self.split_url(target)
         if a is None or b is None or a[0] != b[0]:
             self.stats["redirects_across_hosts"] += 1
-            return
-        self.redirects.setdefault(a[0], {}).setdefault(_join_key(a[1], a[2]), _join_key(b[1], b[2]))
-        self.stats["redirects"] += 1
+            return False
+        key = _join_key(a[1], a[2])
+        if key not in self.redirects.setdefault(a[0], {}):
+            self.redirects[a[0]][key] = _join_key(b[1], b[2])
+            self.stats["redirects"] += 1
+        return True
+
+    def _final(self, host: str, key: str) -> str | None:
+        """Where the redirects from ``key`` end (``key`` itself when it does not redirect); None for a loop."""
+        redirects = self.redirects.get(host, {})
+        seen = {key}
+        for _ in range(MAX_REDIRECT_HOPS):
+            nxt = redirects.get(key)
+            if nxt is None:
+                return key
+            if nxt in seen:
+                return None
+            seen.add(nxt)
+            key = nxt
+        return None
+
+    def _resolve_redirects(self) -> None:
+        """A redirecting URL serves the page at the end of its redirects (when that page was fetched)."""
+        for host, redirects in self.redirects.items():
+            urls = self.hosts.get(host)
+            if urls is None:
+                continue
+            for source in redirects:
+                end = self._final(host, source)
+                if end is not None and end in urls and source not in urls:
+                    urls[source] = urls[end]
 
     # --- mining ---
 
@@ -394,6 +429,7 @@ class DustMiner:
         """Mine every host; ``existing`` rules are applied first and never proposed again."""
         thresholds = {key: value for key, value in asdict(self.config).items() if key != "extraction"}
         result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust", "thresholds": thresholds}))
+        self._resolve_redirects()
         result.stats.update(self.stats)
         for host in sorted(self.hosts):
             base = list(existing.hosts.get(host, [])) if existing is not None else []
@@ -410,40 +446,29 @@ class DustMiner:
         return result
 
     def _aliases(self, host: str, rules: HostRules, report: HostReport) -> dict[str, str]:
-        """The host's redirects no rule explains, as an alias table: rewritten source -> rewritten final target."""
+        """The host's redirects no rule explains, as an alias table: rewritten source -> final target as fetched."""
         redirects = self.redirects.get(host, {})
         report.redirects = len(redirects)
+        urls = self.hosts[host]
 
         def rewritten(key: str) -> str:
             path, query = rules.apply(*_split_key(key))
             return _join_key(path, query)
 
-        def final(key: str) -> str | None:
-            seen = {key}
-            for _ in range(MAX_REDIRECT_HOPS):
-                nxt = redirects.get(key)
-                if nxt is None:
-                    return key
-                if nxt in seen:
-                    return None  # a redirect loop: no page at its end
-                seen.add(nxt)
-                key = nxt
-            return None
-
         aliases: dict[str, str] = {}
         for source in sorted(redirects):
-            end = final(source)
-            if end is None:
+            end = self._final(host, source)
+            if end is None or end == source or end not in urls:  # a loop, or no page known at its end
                 continue
             key, target = rewritten(source), rewritten(end)
             if key == target:
                 report.redirects_explained += 1
             elif len(aliases) < self.config.max_aliases:
-                aliases.setdefault(key, target)
+                aliases.setdefault(key, end)
             else:
                 self.stats["aliases_over_limit"] += 1
         # a target that is itself an alias key (two redirects rewritten onto each other): not final, left out
-        aliases = {k: t for k, t in aliases.items() if t not in aliases}
+        aliases = {k: t for k, t in aliases.items() if t not in aliases and rewritten(t) not in aliases}
         report.aliases = len(aliases)
         return aliases
 
