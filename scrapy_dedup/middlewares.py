@@ -15,8 +15,9 @@ goes the way of one a pipeline drops: Scrapy's log formatter, the
 ``item_dropped`` signal and so ``item_dropped_count`` /
 ``item_dropped_reasons_count/<class>``.
 
-:class:`DustAliasMiddleware`, a downloader middleware, sends a request for a URL of the
-DUST alias table to the alias target (see its docstring).
+:class:`CanonicalRedirectMiddleware`, a downloader middleware, keeps redirects between URLs of
+one canonical key from losing their page, and sends a request for a URL of the DUST alias
+table to the alias target (see its docstring).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.log import logformatter_adapter
+from w3lib.url import safe_url_string
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
@@ -116,24 +118,31 @@ class ContentFingerprintMiddleware:
 ALIAS_META = "dedup_dust_alias_of"
 
 
-class DustAliasMiddleware:
-    """For ``DOWNLOADER_MIDDLEWARES``: a request for a URL of the DUST alias table goes to its target.
+class CanonicalRedirectMiddleware:
+    """For ``DOWNLOADER_MIDDLEWARES`` (order 650: it sees a response before ``RedirectMiddleware``, 600):
+    redirects between URLs of one canonical key, and the DUST alias table.
 
-    An alias (``DEDUP_DUST_RULES``, mined from redirects) gives a request its target's
-    canonical key, so the dupefilter drops it when the target was fetched. When the alias
-    comes first, fetched as it is it would redirect to the target, whose request the
-    dupefilter would then drop as already seen: the page would be lost. So the request is
-    sent to the target at once (no redirect hop), past the dupefilter: its key is the one
-    this request already took. Counted in ``dedup/dust/alias_requests``. Off (NotConfigured)
-    when the rules loaded have no alias.
+    A request takes its URL's canonical key in the dupefilter. When the server redirects it
+    to a URL of the same key (``/old/a`` -> ``/a`` under a DUST rule, ``/a`` -> ``/a/`` when
+    the trailing slash is stripped), the redirected request would be dropped as already
+    seen and the page lost: the request is marked ``dont_filter`` before
+    ``RedirectMiddleware`` copies that flag to the redirected request (its key is the one
+    this request already took). Counted in ``dedup/url/redirect_same_key``.
+
+    A request for a URL of the alias table (``DEDUP_DUST_RULES``, mined from redirects) is
+    sent to the alias target at once (no redirect hop), past the dupefilter for the same
+    reason; counted in ``dedup/dust/alias_requests``. Off (NotConfigured) without
+    ``CanonicalRequestFingerprinter``.
     """
 
     def __init__(self, crawler: "Crawler"):
         canonicalizer = getattr(crawler.request_fingerprinter, "canonicalizer", None)
-        rules = getattr(canonicalizer, "dust", None)
-        if rules is None or not rules.alias_count():
+        if canonicalizer is None:
             raise NotConfigured
-        self.rules = rules
+        # the fingerprinter's policies and (live) rules, in a canonicalizer of its own: the online
+        # learner's may decide to explore on each call, which a redirect check must not trigger
+        self.canonicalizer = Canonicalizer(canonicalizer.policies, dust_rules=canonicalizer.dust)
+        self.rules = canonicalizer.dust
         self.safe = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
         self.stats = crawler.stats
 
@@ -142,7 +151,7 @@ class DustAliasMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request, spider: "Spider | None" = None) -> Request | None:
-        if ALIAS_META in request.meta:
+        if self.rules is None or not self.rules.aliases or ALIAS_META in request.meta:
             return None
         parts = safe_parts(self.safe, request.url)
         host_rules = self.rules.for_host(parts[0]) if parts is not None else None
@@ -158,3 +167,16 @@ class DustAliasMiddleware:
         self.stats.inc_value("dedup/dust/alias_requests")
         logger.debug("DUST alias: %s is %s; requesting it directly", request.url, url)
         return request.replace(url=url, dont_filter=True, meta={**request.meta, ALIAS_META: request.url})
+
+    def process_response(self, request: Request, response: "Response", spider: "Spider | None" = None) -> Any:
+        location = response.headers.get("Location") if 300 <= response.status < 400 else None
+        if location and not request.dont_filter:
+            try:
+                target = response.urljoin(safe_url_string(location.decode("latin-1")))
+                same = self.canonicalizer.canonicalize(target) == self.canonicalizer.canonicalize(request.url)
+            except ValueError:  # RedirectMiddleware decides what to do with a Location it cannot use
+                same = False
+            if same:
+                request.dont_filter = True  # copied to the redirected request by RedirectMiddleware
+                self.stats.inc_value("dedup/url/redirect_same_key")
+        return response

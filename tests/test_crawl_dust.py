@@ -11,7 +11,7 @@ import pytest
 import scrapy
 from pytest_twisted import inlineCallbacks
 
-from scrapy_dedup.url.dust import RuleSet
+from scrapy_dedup.url.dust import DustRule, RuleSet
 from scrapy_dedup.cli import mine_dust_main as cli_main
 from tests import dustsite
 from tests.support.crawl import run_crawl
@@ -262,3 +262,36 @@ def test_a_url_that_redirected_is_not_fetched_again_with_the_mined_alias_table(t
     # no id fetched (no redirect hop), every page fetched exactly once, none lost
     assert sorted(fetched) == sorted({("shoe.test", "/")} | {("shoe.test", f"/shoes/{s}") for s in _SHOES.values()})
     assert second.stats.get_value("dedup/dust/alias_requests") == len(_SHOES)
+
+
+def _old_prefix_site(host: str, path_qs: str):
+    """``/old/<name>`` redirects (301) to ``/<name>``; the home page links to the old URLs only."""
+    from tests.support.localsite import Page
+
+    names = ("alpha", "beta", "gamma")
+    if path_qs.startswith("/old/") and path_qs[len("/old/"):] in names:
+        return Page("", status=301, headers={"Location": path_qs[len("/old"):]})
+    if path_qs == "/":
+        name, links = "home", [f"/old/{n}" for n in names]
+    elif path_qs.strip("/") in names:
+        name, links = path_qs.strip("/"), []
+    else:
+        return None
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
+    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_a_redirect_within_one_canonical_key_does_not_lose_its_page(tmp_path):
+    """``/old/a`` takes the key of ``/a`` (a DUST rule); fetched first, it redirects to ``/a``, whose request
+    used to be dropped by the dupefilter as already seen: the page was never fetched."""
+    rules_file = tmp_path / "rules.json"
+    RuleSet({"old.test": [DustRule("substitute", anchor="prefix", from_="/old/", to="/")]}).save(rules_file)
+    with LocalSite(_old_prefix_site) as site:
+        crawler = yield run_crawl(SiteSpider, {**ADDON, "DEDUP_DUST_RULES": str(rules_file)},
+                                  start_urls=[site.url("old.test")])
+        fetched = site.fetched()
+    assert {p for _, p in fetched} >= {"/alpha", "/beta", "/gamma"}, sorted(fetched)
+    assert sorted(item["url"].rpartition("/")[2] for item in crawler.items) == ["", "alpha", "beta", "gamma"]
+    assert crawler.stats.get_value("dedup/url/redirect_same_key") == 3

@@ -489,7 +489,8 @@ class HostRules:
                     path = heads[old] + path[len(old):]
             if tail_len and path[-tail_len:] in tail_ends:
                 found = tail_match(path[::-1])  # type: ignore[misc]
-                if found is not None and found.end() < len(path):
+                # never the whole path, unless what replaces it is a path (".html" alone is none)
+                if found is not None and (found.end() < len(path) or tails[found.group()][:1] == "/"):
                     old = found.group()
                     path = path[: len(path) - len(old)] + tails[old]
             return path, query
