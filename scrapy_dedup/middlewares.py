@@ -158,7 +158,7 @@ class CanonicalRedirectMiddleware:
         if host_rules is None or not host_rules.aliases:
             return None
         target = host_rules.alias_of(parts[1], parts[2])
-        if target is None:
+        if target is None or target == parts[1:]:  # no alias, or the request is for the target itself
             return None
         path, query = target
         scheme, _, rest = request.url.partition("://")

@@ -83,6 +83,10 @@ def test_alias_table_is_looked_up_after_the_rules_and_stays_idempotent():
     assert canonical(rules, "/") == canonical(rules, "/wiki/Main_Page") == "/index.php/Main_Page"
     assert rules.for_host(H).alias_of("/", "") == ("/wiki/Main_Page", "")
     assert rules.for_host(H).alias_of("/wiki/Main_Page", "") is None
+    # a redirect a rule explains: the key stays, the alias only names the URL to request for it
+    explained = RuleSet({H: [INDEX]}, aliases={H: {"/guide/": "/guide/index.html"}})
+    assert canonical(explained, "/guide/index.html") == canonical(explained, "/guide/") == "/guide/"
+    assert explained.for_host(H).alias_of("/guide/", "") == ("/guide/index.html", "")
     for url in ("/", "/item.php?id=4711", "/shoes/blue-runner"):
         once = canonical(rules, url)
         assert canonical(rules, once) == once
@@ -106,7 +110,7 @@ def test_alias_table_round_trips_through_the_rules_file(tmp_path):
 @pytest.mark.parametrize("aliases, message", [
     ({H: {"/a": "/b", "/b": "/c"}}, "must not be an alias itself"),  # a chain
     ({H: {"/a": "/a"}}, "must not be an alias itself"),
-    ({H: {"/guide/": "/guide/index.html"}}, "must not be an alias itself"),  # the rules bring it back
+    ({H: {"/a": "/guide/index.html", "/guide/": "/x"}}, "must not be an alias itself"),  # through the rules
     ({H: {"a": "/b"}}, "is not a path"),
     ({H: {"/a": "/b#top"}}, "is not a path"),
     ({H: {"/a": 3}}, "is not a path"),

@@ -27,8 +27,9 @@ learned from redirects no rule explains (``/item.php?id=4711`` -> ``/shoes/blue-
 It is looked up once, after the rules reached their fixed point: one dict lookup per
 URL of a host that has aliases. A target is the URL the redirects ended at, as fetched
 (so a crawl can request it directly); the canonical key is the target after the rules,
-which must not be an alias itself, so the result stays idempotent. At most
-:data:`MAX_ALIASES` per host.
+which must not be another alias's key, so the result stays idempotent. A redirect a
+rule explains may be there too, its key unchanged: the target is then only the URL a
+crawl requests for that key. At most :data:`MAX_ALIASES` per host.
 
 Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
 its optional switches, so a rule mined on raw log URLs fires however the switches
@@ -861,7 +862,8 @@ def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], sourc
                     raise DustRulesError(f"{where}: {value!r} is not a path with an optional query ('/a?b=c')")
             path, query = compiled.apply(*_split(target))
             final = f"{path}?{query}" if query else path
-            if key in (target, final) or target in table or final in table:
+            # the key of the alias is ``final``: another alias's key would make a chain (not idempotent)
+            if key == target or (final != key and final in table):
                 raise DustRulesError(f"{where}: {key!r} -> {target!r}: the target (and what the host's rules "
                                      f"make of it, {final!r}) must not be an alias itself")
         out[host] = dict(table)

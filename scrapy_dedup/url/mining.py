@@ -150,7 +150,7 @@ class HostReport:
                 f"{self.candidates} candidate(s)")
         if self.redirects:
             head += (f"; {self.redirects} redirect(s): {self.redirects_explained} explained by a rule, "
-                     f"{self.aliases} alias(es)")
+                     f"{self.aliases} alias(es) (new keys, or a fetchable URL for a key)")
         out = [head]
         if not self.pages_with_aliases:
             out.append("  no candidate: no two URLs of this host served the same page")
@@ -446,7 +446,11 @@ class DustMiner:
         return result
 
     def _aliases(self, host: str, rules: HostRules, report: HostReport) -> dict[str, str]:
-        """The host's redirects no rule explains, as an alias table: rewritten source -> final target as fetched."""
+        """The host's redirects as an alias table: rewritten source -> the page it ends at, as fetched.
+
+        A redirect no rule explains gives a new key. One a rule explains (source and target have one key)
+        is kept too when the key is not the target itself: the key stays, but a crawl then requests the
+        target at once instead of a URL known to redirect (the hop is a fetch for nothing)."""
         redirects = self.redirects.get(host, {})
         report.redirects = len(redirects)
         urls = self.hosts[host]
@@ -463,12 +467,14 @@ class DustMiner:
             key, target = rewritten(source), rewritten(end)
             if key == target:
                 report.redirects_explained += 1
-            elif len(aliases) < self.config.max_aliases:
+                if key == end:
+                    continue
+            if len(aliases) < self.config.max_aliases:
                 aliases.setdefault(key, end)
             else:
                 self.stats["aliases_over_limit"] += 1
-        # a target that is itself an alias key (two redirects rewritten onto each other): not final, left out
-        aliases = {k: t for k, t in aliases.items() if t not in aliases and rewritten(t) not in aliases}
+        # a target whose key is another alias (two redirects rewritten onto each other): not final, left out
+        aliases = {k: t for k, t in aliases.items() if rewritten(t) == k or rewritten(t) not in aliases}
         report.aliases = len(aliases)
         return aliases
 
