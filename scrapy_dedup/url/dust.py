@@ -51,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "DustRule", "HostRules", "RuleSet", "DustRulesError", "RULE_KINDS", "VALUE_SHAPES",
-    "shape_of_segment", "compile_shape", "load_rules", "FORMAT",
+    "shape_of_segment", "compile_shape", "load_rules", "FORMAT", "MAX_ALIASES",
 ]
 
 FORMAT = "scrapy-dedup-dust/1"
@@ -544,7 +544,7 @@ class HostRules:
             return targets.get(f"{new_path}?{new_query}" if new_query else new_path)
 
         if targets:
-            def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:  # noqa: F811
+            def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
                 """The rules, then one lookup of the result in the alias table."""
                 changed = rule_changes(path, query, passes)
                 new_path, new_query = changed or (path, query)

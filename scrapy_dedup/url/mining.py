@@ -98,6 +98,8 @@ class MiningConfig:
     rounds: int = 3
     #: redirects no rule explains kept as aliases per host (``0``: no alias table)
     max_aliases: int = MAX_ALIASES
+    #: a page the kept rules leave under exactly two keys gets an alias too (an opaque id served as a page)
+    content_aliases: bool = True
     #: how a record's ``html`` becomes text: the crawl's extraction (its ``min_words`` is set to ``min_words``)
     extraction: ExtractionPolicy = ExtractionPolicy()
 
@@ -144,6 +146,7 @@ class HostReport:
     redirects: int = 0
     redirects_explained: int = 0  # a kept rule already maps the URL to its redirect target
     aliases: int = 0
+    content_aliases: int = 0  # of the aliases: a page the rules leave under two keys
 
     def lines(self) -> list[str]:
         head = (f"{self.host}: {self.urls} URL(s), {self.pages_with_aliases} page(s) reached by two URLs or more, "
@@ -151,6 +154,8 @@ class HostReport:
         if self.redirects:
             head += (f"; {self.redirects} redirect(s): {self.redirects_explained} explained by a rule, "
                      f"{self.aliases} alias(es) (new keys, or a fetchable URL for a key)")
+        if self.content_aliases:
+            head += f"; {self.content_aliases} alias(es) of pages the rules leave under two keys"
         out = [head]
         if not self.pages_with_aliases:
             out.append("  no candidate: no two URLs of this host served the same page")
@@ -445,6 +450,33 @@ class DustMiner:
         result.stats["aliases"] = result.rules.alias_count()
         return result
 
+    def _content_aliases(self, urls: dict[str, int], redirects: dict[str, str], rewritten: Any,
+                         aliases: dict[str, str], report: HostReport) -> None:
+        """A page the rules leave under exactly two keys (an opaque id served as a page, ``/item.php?id=4711``
+        beside ``/shoes/blue-runner``): the key fewer URLs reached becomes an alias of the other.
+
+        Only two: a page behind three keys or more the rules do not fold is a soft 404, an error page or
+        a form the vocabulary misses, and an alias table of it would hide a fault, not learn the site."""
+        representative = self._contents.representative
+        pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
+        for raw, cid in urls.items():
+            if raw in redirects:
+                continue  # a redirecting URL: the redirect evidence above
+            entry = pages.setdefault(representative(cid), {}).setdefault(rewritten(raw), [0, raw])
+            entry[0] += 1
+            if raw == rewritten(raw):
+                entry[1] = raw  # the URL that is its own key: the one to request
+        for keys in pages.values():
+            if len(keys) != 2:
+                continue
+            # the main key: reached by more URLs, then one without a query, then the shorter
+            (main, (_, target)), (other, _) = sorted(
+                keys.items(), key=lambda kv: (-kv[1][0], "?" in kv[0], len(kv[0]), kv[0]))
+            if other not in aliases and len(aliases) < self.config.max_aliases:
+                aliases[other] = target
+                report.content_aliases += 1
+                self.stats["content_aliases"] += 1
+
     def _aliases(self, host: str, rules: HostRules, report: HostReport) -> dict[str, str]:
         """The host's redirects as an alias table: rewritten source -> the page it ends at, as fetched.
 
@@ -473,6 +505,8 @@ class DustMiner:
                 aliases.setdefault(key, end)
             else:
                 self.stats["aliases_over_limit"] += 1
+        if self.config.content_aliases:
+            self._content_aliases(urls, redirects, rewritten, aliases, report)
         # a target whose key is another alias (two redirects rewritten onto each other): not final, left out
         aliases = {k: t for k, t in aliases.items() if rewritten(t) == k or rewritten(t) not in aliases}
         report.aliases = len(aliases)
