@@ -279,3 +279,22 @@ def test_verbose_says_per_host_what_was_considered_and_why_nothing_was_kept(tmp_
 def test_mining_config_bounds_the_alias_table():
     with pytest.raises(ValueError, match="max_aliases"):
         MiningConfig(max_aliases=MAX_ALIASES + 1)
+
+
+def test_a_page_the_rules_leave_under_two_keys_gets_an_alias_and_three_keys_do_not(tmp_path):
+    """``/item.php?id=4711`` served as a page beside ``/shoes/blue-runner``: no rule relates them, the engine's
+    cluster does. A page behind three unrelated keys (a soft 404, an error page) gets no alias."""
+    rng = random.Random(9)
+    lines = []
+    for i, slug in enumerate(("blue-runner", "red-trail", "green-walker")):
+        lines.append(_page(f"/shoes/{slug}", f"/shoes/{slug}", rng))
+        lines.append(_page(f"/shoes/{slug}?ref=nav", f"/shoes/{slug}", rng, "exact"))
+        lines.append(_page(f"/item.php?id={4711 + i}", f"/shoes/{slug}", rng, "near"))
+    lines.append(_page("/notfound", "/notfound", rng))
+    lines += [_page(p, "/notfound", rng, "exact") for p in ("/x.php?q=1", "/gone/thing")]
+    result = mine_logs([_write(tmp_path, lines)])
+    assert ("drop_param", "ref") in _kinds(result)
+    assert result.rules.aliases[H] == {f"/item.php?id={4711 + i}": f"/shoes/{slug}"
+                                       for i, slug in enumerate(("blue-runner", "red-trail", "green-walker"))}
+    assert result.hosts[H].content_aliases == 3
+    assert not mine_logs([_write(tmp_path, lines, "b.jsonl")], MiningConfig(content_aliases=False)).rules.aliases
