@@ -87,6 +87,9 @@ def test_alias_table_is_looked_up_after_the_rules_and_stays_idempotent():
     explained = RuleSet({H: [INDEX]}, aliases={H: {"/guide/": "/guide/index.html"}})
     assert canonical(explained, "/guide/index.html") == canonical(explained, "/guide/") == "/guide/"
     assert explained.for_host(H).alias_of("/guide/", "") == ("/guide/index.html", "")
+    itself = RuleSet({H: [INDEX]}, aliases={H: {"/guide/": "/guide/"}})  # /guide/index.html redirects to /guide/
+    assert canonical(itself, "/guide/index.html") == "/guide/"
+    assert itself.for_host(H).alias_of("/guide/index.html", "") == ("/guide/", "")
     for url in ("/", "/item.php?id=4711", "/shoes/blue-runner"):
         once = canonical(rules, url)
         assert canonical(rules, once) == once
@@ -109,7 +112,6 @@ def test_alias_table_round_trips_through_the_rules_file(tmp_path):
 
 @pytest.mark.parametrize("aliases, message", [
     ({H: {"/a": "/b", "/b": "/c"}}, "must not be an alias itself"),  # a chain
-    ({H: {"/a": "/a"}}, "must not be an alias itself"),
     ({H: {"/a": "/guide/index.html", "/guide/": "/x"}}, "must not be an alias itself"),  # through the rules
     ({H: {"a": "/b"}}, "is not a path"),
     ({H: {"/a": "/b#top"}}, "is not a path"),
@@ -250,10 +252,12 @@ def test_redirects_become_rules_where_a_rule_explains_them_else_aliases(tmp_path
     lines.append({"request_url": f"http://{H}/gone", "url": "http://elsewhere.test/x", "kind": "redirect"})
     result = mine_logs([_write(tmp_path, lines)])
     assert ("substitute", "/old/") in _kinds(result)
-    assert result.rules.aliases[H] == {f"/item.php?id={4711 + i}": f"/shoes/{slug}" for i, slug in
-                                       enumerate(("blue-runner", "red-trail", "green-walker", "black-court"))}
+    slugs = ("blue-runner", "red-trail", "green-walker", "black-court")
+    assert result.rules.aliases[H] == {**{f"/item.php?id={4711 + i}": f"/shoes/{slug}" for i, slug in enumerate(slugs)},
+                                       **{f"/shoes/{slug}": f"/shoes/{slug}" for slug in slugs}}
     report = result.hosts[H]
-    assert (report.redirects, report.redirects_explained, report.aliases) == (10, 4, 4)
+    # the old URLs: a rule explains them; their aliases only say to request the page itself, not the old URL
+    assert (report.redirects, report.redirects_explained, report.aliases) == (10, 4, 8)
     assert result.stats["redirects_across_hosts"] == 1
     # the redirect_urls of a page record are the same evidence
     page = _page("/shoes/new-one", "/shoes/new-one", rng)

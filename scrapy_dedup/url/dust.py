@@ -29,7 +29,8 @@ URL of a host that has aliases. A target is the URL the redirects ended at, as f
 (so a crawl can request it directly); the canonical key is the target after the rules,
 which must not be another alias's key, so the result stays idempotent. A redirect a
 rule explains may be there too, its key unchanged: the target is then only the URL a
-crawl requests for that key. At most :data:`MAX_ALIASES` per host.
+crawl requests for that key (``"/a": "/a"`` is the URL itself: request it, not a URL
+that redirects to it). At most :data:`MAX_ALIASES` per host.
 
 Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
 its optional switches, so a rule mined on raw log URLs fires however the switches
@@ -856,14 +857,18 @@ def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], sourc
         if len(table) > MAX_ALIASES:
             raise DustRulesError(f"{where}: {len(table)} aliases, at most {MAX_ALIASES} per host")
         compiled = HostRules(host, hosts.get(host, ()))
+
+        def key_of(url: str) -> str:
+            path, query = compiled.apply(*_split(url))
+            return f"{path}?{query}" if query else path
+
+        for value in (*table.keys(), *table.values()):
+            if not isinstance(value, str) or not value.startswith("/") or "#" in value:
+                raise DustRulesError(f"{where}: {value!r} is not a path with an optional query ('/a?b=c')")
         for key, target in table.items():
-            for value in (key, target):
-                if not isinstance(value, str) or not value.startswith("/") or "#" in value:
-                    raise DustRulesError(f"{where}: {value!r} is not a path with an optional query ('/a?b=c')")
-            path, query = compiled.apply(*_split(target))
-            final = f"{path}?{query}" if query else path
-            # the key of the alias is ``final``: another alias's key would make a chain (not idempotent)
-            if key == target or (final != key and final in table):
+            final = key_of(target)
+            # the key of the alias is ``final``: another alias's key that leads elsewhere would make a chain
+            if final != key and final in table and key_of(table[final]) != final:
                 raise DustRulesError(f"{where}: {key!r} -> {target!r}: the target (and what the host's rules "
                                      f"make of it, {final!r}) must not be an alias itself")
         out[host] = dict(table)

@@ -481,8 +481,8 @@ class DustMiner:
         """The host's redirects as an alias table: rewritten source -> the page it ends at, as fetched.
 
         A redirect no rule explains gives a new key. One a rule explains (source and target have one key)
-        is kept too when the key is not the target itself: the key stays, but a crawl then requests the
-        target at once instead of a URL known to redirect (the hop is a fetch for nothing)."""
+        is kept too: the key stays (the alias may be ``key -> key``), but a crawl then requests the target
+        at once instead of a URL known to redirect (the hop is a fetch for nothing)."""
         redirects = self.redirects.get(host, {})
         report.redirects = len(redirects)
         urls = self.hosts[host]
@@ -499,8 +499,6 @@ class DustMiner:
             key, target = rewritten(source), rewritten(end)
             if key == target:
                 report.redirects_explained += 1
-                if key == end:
-                    continue
             if len(aliases) < self.config.max_aliases:
                 aliases.setdefault(key, end)
             else:
@@ -508,7 +506,8 @@ class DustMiner:
         if self.config.content_aliases:
             self._content_aliases(urls, redirects, rewritten, aliases, report)
         # a target whose key is another alias (two redirects rewritten onto each other): not final, left out
-        aliases = {k: t for k, t in aliases.items() if rewritten(t) == k or rewritten(t) not in aliases}
+        aliases = {k: t for k, t in aliases.items()
+                   if (rt := rewritten(t)) == k or rt not in aliases or rewritten(aliases[rt]) == rt}
         report.aliases = len(aliases)
         return aliases
 
