@@ -302,3 +302,22 @@ def test_a_page_the_rules_leave_under_two_keys_gets_an_alias_and_three_keys_do_n
                                        for i, slug in enumerate(("blue-runner", "red-trail", "green-walker"))}
     assert result.hosts[H].content_aliases == 3
     assert not mine_logs([_write(tmp_path, lines, "b.jsonl")], MiningConfig(content_aliases=False)).rules.aliases
+
+
+def test_the_miner_never_writes_substitutions_that_undo_each_other():
+    """Held-out site 1001: an old prefix that redirects and a default-locale prefix made the miner keep
+    '/docs-old/' -> '/en/' in one round and '/en/' -> '/docs-old/' in a later one; the crawl then refused
+    the rules file at start-up. The later one is dropped, and said so."""
+    from scrapy_dedup.url.mining import MiningResult, RuleValidation, _loadable
+
+    first = DustRule("substitute", anchor="prefix", from_="/docs-old/", to="/en/")
+    undo = DustRule("substitute", anchor="prefix", from_="/en/", to="/docs-old/")
+    keep = DustRule("drop_param", param="sid")
+    result = MiningResult(RuleSet())
+    result.validations.append(RuleValidation(H, undo, 5, 5, 0, True, "violation rate 0.0%"))
+    assert _loadable(H, [], [first, keep, undo], result) == [first, keep]
+    assert result.stats["rules_dropped_cycle"] == 1
+    assert not result.validations[0].kept and "cycle" in result.validations[0].reason
+    RuleSet({H: [first, keep]}).dumps()  # loadable
+    with pytest.raises(DustRulesError, match="undo each other"):
+        RuleSet.from_json(RuleSet({H: [first, keep, undo]}).to_json())

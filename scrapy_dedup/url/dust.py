@@ -786,7 +786,7 @@ class RuleSet:
                 raise DustRulesError(f"{source}: hosts[{host!r}] must be a list of rules")
             rules = [DustRule.from_json(item, f"{source}: hosts[{host!r}] rule {i + 1}")
                      for i, item in enumerate(rules_data)]
-            _check_host(rules, f"{source}: hosts[{host!r}]")
+            check_host(rules, f"{source}: hosts[{host!r}]")
             hosts[host] = rules
         aliases = _aliases_from_json(data.get("aliases", {}), hosts, source)
         return cls(hosts, dict(meta), source, aliases)
@@ -822,7 +822,7 @@ class RuleSet:
         raise TypeError(f"dust_rules must be a path, a list of paths or a RuleSet, got {type(value).__name__}")
 
 
-def _check_host(rules: Sequence[DustRule], where: str) -> None:
+def check_host(rules: Sequence[DustRule], where: str) -> None:
     """Refuse rule sets whose substitutions undo each other (they would never reach a fixed point)."""
     subs = {(r.anchor, r.from_, r.to) for r in rules if r.kind == "substitute"}
     for anchor, old, new in subs:

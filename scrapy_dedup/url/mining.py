@@ -61,7 +61,16 @@ from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.index import SimhashIndex
 from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.url.canonical import Canonicalizer
-from scrapy_dedup.url.dust import MAX_ALIASES, VALUE_SHAPES, DustRule, HostRules, RuleSet, shape_of_segment
+from scrapy_dedup.url.dust import (
+    MAX_ALIASES,
+    VALUE_SHAPES,
+    DustRule,
+    DustRulesError,
+    HostRules,
+    RuleSet,
+    check_host,
+    shape_of_segment,
+)
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
 __all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation"]
@@ -440,6 +449,7 @@ class DustMiner:
             base = list(existing.hosts.get(host, [])) if existing is not None else []
             report = result.hosts[host] = HostReport(host, urls=len(self.hosts[host]))
             kept = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report).run()
+            kept = _loadable(host, base, kept, result)
             for rule in kept:
                 result.rules.add(host, rule)
             aliases = self._aliases(host, HostRules(host, base + kept), report)
@@ -652,14 +662,15 @@ class _HostMiner:
             done.add((anchor, a, b))
             best: RuleValidation | None = None
             verdicts = []
+            if any(DustRule("substitute", anchor=anchor, from_=old, to=new).key in self.known
+                   for old, new in ((a, b), (b, a))):
+                continue  # one direction is kept (an earlier round): the other would undo it
             for old, new in ((a, b), (b, a)):
                 try:
                     rule = DustRule("substitute", anchor=anchor, from_=old, to=new)
                     rule.check()
                 except ValueError:
                     continue
-                if rule.key in self.known:
-                    break
                 verdict = self._judge(rule, record=False)
                 verdicts.append(verdict)
                 if verdict.kept and (best is None or _preference(verdict) > _preference(best)):
@@ -744,6 +755,27 @@ class _HostMiner:
         if record:
             self.validations[rule.key] = verdict
         return verdict
+
+
+def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: MiningResult) -> list[DustRule]:
+    """``kept`` without the substitutions that would make the host's rules refused at load (they rewrite
+    each other's results in a cycle): the latest kept goes first. The miner never writes a file the
+    crawl cannot load."""
+    kept = list(kept)
+    while True:
+        try:
+            check_host(base + kept, host)
+            return kept
+        except DustRulesError:
+            if not kept:
+                return kept
+            last = next((i for i in range(len(kept) - 1, -1, -1) if kept[i].kind == "substitute"), len(kept) - 1)
+            dropped = kept.pop(last)
+            result.stats["rules_dropped_cycle"] += 1
+            for validation in result.validations:
+                if validation.host == host and validation.rule.key == dropped.key:
+                    validation.kept = False
+                    validation.reason = "would rewrite the results of kept substitutions in a cycle"
 
 
 class _EngineDefaults:
