@@ -480,7 +480,7 @@ class DustMiner:
             if len(keys) != 2:
                 continue
             # the main key: reached by more URLs, then one without a query, then the shorter
-            (main, (_, target)), (other, _) = sorted(
+            (_main, (_, target)), (other, _) = sorted(
                 keys.items(), key=lambda kv: (-kv[1][0], "?" in kv[0], len(kv[0]), kv[0]))
             if other not in aliases and len(aliases) < self.config.max_aliases:
                 aliases[other] = target
