@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_dedup.dust_learning import DustLearningMiddleware
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, _class_path
-from scrapy_dedup.middlewares import ContentFingerprintMiddleware
+from scrapy_dedup.middlewares import ContentFingerprintMiddleware, CanonicalRedirectMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
 from scrapy_dedup.settings import DedupConfigError, to_bool
 
@@ -46,6 +46,8 @@ COMPONENTS = (
     ("EXTENSIONS", OutermostCanonicalFingerprinter, -1000),
     # switches itself off (NotConfigured) unless DEDUP_DUST_LEARN = True
     ("DOWNLOADER_MIDDLEWARES", DustLearningMiddleware, 100),
+    # sees a redirect before RedirectMiddleware (600) does
+    ("DOWNLOADER_MIDDLEWARES", CanonicalRedirectMiddleware, 650),
 )
 
 CLASS_SETTINGS = {

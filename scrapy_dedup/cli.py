@@ -145,7 +145,12 @@ def build_mine_dust_parser() -> argparse.ArgumentParser:
                    help=f"near duplicates: simhash within this many bits; 0 = exact only ({d.hamming})")
     p.add_argument("--min-words", type=int, default=d.min_words,
                    help=f"ignore pages with fewer words ({d.min_words})")
-    p.add_argument("-v", "--verbose", action="store_true", help="print every candidate examined and why")
+    p.add_argument("--max-aliases", type=int, default=d.max_aliases,
+                   help=f"per host, redirects no rule explains kept in the alias table; 0 = none ({d.max_aliases})")
+    p.add_argument("--no-content-aliases", dest="content_aliases", action="store_false",
+                   help="no alias for a page the rules leave under exactly two keys (only redirects give aliases)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="per host: what was seen, every candidate examined and why it was kept or refused")
     return p
 
 
@@ -199,7 +204,8 @@ def mine_dust_main(argv: Sequence[str]) -> int:
     try:
         config = MiningConfig(min_support=args.min_support, max_violation_rate=args.max_violation_rate,
                               max_cluster_urls=args.max_cluster_urls, hamming=args.hamming,
-                              min_words=args.min_words)
+                              min_words=args.min_words, max_aliases=args.max_aliases,
+                              content_aliases=args.content_aliases)
     except ValueError as exc:
         print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
+from w3lib.url import safe_url_string
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.content.engine import (
@@ -145,6 +146,8 @@ class DedupExtension:
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
+        if self.cfg.log_file:  # every redirect the downloader got, before RedirectMiddleware follows it
+            crawler.signals.connect(self._record_redirect, signal=signals.response_downloaded)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -441,7 +444,7 @@ class DedupExtension:
         self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])
         self.stats.set_value("dedup/content/fingerprinted", sum(counts.values()))
         if self.crawl_log is not None:
-            self.crawl_log.write({
+            record = {
                 "request_url": request.url if request is not None else verdict.url,
                 "url": verdict.url,
                 "canonical_url": self._canonical(request if request is not None else Request(verdict.url)),
@@ -449,12 +452,32 @@ class DedupExtension:
                 "simhash": format(fp.simhash, "016x"),
                 "words": fp.words,
                 "kind": verdict.kind,
-            })
+                # the engine's own sameness (exact, or near after verification): mine-dust judges by it
+                "cluster": verdict.cluster,
+            }
+            # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust
+            redirects = request.meta.get("redirect_urls") if request is not None else None
+            if redirects:
+                record["redirect_urls"] = [u for u in redirects if isinstance(u, str)]
+            self.crawl_log.write(record)
         if verdict.kind in ("exact", "near"):
             if self.audit is not None:
                 self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,
                                   "kind": verdict.kind, "cluster": verdict.cluster})
             self._canary(verdict)
+
+    def _record_redirect(self, response: Response, request: Request, spider: Any = None) -> None:
+        """A crawl-log line for a redirect: ``mine-dust`` learns aliases from it, and the page it leads to
+        may never be logged under this URL (its request is dropped when the page was already seen)."""
+        location = response.headers.get("Location") if 300 <= response.status < 400 else None
+        if self.crawl_log is None or not location:
+            return
+        try:
+            target = response.urljoin(safe_url_string(location.decode("latin-1")))
+        except ValueError:  # an unusable Location: RedirectMiddleware will not follow it either
+            return
+        self.crawl_log.write({"request_url": request.url, "url": target, "kind": "redirect",
+                              "status": response.status})
 
     def _canonical(self, request: Request) -> str:
         """The URL key of ``request`` (the fingerprinter caches it per request: no second canonicalization)."""

@@ -14,6 +14,10 @@ cannot be weakly referenced) reliably leads back to its response. A dropped item
 goes the way of one a pipeline drops: Scrapy's log formatter, the
 ``item_dropped`` signal and so ``item_dropped_count`` /
 ``item_dropped_reasons_count/<class>``.
+
+:class:`CanonicalRedirectMiddleware`, a downloader middleware, keeps redirects between URLs of
+one canonical key from losing their page, and sends a request for a URL of the DUST alias
+table to the alias target (see its docstring).
 """
 from __future__ import annotations
 
@@ -24,10 +28,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.log import logformatter_adapter
+from w3lib.url import safe_url_string
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, pipeline_enabled
+from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.mining import safe_parts
+from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -104,3 +112,71 @@ class ContentFingerprintMiddleware:
             logger.debug("Ignoring duplicate response %s: %s", response, exception)
             return []
         return None
+
+
+#: request meta key of a request sent to its alias target (the URL it was for)
+ALIAS_META = "dedup_dust_alias_of"
+
+
+class CanonicalRedirectMiddleware:
+    """For ``DOWNLOADER_MIDDLEWARES`` (order 650: it sees a response before ``RedirectMiddleware``, 600):
+    redirects between URLs of one canonical key, and the DUST alias table.
+
+    A request takes its URL's canonical key in the dupefilter. When the server redirects it
+    to a URL of the same key (``/old/a`` -> ``/a`` under a DUST rule, ``/a`` -> ``/a/`` when
+    the trailing slash is stripped), the redirected request would be dropped as already
+    seen and the page lost: the request is marked ``dont_filter`` before
+    ``RedirectMiddleware`` copies that flag to the redirected request (its key is the one
+    this request already took). Counted in ``dedup/url/redirect_same_key``.
+
+    A request for a URL of the alias table (``DEDUP_DUST_RULES``, mined from redirects) is
+    sent to the alias target at once (no redirect hop), past the dupefilter for the same
+    reason; counted in ``dedup/dust/alias_requests``. Off (NotConfigured) without
+    ``CanonicalRequestFingerprinter``.
+    """
+
+    def __init__(self, crawler: "Crawler"):
+        canonicalizer = getattr(crawler.request_fingerprinter, "canonicalizer", None)
+        if canonicalizer is None:
+            raise NotConfigured
+        # the fingerprinter's policies and (live) rules, in a canonicalizer of its own: the online
+        # learner's may decide to explore on each call, which a redirect check must not trigger
+        self.canonicalizer = Canonicalizer(canonicalizer.policies, dust_rules=canonicalizer.dust)
+        self.rules = canonicalizer.dust
+        self.safe = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
+        self.stats = crawler.stats
+
+    @classmethod
+    def from_crawler(cls, crawler: "Crawler") -> "Self":
+        return cls(crawler)
+
+    def process_request(self, request: Request, spider: "Spider | None" = None) -> Request | None:
+        if self.rules is None or not self.rules.aliases or ALIAS_META in request.meta:
+            return None
+        parts = safe_parts(self.safe, request.url)
+        host_rules = self.rules.for_host(parts[0]) if parts is not None else None
+        if host_rules is None or not host_rules.aliases:
+            return None
+        target = host_rules.alias_of(parts[1], parts[2])
+        if target is None or target == parts[1:]:  # no alias, or the request is for the target itself
+            return None
+        path, query = target
+        scheme, _, rest = request.url.partition("://")
+        authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        url = f"{scheme}://{authority}{path}" + (f"?{query}" if query else "")
+        self.stats.inc_value("dedup/dust/alias_requests")
+        logger.debug("DUST alias: %s is %s; requesting it directly", request.url, url)
+        return request.replace(url=url, dont_filter=True, meta={**request.meta, ALIAS_META: request.url})
+
+    def process_response(self, request: Request, response: "Response", spider: "Spider | None" = None) -> Any:
+        location = response.headers.get("Location") if 300 <= response.status < 400 else None
+        if location and not request.dont_filter:
+            try:
+                target = response.urljoin(safe_url_string(location.decode("latin-1")))
+                same = self.canonicalizer.canonicalize(target) == self.canonicalizer.canonicalize(request.url)
+            except ValueError:  # RedirectMiddleware decides what to do with a Location it cannot use
+                same = False
+            if same:
+                request.dont_filter = True  # copied to the redirected request by RedirectMiddleware
+                self.stats.inc_value("dedup/url/redirect_same_key")
+        return response

@@ -306,7 +306,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
        "JSON Lines file: one line per duplicate found (url, kept_url, distance, kind, cluster)."),
     _s("DEDUP_LOG_FILE", None, to_optional_str, "report",
-       "JSON Lines crawl log: one line per fetched page (URLs, hashes, word count), read by `mine-dust`."),
+       "JSON Lines crawl log: one line per fetched page (URLs, hashes, word count, verdict and cluster) and per "
+       "redirect, read by `mine-dust`."),
     _s("DEDUP_CANARY_SIZE", 50, _number(int, minimum=2), "report",
        "Warn when one duplicate cluster or index bucket grows past this size (boilerplate canary)."),
 )

@@ -11,7 +11,7 @@ import pytest
 import scrapy
 from pytest_twisted import inlineCallbacks
 
-from scrapy_dedup.url.dust import RuleSet
+from scrapy_dedup.url.dust import DustRule, RuleSet
 from scrapy_dedup.cli import mine_dust_main as cli_main
 from tests import dustsite
 from tests.support.crawl import run_crawl
@@ -210,3 +210,88 @@ def test_a_response_is_read_once_for_learning_and_verdict_and_judged_once(monkey
     assert extension.engine.report().total == 1
     stats = crawler.stats.get_stats()
     assert stats["dedup/content/fingerprinted"] == stats["dedup/content/unique"] == 1
+
+
+_SHOES = {4711: "blue-runner", 4712: "red-trail", 4713: "green-walker", 4714: "black-court", 4715: "white-sprint"}
+
+
+def _shoe_site(host: str, path_qs: str):
+    """Opaque ids that redirect: ``/item.php?id=4711`` -> 301 ``/shoes/blue-runner``; nothing in the two URLs
+    says they are one page, only the redirect does. Every page links to the others by id first."""
+    from tests.support.localsite import Page
+
+    ids = sorted(_SHOES)
+    if path_qs.startswith("/item.php?id="):
+        slug = _SHOES.get(int(path_qs.rpartition("=")[2]) if path_qs.rpartition("=")[2].isdigit() else 0)
+        return Page("", status=301, headers={"Location": f"/shoes/{slug}"}) if slug else None
+    if path_qs == "/":
+        name, links = "home", [f"/item.php?id={i}" for i in ids]
+    elif path_qs.startswith("/shoes/") and path_qs[len("/shoes/"):] in _SHOES.values():
+        name = path_qs[len("/shoes/"):]
+        links = [f"/item.php?id={i}" for i in ids] + [f"/shoes/{s}" for s in _SHOES.values()]
+    else:
+        return None
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
+    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_a_url_that_redirected_is_not_fetched_again_with_the_mined_alias_table(tmp_path):
+    log = tmp_path / "crawl.jsonl"
+    settings = {**ADDON, "CONCURRENT_REQUESTS": 1}
+    with LocalSite(_shoe_site) as site:
+        yield run_crawl(SiteSpider, {**settings, "DEDUP_LOG_FILE": str(log)}, start_urls=[site.url("shoe.test")])
+        first = site.fetched()
+    assert sum(1 for _, p in first if p.startswith("/item.php")) == len(_SHOES)  # every id redirected once
+    records = [json.loads(line) for line in log.open()]
+    # the log keeps the evidence: one line per redirect, even where the page it leads to was already fetched
+    redirects = {(r["request_url"].rpartition("/")[2], r["url"].rpartition("/")[2])
+                 for r in records if r.get("kind") == "redirect"}
+    assert redirects == {(f"item.php?id={i}", slug) for i, slug in _SHOES.items()}
+
+    rules_file = tmp_path / "rules.json"
+    assert cli_main([str(log), "-o", str(rules_file)]) == 0
+    aliases = RuleSet.load(rules_file).aliases["shoe.test"]
+    assert aliases == {f"/item.php?id={i}": f"/shoes/{slug}" for i, slug in _SHOES.items()}
+
+    with LocalSite(_shoe_site) as site:
+        second = yield run_crawl(SiteSpider, {**settings, "DEDUP_DUST_RULES": str(rules_file)},
+                                 start_urls=[site.url("shoe.test")])
+        fetched = site.fetched()
+    # no id fetched (no redirect hop), every page fetched exactly once, none lost
+    assert sorted(fetched) == sorted({("shoe.test", "/")} | {("shoe.test", f"/shoes/{s}") for s in _SHOES.values()})
+    assert second.stats.get_value("dedup/dust/alias_requests") == len(_SHOES)
+
+
+def _old_prefix_site(host: str, path_qs: str):
+    """``/old/<name>`` redirects (301) to ``/<name>``; the home page links to the old URLs only."""
+    from tests.support.localsite import Page
+
+    names = ("alpha", "beta", "gamma")
+    if path_qs.startswith("/old/") and path_qs[len("/old/"):] in names:
+        return Page("", status=301, headers={"Location": path_qs[len("/old"):]})
+    if path_qs == "/":
+        name, links = "home", [f"/old/{n}" for n in names]
+    elif path_qs.strip("/") in names:
+        name, links = path_qs.strip("/"), []
+    else:
+        return None
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
+    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_a_redirect_within_one_canonical_key_does_not_lose_its_page(tmp_path):
+    """``/old/a`` takes the key of ``/a`` (a DUST rule); fetched first, it redirects to ``/a``, whose request
+    used to be dropped by the dupefilter as already seen: the page was never fetched."""
+    rules_file = tmp_path / "rules.json"
+    RuleSet({"old.test": [DustRule("substitute", anchor="prefix", from_="/old/", to="/")]}).save(rules_file)
+    with LocalSite(_old_prefix_site) as site:
+        crawler = yield run_crawl(SiteSpider, {**ADDON, "DEDUP_DUST_RULES": str(rules_file)},
+                                  start_urls=[site.url("old.test")])
+        fetched = site.fetched()
+    assert {p for _, p in fetched} >= {"/alpha", "/beta", "/gamma"}, sorted(fetched)
+    assert sorted(item["url"].rpartition("/")[2] for item in crawler.items) == ["", "alpha", "beta", "gamma"]
+    assert crawler.stats.get_value("dedup/url/redirect_same_key") == 3

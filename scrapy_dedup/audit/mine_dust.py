@@ -96,9 +96,23 @@ def _summary(result: MiningResult, seconds: float, verbose: bool, out: TextIO) -
     print(f"read {s['lines']} line(s), {s['urls']} URL(s) in {seconds:.1f}s; skipped: {s['bad_lines']} bad, "
           f"{s['degenerate_pages']} degenerate, {s['lines_without_url'] + s['lines_without_content']} incomplete",
           file=out)
+    if s["redirects"]:
+        print(f"redirects: {s['redirects']}; {s['aliases']} alias(es) for the redirects no rule explains"
+              + (f" ({s['aliases_over_limit']} over the limit left out)" if s["aliases_over_limit"] else ""),
+              file=out)
+    if verbose:  # per host: what was seen, every candidate examined and why it was kept or refused
+        by_host: dict[str, list] = {}
+        for validation in result.validations:
+            by_host.setdefault(validation.host, []).append(validation)
+        for host, report in result.hosts.items():
+            for line in report.lines():
+                print(line, file=out)
+            for validation in by_host.get(host, []):
+                print("  " + validation.line(), file=out)
+        return
     for validation in result.validations:
-        if validation.kept or verbose:
+        if validation.kept:
             print("  " + validation.line(), file=out)
     rejected = len(result.rejected())
-    if rejected and not verbose:
-        print(f"  ({rejected} candidate(s) rejected; -v lists them with the reason)", file=out)
+    if rejected:
+        print(f"  ({rejected} candidate(s) rejected; -v lists them with the reason, per host)", file=out)

@@ -12,13 +12,25 @@ literal strings and fixed token shapes; a rules file never carries a regular
 expression (a regex learned from a log is impossible to review and easy to
 make catastrophic). The kinds, in the order they are applied:
 
+``drop_pathparam``   remove a path parameter ``;name=<any value>`` under a prefix (``;jsessionid=...``)
 ``drop_segment``     remove every path segment of a token shape (``(S(<alnum:24>))``) under a prefix
 ``case_insensitive`` lowercase the path of this host (percent-escapes keep uppercase hex)
 ``drop_param``       a query parameter is irrelevant under a path prefix (``print``, ``sid``)
 ``default_param``    a query parameter with its default value is the same as no parameter (``page=1``)
 ``query_to_path``    ``/story?id=N`` -> ``/story/N`` (a captured value of a fixed shape)
 ``substitute``       a literal substring at the start or end of the path (``/~editors/`` -> ``/people/editors/``,
-                     ``.htm`` -> ``.html``)
+                     ``.htm`` -> ``.html``, ``/index.html`` -> ``/``)
+
+Beside the rules, a host may carry an **alias table** (``"aliases"`` in the rules file):
+exact URLs (path and query, after the rules) that stand for another URL of the host,
+learned from redirects no rule explains (``/item.php?id=4711`` -> ``/shoes/blue-runner``).
+It is looked up once, after the rules reached their fixed point: one dict lookup per
+URL of a host that has aliases. A target is the URL the redirects ended at, as fetched
+(so a crawl can request it directly); the canonical key is the target after the rules,
+which must not be another alias's key, so the result stays idempotent. A redirect a
+rule explains may be there too, its key unchanged: the target is then only the URL a
+crawl requests for that key (``"/a": "/a"`` is the URL itself: request it, not a URL
+that redirects to it). At most :data:`MAX_ALIASES` per host.
 
 Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
 its optional switches, so a rule mined on raw log URLs fires however the switches
@@ -40,21 +52,25 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "DustRule", "HostRules", "RuleSet", "DustRulesError", "RULE_KINDS", "VALUE_SHAPES",
-    "shape_of_segment", "compile_shape", "load_rules", "FORMAT",
+    "shape_of_segment", "compile_shape", "load_rules", "FORMAT", "MAX_ALIASES",
 ]
 
 FORMAT = "scrapy-dedup-dust/1"
 MAX_PASSES = 4
+#: aliases per host a rules file may carry (the table is a dict in memory: bounded, so a file stays reviewable)
+MAX_ALIASES = 10_000
 
 RULE_KINDS: tuple[str, ...] = (
-    "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
+    "drop_pathparam", "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
 )
 
-#: value shapes a ``query_to_path`` rule may capture; none can contain ``/``, ``?``, ``#`` or ``%``
+#: value shapes a ``query_to_path`` rule may capture; none can contain ``?``, ``#``, ``%`` or ``..``;
+#: only ``path`` holds ``/`` (whole segments, never a leading ``/`` or a dot segment: ``doc=guide/intro.html``)
 VALUE_SHAPES: dict[str, str] = {
     "digits": r"[0-9]{1,20}",
     "alnum": r"[A-Za-z0-9]{1,64}",
     "slug": r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}",
+    "path": r"(?!(?:[^/]*/)*\.\.?(?:/|\Z))[A-Za-z0-9_~:\-][A-Za-z0-9_.~:\-]{0,127}(?:/[A-Za-z0-9_.~:\-]{1,128}){0,15}/?",
 }
 
 #: token classes of segment shapes: ``<digits:5>`` (exactly 5) or ``<hex>`` (1 or more)
@@ -233,12 +249,14 @@ class DustRule:
 
     def check(self) -> None:
         """Raise ``ValueError`` if the rule cannot be applied safely (would not terminate, or is void)."""
-        if self.kind in ("drop_param", "default_param", "drop_segment") or self.prefix != "/":
+        if self.kind in ("drop_param", "default_param", "drop_segment", "drop_pathparam") or self.prefix != "/":
             if not self.prefix.startswith("/"):
                 raise ValueError(f"prefix must start with '/', got {self.prefix!r}")
         if self.kind in ("drop_param", "default_param", "query_to_path"):
             if not self.param or any(c in self.param for c in "&=#?"):
                 raise ValueError(f"param must be a query parameter name, got {self.param!r}")
+        if self.kind == "drop_pathparam" and (not self.param or any(c in self.param for c in ";=/?#&%")):
+            raise ValueError(f"param must be a path parameter name, got {self.param!r}")
         if self.kind == "query_to_path":
             if not self.path.startswith("/"):
                 raise ValueError(f"path must start with '/', got {self.path!r}")
@@ -278,6 +296,8 @@ class DustRule:
             return f"path {self.anchor} {self.from_!r} -> {self.to!r}"
         if k == "drop_segment":
             return f"drop path segment {self.shape} under {self.prefix}"
+        if k == "drop_pathparam":
+            return f"drop path parameter ;{self.param}= under {self.prefix}"
         return "paths are case-insensitive"
 
     @property
@@ -288,6 +308,7 @@ class DustRule:
 
 
 _FIELDS: dict[str, tuple[str, ...]] = {
+    "drop_pathparam": ("param", "prefix"),
     "drop_segment": ("shape", "prefix"),
     "case_insensitive": (),
     "drop_param": ("param", "prefix"),
@@ -306,11 +327,13 @@ class HostRules:
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
                  "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
-                 "_once")
+                 "_once", "aliases", "_pathparams", "alias_of")
 
-    def __init__(self, host: str, rules: Sequence[DustRule]):
+    def __init__(self, host: str, rules: Sequence[DustRule], aliases: Mapping[str, str] | None = None):
         self.host = host
         self.rules = tuple(rules)
+        #: "path?query" -> "path?query" (after the rules), looked up once the rules reached their fixed point
+        self.aliases: dict[str, str] = dict(aliases or {})
         segments = [r for r in rules if r.kind == "drop_segment"]
         self._segments = [(r.prefix, compile_shape(r.shape).match) for r in segments]
         # one matcher for every shape (each compiled from its typed tokens, literals escaped): one
@@ -321,6 +344,11 @@ class HostRules:
         self._segment_search = re.compile(f"/(?:{shapes})/").search if segments else None
         self._segment_prefixes = any(r.prefix != "/" for r in segments)
         self._lowercase = any(r.kind == "case_insensitive" for r in rules)
+        # ";name=value" path parameters: name -> prefixes; one regex finds every named parameter
+        self._pathparams: dict[str, list[str]] = {}
+        for r in rules:
+            if r.kind == "drop_pathparam":
+                self._pathparams.setdefault(r.param, []).append(r.prefix)
         # param name -> [(prefix, default value or None)]
         self._params: dict[str, list[tuple[str, str | None]]] = {}
         for r in rules:
@@ -362,9 +390,9 @@ class HostRules:
 
         #: apply(path, query) -> (path, query): the rules to a fixed point; query without "?" ('' when none)
         #: changes(path, query) -> (path, query) or None: the same, None when no rule fires (the hot path's form)
-        self.apply, self.changes = self._compile()
+        self.apply, self.changes, self.alias_of = self._compile()
 
-    def _compile(self) -> tuple[Any, Any]:
+    def _compile(self) -> tuple[Any, Any, Any]:
         """The rules as two closures over local names (no attribute lookups on the hot path).
 
         ``changes`` opens with a gate: for each rule family one cheap test that is true whenever a
@@ -376,6 +404,8 @@ class HostRules:
         segment_search, drops_segment = self._segment_search, self._drops_segment
         segment_literal = _required_literal([r.shape for r in self.rules if r.kind == "drop_segment"])
         lowercase = self._lowercase
+        pathparams = self._pathparams
+        pathparam_search = (re.compile(f";({_trie_pattern(pathparams)})=[^;/]*").search if pathparams else None)
         root_sub, param_search, params = self._root_sub, self._param_search, self._params
         alternatives, narrow = list(self._root_alternatives), self._narrow
         # the query's parameter rules. Under "/" they are exact in ``root_gate`` (a default of "" also lets
@@ -409,6 +439,14 @@ class HostRules:
         tail_ends = frozenset(t[::-1][-tail_len:] for t in tails)
 
         def once(path: str, query: str) -> tuple[str, str]:
+            if pathparam_search is not None and ";" in path:
+                found = pathparam_search(path)
+                while found is not None:
+                    if any(_under(path, p) for p in pathparams[found.group(1)]):
+                        path = path[:found.start()] + path[found.end():]
+                        found = pathparam_search(path, found.start())
+                    else:
+                        found = pathparam_search(path, found.end())
             if segment_search is not None and (segment_literal is None or segment_literal in path) \
                     and segment_search(path) is not None:
                 segs = path.split("/")
@@ -453,7 +491,8 @@ class HostRules:
                     path = heads[old] + path[len(old):]
             if tail_len and path[-tail_len:] in tail_ends:
                 found = tail_match(path[::-1])  # type: ignore[misc]
-                if found is not None and found.end() < len(path):
+                # never the whole path, unless what replaces it is a path (".html" alone is none)
+                if found is not None and (found.end() < len(path) or tails[found.group()][:1] == "/"):
                     old = found.group()
                     path = path[: len(path) - len(old)] + tails[old]
             return path, query
@@ -463,6 +502,7 @@ class HostRules:
             # --- the gate
             if not ((segment_search is not None and (segment_literal is None or segment_literal in path)
                      and segment_search(path) is not None)
+                    or (pathparam_search is not None and ";" in path and pathparam_search(path) is not None)
                     or (lowercase and (path != path.lower() or "%" in path))
                     or (head_len and path[:head_len] in head_starts)
                     or (tail_len and path[-tail_len:] in tail_ends)):
@@ -492,11 +532,30 @@ class HostRules:
                 return None
             return new_path, new_query
 
+        targets = {key: _split(target) for key, target in self.aliases.items()}
+        rule_changes = changes
+        # the canonical key of each alias: its target through the rules
+        keys = {key: (rule_changes(*target) or target) for key, target in targets.items()}
+
+        def alias_of(path: str, query: str) -> tuple[str, str] | None:
+            """The alias target of the URL (the URL to request in its place), None when it is no alias."""
+            if not targets:
+                return None
+            new_path, new_query = rule_changes(path, query) or (path, query)
+            return targets.get(f"{new_path}?{new_query}" if new_query else new_path)
+
+        if targets:
+            def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
+                """The rules, then one lookup of the result in the alias table."""
+                changed = rule_changes(path, query, passes)
+                new_path, new_query = changed or (path, query)
+                return keys.get(f"{new_path}?{new_query}" if new_query else new_path, changed)
+
         def apply(path: str, query: str) -> tuple[str, str]:
             return changes(path, query) or (path, query)
 
         self._once = once
-        return apply, changes
+        return apply, changes, alias_of
 
     def _drops_segment(self, path: str, segment: str) -> bool:
         if not self._segment_prefixes:
@@ -505,6 +564,11 @@ class HostRules:
 
     def fired(self, path: str, query: str) -> bool:
         return self.apply(path, query) != (path, query)
+
+
+def _split(key: str) -> tuple[str, str]:
+    path, _, query = key.partition("?")
+    return path, query
 
 
 def _required_literal(shapes: Sequence[str]) -> str | None:
@@ -561,6 +625,8 @@ class RuleSet:
     hosts: dict[str, list[DustRule]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = "<memory>"
+    #: host -> {"path?query": "path?query"}: the alias table (see the module docstring)
+    aliases: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         #: host -> compiled rules; the canonicalizer's hot path reads this dict directly (one lookup)
@@ -571,8 +637,18 @@ class RuleSet:
     def recompile(self) -> None:
         """Rebuild the compiled per-host form (after editing ``hosts``); the dict is updated in place."""
         self._compiled.clear()
-        self._compiled.update(
-            {host.lower(): HostRules(host.lower(), rules) for host, rules in self.hosts.items() if rules})
+        for host in set(self.hosts) | set(self.aliases):
+            self._compile_host(host)
+
+    def _compile_host(self, host: str) -> None:
+        rules, aliases = self.hosts.get(host, []), self.aliases.get(host, {})
+        if rules or aliases:
+            self._compiled[host.lower()] = HostRules(host.lower(), rules, aliases)
+        else:
+            self._compiled.pop(host.lower(), None)
+
+    def alias_count(self) -> int:
+        return sum(len(a) for a in self.aliases.values())
 
     # --- hot path ---
 
@@ -614,7 +690,7 @@ class RuleSet:
         if any(r.key == rule.key for r in rules):
             return False
         rules.append(rule)
-        self._compiled[host] = HostRules(host, rules)
+        self._compile_host(host)
         return True
 
     def remove(self, host: str, rule: DustRule) -> bool:
@@ -624,10 +700,7 @@ class RuleSet:
         if len(kept) == len(rules):
             return False
         self.hosts[host] = kept
-        if kept:
-            self._compiled[host] = HostRules(host, kept)
-        else:
-            self._compiled.pop(host, None)
+        self._compile_host(host)
         return True
 
     def merged(self, other: RuleSet) -> RuleSet:
@@ -635,7 +708,11 @@ class RuleSet:
         for host, rules in other.hosts.items():
             have = {r.key for r in hosts.get(host, [])}
             hosts.setdefault(host, []).extend(r for r in rules if r.key not in have)
-        return RuleSet(hosts, {**self.meta, **other.meta}, f"{self.source} + {other.source}")
+        aliases = {h: dict(a) for h, a in self.aliases.items()}
+        for host, table in other.aliases.items():
+            for key, target in table.items():
+                aliases.setdefault(host, {}).setdefault(key, target)  # the first file's alias wins
+        return RuleSet(hosts, {**self.meta, **other.meta}, f"{self.source} + {other.source}", aliases)
 
     # --- file ---
 
@@ -644,6 +721,8 @@ class RuleSet:
             "format": FORMAT,
             **({"meta": self.meta} if self.meta else {}),
             "hosts": {host: [r.to_json() for r in rules] for host, rules in sorted(self.hosts.items()) if rules},
+            **({"aliases": {host: dict(sorted(table.items())) for host, table in sorted(self.aliases.items())
+                            if table}} if any(self.aliases.values()) else {}),
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -669,6 +748,18 @@ class RuleSet:
                 lines.append(f"      {json.dumps(rule, ensure_ascii=False)}{comma}")
             lines.append("    ]" + ("," if h < len(hosts) - 1 else ""))
         lines.append("  }")
+        if "aliases" in data:  # one alias per line, as the rules
+            lines[-1] = "  },"
+            lines.append('  "aliases": {')
+            tables = list(data["aliases"].items())
+            for h, (host, table) in enumerate(tables):
+                lines.append(f"    {json.dumps(host)}: {{")
+                items = list(table.items())
+                for i, (key, target) in enumerate(items):
+                    comma = "," if i < len(items) - 1 else ""
+                    lines.append(f"      {json.dumps(key, ensure_ascii=False)}: {json.dumps(target, ensure_ascii=False)}{comma}")
+                lines.append("    }" + ("," if h < len(tables) - 1 else ""))
+            lines.append("  }")
         lines.append("}")
         return "\n".join(lines)
 
@@ -678,7 +769,7 @@ class RuleSet:
             raise DustRulesError(f"{source}: a rules file is a JSON object with 'format' and 'hosts'")
         if data.get("format", FORMAT) != FORMAT:
             raise DustRulesError(f"{source}: unknown format {data.get('format')!r}, expected {FORMAT!r}")
-        unknown = sorted(set(data) - {"format", "meta", "hosts"})
+        unknown = sorted(set(data) - {"format", "meta", "hosts", "aliases"})
         if unknown:
             raise DustRulesError(f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}")
         hosts_data = data.get("hosts", {})
@@ -689,15 +780,16 @@ class RuleSet:
             raise DustRulesError(f"{source}: 'meta' must be an object")
         hosts: dict[str, list[DustRule]] = {}
         for host, rules_data in hosts_data.items():
-            if not isinstance(host, str) or not host or any(c in host for c in "/?#:@ ") or host != host.lower():
+            if not _is_host(host):
                 raise DustRulesError(f"{source}: {host!r} is not a host name (lowercase, no port, no scheme)")
             if not isinstance(rules_data, list):
                 raise DustRulesError(f"{source}: hosts[{host!r}] must be a list of rules")
             rules = [DustRule.from_json(item, f"{source}: hosts[{host!r}] rule {i + 1}")
                      for i, item in enumerate(rules_data)]
-            _check_host(rules, f"{source}: hosts[{host!r}]")
+            check_host(rules, f"{source}: hosts[{host!r}]")
             hosts[host] = rules
-        return cls(hosts, dict(meta), source)
+        aliases = _aliases_from_json(data.get("aliases", {}), hosts, source)
+        return cls(hosts, dict(meta), source, aliases)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RuleSet:
@@ -730,7 +822,7 @@ class RuleSet:
         raise TypeError(f"dust_rules must be a path, a list of paths or a RuleSet, got {type(value).__name__}")
 
 
-def _check_host(rules: Sequence[DustRule], where: str) -> None:
+def check_host(rules: Sequence[DustRule], where: str) -> None:
     """Refuse rule sets whose substitutions undo each other (they would never reach a fixed point)."""
     subs = {(r.anchor, r.from_, r.to) for r in rules if r.kind == "substitute"}
     for anchor, old, new in subs:
@@ -745,6 +837,42 @@ def _check_host(rules: Sequence[DustRule], where: str) -> None:
             if compiled.apply(*once) != once:
                 raise DustRulesError(f"{where}: the substitutions starting from {r.from_!r} -> {r.to!r} never "
                                      "reach a fixed point (they rewrite each other's results in a cycle)")
+
+
+def _is_host(host: Any) -> bool:
+    return isinstance(host, str) and bool(host) and not any(c in host for c in "/?#:@ ") and host == host.lower()
+
+
+def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], source: str) -> dict[str, dict[str, str]]:
+    """Validate the alias table: literal "path?query" strings, bounded, targets that are final."""
+    if not isinstance(data, Mapping):
+        raise DustRulesError(f"{source}: 'aliases' must map host names to {{URL: URL}} objects")
+    out: dict[str, dict[str, str]] = {}
+    for host, table in data.items():
+        where = f"{source}: aliases[{host!r}]"
+        if not _is_host(host):
+            raise DustRulesError(f"{source}: aliases: {host!r} is not a host name (lowercase, no port, no scheme)")
+        if not isinstance(table, Mapping):
+            raise DustRulesError(f"{where} must be an object of \"path?query\": \"path?query\"")
+        if len(table) > MAX_ALIASES:
+            raise DustRulesError(f"{where}: {len(table)} aliases, at most {MAX_ALIASES} per host")
+        compiled = HostRules(host, hosts.get(host, ()))
+
+        def key_of(url: str) -> str:
+            path, query = compiled.apply(*_split(url))
+            return f"{path}?{query}" if query else path
+
+        for value in (*table.keys(), *table.values()):
+            if not isinstance(value, str) or not value.startswith("/") or "#" in value:
+                raise DustRulesError(f"{where}: {value!r} is not a path with an optional query ('/a?b=c')")
+        for key, target in table.items():
+            final = key_of(target)
+            # the key of the alias is ``final``: another alias's key that leads elsewhere would make a chain
+            if final != key and final in table and key_of(table[final]) != final:
+                raise DustRulesError(f"{where}: {key!r} -> {target!r}: the target (and what the host's rules "
+                                     f"make of it, {final!r}) must not be an alias itself")
+        out[host] = dict(table)
+    return out
 
 
 def load_rules(value: PathOrRules) -> RuleSet | None:

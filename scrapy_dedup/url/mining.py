@@ -51,18 +51,34 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from scrapy_dedup.content.clusters import Clusters
+from scrapy_dedup.content.engine import (
+    ContentDeduplicator,
+    ContentFingerprinter,
+    MemoryContentStore,
+    verify_rule_from_settings,
+)
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.index import SimhashIndex
-from scrapy_dedup.content.simhash import exact_hash_words, simhash_words
-from scrapy_dedup.content.simhash import words as split_words
+from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.url.canonical import Canonicalizer
-from scrapy_dedup.url.dust import VALUE_SHAPES, DustRule, HostRules, RuleSet, shape_of_segment
+from scrapy_dedup.url.dust import (
+    MAX_ALIASES,
+    VALUE_SHAPES,
+    DustRule,
+    DustRulesError,
+    HostRules,
+    RuleSet,
+    check_host,
+    shape_of_segment,
+)
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
 __all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation"]
 
 HASH_FIELDS = ("exact_hash", "content_hash", "hash", "sha1", "md5", "fingerprint")
-_VALUE_SHAPE_ORDER = ("digits", "alnum", "slug")
+_VALUE_SHAPE_ORDER = ("digits", "alnum", "slug", "path")
+#: redirects followed from a redirecting URL to the page it ends at, for the alias table
+MAX_REDIRECT_HOPS = 20
 
 
 @dataclass(frozen=True)
@@ -73,8 +89,10 @@ class MiningConfig:
     min_support: int = 3
     #: violations / (support + violations) above this rejects a rule
     max_violation_rate: float = 0.05
-    #: a page reached by more URLs than this is boilerplate (soft 404, error page): no support
-    max_cluster_urls: int = 20
+    #: a page reached by more URLs than this is boilerplate (soft 404, error page): no support. A
+    #: page's many session, tracking and view forms reach dozens; one page many URLs return is also
+    #: caught per rule (one page behind three or more rewritten URLs gives no support)
+    max_cluster_urls: int = 200
     #: near duplicates: simhash fingerprints at most this many bits apart (0: exact only)
     hamming: int = 3
     #: pages with fewer words are degenerate and ignored (only when the log gives ``words``)
@@ -87,6 +105,10 @@ class MiningConfig:
     examples: int = 3
     #: mining rounds (each one on the URLs rewritten by the rules kept so far)
     rounds: int = 3
+    #: redirects no rule explains kept as aliases per host (``0``: no alias table)
+    max_aliases: int = MAX_ALIASES
+    #: a page the kept rules leave under exactly two keys gets an alias too (an opaque id served as a page)
+    content_aliases: bool = True
     #: how a record's ``html`` becomes text: the crawl's extraction (its ``min_words`` is set to ``min_words``)
     extraction: ExtractionPolicy = ExtractionPolicy()
 
@@ -100,6 +122,8 @@ class MiningConfig:
             raise ValueError(f"max_cluster_urls must be >= 2, got {self.max_cluster_urls}")
         if not 0 <= self.hamming < 32:
             raise ValueError(f"hamming must be in [0, 32), got {self.hamming}")
+        if not 0 <= self.max_aliases <= MAX_ALIASES:
+            raise ValueError(f"max_aliases must be in [0, {MAX_ALIASES}], got {self.max_aliases}")
 
 
 @dataclass
@@ -120,10 +144,43 @@ class RuleValidation:
 
 
 @dataclass
+class HostReport:
+    """What the miner saw on one host, for ``mine-dust -v``: why a host got no rule is said, not left silent."""
+
+    host: str
+    urls: int = 0
+    pages_with_aliases: int = 0  # same-page groups of two URLs or more
+    candidates: int = 0  # typed candidates from those groups (all rounds)
+    below_support: list[tuple[str, int]] = field(default_factory=list)  # (described candidate, pages) examples
+    redirects: int = 0
+    redirects_explained: int = 0  # a kept rule already maps the URL to its redirect target
+    aliases: int = 0
+    content_aliases: int = 0  # of the aliases: a page the rules leave under two keys
+
+    def lines(self) -> list[str]:
+        head = (f"{self.host}: {self.urls} URL(s), {self.pages_with_aliases} page(s) reached by two URLs or more, "
+                f"{self.candidates} candidate(s)")
+        if self.redirects:
+            head += (f"; {self.redirects} redirect(s): {self.redirects_explained} explained by a rule, "
+                     f"{self.aliases} alias(es) (new keys, or a fetchable URL for a key)")
+        if self.content_aliases:
+            head += f"; {self.content_aliases} alias(es) of pages the rules leave under two keys"
+        out = [head]
+        if not self.pages_with_aliases:
+            out.append("  no candidate: no two URLs of this host served the same page")
+        elif not self.candidates:
+            out.append("  no candidate: the URLs of one page differ in ways no rule kind expresses")
+        for described, pages in self.below_support:
+            out.append(f"  skip {described}: seen on {pages} page(s) < min_support")
+        return out
+
+
+@dataclass
 class MiningResult:
     rules: RuleSet
     validations: list[RuleValidation] = field(default_factory=list)
     stats: Counter = field(default_factory=Counter)
+    hosts: dict[str, HostReport] = field(default_factory=dict)
 
     def kept(self) -> list[RuleValidation]:
         return [v for v in self.validations if v.kept]
@@ -166,6 +223,28 @@ def _params(query: str) -> list[tuple[str, str]]:
     return out
 
 
+def safe_parts(canonicalizer: Canonicalizer, url: str) -> tuple[str, str, str] | None:
+    """(host, path, query) of ``url`` through ``canonicalizer`` (one without switches or rules: the safe
+    steps, the form DUST rules and aliases are written in); None for a URL it cannot parse."""
+    result = canonicalizer.canonicalize_with_info(url)
+    if result.unparsable:
+        return None
+    rest = result.url.partition("://")[2]
+    if not rest:
+        return None
+    rest = rest.partition("#")[0]
+    slash = rest.find("/")
+    hostport = rest if slash == -1 else rest[:slash]
+    path_query = "/" if slash == -1 else rest[slash:]
+    host = hostport.rpartition("@")[2]
+    if host.startswith("["):
+        host = host[: host.find("]") + 1]
+    else:
+        host = host.partition(":")[0]
+    path, _, query = path_query.partition("?")
+    return host, path or "/", query
+
+
 class DustMiner:
     """Collects (URL, content) pairs and mines per-host DUST rules from them.
 
@@ -182,8 +261,10 @@ class DustMiner:
     def __init__(self, config: MiningConfig | None = None):
         self.config = config or MiningConfig()
         self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
+        self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
         self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
         self._simhashes: SimhashIndex | None = None
+        self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
         self.stats: Counter = Counter()
         self._canonicalizer = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
 
@@ -191,23 +272,8 @@ class DustMiner:
 
     def split_url(self, url: str) -> tuple[str, str, str] | None:
         """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
-        result = self._canonicalizer.canonicalize_with_info(url)
-        if result.unparsable:
-            return None
-        rest = result.url.partition("://")[2]
-        if not rest:
-            return None
-        rest = rest.partition("#")[0]
-        slash = rest.find("/")
-        hostport = rest if slash == -1 else rest[:slash]
-        path_query = "/" if slash == -1 else rest[slash:]
-        host = hostport.rpartition("@")[2]
-        if host.startswith("["):
-            host = host[: host.find("]") + 1]
-        else:
-            host = host.partition(":")[0]
-        path, _, query = path_query.partition("?")
-        return host, path or "/", query
+        return safe_parts(self._canonicalizer, url)
+
 
     def add_page(self, url: str, exact_key: Any, simhash: int | None = None) -> bool:
         """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches)."""
@@ -243,11 +309,35 @@ class DustMiner:
                 self.stats["near_duplicate_contents"] += 1
         return cid
 
+    def engine(self) -> ContentDeduplicator:
+        """The content engine with the crawl's default parameters (``content/params.py``): records that bring
+        their text or HTML but no verdict get the verdict a crawl would have given them, in order."""
+        if self._engine is None:
+            p = _EngineDefaults()
+            fingerprinter = ContentFingerprinter(shingle_size=p.shingle_size, bits=p.fingerprint_bits,
+                                                 min_words=self.config.min_words, sketch_size=p.sketch_size)
+            store = MemoryContentStore(threshold=p.hamming_threshold, bands=p.bands, bits=p.fingerprint_bits,
+                                       sketch_size=p.sketch_size, verify=verify_rule_from_settings(p))
+            self._engine = ContentDeduplicator(fingerprinter, store)
+        return self._engine
+
     def add_record(self, record: Any) -> bool:
-        """One log line (a parsed JSON object); returns False (and counts why) when it is unusable."""
+        """One log line (a parsed JSON object); returns False (and counts why) when it is unusable.
+
+        Sameness, best evidence first: the content engine's ``cluster`` (a crawl log written by this
+        version: exact or verified near duplicates share it); else a content hash with an optional
+        simhash (older logs, other dumps); else the page's ``text`` or ``html``, judged here by the
+        engine. ``redirect_urls`` (and a ``request_url`` other than ``url``) served the page too.
+        """
         if not isinstance(record, dict):
             self.stats["bad_lines"] += 1
             return False
+        if record.get("kind") == "redirect":  # {"request_url": from, "url": to}: no content of its own
+            source, target = record.get("request_url"), record.get("url")
+            if not (isinstance(source, str) and isinstance(target, str) and source and target):
+                self.stats["lines_without_url"] += 1
+                return False
+            return self._add_redirect(source, target)
         if record.get("kind") == "degenerate":
             self.stats["degenerate_pages"] += 1
             return False
@@ -258,7 +348,10 @@ class DustMiner:
             return False
         exact: Any = None
         simhash: int | None = None
-        for name in HASH_FIELDS:
+        cluster = record.get("cluster")
+        if isinstance(cluster, str) and cluster:
+            exact = ("cluster", cluster)
+        for name in HASH_FIELDS if exact is None else ():
             value = record.get(name)
             if isinstance(value, (str, int)) and value != "":
                 exact = (name, value)
@@ -271,6 +364,8 @@ class DustMiner:
                 simhash = None
         elif isinstance(raw_simhash, int) and not isinstance(raw_simhash, bool):
             simhash = raw_simhash
+        if exact is not None and exact[0] == "cluster":
+            simhash = None  # the engine already decided which pages are one
         if exact is None:
             text = record.get("text")
             html = record.get("html")
@@ -283,18 +378,64 @@ class DustMiner:
             if not isinstance(text, str):
                 self.stats["lines_without_content"] += 1
                 return False
-            tokens = split_words(text)
-            words = len(tokens)
-            exact = ("exact_hash", exact_hash_words(tokens))
-            simhash = simhash_words(tokens) if tokens else None
+            verdict = self.engine().check(url, text)
+            if verdict.kind == "degenerate" or verdict.cluster is None:
+                self.stats["degenerate_pages"] += 1
+                return False
+            exact, words = ("cluster", verdict.cluster), None
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
             return False
         ok = self.add_page(url, exact, simhash)
+        if not ok:
+            return False
+        sources = record.get("redirect_urls")
+        sources = [u for u in sources if isinstance(u, str)] if isinstance(sources, list) else []
         request_url = record.get("request_url")
-        if ok and isinstance(request_url, str) and request_url and request_url != url:
-            self.add_page(request_url, exact, simhash)  # a redirect: both URLs served this content
+        if isinstance(request_url, str) and request_url and request_url != url and request_url not in sources:
+            sources.append(request_url)
+        for source in sources:
+            if source != url:
+                self._add_redirect(source, url)
         return ok
+
+    def _add_redirect(self, source: str, target: str) -> bool:
+        """Evidence that ``source`` redirects to ``target`` (same host only: aliases are per host). At mining,
+        a redirecting URL served the page its chain of redirects ends at."""
+        a, b = self.split_url(source), self.split_url(target)
+        if a is None or b is None or a[0] != b[0]:
+            self.stats["redirects_across_hosts"] += 1
+            return False
+        key = _join_key(a[1], a[2])
+        if key not in self.redirects.setdefault(a[0], {}):
+            self.redirects[a[0]][key] = _join_key(b[1], b[2])
+            self.stats["redirects"] += 1
+        return True
+
+    def _final(self, host: str, key: str) -> str | None:
+        """Where the redirects from ``key`` end (``key`` itself when it does not redirect); None for a loop."""
+        redirects = self.redirects.get(host, {})
+        seen = {key}
+        for _ in range(MAX_REDIRECT_HOPS):
+            nxt = redirects.get(key)
+            if nxt is None:
+                return key
+            if nxt in seen:
+                return None
+            seen.add(nxt)
+            key = nxt
+        return None
+
+    def _resolve_redirects(self) -> None:
+        """A redirecting URL serves the page at the end of its redirects (when that page was fetched)."""
+        for host, redirects in self.redirects.items():
+            urls = self.hosts.get(host)
+            if urls is None:
+                continue
+            for source in redirects:
+                end = self._final(host, source)
+                if end is not None and end in urls and source not in urls:
+                    urls[source] = urls[end]
 
     # --- mining ---
 
@@ -302,22 +443,92 @@ class DustMiner:
         """Mine every host; ``existing`` rules are applied first and never proposed again."""
         thresholds = {key: value for key, value in asdict(self.config).items() if key != "extraction"}
         result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust", "thresholds": thresholds}))
+        self._resolve_redirects()
         result.stats.update(self.stats)
         for host in sorted(self.hosts):
             base = list(existing.hosts.get(host, [])) if existing is not None else []
-            kept = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base).run()
+            report = result.hosts[host] = HostReport(host, urls=len(self.hosts[host]))
+            kept = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report).run()
+            kept = _loadable(host, base, kept, result)
             for rule in kept:
                 result.rules.add(host, rule)
+            aliases = self._aliases(host, HostRules(host, base + kept), report)
+            if aliases:
+                result.rules.aliases[host] = aliases
+        result.rules.recompile()
         result.stats["rules"] = len(result.rules)
+        result.stats["aliases"] = result.rules.alias_count()
         return result
+
+    def _content_aliases(self, urls: dict[str, int], redirects: dict[str, str], rewritten: Any,
+                         aliases: dict[str, str], report: HostReport) -> None:
+        """A page the rules leave under exactly two keys (an opaque id served as a page, ``/item.php?id=4711``
+        beside ``/shoes/blue-runner``): the key fewer URLs reached becomes an alias of the other.
+
+        Only two: a page behind three keys or more the rules do not fold is a soft 404, an error page or
+        a form the vocabulary misses, and an alias table of it would hide a fault, not learn the site."""
+        representative = self._contents.representative
+        pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
+        for raw, cid in urls.items():
+            if raw in redirects:
+                continue  # a redirecting URL: the redirect evidence above
+            entry = pages.setdefault(representative(cid), {}).setdefault(rewritten(raw), [0, raw])
+            entry[0] += 1
+            if raw == rewritten(raw):
+                entry[1] = raw  # the URL that is its own key: the one to request
+        for keys in pages.values():
+            if len(keys) != 2:
+                continue
+            # the main key: reached by more URLs, then one without a query, then the shorter
+            (_main, (_, target)), (other, _) = sorted(
+                keys.items(), key=lambda kv: (-kv[1][0], "?" in kv[0], len(kv[0]), kv[0]))
+            if other not in aliases and len(aliases) < self.config.max_aliases:
+                aliases[other] = target
+                report.content_aliases += 1
+                self.stats["content_aliases"] += 1
+
+    def _aliases(self, host: str, rules: HostRules, report: HostReport) -> dict[str, str]:
+        """The host's redirects as an alias table: rewritten source -> the page it ends at, as fetched.
+
+        A redirect no rule explains gives a new key. One a rule explains (source and target have one key)
+        is kept too: the key stays (the alias may be ``key -> key``), but a crawl then requests the target
+        at once instead of a URL known to redirect (the hop is a fetch for nothing)."""
+        redirects = self.redirects.get(host, {})
+        report.redirects = len(redirects)
+        urls = self.hosts[host]
+
+        def rewritten(key: str) -> str:
+            path, query = rules.apply(*_split_key(key))
+            return _join_key(path, query)
+
+        aliases: dict[str, str] = {}
+        for source in sorted(redirects):
+            end = self._final(host, source)
+            if end is None or end == source or end not in urls:  # a loop, or no page known at its end
+                continue
+            key, target = rewritten(source), rewritten(end)
+            if key == target:
+                report.redirects_explained += 1
+            if len(aliases) < self.config.max_aliases:
+                aliases.setdefault(key, end)
+            else:
+                self.stats["aliases_over_limit"] += 1
+        if self.config.content_aliases:
+            self._content_aliases(urls, redirects, rewritten, aliases, report)
+        # a target whose key is another alias (two redirects rewritten onto each other): not final, left out
+        aliases = {k: t for k, t in aliases.items()
+                   if (rt := rewritten(t)) == k or rt not in aliases or rewritten(aliases[rt]) == rt}
+        report.aliases = len(aliases)
+        return aliases
 
 
 class _HostMiner:
     """Mining of one host's URL set."""
 
     def __init__(self, host: str, urls: dict[str, int], contents: Clusters[int], config: MiningConfig,
-                 result: MiningResult, base_rules: list[DustRule]):
+                 result: MiningResult, base_rules: list[DustRule], report: HostReport | None = None):
         self.host = host
+        self.report = report or HostReport(host)
         self.config = config
         self.result = result
         self.rules: list[DustRule] = []
@@ -368,15 +579,20 @@ class _HostMiner:
                 for j in range(i + 1, len(keys)):
                     _candidates(keys[i], keys[j], found)
             counts.update(found)
+        report = self.report
+        report.pages_with_aliases = max(report.pages_with_aliases, len(members))
+        report.candidates += len(counts)
         del members
         by_kind: dict[str, list[tuple]] = {}
         for cand, n in counts.most_common():
             if n < cfg.min_support:
+                if len(report.below_support) < 10:
+                    report.below_support.append((_describe_candidate(cand), n))
                 continue
             by_kind.setdefault(cand[0], []).append(cand)
         kept: list[DustRule] = []
         self._index()
-        for kind in ("drop_segment", "case_insensitive", "param", "query_to_path", "substitute"):
+        for kind in ("drop_pathparam", "drop_segment", "case_insensitive", "param", "query_to_path", "substitute"):
             cands = by_kind.get(kind, [])[: cfg.max_candidates]
             new: list[DustRule] = []
             if kind == "param":
@@ -446,14 +662,15 @@ class _HostMiner:
             done.add((anchor, a, b))
             best: RuleValidation | None = None
             verdicts = []
+            if any(DustRule("substitute", anchor=anchor, from_=old, to=new).key in self.known
+                   for old, new in ((a, b), (b, a))):
+                continue  # one direction is kept (an earlier round): the other would undo it
             for old, new in ((a, b), (b, a)):
                 try:
                     rule = DustRule("substitute", anchor=anchor, from_=old, to=new)
                     rule.check()
                 except ValueError:
                     continue
-                if rule.key in self.known:
-                    break
                 verdict = self._judge(rule, record=False)
                 verdicts.append(verdict)
                 if verdict.kept and (best is None or _preference(verdict) > _preference(best)):
@@ -471,6 +688,8 @@ class _HostMiner:
             return self.by_param.get(rule.param, ())
         if rule.kind == "query_to_path":
             return self.by_path.get(rule.path, ())
+        if rule.kind == "drop_pathparam":
+            return (k for k in self.urls if f";{rule.param}=" in _split_key(k)[0])
         if rule.kind == "substitute" and rule.anchor == "prefix":
             return (k for k in self.urls if k.startswith(rule.from_))
         if rule.kind == "substitute":
@@ -538,6 +757,35 @@ class _HostMiner:
         return verdict
 
 
+def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: MiningResult) -> list[DustRule]:
+    """``kept`` without the substitutions that would make the host's rules refused at load (they rewrite
+    each other's results in a cycle): the latest kept goes first. The miner never writes a file the
+    crawl cannot load."""
+    kept = list(kept)
+    while True:
+        try:
+            check_host(base + kept, host)
+            return kept
+        except DustRulesError:
+            if not kept:
+                return kept
+            last = next((i for i in range(len(kept) - 1, -1, -1) if kept[i].kind == "substitute"), len(kept) - 1)
+            dropped = kept.pop(last)
+            result.stats["rules_dropped_cycle"] += 1
+            for validation in result.validations:
+                if validation.host == host and validation.rule.key == dropped.key:
+                    validation.kept = False
+                    validation.reason = "would rewrite the results of kept substitutions in a cycle"
+
+
+class _EngineDefaults:
+    """The content engine's parameters at their defaults (``content/params.py``), as attributes."""
+
+    def __init__(self) -> None:
+        for param in ENGINE_PARAMS:
+            setattr(self, param.key, param.default)
+
+
 def _preference(verdict: RuleValidation) -> tuple:
     """Between two directions of a substitution: more support, fewer violations, then the longer target
     (``.htm`` -> ``.html``, ``/~editors/`` -> ``/people/editors/``: the spelled-out form), then the text."""
@@ -548,7 +796,9 @@ def _preference(verdict: RuleValidation) -> tuple:
 def _rule_of(cand: tuple) -> DustRule | None:
     kind = cand[0]
     try:
-        if kind == "drop_segment":
+        if kind == "drop_pathparam":
+            rule = DustRule("drop_pathparam", param=cand[1], prefix="/")
+        elif kind == "drop_segment":
             rule = DustRule("drop_segment", shape=cand[1], prefix="/")
         elif kind == "case_insensitive":
             rule = DustRule("case_insensitive")
@@ -563,10 +813,33 @@ def _rule_of(cand: tuple) -> DustRule | None:
     return rule
 
 
+def _describe_candidate(cand: tuple) -> str:
+    """A candidate in words, for ``mine-dust -v``."""
+    if cand[0] == "param":
+        _, name, value, prefix = cand
+        return f"?{name}{'' if value is None else '=' + value} under {prefix}"
+    rule = _rule_of(cand)
+    if rule is not None:
+        return rule.describe()
+    if cand[0] == "substitute":
+        return f"path {cand[1]} {cand[2]!r} <-> {cand[3]!r}"
+    return " ".join(map(str, cand))
+
+
+_PATHPARAM = re.compile(r";([A-Za-z_][A-Za-z0-9_.\-]{0,63})=[^;/]*")
+
+
 def _candidates(k1: str, k2: str, out: set[tuple]) -> None:
     """Typed rule candidates that would explain why two URLs of one page differ."""
     p1, q1 = _split_key(k1)
     p2, q2 = _split_key(k2)
+    if ";" in p1 or ";" in p2:  # a session in a path parameter: dropped by name, whatever its value
+        names = {m.group(1) for p in (p1, p2) for m in _PATHPARAM.finditer(p)}
+        for name in names:
+            out.add(("drop_pathparam", name))
+        s1, s2 = _PATHPARAM.sub("", p1), _PATHPARAM.sub("", p2)
+        if names and (s1, q1) == (s2, q2):
+            return
     if p1 == p2:
         if q1 != q2:
             _param_candidates(p1, q1, q2, out)
@@ -648,16 +921,20 @@ def _q2p_candidates(path_q: str, query: str, path_p: str, other_query: str, out:
 
 
 def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
-    # a differing end of the path, cut back to a token boundary: ".htm" ~ ".html"
+    # a differing end of the path. Cut inside a word, it is cut back to the token boundary, which is
+    # kept: ".htm" ~ ".html", "/" ~ "/index.html". Cut at a boundary it stays: "/" ~ ".html" (the
+    # directory and the file of one page), "/" ~ "" (a trailing slash). A "/" only at the ends of the
+    # pieces: "/intro/" ~ "/intro.html" would be one page's name, not a rule of the site.
     n = min(len(p1), len(p2))
     i = 0
     while i < n and p1[i] == p2[i]:
         i += 1
-    while i > 0 and p1[i - 1].isalnum():
+    if p1[i:i + 1].isalnum() or p2[i:i + 1].isalnum():
+        while i > 0 and p1[i - 1].isalnum():
+            i -= 1
         i -= 1
-    i -= 1  # keep the boundary character: ".htm" ~ ".html", not "htm" ~ "html"
     a, b = p1[i:], p2[i:]
-    if i > 1 and a != b and "/" not in a and "/" not in b and a and b:
+    if i > 1 and a != b and (a or b) and "/" not in a[1:-1] and "/" not in b[1:-1]:
         out.add(("substitute", "suffix", *sorted((a, b))))
     # a differing start of the path, cut after a "/": "/~editors/" ~ "/people/editors/"
     j = 0

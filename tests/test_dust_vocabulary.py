@@ -1,0 +1,323 @@
+"""DUST forms of documentation sites: path-shaped query values, directory/index/extension aliases, session path
+parameters, redirects and the alias table; sameness as the content engine decides it.
+
+Table tests (input URL, expected canonical URL, and the traps that must stay apart), then one miner test per
+kind of evidence, then the alias table's file form.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from scrapy_dedup.audit.mine_dust import mine_logs, read_log
+from scrapy_dedup.cli import mine_dust_main as cli_main
+from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.dust import MAX_ALIASES, DustRule, DustRulesError, RuleSet
+from scrapy_dedup.url.mining import DustMiner, MiningConfig
+
+H = "docs.test"
+
+QUERYPATH = DustRule("query_to_path", path="/view.php", param="doc", value="path", to="/{value}")
+WIKI = DustRule("query_to_path", path="/w/index.php", param="title", value="path", to="/wiki/{value}")
+INDEX = DustRule("substitute", anchor="suffix", from_="/index.html", to="/")
+DIRFILE = DustRule("substitute", anchor="suffix", from_="/", to=".html")
+SLASH = DustRule("substitute", anchor="suffix", from_="/", to="")
+JSESSION = DustRule("drop_pathparam", param="jsessionid")
+ALIASES = {"/item.php?id=4711": "/shoes/blue-runner", "/": "/wiki/Main_Page"}
+
+
+def canonical(rules: RuleSet, path: str) -> str:
+    return Canonicalizer(dust_rules=rules).canonicalize(f"http://{H}{path}").partition(H)[2]
+
+
+@pytest.mark.parametrize("rule, url, expected", [
+    (QUERYPATH, "/view.php?doc=guide/intro.html", "/guide/intro.html"),
+    (QUERYPATH, "/view.php?doc=guide/", "/guide/"),
+    (QUERYPATH, "/view.php?doc=intro.html&lang=de", "/intro.html?lang=de"),
+    (QUERYPATH, "/view.php?doc=../etc/passwd", "/view.php?doc=../etc/passwd"),  # never a dot segment
+    (QUERYPATH, "/view.php?doc=a/./b", "/view.php?doc=a/./b"),
+    (QUERYPATH, "/view.php?doc=/abs", "/view.php?doc=/abs"),  # never a leading "/"
+    (QUERYPATH, "/view.php?doc=a//b", "/view.php?doc=a//b"),
+    (QUERYPATH, "/view.php?doc=a%2Fb", "/view.php?doc=a%2Fb"),  # escapes never enter the path
+    (QUERYPATH, "/other.php?doc=guide/intro.html", "/other.php?doc=guide/intro.html"),
+    (WIKI, "/w/index.php?title=Main_Page", "/wiki/Main_Page"),
+    (WIKI, "/w/index.php?title=Category:Guide", "/wiki/Category:Guide"),
+    (INDEX, "/guide/index.html", "/guide/"),
+    (INDEX, "/index.html", "/"),
+    (INDEX, "/guide/index.htm", "/guide/index.htm"),
+    (DIRFILE, "/guide/intro/", "/guide/intro.html"),
+    (DIRFILE, "/", "/"),  # the whole path is never a suffix
+    (SLASH, "/guide/intro/", "/guide/intro"),
+    (JSESSION, "/guide/intro.html;jsessionid=a1b2c3d4e5f6", "/guide/intro.html"),
+    (JSESSION, "/guide;jsessionid=a1b2/intro.html", "/guide/intro.html"),
+    (JSESSION, "/guide/intro.html;jsessionid=x;v=2", "/guide/intro.html;v=2"),  # other parameters stay
+    (JSESSION, "/guide/intro.html;jsessionidx=1", "/guide/intro.html;jsessionidx=1"),  # a whole name
+])
+def test_rule_table(rule, url, expected):
+    assert canonical(RuleSet({H: [rule]}), url) == expected
+
+
+@pytest.mark.parametrize("rules, apart", [
+    # pagination, parts, sort facets and languages are other pages: no new rule kind merges them
+    ([QUERYPATH, INDEX, JSESSION], ["/list?page=2", "/list", "/list?page=3"]),
+    ([QUERYPATH, INDEX, JSESSION], ["/guide/intro.html?part=2", "/guide/intro.html"]),
+    ([QUERYPATH, INDEX, JSESSION], ["/view.php?doc=intro.html&sort=title", "/view.php?doc=intro.html"]),
+    ([QUERYPATH, INDEX, JSESSION], ["/de/guide/intro.html", "/guide/intro.html"]),
+    ([QUERYPATH, INDEX], ["/view.php?doc=guide/a.html", "/view.php?doc=guide/b.html"]),
+    ([DIRFILE], ["/guide/", "/guide/index.html"]),
+])
+def test_traps_stay_apart(rules, apart):
+    ruleset = RuleSet({H: list(rules)})
+    assert len({canonical(ruleset, url) for url in apart}) == len(apart)
+
+
+def test_alias_table_is_looked_up_after_the_rules_and_stays_idempotent():
+    rules = RuleSet({H: [DustRule("drop_param", param="sid"), DustRule("substitute", anchor="prefix",
+                                                                      from_="/wiki/", to="/index.php/")]},
+                    aliases={H: ALIASES})
+    assert canonical(rules, "/item.php?id=4711&sid=77") == "/shoes/blue-runner"
+    assert canonical(rules, "/item.php?id=4712") == "/item.php?id=4712"
+    # the key of an alias is its target through the rules; the URL to request is the target as fetched
+    assert canonical(rules, "/") == canonical(rules, "/wiki/Main_Page") == "/index.php/Main_Page"
+    assert rules.for_host(H).alias_of("/", "") == ("/wiki/Main_Page", "")
+    assert rules.for_host(H).alias_of("/wiki/Main_Page", "") is None
+    # a redirect a rule explains: the key stays, the alias only names the URL to request for it
+    explained = RuleSet({H: [INDEX]}, aliases={H: {"/guide/": "/guide/index.html"}})
+    assert canonical(explained, "/guide/index.html") == canonical(explained, "/guide/") == "/guide/"
+    assert explained.for_host(H).alias_of("/guide/", "") == ("/guide/index.html", "")
+    itself = RuleSet({H: [INDEX]}, aliases={H: {"/guide/": "/guide/"}})  # /guide/index.html redirects to /guide/
+    assert canonical(itself, "/guide/index.html") == "/guide/"
+    assert itself.for_host(H).alias_of("/guide/index.html", "") == ("/guide/", "")
+    for url in ("/", "/item.php?id=4711", "/shoes/blue-runner"):
+        once = canonical(rules, url)
+        assert canonical(rules, once) == once
+
+
+def test_alias_table_round_trips_through_the_rules_file(tmp_path):
+    rules = RuleSet({H: [INDEX]}, meta={"generated_by": "test"}, aliases={H: ALIASES, "other.test": {"/a": "/b"}})
+    path = tmp_path / "rules.json"
+    rules.save(path)
+    text = path.read_text()
+    assert '      "/item.php?id=4711": "/shoes/blue-runner"' in text.splitlines()  # one alias per line
+    loaded = RuleSet.load(path)
+    assert loaded.aliases == rules.aliases and loaded.alias_count() == 3
+    assert [r.key for r in loaded.hosts[H]] == [INDEX.key]
+    assert canonical(loaded, "/item.php?id=4711") == "/shoes/blue-runner"
+    assert RuleSet.from_json(json.loads(loaded.dumps())).to_json() == loaded.to_json()
+    merged = loaded.merged(RuleSet(aliases={H: {"/item.php?id=4711": "/elsewhere", "/c": "/d"}}))
+    assert merged.aliases[H]["/item.php?id=4711"] == "/shoes/blue-runner" and merged.aliases[H]["/c"] == "/d"
+
+
+@pytest.mark.parametrize("aliases, message", [
+    ({H: {"/a": "/b", "/b": "/c"}}, "must not be an alias itself"),  # a chain
+    ({H: {"/a": "/guide/index.html", "/guide/": "/x"}}, "must not be an alias itself"),  # through the rules
+    ({H: {"a": "/b"}}, "is not a path"),
+    ({H: {"/a": "/b#top"}}, "is not a path"),
+    ({H: {"/a": 3}}, "is not a path"),
+    ({"Docs.Test": {"/a": "/b"}}, "is not a host name"),
+    ({H: ["/a", "/b"]}, "must be an object"),
+    ({H: {f"/a{i}": "/b" for i in range(MAX_ALIASES + 1)}}, f"at most {MAX_ALIASES}"),
+])
+def test_bad_alias_tables_are_refused_naming_the_entry(aliases, message):
+    data = {"format": "scrapy-dedup-dust/1", "hosts": {H: [INDEX.to_json()]}, "aliases": aliases}
+    with pytest.raises(DustRulesError, match=message):
+        RuleSet.from_json(data, "rules.json")
+
+
+# --------------------------------------------------------------------------------------- the miner
+
+def _fp(rng: random.Random) -> str:
+    return format(rng.getrandbits(64), "016x")
+
+
+def _write(tmp_path, lines, name="crawl.jsonl") -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return str(path)
+
+
+def _page(path: str, cluster: str | None, rng: random.Random, kind: str = "unique") -> dict:
+    record = {"request_url": f"http://{H}{path}", "url": f"http://{H}{path}", "exact_hash": _fp(rng) * 2,
+              "simhash": _fp(rng), "words": 300, "kind": kind}
+    if cluster is not None:
+        record["cluster"] = f"http://{H}{cluster}"
+    return record
+
+
+def _kinds(result) -> set[tuple[str, str]]:
+    return {(r.kind, r.param or r.from_ or r.shape) for r in result.rules.hosts.get(H, [])}
+
+
+def test_the_engines_clusters_are_the_sameness(tmp_path):
+    """Print views with other chrome and pages with per-fetch noise: their exact hashes and simhashes differ
+    (here: random), but the crawl's engine put them in one cluster. Before the crawl log carried the
+    cluster, the miner judged by the hashes only and found no rule."""
+    rng = random.Random(1)
+    lines = []
+    for i in range(6):
+        lines.append(_page(f"/guide/p{i}.html", f"/guide/p{i}.html", rng))
+        lines.append(_page(f"/guide/p{i}.html?print=1", f"/guide/p{i}.html", rng, "near"))
+    assert ("drop_param", "print") in _kinds(mine_logs([_write(tmp_path, lines)]))
+    # an old log without the cluster: the hashes decide, as before (here they differ: no rule)
+    for line in lines:
+        del line["cluster"]
+    assert ("drop_param", "print") not in _kinds(mine_logs([_write(tmp_path, lines, "old.jsonl")]))
+
+
+def test_text_records_are_judged_by_the_engine_in_order(tmp_path):
+    """A dump with the pages' text: per-fetch noise in the main text ("rendered for visitor N at ...") makes
+    every fetch's exact hash differ; the engine (verification included) still calls them one page."""
+    rng = random.Random(2)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    lines = []
+    for i in range(5):
+        text = " ".join(rng.choice(vocabulary) for _ in range(400))
+        for j, path in enumerate((f"/guide/p{i}.html", f"/guide/p{i}.html?ref=nav", f"/guide/p{i}.html?ref=top")):
+            noise = f"rendered for visitor {rng.randrange(10**6)} at 12:{rng.randrange(60):02d}:{j:02d}"
+            lines.append({"url": f"http://{H}{path}", "text": f"{text[:1200]} {noise} {text[1200:]}"})
+    miner = DustMiner()
+    read_log(miner, _write(tmp_path, lines))
+    assert ("drop_param", "ref") in _kinds(miner.mine())
+
+
+def test_path_in_a_query_value_and_mediawiki_titles(tmp_path):
+    rng = random.Random(3)
+    lines = []
+    for i, name in enumerate(("intro", "setup", "usage", "faq")):
+        lines.append(_page(f"/guide/{name}.html", f"/guide/{name}.html", rng))
+        lines.append(_page(f"/view.php?doc=guide/{name}.html", f"/guide/{name}.html", rng, "near"))
+        lines.append(_page(f"/wiki/{name.title()}_Page", f"/wiki/{name.title()}_Page", rng))
+        lines.append(_page(f"/w/index.php?title={name.title()}_Page", f"/wiki/{name.title()}_Page", rng, "near"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert canonical(rules, "/view.php?doc=guide/other.html") == "/guide/other.html"
+    assert canonical(rules, "/w/index.php?title=Other") == "/wiki/Other"
+
+
+def test_directory_index_and_extension_aliases(tmp_path):
+    rng = random.Random(4)
+    lines = []
+    for sec in ("guide", "howto", "tools"):
+        lines.append(_page(f"/{sec}/", f"/{sec}/", rng))
+        lines.append(_page(f"/{sec}/index.html", f"/{sec}/", rng, "exact"))
+    for name in ("intro", "setup", "usage"):
+        lines.append(_page(f"/guide/{name}.html", f"/guide/{name}.html", rng))
+        lines.append(_page(f"/guide/{name}/", f"/guide/{name}.html", rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert canonical(rules, "/admin/index.html") == canonical(rules, "/admin/")
+    assert canonical(rules, "/guide/other/") == canonical(rules, "/guide/other.html")
+    assert canonical(rules, "/guide/") != canonical(rules, "/guide/intro.html")  # an index is not its pages
+
+
+def test_session_path_parameters_are_dropped_by_name_not_by_token(tmp_path):
+    rng = random.Random(5)
+    lines = []
+    for i in range(5):
+        token = "".join(rng.choice("abcdef0123456789") for _ in range(24))
+        lines.append(_page(f"/guide/p{i}.html", f"/guide/p{i}.html", rng))
+        lines.append(_page(f"/guide/p{i}.html;jsessionid={token}", f"/guide/p{i}.html", rng, "exact"))
+    result = mine_logs([_write(tmp_path, lines)])
+    assert _kinds(result) == {("drop_pathparam", "jsessionid")}
+    assert canonical(result.rules, "/other.html;jsessionid=ffff") == "/other.html"
+
+
+def test_a_page_behind_many_urls_still_gives_support(tmp_path):
+    """Tracking and session forms reach one documentation page through dozens of URLs: before, a page
+    behind more than 20 URLs was taken for a soft 404 and gave no support."""
+    rng = random.Random(6)
+    lines = []
+    for i in range(4):
+        lines.append(_page(f"/p{i}.html", f"/p{i}.html", rng))
+        for j in range(15):
+            lines.append(_page(f"/p{i}.html?sid=s{rng.randrange(10**9)}", f"/p{i}.html", rng, "exact"))
+            lines.append(_page(f"/p{i}.html?ref=r{j}", f"/p{i}.html", rng, "exact"))
+    kinds = _kinds(mine_logs([_write(tmp_path, lines)]))
+    assert ("drop_param", "sid") in kinds and ("drop_param", "ref") in kinds
+
+
+def test_redirects_become_rules_where_a_rule_explains_them_else_aliases(tmp_path):
+    rng = random.Random(7)
+    lines = []
+    for i, slug in enumerate(("blue-runner", "red-trail", "green-walker", "black-court")):
+        lines.append(_page(f"/shoes/{slug}", f"/shoes/{slug}", rng))
+        # an opaque id: only the redirect says it is this page
+        lines.append({"request_url": f"http://{H}/item.php?id={4711 + i}", "url": f"http://{H}/shoes/{slug}",
+                      "kind": "redirect", "status": 301})
+        # an old prefix that redirects: a rule explains these
+        lines.append({"request_url": f"http://{H}/old/shoes/{slug}", "url": f"http://{H}/shoes/{slug}",
+                      "kind": "redirect", "status": 301})
+    lines.append({"request_url": f"http://{H}/loop", "url": f"http://{H}/loop2", "kind": "redirect"})
+    lines.append({"request_url": f"http://{H}/loop2", "url": f"http://{H}/loop", "kind": "redirect"})
+    lines.append({"request_url": f"http://{H}/gone", "url": "http://elsewhere.test/x", "kind": "redirect"})
+    result = mine_logs([_write(tmp_path, lines)])
+    assert ("substitute", "/old/") in _kinds(result)
+    slugs = ("blue-runner", "red-trail", "green-walker", "black-court")
+    assert result.rules.aliases[H] == {**{f"/item.php?id={4711 + i}": f"/shoes/{slug}" for i, slug in enumerate(slugs)},
+                                       **{f"/shoes/{slug}": f"/shoes/{slug}" for slug in slugs}}
+    report = result.hosts[H]
+    # the old URLs: a rule explains them; their aliases only say to request the page itself, not the old URL
+    assert (report.redirects, report.redirects_explained, report.aliases) == (10, 4, 8)
+    assert result.stats["redirects_across_hosts"] == 1
+    # the redirect_urls of a page record are the same evidence
+    page = _page("/shoes/new-one", "/shoes/new-one", rng)
+    page["redirect_urls"] = [f"http://{H}/item.php?id=9"]
+    assert mine_logs([_write(tmp_path, [page], "one.jsonl")]).rules.aliases[H] == {"/item.php?id=9": "/shoes/new-one"}
+
+
+def test_verbose_says_per_host_what_was_considered_and_why_nothing_was_kept(tmp_path, capsys):
+    rng = random.Random(8)
+    lines = [_page(f"/a{i}", f"/a{i}", rng) for i in range(5)]  # no two URLs of one page
+    lines += [_page(f"/b{i}?x=1", f"/b{i}", rng, "exact") for i in range(2)] + \
+        [_page(f"/b{i}", f"/b{i}", rng) for i in range(2)]
+    lines.append({**_page("/c", "/c", rng), "url": "http://lone.test/c", "request_url": "http://lone.test/c",
+                  "cluster": "http://lone.test/c"})
+    assert cli_main([_write(tmp_path, lines), "-v"]) == 0
+    err = capsys.readouterr().err
+    assert "lone.test: 1 URL(s), 0 page(s) reached by two URLs or more" in err
+    assert "no candidate: no two URLs of this host served the same page" in err
+    assert f"{H}: 9 URL(s), 2 page(s) reached by two URLs or more" in err
+    assert "skip ?x under /: seen on 2 page(s) < min_support" in err
+
+
+def test_mining_config_bounds_the_alias_table():
+    with pytest.raises(ValueError, match="max_aliases"):
+        MiningConfig(max_aliases=MAX_ALIASES + 1)
+
+
+def test_a_page_the_rules_leave_under_two_keys_gets_an_alias_and_three_keys_do_not(tmp_path):
+    """``/item.php?id=4711`` served as a page beside ``/shoes/blue-runner``: no rule relates them, the engine's
+    cluster does. A page behind three unrelated keys (a soft 404, an error page) gets no alias."""
+    rng = random.Random(9)
+    lines = []
+    for i, slug in enumerate(("blue-runner", "red-trail", "green-walker")):
+        lines.append(_page(f"/shoes/{slug}", f"/shoes/{slug}", rng))
+        lines.append(_page(f"/shoes/{slug}?ref=nav", f"/shoes/{slug}", rng, "exact"))
+        lines.append(_page(f"/item.php?id={4711 + i}", f"/shoes/{slug}", rng, "near"))
+    lines.append(_page("/notfound", "/notfound", rng))
+    lines += [_page(p, "/notfound", rng, "exact") for p in ("/x.php?q=1", "/gone/thing")]
+    result = mine_logs([_write(tmp_path, lines)])
+    assert ("drop_param", "ref") in _kinds(result)
+    assert result.rules.aliases[H] == {f"/item.php?id={4711 + i}": f"/shoes/{slug}"
+                                       for i, slug in enumerate(("blue-runner", "red-trail", "green-walker"))}
+    assert result.hosts[H].content_aliases == 3
+    assert not mine_logs([_write(tmp_path, lines, "b.jsonl")], MiningConfig(content_aliases=False)).rules.aliases
+
+
+def test_the_miner_never_writes_substitutions_that_undo_each_other():
+    """Held-out site 1001: an old prefix that redirects and a default-locale prefix made the miner keep
+    '/docs-old/' -> '/en/' in one round and '/en/' -> '/docs-old/' in a later one; the crawl then refused
+    the rules file at start-up. The later one is dropped, and said so."""
+    from scrapy_dedup.url.mining import MiningResult, RuleValidation, _loadable
+
+    first = DustRule("substitute", anchor="prefix", from_="/docs-old/", to="/en/")
+    undo = DustRule("substitute", anchor="prefix", from_="/en/", to="/docs-old/")
+    keep = DustRule("drop_param", param="sid")
+    result = MiningResult(RuleSet())
+    result.validations.append(RuleValidation(H, undo, 5, 5, 0, True, "violation rate 0.0%"))
+    assert _loadable(H, [], [first, keep, undo], result) == [first, keep]
+    assert result.stats["rules_dropped_cycle"] == 1
+    assert not result.validations[0].kept and "cycle" in result.validations[0].reason
+    RuleSet({H: [first, keep]}).dumps()  # loadable
+    with pytest.raises(DustRulesError, match="undo each other"):
+        RuleSet.from_json(RuleSet({H: [first, keep, undo]}).to_json())
