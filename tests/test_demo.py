@@ -25,6 +25,9 @@ from demosite import load  # noqa: E402
 
 pytestmark = pytest.mark.crawl
 
+#: the Scrapy version whose run the README's report excerpt shows
+EXCERPT_SCRAPY = "2.19"
+
 
 def portless(url: str) -> str:
     parts = urlsplit(url)
@@ -151,7 +154,14 @@ def test_demo_crawl_report_matches_truth(tmp_path, truth):
     def stable(lines: list[str]) -> list[str]:
         return [line for line in lines if "Filtered after a switch changed the URL" not in line]
 
-    assert stable(shown) == stable(block)
+    import scrapy
+
+    if scrapy.__version__.startswith(EXCERPT_SCRAPY + "."):
+        assert stable(shown) == stable(block)
+    else:  # the URL layer's counts are that Scrapy's (the README says how 2.13's differ); the content layer's are not
+        content = block.index("Content layer:")
+        assert stable(shown)[content - 1:] == stable(block)[content - 1:]
+        assert [line.split(":")[0] for line in stable(shown)] == [line.split(":")[0] for line in stable(block)]
     varying = [line for line in block if "Filtered after a switch" in line]
     assert len(varying) == 1 and "Filtered after a switch" in excerpt
 
