@@ -134,7 +134,8 @@ def dust_rules_for(host: str, count: int = 100):
         elif k < 6:
             rules.append(DustRule("default_param", param=f"opt{i}", value="1"))
         elif k < 8:
-            rules.append(DustRule("query_to_path", path=f"/item{i}", param="id", value="digits", to=f"/item{i}/{{value}}"))
+            rules.append(DustRule("query_to_path", path=f"/item{i}", param="id", value="digits",
+                                  to=f"/item{i}/{{value}}"))
         elif k == 8:
             rules.append(DustRule("substitute", anchor="prefix", from_=f"/~alias{i}/", to=f"/real{i}/"))
         else:
@@ -365,7 +366,8 @@ def print_site(site, result: dict) -> None:
             continue
         r = c[name]
         print(f"  {name:7} fetches {r['fetches']:5}  waste {_pct(r['waste']):>4}  "
-              f"req/page {r['requests_per_page']:5.2f}  recall {_pct(r['recall']):>4}  dup items {r['duplicate_items']:4}"
+              f"req/page {r['requests_per_page']:5.2f}  recall {_pct(r['recall']):>4}  "
+              f"dup items {r['duplicate_items']:4}"
               + (f"  ERRORS LOGGED {r['errors_logged']}" if r.get("errors_logged") else ""))
     rules = result["mine_dust"].get("rules")
     if rules is not None:

@@ -211,7 +211,8 @@ def main(argv=None) -> int:
                   f"{r['us_near']:7.1f} {r['near_recall']:10.2f} {mem_ratio:10.2f} {speed_ratio:10.2f} "
                   f"{r['cpu_us_random']:7.1f} {r['cpu_us_near']:8.1f}")
     print("\n'mem x ours' = the row's bytes per page / ours; 'ours q/s x' = the row's CPU us per random query / ours.")
-    print("q/s and 'us' are wall clock; 'cpu us'/'cpu near' are process CPU time per query (robust on a loaded machine).")
+    print("q/s and 'us' are wall clock; 'cpu us'/'cpu near' are process CPU time per query "
+          "(robust on a loaded machine).")
     print("Memory: growth of the child process's resident set while building, per page (keys included).")
     arrays = [r for r in all_rows if r.get("arrays_per_page")]
     for r in arrays:

@@ -414,7 +414,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--seed", default="7", help="corpus seed, or seeds separated by commas: one report each, "
                     "the speed rounds on the first only (tune on some seeds, report on others: docs/benchmarks.md)")
     ap.add_argument("--live-per-source", type=int, default=None,
-                    help="originals per template on the live hosts (per-fetch chrome; default per-source / 2, 3 in --quick)")
+                    help="originals per template on the live hosts "
+                         "(per-fetch chrome; default per-source / 2, 3 in --quick)")
     ap.add_argument("--no-install", action="store_true", help="never call apt-get for missing docs")
     ap.add_argument("--ours-only", action="store_true", help="only our two rows (ours, ours + boilerplate learning): "
                     "for tuning; the peers' rows do not change with our code")

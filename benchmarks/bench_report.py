@@ -269,7 +269,8 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
         elapsed = time.perf_counter() - start
     peak = _rss_kb()
     cpu_main, cpu_workers = _cpu_seconds()
-    return {"method": method, "jobs": jobs, "load": round(os.getloadavg()[0], 2), "pages": n, "seconds": round(elapsed, 3),
+    return {"method": method, "jobs": jobs, "load": round(os.getloadavg()[0], 2), "pages": n,
+            "seconds": round(elapsed, 3),
             "pages_per_s": round(n / elapsed, 1) if elapsed else 0.0, "flagged": flagged,
             "cpu_main_s": round(cpu_main - cpu0[0], 2), "cpu_workers_s": round(cpu_workers - cpu0[1], 2),
             "cpu_ms_per_page": round(1000 * (cpu_main - cpu0[0] + cpu_workers - cpu0[1]) / max(n, 1), 2),
@@ -504,9 +505,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"\n== memory: first {mem_n} pages, ours vs datasketch, one core each, same pages ==", flush=True)
         mem = [_sub(["--_run", m, "--dump", dump, "--_limit", str(mem_n)]) for m in ("ours", "datasketch")]
         for r in mem:
-            print(f"{r['method']:<11} {r['pages']:>8} pages  {r['peak_growth_bytes_per_page']:>9.1f} B/page peak growth  "
-                  f"{r['pages_per_s']:>8.1f} pages/s  {r['cpu_ms_per_page']:>6.2f} CPU ms/page  flagged {r['flagged']}  "
-                  f"(load {r['load']})", flush=True)
+            print(f"{r['method']:<11} {r['pages']:>8} pages  "
+                  f"{r['peak_growth_bytes_per_page']:>9.1f} B/page peak growth  "
+                  f"{r['pages_per_s']:>8.1f} pages/s  {r['cpu_ms_per_page']:>6.2f} CPU ms/page  "
+                  f"flagged {r['flagged']}  (load {r['load']})", flush=True)
         ratio = mem[0]["peak_growth_bytes_per_page"] / max(mem[1]["peak_growth_bytes_per_page"], 1e-9)
         print(f"ours / datasketch peak growth per page: {ratio:.3f}", flush=True)
         summary.update(memory=mem, memory_vs_datasketch=round(ratio, 3))
@@ -536,7 +538,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             index_rows += [_sub(["--_index", m, "--index-size", str(args.index_size)]) for m in ("ours", "textbook")]
         for r in index_rows:
             print(f"{r['method']:<10} {r['fingerprints']:>8} {r['checks_per_s']:>11.1f} checks/s  "
-                  f"{r['peak_growth_bytes_per_page']:>7.1f} B/page peak growth  flagged {r['flagged']}  (load {r['load']})",
+                  f"{r['peak_growth_bytes_per_page']:>7.1f} B/page peak growth  flagged {r['flagged']}  "
+                  f"(load {r['load']})",
                   flush=True)
         ratio = index_rows[0]["peak_growth_bytes_per_page"] / max(index_rows[2]["peak_growth_bytes_per_page"], 1e-9)
         print(f"ours / datasketch peak growth per page at {peer}: {ratio:.3f}", flush=True)
@@ -561,8 +564,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         base = {r["method"]: r for r in same}
         for m in ("simhash", "minhash"):
             if m in base:
-                print(f"lshbloom / {m} peak growth per page at {args.method_peer_pages}: "
-                      f"{base['lshbloom']['peak_growth_bytes_per_page'] / max(base[m]['peak_growth_bytes_per_page'], 1e-9):.3f}",
+                peer_growth = max(base[m]["peak_growth_bytes_per_page"], 1e-9)
+                ratio = base["lshbloom"]["peak_growth_bytes_per_page"] / peer_growth
+                print(f"lshbloom / {m} peak growth per page at {args.method_peer_pages}: {ratio:.3f}",
                       flush=True)
         summary.update(methods=method_rows)
         os.unlink(text_dump)

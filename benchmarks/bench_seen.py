@@ -197,7 +197,7 @@ def bloom_command_variants(redis_url: str, keys_each: int) -> None:
     chunk = 250
     rounds = max(1, keys_each // chunk)
     base = 7 * 10**9
-    for i in range(rounds):
+    for _ in range(rounds):
         for name, add, command in variants:
             keys = list(digests(base, chunk))
             base += chunk
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict[str, Any]] = {}
     canonical = "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter"
     try:
-        crawler_for({"REQUEST_FINGERPRINTER_CLASS": canonical}).request_fingerprinter
+        crawler_for({"REQUEST_FINGERPRINTER_CLASS": canonical}).request_fingerprinter  # noqa: B018 - builds it
     except Exception as exc:
         print(f"  (CanonicalRequestFingerprinter not available: {exc})")
         canonical = None
@@ -393,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
 
             peer_bloom = BloomPeer(client, "bench:srbf", False, 30, 6)
             rows["scrapy-redis-bloomfilter"] = {
-                "bytes": 2**30 / 8 / n, "note": f"timed on {3 * min(args.peer_bloom_sample, sample):,} calls, not filled"}
+                "bytes": 2**30 / 8 / n,
+                "note": f"timed on {3 * min(args.peer_bloom_sample, sample):,} calls, not filled"}
             contenders.append(("scrapy-redis-bloomfilter", peer_bloom.request_seen))
         except Exception as exc:  # an unmaintained peer: report, do not fail
             print(f"  (scrapy-redis-bloomfilter skipped: {exc.__class__.__name__}: {exc})")

@@ -422,12 +422,14 @@ def _stamp_formats() -> list:
     """Makers of one per-fetch line each (timestamps in several formats, worker/host ids, request ids, counters)."""
     return [
         lambda r: (f"Page generated on 2026-{r.randint(1, 12):02d}-{r.randint(1, 28):02d} at "
-                   f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d} UTC by worker {r.randint(1, 64)}"),
+                   f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d} UTC "
+                   f"by worker {r.randint(1, 64)}"),
         lambda r: f"Rendered in {r.random():.4f} s by app-{r.randint(1, 40):02d} for request {_hex(r, 8)}-{_hex(r, 4)}",
         lambda r: f"This page has been viewed {r.randint(100, 999_999):,} times",
         lambda r: (f"Last updated: {r.choice(_DAYS)}, {r.randint(1, 28):02d} {r.choice(_MONTHS)} 2026 "
                    f"{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d} GMT"),
-        lambda r: f"Served by web-{r.randint(1, 9)}.{r.choice(('eu-west', 'us-east', 'ap-south'))} in {r.randint(3, 900)} ms",
+        lambda r: (f"Served by web-{r.randint(1, 9)}.{r.choice(('eu-west', 'us-east', 'ap-south'))} "
+                   f"in {r.randint(3, 900)} ms"),
         lambda r: f"Request ID: {_hex(r, 8)}-{_hex(r, 4)}-{_hex(r, 4)}-{_hex(r, 4)}-{_hex(r, 12)}",
         lambda r: f"{r.randint(2, 400)} people are reading this page right now",
     ]

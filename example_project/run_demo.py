@@ -29,7 +29,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-dedup", action="store_true",
                         help="plain Scrapy: no scrapy-dedup add-on (for comparison and benchmarks)")
     parser.add_argument("--output", metavar="FILE", help="write the scraped items to FILE as JSON lines")
-    parser.add_argument("--port", type=int, default=0, help="port of the example site on 127.0.0.1 (default: a free one)")
+    parser.add_argument("--port", type=int, default=0,
+                        help="port of the example site on 127.0.0.1 (default: a free one)")
     parser.add_argument("--site-in-thread", action="store_true",
                         help="serve the site from a thread of this process instead of a child process")
     parser.add_argument("--stats-json", metavar="FILE",

@@ -30,7 +30,8 @@ class Clock:
         try:
             from scrapy.utils.asyncio import create_looping_call
         except ImportError:  # Scrapy 2.13
-            from twisted.internet.task import LoopingCall as create_looping_call
+            # the same call on Twisted's reactor (Scrapy's helper returns a LoopingCall there); its type differs
+            from twisted.internet.task import LoopingCall as create_looping_call  # type: ignore[assignment]
         self._call = create_looping_call(self._tick)
         self._call.start(seconds, now=False)
 

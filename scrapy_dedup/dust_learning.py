@@ -81,7 +81,7 @@ class DustLearningMiddleware:
         cfg = read_settings(crawler.settings)
         if not cfg.enabled or not cfg.dust_learn:
             raise NotConfigured  # off: no message, so Scrapy does not log a warning
-        fingerprinter = getattr(crawler, "request_fingerprinter", None)
+        fingerprinter: Any = getattr(crawler, "request_fingerprinter", None)  # has a canonicalizer if ours
         canonicalizer = getattr(fingerprinter, "canonicalizer", None)
         if canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
             raise NotConfigured("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "

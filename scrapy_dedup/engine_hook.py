@@ -45,7 +45,8 @@ class EngineHookMissing(NotConfigured):
 
 
 #: what each part of a path is called in messages
-_OWNERS = {"engine": "ExecutionEngine", "_slot": "ExecutionEngine._slot", "scheduler": "ExecutionEngine._slot.scheduler"}
+_OWNERS = {"engine": "ExecutionEngine", "_slot": "ExecutionEngine._slot",
+           "scheduler": "ExecutionEngine._slot.scheduler"}
 
 
 def internal(crawler: "Crawler", path: str, *, who: str) -> Any:
@@ -98,7 +99,8 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
             finally:
                 remove(request)
 
-        slot.remove_request = remove_request
+        # an instance attribute of this slot shadows the class's method (the engine calls it on the slot)
+        setattr(slot, "remove_request", remove_request)  # noqa: B010
     callbacks.append(callback)
     return True
 
@@ -124,7 +126,8 @@ def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
         if engine.spider is None:
             return
         if not engine.running:  # still opening the spider: once it runs
-            reactor.callLater(0.05, close)
+            # Twisted types the reactor through zope interfaces (no self), read right only by the mypy-zope plugin
+            reactor.callLater(0.05, close)  # type: ignore[arg-type]
             return
         close_async = getattr(engine, "close_spider_async", None)  # Scrapy >= 2.14
         if close_async is not None:
@@ -134,7 +137,7 @@ def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
         else:  # Scrapy < 2.14
             engine.close_spider(engine.spider, reason)
 
-    reactor.callLater(0, close)
+    reactor.callLater(0, close)  # type: ignore[arg-type]  # zope-interface typing, as above
     return True
 
 

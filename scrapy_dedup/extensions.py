@@ -297,7 +297,10 @@ class DedupExtension:
         or degenerate (too few words). Computed once per response object, whoever asks first."""
         page = self._page_of(response)
         fp = page.fingerprint
-        if fp is None or self._fingerprinter_for(page.policy).is_degenerate(fp):
+        if fp is None:
+            return None
+        assert page.policy is not None  # set with the fingerprint (_read_page)
+        if self._fingerprinter_for(page.policy).is_degenerate(fp):
             return None
         return fp
 
@@ -324,6 +327,7 @@ class DedupExtension:
             page.skipped = "skipped_non_html"
             return page
         page.policy = policy = self.policies.lookup(_host_of(response.url))
+        assert isinstance(response, TextResponse)  # a kind-less non-text response returned above
         source, encoding = _source_of(response, policy)
         try:
             extraction = extract_text(source, policy, encoding=encoding)
@@ -346,6 +350,7 @@ class DedupExtension:
             return page.verdict
         page.judged = True
         engine = self.open_content().engine
+        assert engine is not None  # open_content() built it
         if page.skipped == "skipped_non_text":
             engine.skip_non_text()
             self.stats.set_value("dedup/content/skipped_non_text", engine.report().skipped_non_text)
@@ -357,6 +362,8 @@ class DedupExtension:
         else:
             if page.truncated:
                 self._count("truncated")
+            # a page neither skipped nor unreadable has both (_read_page)
+            assert page.fingerprint is not None and page.policy is not None
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request)
         return page.verdict
 
@@ -388,6 +395,7 @@ class DedupExtension:
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
                request: Request | None) -> Verdict | None:
         engine = self.open_content().engine
+        assert engine is not None  # open_content() built it
         degenerate = self._fingerprinter_for(policy).is_degenerate(fp)
         try:
             if self._redis_policy is not None and not degenerate:
@@ -440,6 +448,7 @@ class DedupExtension:
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
+        assert self.engine is not None  # a verdict came from it
         counts = self.engine.counts()
         self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])
         self.stats.set_value("dedup/content/fingerprinted", sum(counts.values()))
@@ -520,6 +529,7 @@ class DedupExtension:
         written per page (each costs a few microseconds). ``dedup/content/fingerprinted``
         is the report's total (every judged page).
         """
+        assert self.engine is not None  # content_lines() asks only once it is built
         report = self.engine.report()
         values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
         values["dedup/content/fingerprinted"] = report.total

@@ -21,6 +21,7 @@ from scrapy.logformatter import LogFormatter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.logformatter import LogFormatterResult
     from typing_extensions import Self
 
 #: the longest item text :meth:`DedupLogFormatter.scraped` logs (Scrapy logs every kept item at DEBUG)
@@ -28,7 +29,7 @@ SCRAPED_ITEM_CHARS = 1000
 DUPLICATE_MSG = "%(action)s item of %(kind)s duplicate %(url)s (of %(kept_url)s, distance %(distance)s)"
 
 
-def duplicate_log_entry(duplicate: Any, level: int | str, action: str = "Dropped") -> dict[str, Any]:
+def duplicate_log_entry(duplicate: Any, level: int | str, action: str = "Dropped") -> LogFormatterResult:
     """The log formatter result (``level``, ``msg``, ``args``) for an item of a duplicate page.
 
     ``duplicate`` is a :class:`~scrapy_dedup.pipelines.DuplicateItem` or a verdict
@@ -86,6 +87,7 @@ class DedupLogFormatter(LogFormatter):
 
     def scraped(self, item: Any, response: Any, spider: Any) -> Any:
         entry = super().scraped(item, response, spider)
-        if isinstance(entry, dict) and isinstance(entry.get("args"), dict) and "item" in entry["args"]:
-            entry["args"] = {**entry["args"], "item": _Shortened(entry["args"]["item"])}
+        args = entry.get("args") if isinstance(entry, dict) else None
+        if isinstance(args, dict) and "item" in args:
+            entry["args"] = {**args, "item": _Shortened(args["item"])}
         return entry

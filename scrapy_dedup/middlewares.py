@@ -97,6 +97,7 @@ class ContentFingerprintMiddleware:
         spider = self.crawler.spider
         formatter = self.crawler.logformatter
         if formatter_logs_duplicates_itself(formatter):  # the project's own LOG_FORMATTER decides
+            assert spider is not None  # items flow only while the spider runs
             logkws = formatter.dropped(item, exc, response, spider)
         else:
             logkws = duplicate_log_entry(exc, exc.log_level)
@@ -143,7 +144,8 @@ class CanonicalRedirectMiddleware:
         # learner's may decide to explore on each call, which a redirect check must not trigger
         self.canonicalizer = Canonicalizer(canonicalizer.policies, dust_rules=canonicalizer.dust)
         self.rules = canonicalizer.dust
-        self.safe = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
+        switches_off: dict[str, Any] = {name: False for name in SWITCHES}
+        self.safe = Canonicalizer(UrlPolicy(**switches_off))
         self.stats = crawler.stats
 
     @classmethod
@@ -154,7 +156,9 @@ class CanonicalRedirectMiddleware:
         if self.rules is None or not self.rules.aliases or ALIAS_META in request.meta:
             return None
         parts = safe_parts(self.safe, request.url)
-        host_rules = self.rules.for_host(parts[0]) if parts is not None else None
+        if parts is None:
+            return None
+        host_rules = self.rules.for_host(parts[0])
         if host_rules is None or not host_rules.aliases:
             return None
         target = host_rules.alias_of(parts[1], parts[2])

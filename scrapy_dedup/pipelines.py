@@ -44,6 +44,8 @@ MIDDLEWARE_PATH = "scrapy_dedup.middlewares.ContentFingerprintMiddleware"
 class DuplicateItem(DropItem):
     """An item of a page whose content was already kept; logged as one line at ``DEDUP_DUPLICATE_LOG_LEVEL``."""
 
+    log_level: str  # always given (DropItem's may be None)
+
     def __init__(self, verdict: "Verdict", log_level: str = "DEBUG"):
         self.kind, self.url, self.kept_url, self.distance = (verdict.kind, verdict.url, verdict.kept_url,
                                                              verdict.distance)

@@ -918,7 +918,7 @@ class DustSite:
         ranks = [rank.get(k, 99) for k, _ in query]
         return ranks == sorted(ranks)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - a test session builds a few sites, kept to its end anyway
     def _query_rank(self) -> dict[str, int]:
         names = [self.querypath[1], "title", "p", self.opaque[1], self.category_param, self.sort_param,
                  self.page_param, self.part_param, self.locale_param]
@@ -947,7 +947,7 @@ class DustSite:
                 return hit[0], hit[1], query, case and path != hit[2]
         return None
 
-    @functools.lru_cache(maxsize=None)
+    @functools.lru_cache(maxsize=None)  # noqa: B019 - as above
     def _alias_tables(self):
         table: dict = {}
         lower: dict = {}

@@ -380,9 +380,9 @@ def dust_warc(gz: bool, redirects_first: bool) -> Warc:
     for n in range(1, 7):
         story = (f"http://news.test/story/{n}", html_page(body_words(300 + n)).encode())
         redirect = f"http://news.test/story?id={n}"
-        steps = [lambda: w.response(redirect, b"", status="301 Moved Permanently",
-                                    headers=(("Location", f"/story/{n}"),)),
-                 lambda: w.response(*story)]
+        steps = [lambda redirect=redirect, n=n: w.response(redirect, b"", status="301 Moved Permanently",
+                                                           headers=(("Location", f"/story/{n}"),)),
+                 lambda story=story: w.response(*story)]
         for step in (steps if redirects_first else steps[::-1]):
             step()
     return w

@@ -373,7 +373,7 @@ TOKEN32 = "0123456789abcdef0123456789abcdef"
     (f"http://example.com/a;jsessionid={TOKEN32.upper()}", "http://example.com/a"),
     (f"http://example.com/a;jsessionid={TOKEN32}.node01?x=1", "http://example.com/a?x=1"),
     (f"http://example.com/a;JSESSIONID={TOKEN32}/b", "http://example.com/a/b"),
-    (f"http://example.com/a?PHPSESSID=k3v8m2q9x7c1n4b6z5l0p2r8t1&x=1", "http://example.com/a?x=1"),
+    ("http://example.com/a?PHPSESSID=k3v8m2q9x7c1n4b6z5l0p2r8t1&x=1", "http://example.com/a?x=1"),
     (f"http://example.com/a?sid={TOKEN32}", "http://example.com/a"),
     ("http://example.com/a?ASPSESSIONIDQQGGQGPD=ABCDEFGHIJKLMNOPQRSTUVW1", "http://example.com/a"),
     (f"http://example.com/a?jsessionid={TOKEN32}&page=2", "http://example.com/a?page=2"),

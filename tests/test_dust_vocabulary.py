@@ -185,7 +185,7 @@ def test_text_records_are_judged_by_the_engine_in_order(tmp_path):
 def test_path_in_a_query_value_and_mediawiki_titles(tmp_path):
     rng = random.Random(3)
     lines = []
-    for i, name in enumerate(("intro", "setup", "usage", "faq")):
+    for name in ("intro", "setup", "usage", "faq"):
         lines.append(_page(f"/guide/{name}.html", f"/guide/{name}.html", rng))
         lines.append(_page(f"/view.php?doc=guide/{name}.html", f"/guide/{name}.html", rng, "near"))
         lines.append(_page(f"/wiki/{name.title()}_Page", f"/wiki/{name.title()}_Page", rng))

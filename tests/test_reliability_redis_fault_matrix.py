@@ -636,7 +636,7 @@ def test_after_start_up_every_redis_error_is_an_outage_logged_once_naming_the_ke
 
 
 @inlineCallbacks
-def test_a_plain_client_on_a_cluster_node_is_refused_at_start_up_with_the_hint(redis_cluster, caplog):
+def test_a_plain_client_on_a_cluster_node_is_refused_at_start_up_with_the_hint(redis_cluster, caplog):  # noqa: F811
     """``MOVED`` reaching the filter means a plain client on a cluster node: a configuration error, said so."""
     import redis
 

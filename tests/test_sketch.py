@@ -124,7 +124,7 @@ def test_verification_accepts_beyond_the_threshold_and_rejects_within_it():
     shared = " ".join(article_words(rng, 200))
     within = 0
     x = f"{' '.join(article_words(rng, 16))}. {shared}"
-    for i in range(3000):
+    for _ in range(3000):
         y = f"{' '.join(article_words(rng, 16))}. {shared}"
         if within < 3 and hamming(fpr.fingerprint(x).simhash, fpr.fingerprint(y).simhash) <= 3:
             within += 1

@@ -24,7 +24,7 @@ def test_local_site_crawl_with_host_names():
         ("eu.shop.test", "/"): Page("<p>eu</p>"),
     }
     with LocalSite(lambda host, path: pages.get((host, path))) as site:
-        for key, page in pages.items():
+        for page in pages.values():
             page.body = page.body.replace("%(port)s", str(site.port))
         crawler = yield run_crawl(LinkSpider, start_urls=[site.url("shop.test")])
     assert sorted(site.fetched()) == [("eu.shop.test", "/"), ("shop.test", "/"), ("shop.test", "/a")]

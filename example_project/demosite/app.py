@@ -444,7 +444,7 @@ class DemoSite:
     def _sale_main(self) -> str:
         c = self.catalog
         cards = "".join(self._card(STORE, c.product(pid)) for pid in (6, 18, 29, 40, 53, 68))
-        return (f"<h1>Sale</h1>" + "".join(f"<p>{escape(p)}</p>" for p in c.sale_text)
+        return ("<h1>Sale</h1>" + "".join(f"<p>{escape(p)}</p>" for p in c.sale_text)
                 + f"<ul class=\"grid\">{cards}</ul>")
 
     def _sitemap_main(self) -> str:

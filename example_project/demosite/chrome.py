@@ -66,7 +66,8 @@ def script(seed: int, functions: int) -> str:
             f"for(var i=0;i<n.length;i++){{n[i].addEventListener('click',function(e){{q.push(['{name}',"
             f"e.target.dataset.id,{rng.randrange(1000)}]);}});}}return n.length>{rng.randrange(10)};}}"
         )
-    out.append("w.addEventListener('load',function(){for(var k in w){if(/^init/.test(k))w[k]();}});})(window,document);")
+    out.append("w.addEventListener('load',function(){for(var k in w){if(/^init/.test(k))w[k]();}});"
+               "})(window,document);")
     return "\n".join(out)
 
 

@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from scrapy_dedup.content.params import BY_KEY, ENGINE_PARAMS, ParamError, check_engine, raising
 
@@ -75,7 +75,7 @@ class AuditConfig:
 
 
 #: config key -> (type check/convert, help)
-def _int(minimum: int, maximum: Optional[int] = None):
+def _int(minimum: int, maximum: Optional[int] = None) -> Callable[[Any, str], int]:
     def convert(value: Any, key: str) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise AuditConfigError(f"{key} must be an integer, got {value!r}")
@@ -90,7 +90,7 @@ def _int(minimum: int, maximum: Optional[int] = None):
     return convert
 
 
-def _optional_int(minimum: int):
+def _optional_int(minimum: int) -> Callable[[Any, str], Optional[int]]:
     inner = _int(minimum)
 
     def convert(value: Any, key: str) -> Optional[int]:

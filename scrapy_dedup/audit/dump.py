@@ -103,7 +103,7 @@ class _Prefixed(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[override]
+    def readinto(self, buffer: Any) -> int:
         data = self._prefix[: len(buffer)] if self._prefix else self._read(len(buffer))
         self._prefix = self._prefix[len(data):]
         buffer[: len(data)] = data
@@ -169,7 +169,7 @@ def _sniffed(raw: BinaryIO) -> Input:
         raw.seek(start)
         stream = raw
     else:
-        stream = io.BufferedReader(_Prefixed(head, raw), buffer_size=1 << 16)  # type: ignore[assignment]
+        stream = io.BufferedReader(_Prefixed(head, raw), buffer_size=1 << 16)
     if is_warc:
         return Input("warc", stream, compressed)
     if compressed:

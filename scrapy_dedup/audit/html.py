@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 
 from scrapy_dedup.audit.output import dump_name
+from scrapy_dedup.audit.pairs import DiffRun
 from scrapy_dedup.audit.result import AuditResult
 
 __all__ = ["render_html", "CSS", "content_security_policy"]
@@ -80,7 +81,7 @@ def _words(words: Iterable[str]) -> str:
     return _e(" ".join(words))
 
 
-def _diff_columns(runs) -> tuple[str, str]:
+def _diff_columns(runs: Iterable[DiffRun]) -> tuple[str, str]:
     left: list[str] = []
     right: list[str] = []
     for op, a, b in runs:

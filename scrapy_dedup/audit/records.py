@@ -66,7 +66,7 @@ class CountingDecider:
     def __init__(self) -> None:
         self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
         self.skipped = {"non_text": 0, "non_html": 0}
-        self.clusters = Clusters()  # the engine's union-find, over page indexes
+        self.clusters: Clusters[int] = Clusters()  # the engine's union-find, over page indexes
 
     def skip(self, kind: str) -> None:
         """A response that is not a page: ``non_html`` (structured text) or ``non_text``."""

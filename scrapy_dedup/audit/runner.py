@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import asdict
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from scrapy_dedup._util.batching import batches
 from scrapy_dedup.audit.config import AuditConfig
@@ -44,6 +44,9 @@ from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+
+if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
+    from tqdm import tqdm
 
 __all__ = ["run_report", "audit_dump", "AuditResult", "KIND_CODES"]
 
@@ -199,7 +202,7 @@ class _Pages:
         return Decision("degenerate", -1, 0.0)
 
 
-def _progress(mode: str, total_bytes: Optional[int]):
+def _progress(mode: str, total_bytes: Optional[int]) -> Optional["tqdm[Any]"]:
     enabled = mode == "always" or (mode == "auto" and sys.stderr.isatty())
     try:
         from tqdm import tqdm
@@ -301,7 +304,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
 
 
 def _cluster_roots(pages: _Pages) -> list[int]:
-    """Cluster id (index of the kept page) of every page; kept pages whose cluster has no duplicates map to themselves."""
+    """Cluster id (index of the kept page) of every page; kept pages whose cluster has no duplicates map to
+    themselves."""
     roots = list(range(len(pages)))
     for i in range(len(pages)):
         m = pages.matched[i]
@@ -501,8 +505,8 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
 
     The output files are opened first (:class:`OutputFile`: a temporary file next to
     each, renamed into place at the end), so a path that cannot be written fails before
-    the dump is read (:class:`OutputError`) and a failed run leaves old files as they were. With ``--html`` and a dump that cannot be
-    read twice (stdin, a FIFO, a pipe), the dump is first spooled to a temporary file
+    the dump is read (:class:`OutputError`) and a failed run leaves old files as they were. With ``--html``
+    and a dump that cannot be read twice (stdin, a FIFO, a pipe), the dump is first spooled to a temporary file
     (:func:`spool_dump`, removed at the end) so the sampled pairs can show their text.
     Returns 0, or 1 when ``--fail-above`` is exceeded; errors are exceptions.
     """

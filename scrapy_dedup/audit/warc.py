@@ -225,7 +225,7 @@ class _Member(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:  # type: ignore[override]
+    def readinto(self, buffer: Any) -> int:
         wanted = len(buffer)
         while not self.ended:
             data = self.source.pending
@@ -326,7 +326,8 @@ def _scrapy_makes_text(content_type: Optional[str], url: str, body: bytes) -> bo
 
 
 def _page_kind(content_type: Optional[str], url: str, body: bytes) -> int:
-    """The crawl's decision for a 2xx response (the crawl's DedupExtension: structured first, then binary or not text)."""
+    """The crawl's decision for a 2xx response (the crawl's DedupExtension: structured first, then binary or
+    not text)."""
     kind = structured_kind(content_type, body[:SNIFF_BYTES])
     if looks_binary(body) or (kind is None and not _scrapy_makes_text(content_type, url, body)):
         return _NON_TEXT
@@ -354,7 +355,7 @@ class _Outcome(NamedTuple):
 
     event: Optional[WarcEvent]
     kind: int
-    count: Optional[str]
+    counter: Optional[str]  # the count it adds to (a field named count would hide tuple.count)
     location: Optional[str] = None  # a redirect's target
     target: Optional[int] = None  # a revisit's record: later revisits of this one resolve to it
 
@@ -479,8 +480,8 @@ class WarcReader:
         if outcome is None:
             return None, b""
         self._index(number, record, rec_type, outcome)
-        if outcome.count:
-            self.counts[outcome.count] += 1
+        if outcome.counter:
+            self.counts[outcome.counter] += 1
         return outcome.event, b""
 
     @staticmethod

@@ -104,7 +104,8 @@ def block_hashes(blocks: list[str], min_block_words: int) -> np.ndarray:
     # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
     normalized = _normal_bytes("\n".join(picked)).split(b"\n")
-    out[candidates] = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64) | np.uint64(_TOP_BIT)
+    hashes = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
+    out[candidates] = hashes | np.uint64(_TOP_BIT)
     return out
 
 

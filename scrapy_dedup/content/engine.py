@@ -27,7 +27,7 @@ import struct
 import zlib
 import threading
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Literal, Protocol, Tuple, Union, runtime_checkable
+from typing import IO, Any, Literal, Protocol, Tuple, Union, runtime_checkable
 
 import numpy as np
 
@@ -43,7 +43,15 @@ from scrapy_dedup.content.simhash import (
     simhash_words,
     words,
 )
-from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, LONG_PAGE, MAX_SKETCH_SIZE, Sketch, SketchStore, VerifyRule, make_sketch
+from scrapy_dedup.content.sketch import (
+    DEFAULT_SKETCH_SIZE,
+    LONG_PAGE,
+    MAX_SKETCH_SIZE,
+    Sketch,
+    SketchStore,
+    VerifyRule,
+    make_sketch,
+)
 from scrapy_dedup.content.report import DuplicationReport
 
 __all__ = [
@@ -145,7 +153,7 @@ class _Crc32Stream:
     hashes and sketches too, so a flipped bit anywhere is refused, not loaded.
     """
 
-    def __init__(self, f: BinaryIO):
+    def __init__(self, f: IO[bytes]):
         self.f = f
         self.crc = 0
 
@@ -269,7 +277,7 @@ class MemoryContentStore:
         """Write URLs, exact hashes, the index and the sketches to ``path`` atomically (for resumed crawls)."""
         atomic_write(path, self._write_to)
 
-    def _write_to(self, raw: BinaryIO) -> None:
+    def _write_to(self, raw: IO[bytes]) -> None:
         f = _Crc32Stream(raw)
         with self._lock:
             urls, lengths = self._urls.encoded()
@@ -304,7 +312,7 @@ class MemoryContentStore:
                 sketches.add(None)
         elif not self.sketch_size:
             sketches = None
-        elif sketches.size != self.sketch_size:
+        elif sketches is not None and sketches.size != self.sketch_size:
             raise ValueError(f"saved content store has sketch size {sketches.size}, this store {self.sketch_size}")
         with self._lock:
             self.index, self._exact, self._urls, self.sketches = loaded.index, loaded._exact, loaded._urls, sketches
@@ -381,7 +389,7 @@ def _exact_key(exact: bytes) -> bytes:
     return hashlib.blake2b(exact, digest_size=16).digest()
 
 
-def verify_rule_from_settings(cfg) -> VerifyRule | None:
+def verify_rule_from_settings(cfg: Any) -> VerifyRule | None:
     """The :class:`VerifyRule` of a :class:`~scrapy_dedup.settings.DedupSettings` (or any object with
     ``sketch_size``, ``verify_radius``, ``verify_jaccard``, ``verify_max_diff``, ``verify_min_jaccard``);
     None when ``sketch_size`` is 0 (the verification stage off)."""

@@ -59,12 +59,15 @@ import struct
 import threading
 from array import array
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from scrapy_dedup._util.files import atomic_write
 from scrapy_dedup.content.simhash import SUPPORTED_BITS
+
+if TYPE_CHECKING:  # typeshed's "has .read(n)" / ".write(b)" protocols: the files may be CRC-keeping wrappers
+    from _typeshed import SupportsRead, SupportsWrite
 
 __all__ = ["SimhashIndex", "MAX_TABLES", "IndexFileError"]
 
@@ -149,10 +152,12 @@ class _Table:
             if width > 64:  # the whole 128-bit fingerprint as one block, folded
                 value = lo ^ hi
             elif start >= 64:
+                assert hi is not None  # a segment past bit 64 exists only in a 128-bit index, which has hi
                 value = (hi >> np.uint64(start - 64)) & np.uint64(mask)
             elif start + width <= 64:
                 value = (lo >> np.uint64(start)) & np.uint64(mask)
             else:  # straddles the 64-bit boundary
+                assert hi is not None
                 value = ((lo >> np.uint64(start)) | (hi << np.uint64(64 - start))) & np.uint64(mask)
             values.append((value, offset))
         if self.direct:
@@ -409,7 +414,7 @@ class SimhashIndex:
         with open(path, "rb") as f:
             return cls.read_from(f)
 
-    def write_to(self, f: BinaryIO) -> None:
+    def write_to(self, f: SupportsWrite[bytes]) -> None:
         """Serialize into an open binary file (header, keys unless positional, fingerprints, checksum)."""
         with self._lock:
             flags = _FLAG_APPROXIMATE if self.allow_approximate else 0
@@ -429,7 +434,7 @@ class SimhashIndex:
             f.write(digest.digest())
 
     @classmethod
-    def read_from(cls, f: BinaryIO) -> SimhashIndex:
+    def read_from(cls, f: SupportsRead[bytes]) -> SimhashIndex:
         """Deserialize from an open binary file positioned at an index written by :meth:`write_to`."""
         header = _read_exactly(f, _HEADER.size)
         magic, version, bits, threshold, bands, flags, _, count = _HEADER.unpack(header)
@@ -561,7 +566,7 @@ def _blocks(bits: int, bands: int) -> list[tuple[int, int]]:
     return blocks
 
 
-def _read_exactly(f: BinaryIO, size: int) -> bytes:
+def _read_exactly(f: SupportsRead[bytes], size: int) -> bytes:
     data = f.read(size)
     if len(data) != size:
         raise IndexFileError("simhash index file is truncated")

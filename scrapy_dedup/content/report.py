@@ -141,7 +141,8 @@ class DuplicationReport:
             ("Unique pages:", f"{self.unique}", pct(self.unique)),
             ("Duplicate clusters:", f"{self.clusters}", f"(largest cluster: {self.largest_cluster} pages)"),
             ("Redundant pages:", f"{self.redundant}", pct(self.redundant)),
-            ("Degenerate pages:", f"{self.degenerate}", f"{pct(self.degenerate)} too short to fingerprint; counted apart"),
+            ("Degenerate pages:", f"{self.degenerate}",
+             f"{pct(self.degenerate)} too short to fingerprint; counted apart"),
         ]
         if self.skipped_non_text:
             rows.append(("Skipped non-text:", f"{self.skipped_non_text}", "(not in the total)"))

@@ -70,9 +70,12 @@ from __future__ import annotations
 import struct
 from array import array
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple, Optional
 
 import numpy as np
+
+if TYPE_CHECKING:  # typeshed's "has .read(n)" / ".write(b)" protocols: the files may be CRC-keeping wrappers
+    from _typeshed import SupportsRead, SupportsWrite
 
 __all__ = [
     "Sketch",
@@ -255,7 +258,7 @@ def _np_lsh_keys(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if not n:
         return np.zeros((0, LSH_TABLES), dtype=np.uint64)
     vals = np.asarray(values, dtype=np.uint32)
-    bins = np.full(n * _BINS, _EMPTY_BIN, dtype=np.uint32)
+    bins: np.ndarray = np.full(n * _BINS, _EMPTY_BIN, dtype=np.uint32)  # uint32, then uint64 per page row
     if len(vals):
         slot = np.repeat(np.arange(n, dtype=np.int64) * _BINS, lengths) + (vals & np.uint32(7))
         np.minimum.at(bins, slot, vals)  # a bin's value is its smallest member
@@ -317,7 +320,7 @@ class SketchStore:
         self._values.extend(ints)
         self._lengths.append(len(ints))
         self._shingles.append(min(sketch.shingles, _M32) if sketch is not None else 0)
-        keys = lsh_keys(sketch) if ints else None
+        keys = lsh_keys(sketch) if sketch is not None and ints else None
         for t in range(LSH_TABLES):
             nxt = self._next[t]
             if keys is None:
@@ -412,7 +415,7 @@ class SketchStore:
 
     _HEADER = struct.Struct("<IQ")  # size, pages
 
-    def write_to(self, f: BinaryIO) -> None:
+    def write_to(self, f: SupportsWrite[bytes]) -> None:
         """Header, lengths, shingle counts, then ``size`` slots per page (unused ones 0), little-endian.
 
         The file keeps the fixed-slot layout of earlier versions, so files written before the
@@ -431,7 +434,8 @@ class SketchStore:
             f.write(padded.tobytes())
 
     @classmethod
-    def read_from(cls, f: BinaryIO, read_exactly) -> "SketchStore":
+    def read_from(cls, f: SupportsRead[bytes],
+                  read_exactly: Callable[[SupportsRead[bytes], int], bytes]) -> "SketchStore":
         size, pages = cls._HEADER.unpack(read_exactly(f, cls._HEADER.size))
         store = cls(size)
         lengths = np.frombuffer(read_exactly(f, 2 * pages), dtype="<u2").astype(np.uint16)

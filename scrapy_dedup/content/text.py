@@ -51,7 +51,7 @@ import re
 import threading
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any, Union
+from typing import Any, Union, cast
 
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding, to_unicode
@@ -154,7 +154,8 @@ def _text(html: Any, strip_tags: Iterable[str], strip_selectors: Iterable[str], 
 def _reference_text(root: etree._Element, remover: _Remover) -> str:
     """The definition of the page text, by mutating ``root`` (a private tree)."""
     _isolate(root, remover)
-    return _collapse("".join(_TEXT_NODES(root)), remover.separator)
+    # lxml-stubs type an XPath's result as any XPath value; a text() path yields strings only
+    return _collapse("".join(cast("list[str]", _TEXT_NODES(root))), remover.separator)
 
 
 def _collapse(raw: str, separator: str) -> str:
@@ -288,7 +289,7 @@ def _reads_own_ascii(body: bytes, name: str) -> bool:
     if _keeps_ascii(name):  # UTF-8, the ISO-8859 and Windows code pages, ...: every page passes
         return True
     head = body[:_DECLARATION_SCAN]
-    ascii_head = head[: _ASCII_RUN.match(head).end()]  # type: ignore[union-attr] - matches the empty string
+    ascii_head = head[: _ASCII_RUN.match(head).end()]  # type: ignore[union-attr]  # matches the empty string
     try:
         return ascii_head.decode(name) == ascii_head.decode("ascii")
     except Exception:
@@ -431,10 +432,12 @@ def _isolate(root: etree._Element, remover: _Remover) -> None:
         else:
             doomed.extend(root.iter(*remover.tags))
     for xpath in remover.selectors:
-        doomed.extend(el for el in xpath(root) if isinstance(el, etree._Element))
+        # a compiled CSS selector yields a node list (lxml-stubs allow any XPath value)
+        doomed.extend(el for el in cast("list[object]", xpath(root)) if isinstance(el, etree._Element))
     sep = remover.separator
     for el in doomed:
-        el.clear(keep_tail=True)  # no text, no children; the text after it stays
+        # no text, no children; the text after it stays (lxml-stubs 0.5 lack keep_tail, lxml >= 4.4 has it)
+        el.clear(keep_tail=True)  # type: ignore[call-arg]
     # Comments and PIs of a given tree (our own parser drops them already).
     etree.strip_elements(root, etree.Comment, etree.ProcessingInstruction, with_tail=False)
     blocks = root.iter(*BLOCK_TAGS) if not _has_namespaces(root) else (
