@@ -324,8 +324,7 @@ class AckPriorityQueue(PriorityQueue):
         error = wait_until_reachable(self.server, seconds)
         if error is None:
             return False
-        if self.stats is not None:
-            self.stats.set_value("dedup/queue/unavailable_at_start", 1)
+        self._flag("dedup/queue/unavailable_at_start")
         self._gave_up = True
         if not stop_at_start(self.crawler, CLOSE_REASON):
             raise error
@@ -353,14 +352,22 @@ class AckPriorityQueue(PriorityQueue):
         except Exception as exc:  # Redis unreachable: the request stays in flight, so it is fetched again
             logger.warning("AckPriorityQueue: could not acknowledge %s (%s); after a restart it will be "
                            "fetched again", request, describe(exc, self._secrets))
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/ack_errors")
+            self._count("dedup/queue/ack_errors")
 
     def _alive_key(self, worker: str) -> str:
         return f"{self.key}:alive:{worker}"
 
     def _inflight_key(self, worker: str) -> str:
         return f"{self.key}:inflight:{worker}"
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(name, n)
+
+    def _flag(self, name: str) -> None:
+        """A stat that says that something happened in this crawl (1), not how often."""
+        if self.stats is not None:
+            self.stats.set_value(name, 1)
 
     # --- marking seen and queueing in one step ---
 
@@ -429,16 +436,18 @@ class AckPriorityQueue(PriorityQueue):
         Called by the dupefilter's ``request_seen`` (under its ``DEDUP_REDIS_ON_ERROR``
         policy); the scheduler's ``push`` of the same request right after does nothing.
         """
-        dupefilter: Any = self.dupefilter  # (called only by the paired dupefilter)
-        seen_key, argument = dupefilter.script_args(fingerprint)
-        added = self._mark_and_push[dupefilter.script_kind](
-            keys=[seen_key, self.key],
-            args=[argument, -request.priority, self._encode_request(request), 1 if force else 0])
+        added = self._run_mark_and_push(fingerprint, -request.priority, self._encode_request(request), force)
         if added or force:
             self._handed = request
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/marked_and_pushed")
+            self._count("dedup/queue/marked_and_pushed")
         return bool(added)
+
+    def _run_mark_and_push(self, fingerprint: bytes, score: float, data: bytes, force: bool) -> int:
+        """The one-step script with the paired dupefilter's key and argument for ``fingerprint``."""
+        dupefilter: Any = self.dupefilter  # (a request with a fingerprint comes only from the paired dupefilter)
+        seen_key, argument = dupefilter.script_args(fingerprint)
+        return self._mark_and_push[dupefilter.script_kind](keys=[seen_key, self.key],
+                                                          args=[argument, score, data, 1 if force else 0])
 
     def hold(self, request: "Request", fingerprint: bytes | None = None) -> None:
         """Keep ``request`` in this process until Redis answers again (it was unreachable), then queue it.
@@ -460,8 +469,7 @@ class AckPriorityQueue(PriorityQueue):
         self._held.append((fingerprint, data, score))
         if fingerprint is not None:
             self._held_fingerprints.add(fingerprint)
-        if self.stats is not None:
-            self.stats.inc_value("dedup/queue/held")
+        self._count("dedup/queue/held")
 
     def _flush_held(self, now: float | None = None) -> None:
         """Queue the held requests, in order, until Redis fails again (then wait HELD_RETRY_SECONDS)."""
@@ -475,11 +483,8 @@ class AckPriorityQueue(PriorityQueue):
             try:
                 if fingerprint is None:
                     self.server.execute_command("ZADD", self.key, score, data)
-                else:
-                    seen_key, argument = dupefilter.script_args(fingerprint)
-                    if not self._mark_and_push[dupefilter.script_kind](keys=[seen_key, self.key],
-                                                                      args=[argument, score, data, 0]):
-                        found_seen += 1
+                elif not self._run_mark_and_push(fingerprint, score, data, False):
+                    found_seen += 1
             except Exception as exc:
                 if not is_transient(exc):
                     raise
@@ -493,17 +498,15 @@ class AckPriorityQueue(PriorityQueue):
         if queued:
             logger.info("AckPriorityQueue: %d request(s) held during the Redis outage are handled "
                         "(%d of them were meanwhile marked seen and queued by another process)", queued, found_seen)
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/held_queued", queued - found_seen)
-                if found_seen:
-                    self.stats.inc_value("dedup/queue/held_found_seen", found_seen)
+            self._count("dedup/queue/held_queued", queued - found_seen)
+            if found_seen:
+                self._count("dedup/queue/held_found_seen", found_seen)
 
     # --- the queue ---
 
     def push(self, request: "Request") -> None:
         if self._refused:  # closing at start (the dupefilter refuses too): only start requests, made again next run
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/refused_at_start")
+            self._count("dedup/queue/refused_at_start")
             return
         if request is self._handed:  # already queued (or held) together with its fingerprint
             self._handed = None
@@ -593,8 +596,7 @@ class AckPriorityQueue(PriorityQueue):
         every tick), and the spider closed once the outage has lasted ``DEDUP_REDIS_RETRY_SECONDS``."""
         if not is_transient(exc):
             raise exc
-        if self.stats is not None:
-            self.stats.inc_value("dedup/queue/redis_errors")
+        self._count("dedup/queue/redis_errors")
         if not self._unreachable:
             self._unreachable = True
             logger.warning("AckPriorityQueue: Redis is unavailable (%s); no request is popped until it answers "
@@ -619,8 +621,7 @@ class AckPriorityQueue(PriorityQueue):
         (``pop`` None, ``len`` the last count) for a server that may never return.
         """
         self._gave_up = True
-        if self.stats is not None:
-            self.stats.set_value("dedup/queue/gave_up", 1)
+        self._flag("dedup/queue/gave_up")
         logger.error(
             "AckPriorityQueue: Redis at %s has been unavailable for %.1f s (%s; DEDUP_REDIS_RETRY_SECONDS=%g, "
             "under either DEDUP_REDIS_ON_ERROR, here %r): closing the spider with reason %r. Still in Redis: %d "
@@ -678,10 +679,9 @@ class AckPriorityQueue(PriorityQueue):
         back = self._resync_in_flight()
         if self.dupefilter is not None:  # on the same server, so it rolled back too
             self.dupefilter.forget_cached()
-        if self.stats is not None:
-            self.stats.inc_value("dedup/queue/server_restarts")
-            if back:
-                self.stats.inc_value("dedup/queue/resynced", back)
+        self._count("dedup/queue/server_restarts")
+        if back:
+            self._count("dedup/queue/resynced", back)
         logger.warning("AckPriorityQueue: Redis at %s restarted and kept the crawl's keys; its last writes may be "
                        "lost (appendfsync everysec, RDB snapshots, a lagging replica), so %d request(s) "
                        "acknowledged in them are queued again (dedup/queue/resynced) and the seen set is asked "
@@ -717,8 +717,7 @@ class AckPriorityQueue(PriorityQueue):
         if self._data_lost:
             return
         self._data_lost = True
-        if self.stats is not None:
-            self.stats.set_value("dedup/queue/data_lost", 1)
+        self._flag("dedup/queue/data_lost")
         run_id = _run_id(self.server)
         if run_id is not None and self._run_id is not None and run_id != self._run_id:
             why = "the server restarted without the crawl's keys (no persistence, or a failover to an empty replica)"
@@ -742,7 +741,8 @@ class AckPriorityQueue(PriorityQueue):
         self._request_close(DATA_LOST_REASON)
 
     def _request_close(self, reason: str) -> None:
-        """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter does)."""
+        """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter
+        does)."""
         if not self._close_requested:
             self._close_requested = close_spider_soon(self.crawler, reason)
 
@@ -812,15 +812,19 @@ class AckPriorityQueue(PriorityQueue):
             if worker == self.worker:
                 continue
             force = "force" if _dead_here(worker, host, pid) else ""
-            n = self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key,
-                                    self._alive_key(worker)], args=[worker, force])
+            n = self._requeue_of(worker, force)
             if n > 0:
                 back += n
                 logger.warning("AckPriorityQueue: %d request(s) in flight in the dead process %s put back "
                                "into the queue (they will be fetched again)", n, worker)
-        if back and self.stats is not None:
-            self.stats.inc_value("dedup/queue/reclaimed", back)
+        if back:
+            self._count("dedup/queue/reclaimed", back)
         return back
+
+    def _requeue_of(self, worker: str, force: str) -> int:
+        """Put ``worker``'s in-flight requests back into the queue unless it is alive (or ``force``)."""
+        return self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key, self._alive_key(worker)],
+                             args=[worker, force])
 
     def _spider_closed(self, spider: Any, reason: str) -> None:
         if self._closed:
@@ -841,12 +845,10 @@ class AckPriorityQueue(PriorityQueue):
                     logger.error("AckPriorityQueue: %d request(s) held during the Redis outage could not be "
                                  "queued before the spider closed (Redis still unavailable); they are lost "
                                  "(dedup/queue/held_lost)", len(self._held))
-                    if self.stats is not None:
-                        self.stats.inc_value("dedup/queue/held_lost", len(self._held))
+                    self._count("dedup/queue/held_lost", len(self._held))
         try:
             self._retry_acks()  # else the close would queue those finished requests again
-            n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
-                                    self._alive_key(self.worker)], args=[self.worker, "force"])
+            n = self._requeue_of(self.worker, "force")
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -906,9 +908,15 @@ def _run_id(client: Any) -> str | None:
         return None
 
 
+def _connection_kwargs(client: Any) -> dict[str, Any]:
+    """The options of a client's plain connection pool ({} for a cluster client or another object)."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
 def _where(client: Any) -> str:
     """``host:port/db`` (or the socket path) of a client, never its password."""
-    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    kwargs = _connection_kwargs(client)
     place = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
     return f"{place}/{kwargs.get('db') or 0}"
 
@@ -920,11 +928,7 @@ def _secrets_of_server(server: Any, settings: Any) -> tuple[str, ...]:
         params = dict(settings.getdict("REDIS_PARAMS"))
     except (TypeError, ValueError):
         params = {}
-    client_kwargs = getattr(getattr(server, "connection_pool", None), "connection_kwargs", None)
-    found = set(secrets_of(settings.get("REDIS_URL") or "", params))
-    if isinstance(client_kwargs, dict):
-        found.update(secrets_of("", client_kwargs))
-    return tuple(found)
+    return tuple({*secrets_of(settings.get("REDIS_URL") or "", params), *secrets_of("", _connection_kwargs(server))})
 
 
 def _is_cluster(client: Any) -> bool:
@@ -939,12 +943,12 @@ def _server_identity(client: Any) -> tuple[Any, ...]:
     """
     if _is_cluster(client):
         return ("cluster", frozenset(info.get("node_id") for info in client.cluster_nodes().values()))
-    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    kwargs = _connection_kwargs(client)
     db = int(kwargs.get("db") or 0)
-    try:
-        return ("run_id", client.info("server")["run_id"], db)
-    except Exception:  # INFO denied by an ACL: compare the addresses
-        return ("address", kwargs.get("path") or (kwargs.get("host"), kwargs.get("port")), db)
+    run_id = _run_id(client)
+    if run_id is not None:
+        return ("run_id", run_id, db)
+    return ("address", kwargs.get("path") or (kwargs.get("host"), kwargs.get("port")), db)  # INFO denied by an ACL
 
 
 def _same_server(a: Any, b: Any) -> bool:
