@@ -1,108 +1,36 @@
 """A scrapy-redis request queue that survives ``kill -9``: popped requests stay in Redis until handled.
 
-scrapy-redis's queues remove a request from Redis when the scheduler pops it.
-If the process is then killed (SIGKILL, OOM killer, a lost machine) the
-requests it was downloading or parsing are gone: they are in the dupefilter's
-seen set, so no other page's link brings them back, and neither they nor the
-links on them are ever crawled. A test showed it: with ``CONCURRENT_REQUESTS = 2``
-a SIGKILL mid-crawl lost two pages (and so let their near duplicates be kept).
-
+Why: scrapy-redis's queues delete a request from Redis when the scheduler pops
+it; a process killed while downloading or parsing it has already marked it
+seen, so neither it nor the pages only it links to are ever crawled.
 :class:`AckPriorityQueue` is scrapy-redis's ``PriorityQueue`` with
 acknowledgements (the "reliable queue" pattern):
 
-* ``pop`` moves the request, in one Lua script, from the queue into this
-  process's in-flight sorted set (same score, so the same priority if it comes back);
-* the request is acknowledged (removed from the in-flight set) when Scrapy's
-  engine is done with it: its download ended, and the scraper has finished
-  with its response or error (every request the callback or errback produced
-  has been pushed, every item has left the pipelines), or the request a
-  downloader middleware returned instead (redirect, retry) has been scheduled.
-  That is the moment the engine removes it from its in-progress set, the same
-  in Scrapy 2.13 and 2.19, and the queue acknowledges there;
-* each process (worker id ``host:pid:token``, the token new at each start)
-  keeps an ``alive`` key with a TTL, refreshed every ``ttl/3`` seconds; a
-  process starting, and each live process at each refresh, puts back into the
-  queue the in-flight requests of processes that are dead (same host: PID gone,
-  or this process's own PID with another token, as after a container restart;
-  any host: ``alive`` key expired), atomically, so two processes never both
-  take them back;
-* a graceful close puts its own unacknowledged requests back.
+* ``pop`` moves the request, in one Lua script, into this process's in-flight
+  sorted set (same score); it leaves that set when Scrapy's engine is done with
+  it (:mod:`scrapy_dedup.engine_hook`: its links pushed, its items through the
+  pipelines). Any earlier moment loses pages: ``request_left_downloader`` comes
+  before the response is parsed, and Scrapy 2.19 schedules a callback's requests
+  after its output generator has ended.
+* each process (``host:pid:token``) refreshes an ``alive`` key; a starting
+  process, and each live one at each heartbeat, puts the in-flight requests of
+  dead processes back into the queue, atomically; a graceful close puts back
+  its own.
+* paired with scrapy_dedup's ``RedisDupeFilter`` or ``RedisBloomDupeFilter`` on
+  the same server and database (:meth:`AckPriorityQueue.pair`), a new request
+  is marked seen and queued by one script (:meth:`~AckPriorityQueue.mark_and_push`):
+  no kill can leave it seen but not queued. Otherwise one WARNING says so.
+* Redis unavailable: requests are *held* in the process and queued once it
+  answers; an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes the spider
+  (``dedup_redis_unavailable``, under either ``DEDUP_REDIS_ON_ERROR``: without
+  Redis the queue has no request to give). A server that lost the crawl's data
+  (the marker key ``<queue key>:marker`` gone) closes it with
+  ``dedup_redis_data_lost``; one that restarted with an older state gets this
+  process's in-flight set resynced. So the queue needs a Redis with AOF.
 
-Redis gone, or without the crawl's data:
-
-* an outage of the queue's Redis longer than ``DEDUP_REDIS_RETRY_SECONDS``
-  closes the spider with the reason ``dedup_redis_unavailable``, under either
-  ``DEDUP_REDIS_ON_ERROR`` (the queue cannot fail open: without Redis it has no
-  request to give), with one ERROR line saying what is left in Redis and in the
-  process (``dedup/queue/gave_up``);
-* the first process of a crawl writes a marker key (``<queue key>:marker``, a
-  random value); every pop checks it in its script, and every heartbeat, the
-  first answer after an outage and an empty queue (before the spider can close
-  as "finished") check it too. Gone or replaced, the server lost the crawl's
-  data (a restart without persistence, ``FLUSHALL``, a failover to an empty
-  replica): one ERROR line, ``dedup/queue/data_lost``, and the spider is closed
-  with ``dedup_redis_data_lost`` (its unfinished and held requests are queued
-  again at close);
-* a server that restarted and kept the keys (new ``run_id``, marker there) may
-  lack its last writes (``appendfsync everysec``, RDB snapshots, replica lag):
-  the process's in-flight set is made what it really has in flight, requests
-  acknowledged in the lost writes go back into the queue
-  (``dedup/queue/resynced``), and the paired dupefilter's local cache is
-  cleared. So the queue needs a Redis with AOF (``appendonly yes``); see the README.
-
-Acknowledging earlier loses pages. An earlier version acknowledged at
-``request_left_downloader`` unless a response had been received, but Scrapy
-sends that signal before ``response_received``, so every request was
-acknowledged as soon as its download ended, before its page was parsed: a kill
-in that gap lost the page and every page only it links to (Scrapy 2.13, whose
-scraper parses a response a reactor turn or two later, lost them in each test
-run; 2.19 by luck of timing did not). Acknowledging at the end of the spider
-middleware's output is too early as well: with the asyncio reactor, Scrapy 2.19
-drains the callback's output into a queue and schedules its requests from
-worker tasks, after the output generator has finished.
-
-Marking seen and queueing in one step. scrapy-redis's scheduler asks the
-dupefilter (``request_seen``, which marks the fingerprint in Redis) and then
-pushes the request (a second Redis call); a kill between the two left the
-request seen and never queued, and after the restart its parent, put back and
-parsed again, found the link filtered as seen: that request and every page only
-it leads to were lost (``tests/test_fault_resume.py`` kills a crawl exactly
-there: 42 of 61 pages lost). When the scheduler's dupefilter is scrapy_dedup's
-``RedisDupeFilter`` or ``RedisBloomDupeFilter`` on the same Redis server and
-database as the queue, the queue pairs with it at ``spider_opened``
-(:meth:`AckPriorityQueue.pair`): ``request_seen`` answers "seen" from its local
-cache without a round trip, and otherwise calls :meth:`mark_and_push`, one Lua
-script that adds the fingerprint (``SADD``; for the Bloom filter the key's bit
-positions, packed, set by one ``BITFIELD``) and, only if it was new, queues the
-request (``ZADD``); the scheduler's ``push`` of that request then does nothing. The
-decision stays inside ``request_seen``, so the scheduler's answer, its
-``scheduler/enqueued/redis`` stat, the ``request_dropped`` signal,
-``dupefilter/filtered``, the "Filtered duplicate request" log lines
-(``DUPEFILTER_DEBUG``) and ``dedup/seen/checked``/``new`` are what they were;
-``dedup/queue/marked_and_pushed`` counts the one-step pushes. One Redis call per
-new request instead of two. ``dont_filter`` requests are pushed as before.
-Where pairing is not possible (another dupefilter class, another server or
-database, Redis Cluster with the seen key(s) outside the queue key's hash slot)
-the two calls stay and one WARNING line at start says so and how to close the
-window.
-
-Redis unavailable while scheduling: the paired dupefilter's call runs under
-``DEDUP_REDIS_ON_ERROR`` (``retry`` waits, then closes the spider; ``fail_open``
-answers at once); when it gives up, the request counts as new
-(``dedup/redis/fail_open``) and is *held* in this process (``dedup/queue/held``),
-as is any request whose plain push fails (scrapy-redis lets that error reach the
-engine, and the request was lost). Held requests are queued, in order, at the
-next push, pop or heartbeat once Redis answers (a held request with a fingerprint
-by the one-step script, skipped if another process marked and so queued it
-meanwhile: ``dedup/queue/held_queued``, ``held_found_seen``). Still held when the
-spider closes, they are lost, with an ERROR line and ``dedup/queue/held_lost``;
-a kill during the outage loses them too (they live in this process only).
-
-The promise: after a hard kill and a restart no request is lost; a request
-that was in flight at the kill is fetched again (at least once, never "at most
-once"), with the queue and a scrapy_dedup Redis dupefilter on one server whose
-data survives its own restarts (AOF); a server that loses it is detected, not
-survived.
+The promise: after a hard kill and a restart no request is lost; one in flight
+at the kill is fetched again (at least once). docs/reliability.md gives the
+whole account: each fault, its log line and stats, and the tests that show it.
 
 Use (scrapy-redis's scheduler, or :class:`AckScheduler`, the same without its PING at start)::
 
