@@ -279,7 +279,8 @@ def _ends_in_number(host: str) -> bool:
 
 
 def _ipv4_host(host: str) -> str | None:
-    """WHATWG's IPv4 parser (``0x7f.1``, ``127.1``, ``2130706433``, ``0177.0.0.1``) to dotted decimal; None on failure."""
+    """WHATWG's IPv4 parser (``0x7f.1``, ``127.1``, ``2130706433``, ``0177.0.0.1``) to dotted decimal; None on
+    failure."""
     parts = host.split(".")
     if parts[-1] == "" and len(parts) > 1:
         parts.pop()
