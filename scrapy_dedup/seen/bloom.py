@@ -204,9 +204,6 @@ class BloomSeenSet(SeenSet):
         h1, h2, _ = digest_pair(bytes(key))
         return any(piece.holds(h1, h2) for piece in self.slices)
 
-    def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
-        return [key in self for key in keys]
-
     def __len__(self) -> int:
         return sum(piece.count for piece in self.slices)
 

@@ -215,28 +215,28 @@ class RedisSeenSet(_RedisStore):
     def __len__(self) -> int:
         return int(self.client.scard(self.key))
 
-    def add_many(self, keys: Iterable[bytes]) -> list[bool]:
-        """One pipelined round trip per batch of keys; keeps the order of ``keys``."""
+    def _pipelined(self, command: str, keys: Iterable[bytes], cache: bool) -> list[bool]:
+        """``command`` (SADD or SISMEMBER) per key, one pipelined round trip per batch; in the order of ``keys``."""
         result: list[bool] = []
         for batch in batches(keys, BATCH_SIZE):
             pipe = self.client.pipeline(transaction=False)
             for key in batch:
-                pipe.sadd(self.key, key)
-            result.extend(added == 1 for added in pipe.execute())
-            for key in batch:
-                self.cache.add(key)
+                pipe.execute_command(command, self.key, key)
+            result.extend(reply == 1 for reply in pipe.execute())
+            if cache:
+                for key in batch:
+                    self.cache.add(key)
+        return result
+
+    def add_many(self, keys: Iterable[bytes]) -> list[bool]:
+        """One pipelined round trip per batch of keys; keeps the order of ``keys``."""
+        result = self._pipelined("SADD", keys, cache=True)
         if self.ttl and result:
             self._refresh_ttl()
         return result
 
     def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
-        result: list[bool] = []
-        for batch in batches(keys, BATCH_SIZE):
-            pipe = self.client.pipeline(transaction=False)
-            for key in batch:
-                pipe.sismember(self.key, key)
-            result.extend(bool(found) for found in pipe.execute())
-        return result
+        return self._pipelined("SISMEMBER", keys, cache=False)
 
 
 # One key's bits as one BITFIELD command: SET u1 <position> 1 per bit. Redis runs a command alone,
@@ -487,11 +487,15 @@ class RedisBloomSeenSet(_RedisStore):
         """Membership of many keys, read-only (``BITFIELD_RO``, pipelined, 1000 per round trip)."""
         return [not some_clear for some_clear in self._run_many(keys, write=False)]
 
-    def bits_set(self) -> int:
+    def _bit_counts(self) -> list[int]:
+        """The bits set in each shard (one pipelined round trip)."""
         pipe = self.client.pipeline(transaction=False)
         for name in self.shard_keys:
             pipe.bitcount(name)
-        return sum(int(n or 0) for n in pipe.execute())
+        return [int(n or 0) for n in pipe.execute()]
+
+    def bits_set(self) -> int:
+        return sum(self._bit_counts())
 
     def __len__(self) -> int:
         """Keys held, estimated from the bits set (Swamidass and Baldi, 2007)."""
@@ -503,11 +507,7 @@ class RedisBloomSeenSet(_RedisStore):
 
     def estimated_false_positive_rate(self) -> float:
         """``fill ** hashes`` per shard, averaged over shards (a key lands in each with equal probability)."""
-        pipe = self.client.pipeline(transaction=False)
-        for name in self.shard_keys:
-            pipe.bitcount(name)
-        counts = pipe.execute()
-        return sum((int(n or 0) / self.shard_bits) ** self.hashes for n in counts) / self.shards
+        return sum((n / self.shard_bits) ** self.hashes for n in self._bit_counts()) / self.shards
 
     def expected_false_positive_rate(self, keys: int) -> float:
         """The rate the sizing formula predicts once ``keys`` keys are held."""
@@ -515,17 +515,11 @@ class RedisBloomSeenSet(_RedisStore):
 
 
 def _set_args(where: list[int]) -> list[Any]:
-    args: list[Any] = []
-    for position in where:
-        args += ("SET", "u1", position, 1)
-    return args
+    return [arg for position in where for arg in ("SET", "u1", position, 1)]
 
 
 def _get_args(where: list[int]) -> list[Any]:
-    args: list[Any] = []
-    for position in where:
-        args += ("GET", "u1", position)
-    return args
+    return [arg for position in where for arg in ("GET", "u1", position)]
 
 
 def _unknown_command(exc: BaseException) -> bool:
