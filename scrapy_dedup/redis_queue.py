@@ -71,7 +71,6 @@ from scrapy_dedup._util.redis_policy import CLOSE_REASON, describe, is_transient
 from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from scrapy.http import Request
 
 logger = logging.getLogger(__name__)
@@ -107,13 +106,13 @@ return n
 # Mark a request's fingerprint seen and, only if it was new (or ARGV[4] is '1'), queue the request: one
 # step, so no kill can leave a request seen but not queued. Data only through KEYS/ARGV.
 # KEYS: the seen set, the queue; ARGV: fingerprint, score, serialized request, force.
-_MARK_SET_AND_PUSH = """
-local added = redis.call('SADD', KEYS[1], ARGV[1])
+_PUSH_IF_ADDED = """
 if added == 1 or ARGV[4] == '1' then
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 end
 return added
 """
+_MARK_SET_AND_PUSH = "local added = redis.call('SADD', KEYS[1], ARGV[1])\n" + _PUSH_IF_ADDED
 
 # The same for a Bloom filter shard: ARGV[1] is the key's bit positions, little-endian uint32 each,
 # set in one BITFIELD (as RedisBloomSeenSet.add does); new if any of those bits was 0.
@@ -136,11 +135,7 @@ for i = 1, #old do
     break
   end
 end
-if added == 1 or ARGV[4] == '1' then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-end
-return added
-"""
+""" + _PUSH_IF_ADDED
 
 # KEYS: queue, in-flight set of this worker; ARGV: score, request, score, request, ... this process has in flight.
 # Makes the in-flight set exactly that, after the server came back with an older state (its persistence file):
@@ -228,7 +223,10 @@ class AckPriorityQueue(PriorityQueue):
         self._next_idle_check = 0.0
         #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
         self._ack_failed: dict[bytes, float] = {}
-        self._watch_engine(crawler)
+        # acknowledge each popped request when Scrapy's engine is done with it (without an engine, a queue
+        # used on its own, only by ack())
+        on_request_done(crawler, self._engine_done,
+                        who="AckPriorityQueue (use scrapy-redis's own SCHEDULER_QUEUE_CLASS instead)")
         self._heartbeat: Clock | None = None
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
@@ -264,14 +262,6 @@ class AckPriorityQueue(PriorityQueue):
                      describe(error, self._secrets), CLOSE_REASON)
         return True
 
-    def _watch_engine(self, crawler: "Crawler") -> None:
-        """Acknowledge each popped request when Scrapy's engine is done with it (:mod:`scrapy_dedup.engine_hook`).
-
-        Without an engine (a queue used on its own) requests are acknowledged by :meth:`ack` only.
-        """
-        on_request_done(crawler, self._engine_done,
-                        who="AckPriorityQueue (use scrapy-redis's own SCHEDULER_QUEUE_CLASS instead)")
-
     def _engine_done(self, request: "Request") -> None:
         if id(request) not in self._pending:
             return
@@ -306,12 +296,9 @@ class AckPriorityQueue(PriorityQueue):
         if self._pairing_done or self._refused:
             return
         self._pairing_done = True
-        dupefilter = self._scheduler_dupefilter()
+        dupefilter = scheduler_dupefilter(self.crawler)
         if dupefilter is not None:
             self.pair(dupefilter)
-
-    def _scheduler_dupefilter(self) -> Any:
-        return scheduler_dupefilter(self.crawler)
 
     def pair(self, dupefilter: Any) -> bool:
         """Mark seen and queue in one Redis script with ``dupefilter`` if it can be done; say so either way.
