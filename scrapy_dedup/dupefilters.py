@@ -521,17 +521,9 @@ class _RedisDupeFilter(_SeenDupeFilter):
     # --- marking seen and queueing in one step (set up by scrapy_dedup.redis_queue.AckPriorityQueue) ---
 
     def pair_queue(self, queue: PairedQueue) -> None:
-        """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on.
-
-        Why: scrapy-redis's scheduler calls ``request_seen`` (a write to Redis) and
-        then ``queue.push`` (a second write); a SIGKILL between the two left the
-        request marked seen and never queued, lost for good. Paired, ``request_seen``
-        writes nothing itself: a fingerprint in the local cache is "seen" at once,
-        any other is handed with its request to ``queue.mark_and_push``, whose
-        script adds the fingerprint and, only if it was new, queues the request;
-        the scheduler's ``push`` of that request then does nothing. The answer to
-        the scheduler, the log and every stat are what they were before.
-        """
+        """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on
+        (no kill between ``request_seen`` and ``push`` can lose the request: :mod:`scrapy_dedup.redis_queue`).
+        The answer to the scheduler, the log and every stat stay what they were."""
         self.atomic_queue = queue
 
     # :class:`PairableDupeFilter`: what the paired queue's script needs of the store

@@ -1,21 +1,13 @@
 """Seen-key stores shared through Redis: an exact set, and a Bloom filter in bitmaps.
 
-Both are safe for many processes at once: the per-key operation is one
-atomic Redis command (``SADD``) or one Lua script (``EVALSHA``), so two
-workers that meet the same new fingerprint at the same moment get "new" for
-exactly one of them.
-
-Both keep a small *local confirmation cache*: fingerprints this process has
-already seen confirmed by Redis (added by it, or found present). Such a key
-stays present in Redis until the key is deleted, so answering "seen" from the
-cache is exact and saves the round trip that recurring links would cost.
-(If another process deletes or expires the key mid-crawl, this process keeps
-treating what it cached as seen, at most ``cache_size * 2`` fingerprints.)
-
-The per-request command goes over a :class:`~scrapy_dedup._util.redis_conn.PinnedConnection`
-(pre-encoded bytes on one connection of the client's pool) where the client
-has a plain pool, which cuts redis-py's per-command Python cost; cluster
-clients use their normal commands.
+Both are safe for many processes at once: the per-key operation is one atomic
+Redis command (``SADD``, ``BITFIELD``), so two workers that meet the same new
+fingerprint at the same moment get "new" for exactly one of them. Both keep a
+small local cache of fingerprints Redis confirmed (a key stays in Redis until
+the key is deleted, so answering "seen" from it is exact and saves the round
+trip of a recurring link), and send the per-request command pre-encoded on a
+:class:`~scrapy_dedup._util.redis_conn.PinnedConnection` where the client has a
+plain pool (the README's "The Redis filters" gives the figures).
 
 No Scrapy imports here. The client is any redis-py client (``Redis``,
 ``RedisCluster``); the store does not own it and never closes it (it gives
@@ -292,25 +284,15 @@ class BloomLayoutMismatch(ValueError):
 class RedisBloomSeenSet(_RedisStore):
     """A Bloom filter in Redis bitmaps, shared and atomic, one ``BITFIELD`` command per new key.
 
-    Sizing: ``capacity`` keys at ``error_rate`` need ``bits`` bits (3.75 bytes
-    per key at 1e-6); the bitmap is allocated in full when the store is first
-    opened (``SETBIT`` of its last bit), so memory use is known from the start
-    and never grows. The filter does not grow: past ``capacity`` its
-    false-positive rate rises (see :meth:`estimated_false_positive_rate`);
-    size it for the crawl.
-
-    Sharding: the bits are split over ``shards`` keys or a few more,
-    ``{<key>:<i>}`` (each its own hash tag, so its own Redis Cluster slot); a
-    fingerprint's bits all live in one shard, picked by 32 other bits of the
-    fingerprint, so each command touches one key and runs on one node. Extra
-    keys are used only where they waste clearly less of Redis's allocator
-    size classes (:func:`fit_to_allocator`): one 37.5 MB bitmap would take
-    40 MiB, three of 12 MiB fit exactly. Each key's bits fill its size class,
-    so the false-positive rate ends up at or below ``error_rate``.
-
-    The layout (bits, hashes, shards, hashing scheme) is stored in
-    ``<key>:meta``; a process configured differently is refused with
-    :class:`BloomLayoutMismatch` rather than reading the bits wrongly.
+    The bitmap is allocated in full when first opened (``SETBIT`` of its last
+    bit), so memory is known from the start; it does not grow, so past
+    ``capacity`` its false-positive rate rises: size it for the crawl. Its bits
+    are split over ``shards`` keys or a few more (:func:`fit_to_allocator`:
+    fewer bytes of Redis's allocator classes), ``{<key>:<i>}``, each its own
+    Cluster slot; a fingerprint's bits all live in one shard, so each command
+    runs on one node. The layout is stored in ``<key>:meta``: a process
+    configured differently is refused (:class:`BloomLayoutMismatch`) rather
+    than reading the bits wrongly.
     """
 
     def __init__(self, client: Any, key: str, capacity: int = 10_000_000, error_rate: float = 1e-6,
