@@ -220,7 +220,7 @@ def wait_until_reachable(client: Any, seconds: float, *, sleep: Callable[[float]
 def _probe_client(client: Any, timeout: float) -> Any:
     """A client of the same server and options as ``client`` whose calls block at most ``timeout`` seconds
     (``client`` itself where it has no plain connection pool, e.g. a cluster client)."""
-    pool = getattr(client, "connection_pool", None)
+    pool: Any = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if not isinstance(kwargs, dict):
         return client

@@ -121,7 +121,7 @@ class _RedisStore(SeenSet):
         """Re-arm the expiry of the keys every ttl/10 seconds (at most one extra round trip then)."""
         now = time.monotonic()
         if now >= self._next_ttl_refresh:
-            self._next_ttl_refresh = now + max(1.0, self.ttl / 10)
+            self._next_ttl_refresh = now + max(1.0, (self.ttl or 0) / 10)
             pipe = self.client.pipeline(transaction=False)
             for name in self.data_keys():
                 pipe.expire(name, self.ttl)

@@ -458,12 +458,12 @@ class HostRules:
                     if candidates:
                         parts = query.split("&")
                         for param, key, match, head, tail in candidates:
-                            found = [i for i, part in enumerate(parts) if part == param or part.startswith(key)]
-                            if len(found) == 1:
-                                value = parts[found[0]].partition("=")[2]
+                            hits = [i for i, part in enumerate(parts) if part == param or part.startswith(key)]
+                            if len(hits) == 1:
+                                value = parts[hits[0]].partition("=")[2]
                                 if match(value):
                                     path = head + value + tail
-                                    del parts[found[0]]
+                                    del parts[hits[0]]
                                     query = "&".join(parts)
                                     break
             if head_len and path[:head_len] in head_starts:

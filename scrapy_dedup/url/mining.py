@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 from scrapy_dedup.content.clusters import Clusters
@@ -240,7 +241,8 @@ class DustMiner:
         self._simhashes: SimhashIndex | None = None
         self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
         self.stats: Counter = Counter()
-        self._canonicalizer = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
+        no_switch: dict[str, Any] = {name: False for name in SWITCHES}
+        self._canonicalizer = Canonicalizer(UrlPolicy(**no_switch))
 
     # --- input ---
 
@@ -287,7 +289,7 @@ class DustMiner:
         """The content engine with the crawl's default parameters (``content/params.py``): records that bring
         their text or HTML but no verdict get the verdict a crawl would have given them, in order."""
         if self._engine is None:
-            p = _EngineDefaults()
+            p: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
             fingerprinter = ContentFingerprinter(shingle_size=p.shingle_size, bits=p.fingerprint_bits,
                                                  min_words=self.config.min_words, sketch_size=p.sketch_size)
             store = MemoryContentStore(threshold=p.hamming_threshold, bands=p.bands, bits=p.fingerprint_bits,
@@ -750,14 +752,6 @@ def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: Min
                 if validation.host == host and validation.rule.key == dropped.key:
                     validation.kept = False
                     validation.reason = "would rewrite the results of kept substitutions in a cycle"
-
-
-class _EngineDefaults:
-    """The content engine's parameters at their defaults (``content/params.py``), as attributes."""
-
-    def __init__(self) -> None:
-        for param in ENGINE_PARAMS:
-            setattr(self, param.key, param.default)
 
 
 def _preference(verdict: RuleValidation) -> tuple:
