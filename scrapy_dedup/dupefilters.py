@@ -407,15 +407,10 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     Outages follow ``DEDUP_REDIS_ON_ERROR`` (:mod:`scrapy_dedup._util.redis_policy`).
     A request met while Redis is unreachable and the policy does not (or no
-    longer) wait is treated as unseen, so it is scheduled, never lost
-    (``dedup/redis/fail_open``); its fingerprint is remembered locally, so a
-    link met again during the outage is still filtered, and written to Redis
-    when it is back (``dedup/redis/replayed``), so every process learns it.
-    When ``retry`` gives up, the spider is closed with reason
-    ``dedup_redis_unavailable`` (with ``JOBDIR`` the pending requests are kept
-    on disk for the next run, and the fingerprints Redis never received are
-    kept in ``JOBDIR/redis-unconfirmed.fps`` and written to Redis when the next
-    run starts).
+    longer) wait is treated as unseen: scheduled, never lost; its fingerprint is
+    kept here (a link met again is still filtered) and written to Redis when it
+    is back, or, when ``retry`` gave up and the spider closes, kept in
+    ``JOBDIR/redis-unconfirmed.fps`` for the next run (docs/reliability.md).
     """
 
     store: RedisSeenSet | RedisBloomSeenSet

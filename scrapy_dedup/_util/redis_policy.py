@@ -148,12 +148,7 @@ def transient_kind(exc: BaseException) -> str | None:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for errors that waiting may cure (see :func:`transient_kind`).
-
-    Refused credentials and a TLS certificate that does not verify are not: they
-    are configuration errors, raised at once (at start-up; after it, every Redis
-    error is an outage under the policy, see :attr:`RedisErrorPolicy.running`).
-    """
+    """True for errors that waiting may cure (see :func:`transient_kind`)."""
     return transient_kind(exc) is not None
 
 
