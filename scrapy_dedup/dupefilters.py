@@ -44,6 +44,7 @@ from scrapy_dedup._util.redis_policy import (
     RedisUnavailable,
     call_timeout,
     describe,
+    is_redis_error,
     is_transient,
     secrets_of,
     wait_until_reachable,
@@ -590,7 +591,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 self._refuse_start(f"{exc} (DEDUP_REDIS_RETRY_SECONDS={self.policy.retry_seconds:g})")
                 return
         except Exception as exc:
-            if is_transient(exc) or not _is_redis_error(exc):
+            if is_transient(exc) or not is_redis_error(exc):
                 raise
             hint = f"check {self.url_source} and DEDUP_REDIS_PARAMS (password, TLS options)"
             if type(exc).__name__ in ("MovedError", "AskError"):
@@ -768,10 +769,6 @@ class _RedisDupeFilter(_SeenDupeFilter):
         except Exception:
             self._measure_failed = True  # the next measurement would only wait for the same timeout
             raise
-
-
-def _is_redis_error(exc: BaseException) -> bool:
-    return type(exc).__module__.startswith("redis")
 
 
 class RedisDupeFilter(_RedisDupeFilter):

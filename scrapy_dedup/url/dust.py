@@ -268,20 +268,9 @@ class DustRule:
 
     def describe(self) -> str:
         """One line for logs and reports."""
-        k = self.kind
-        if k == "drop_param":
-            return f"drop ?{self.param}= under {self.prefix}"
-        if k == "default_param":
-            return f"?{self.param}={self.value} is the default under {self.prefix}"
-        if k == "query_to_path":
+        if self.kind == "query_to_path":
             return f"{self.path}?{self.param}=<{self.value}> -> {self.to.replace('{value}', '<' + self.value + '>')}"
-        if k == "substitute":
-            return f"path {self.anchor} {self.from_!r} -> {self.to!r}"
-        if k == "drop_segment":
-            return f"drop path segment {self.shape} under {self.prefix}"
-        if k == "drop_pathparam":
-            return f"drop path parameter ;{self.param}= under {self.prefix}"
-        return "paths are case-insensitive"
+        return _DESCRIPTIONS[self.kind].format(rule=self)
 
     @property
     def key(self) -> tuple:
@@ -289,6 +278,15 @@ class DustRule:
         return (self.kind, self.param, self.value, self.prefix, self.path, self.to, self.from_, self.anchor,
                 self.shape)
 
+
+_DESCRIPTIONS = {
+    "drop_param": "drop ?{rule.param}= under {rule.prefix}",
+    "default_param": "?{rule.param}={rule.value} is the default under {rule.prefix}",
+    "substitute": "path {rule.anchor} {rule.from_!r} -> {rule.to!r}",
+    "drop_segment": "drop path segment {rule.shape} under {rule.prefix}",
+    "drop_pathparam": "drop path parameter ;{rule.param}= under {rule.prefix}",
+    "case_insensitive": "paths are case-insensitive",
+}
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "drop_pathparam": ("param", "prefix"),
