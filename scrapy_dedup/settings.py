@@ -201,7 +201,6 @@ def _s(name: str, default: Any, convert: Converter, group: str, doc: str) -> Set
     return Setting(name, default, convert, " ".join(doc.split()), group)
 
 
-
 SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_ENABLED", True, to_bool, "general",
        "Master switch of the add-on: False leaves every component out."),

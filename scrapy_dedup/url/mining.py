@@ -250,7 +250,6 @@ class DustMiner:
         """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
         return safe_parts(self._canonicalizer, url)
 
-
     def add_page(self, url: str, exact_key: Any, simhash: int | None = None) -> bool:
         """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches)."""
         parts = self.split_url(url)
