@@ -475,8 +475,10 @@ class AckPriorityQueue(PriorityQueue):
 
         The scheduler asks this to decide whether the spider is idle: answering 0
         during an outage would close a crawl whose requests wait in Redis (as
-        "finished"); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes it
-        with the reason ``dedup_redis_unavailable`` instead.
+        "finished"; the last count misses requests queued since, e.g. by the
+        one-step push); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes
+        it with the reason ``dedup_redis_unavailable`` instead. Closing with a
+        reason of its own, it is not idle either, or it would close as "finished" first.
         """
         if self._refused:
             return 0
@@ -489,10 +491,6 @@ class AckPriorityQueue(PriorityQueue):
             if not self._last_length and not self._held and self._idle_check():
                 self._last_length = super().__len__()  # requests the check put back into the queue
         if self._gave_up or self._data_lost or self._down_since is not None:
-            # Closing with its own reason: not "idle", or it would close as "finished" first. Redis unreachable:
-            # the queue's length is unknown (the last count misses requests queued since, e.g. by the one-step
-            # push), and an empty answer would close a crawl whose requests wait in Redis as "finished".
-            # DEDUP_REDIS_RETRY_SECONDS bounds the wait.
             return max(1, self._last_length + len(self._held))
         return self._last_length + len(self._held)
 
