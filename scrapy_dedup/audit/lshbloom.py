@@ -15,27 +15,17 @@ than bins its empty bins, however densified, make rows agree far more often than
 one band key with probability ``1 - (1 - J**rows)**bands``: with the defaults (32 bands of 8 rows)
 0.997 at ``J = 0.8``, 0.85 at 0.7, 0.43 at 0.6, 0.12 at 0.5, 0.002 at 0.3.
 
-What it gives up, and what it keeps:
-
-* **Near duplicates are counted, not named**: a Bloom filter says "seen", not by
-  which page. They have no kept page, so they are in no cluster, no flagged pair,
-  no sample and no ``--pairs`` line; the report's near count and redundant ratio
-  include them, its clusters are those of the exact duplicates.
-* **No verification**: a candidate cannot be checked against the kept page's
-  sketch, so the rule is the band S-curve above (templated siblings at ``J`` 0.6
-  are flagged 43% of the time; the ``simhash`` and ``minhash`` methods verify).
-* **Exact duplicates are exact and named**: their 16-byte digests are kept in a
-  :class:`~scrapy_dedup.content.compact.DigestTable` (about 30 bytes a kept page).
-* **False positives are bounded**: the filter is sized for ``capacity`` band keys at
-  ``error_rate / bands`` each, so a new page is wrongly flagged with probability at
-  most about ``error_rate`` (default 1e-4) while the filter holds at most
-  ``capacity`` pages. Memory: ``bands * capacity * 1.44 * log2(bands / error_rate)``
-  bits (defaults: 106 bytes a kept page; 1.06 GB at 10^7 kept pages).
-* **Capacity**: the kept pages ``lshbloom_memory_mb`` holds, or the dump's records when
-  the dump can be read twice and is counted first (so a small dump gets a small filter).
-  **When the filter is full** (more kept pages than that), later kept pages
-  are no longer inserted: their own duplicates are then kept as unique (recall lost,
-  never a page): one WARNING, and the report's method line says from which page.
+What it gives up and keeps (the README's ``--method lshbloom`` row says it for
+users): near duplicates are counted, not named (a Bloom filter says "seen", not
+by which page: no cluster, pair or sample) and not verified (the S-curve above
+is the rule); exact duplicates are exact and named (16-byte digests in a
+:class:`~scrapy_dedup.content.compact.DigestTable`). The filter is sized for
+``capacity`` kept pages at ``error_rate / bands`` per band key, so a new page is
+wrongly flagged with probability at most about ``error_rate`` (memory
+``bands * capacity * 1.44 * log2(bands / error_rate)`` bits: 106 bytes a kept page
+at the defaults); ``capacity`` is what ``lshbloom_memory_mb`` holds, or the dump's
+records when it is counted first. A full filter inserts no later kept page: their
+duplicates are kept as unique (recall lost, never a page), with one WARNING.
 
 The Bloom filter is pybloom-live's ``BloomFilter`` (a filter of fixed capacity
 over arbitrary keys, which is what this needs). No Scrapy imports.
