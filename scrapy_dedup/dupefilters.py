@@ -1,24 +1,16 @@
 """``DUPEFILTER_CLASS`` adapters over the seen-key stores of :mod:`scrapy_dedup.seen`.
 
-* :class:`BloomDupeFilter` - a local Bloom filter (about 4 bytes per URL at
-  1e-6), checkpointed into ``JOBDIR`` so a stopped and resumed crawl does not
-  refetch.
+* :class:`BloomDupeFilter` - a local Bloom filter, checkpointed into ``JOBDIR``.
 * :class:`RedisDupeFilter` - an exact Redis set shared by every process of a
   spider (a drop-in for scrapy-redis's ``RFPDupeFilter``).
-* :class:`RedisBloomDupeFilter` - a Bloom filter in Redis bitmaps, shared,
-  one ``BITFIELD`` command per new request.
+* :class:`RedisBloomDupeFilter` - a Bloom filter in Redis bitmaps, shared.
 
-All three follow Scrapy's dupefilter contract (``from_crawler``, a
-synchronous ``request_seen``, ``open()``/``close(reason)`` returning None,
-``log(request, spider)`` with Scrapy's messages and the
-``dupefilter/filtered`` stat, ``DUPEFILTER_DEBUG``) and fingerprint with
-``crawler.request_fingerprinter``, so ``REQUEST_FINGERPRINTER_CLASS`` (e.g.
-``scrapy_dedup.CanonicalRequestFingerprinter``) applies.
-
-They also work under scrapy-redis's scheduler, which builds the filter with
-``from_spider(spider)``, never calls ``open()``/``close()`` and calls
-``clear()`` to flush: start-up work happens on first use, and the close work
-(stats, checkpoint) also runs on the ``spider_closed`` signal.
+All three keep Scrapy's dupefilter contract (``from_crawler``, ``request_seen``,
+``open``/``close``, ``log`` with Scrapy's messages and stats, ``DUPEFILTER_DEBUG``)
+and fingerprint with ``crawler.request_fingerprinter``. Under scrapy-redis's
+scheduler, which builds them with ``from_spider``, never calls ``open``/``close``
+and calls ``clear()`` to flush, they start on first use and do their close work
+on ``spider_closed`` too (the README's "Seen-URL stores" compares them).
 """
 from __future__ import annotations
 
