@@ -149,7 +149,7 @@ class _RedisStore(SeenSet):
         raise NotImplementedError
 
     def confirmed(self, key: bytes) -> None:
-        """``key`` was added to Redis by someone else's script: remember it locally, keep the TTL armed."""
+        """``key`` is in Redis (added here, or by someone else's script): remember it locally, keep the TTL armed."""
         self.cache.add(key)
         if self.ttl:
             self._refresh_ttl()
@@ -187,9 +187,7 @@ class RedisSeenSet(_RedisStore):
             added = self._pinned.execute(self._sadd_prefix + bulk(key))
         else:
             added = self.client.sadd(self.key, key)
-        self.cache.add(key)
-        if self.ttl:
-            self._refresh_ttl()
+        self.confirmed(key)
         return added == 1
 
     def key_types(self) -> dict[str, str]:
@@ -417,9 +415,7 @@ class RedisBloomSeenSet(_RedisStore):
             old = self._pinned.execute(self._encode_set(shard_key, where))
         else:
             old = self.client.execute_command("BITFIELD", shard_key, *_set_args(where))
-        self.cache.add(key)
-        if self.ttl:
-            self._refresh_ttl()
+        self.confirmed(key)
         return 0 in old
 
     def __contains__(self, key: object) -> bool:
