@@ -22,7 +22,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 from scrapy_dedup import __version__
 from scrapy_dedup.audit.config import METHODS
@@ -54,7 +54,7 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def _add_report_parser(sub) -> None:
+def _add_report_parser(sub: Any) -> None:
     p = sub.add_parser(
         "report", help="measure how duplicated a scrape dump is (JSON Lines or WARC, optionally .gz)",
         description="Measure exact and near duplicates in a JSON Lines dump (one page per line, with "
@@ -112,7 +112,7 @@ def _add_report_parser(sub) -> None:
     p.set_defaults(handler=_run_report)
 
 
-def _add_mine_dust_parser(sub) -> None:
+def _add_mine_dust_parser(sub: Any) -> None:
     """``mine-dust`` in the list of subcommands; its arguments are :func:`build_mine_dust_parser`'s."""
     p = sub.add_parser("mine-dust", help="mine DUST rules from a crawl log (DEDUP_LOG_FILE)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)

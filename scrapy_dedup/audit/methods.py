@@ -41,7 +41,7 @@ class MissingExtraError(RuntimeError):
     """An optional dependency (e.g. datasketch for ``--method minhash``) is not installed."""
 
 
-def make_method(cfg: AuditConfig):
+def make_method(cfg: AuditConfig) -> "SimhashMethod | MinhashMethod | LshBloomMethod":
     if cfg.method == "lshbloom":
         return LshBloomMethod(cfg)
     return MinhashMethod(cfg) if cfg.method == "minhash" else SimhashMethod(cfg)
@@ -173,7 +173,7 @@ class MinhashDecider(SketchDecider):
         self.signatures = np.zeros((1024, cfg.num_perm), dtype=np.uint64)
         self.slot: dict[int, int] = {}  # page index -> row of self.signatures (kept pages only)
 
-    def _minhash(self, signature: np.ndarray):
+    def _minhash(self, signature: np.ndarray) -> Any:
         return self.ds.MinHash(hashvalues=signature, **self._rebuild)
 
     def _named_near(self, signature: np.ndarray) -> list[tuple[int, float]]:

@@ -68,7 +68,11 @@ class CountingDecider:
     def __init__(self) -> None:
         self.counts = {"unique": 0, "exact": 0, "near": 0, "degenerate": 0}
         self.skipped = {"non_text": 0, "non_html": 0}
-        self.clusters: Clusters[int] = Clusters()  # the engine's union-find, over page indexes
+        self.clusters = Clusters()  # the engine's union-find, over page indexes
+
+    def skip(self, kind: str) -> None:
+        """A response that is not a page: ``non_html`` (structured text) or ``non_text``."""
+        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
 
     def decide(self, index: int, kind: str, matched: int = -1, distance: float = 0.0) -> Decision:
         """Count a decision on page ``index``; a duplicate of a named kept page joins its cluster."""
@@ -76,10 +80,6 @@ class CountingDecider:
         if matched >= 0:
             self.clusters.add_pair(matched, index)
         return Decision(kind, matched, distance)
-
-    def skip(self, kind: str) -> None:
-        """A response that is not a page: ``non_html`` (structured text) or ``non_text``."""
-        self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
 
     def count_copy(self, index: int, decision: Decision) -> None:
         """An identical copy of an earlier page (its decision given): counted, clustered with what it matched."""
