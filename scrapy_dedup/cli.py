@@ -22,7 +22,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 from scrapy_dedup import __version__
 from scrapy_dedup.audit.config import METHODS
@@ -54,7 +54,7 @@ def _positive_int(value: str) -> int:
     return number
 
 
-def _add_report_parser(sub) -> None:
+def _add_report_parser(sub: Any) -> None:
     p = sub.add_parser(
         "report", help="measure how duplicated a scrape dump is (JSON Lines or WARC, optionally .gz)",
         description="Measure exact and near duplicates in a JSON Lines dump (one page per line, with "
@@ -112,7 +112,7 @@ def _add_report_parser(sub) -> None:
     p.set_defaults(handler=_run_report)
 
 
-def _add_mine_dust_parser(sub) -> None:
+def _add_mine_dust_parser(sub: Any) -> None:
     """``mine-dust`` in the list of subcommands; its arguments are :func:`build_mine_dust_parser`'s."""
     p = sub.add_parser("mine-dust", help="mine DUST rules from a crawl log (DEDUP_LOG_FILE)", add_help=False)
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -165,13 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_CONFIG_FLAGS = ("method", "shingle_size", "fingerprint_bits", "hamming_threshold", "bands", "allow_approximate",
-                 "min_words", "strip_tags", "strip_selectors", "num_perm", "jaccard_threshold", "lsh_bands",
-                 "lsh_rows", "lshbloom_bands", "lshbloom_rows", "lshbloom_error_rate", "lshbloom_memory_mb", "url_field", "html_field", "text_field", "sample", "seed")
-
-
 def _run_report(args: argparse.Namespace) -> int:
-    from scrapy_dedup.audit.config import AuditConfigError, build_config, load_config_file
+    from scrapy_dedup.audit.config import KEYS, AuditConfigError, build_config, load_config_file
     from scrapy_dedup.audit.dump import DumpError
     from scrapy_dedup.audit.output import OutputError, dump_name
     from scrapy_dedup.audit.methods import MissingExtraError
@@ -179,7 +174,8 @@ def _run_report(args: argparse.Namespace) -> int:
 
     try:
         file_values = load_config_file(args.config) if args.config else {}
-        cfg = build_config(file_values, {name: getattr(args, name) for name in _CONFIG_FLAGS})
+        # the flags named as config keys override the file (None: not given)
+        cfg = build_config(file_values, {name: value for name, value in vars(args).items() if name in KEYS})
     except AuditConfigError as exc:
         _error("report", f"config error: {exc}")
         return EXIT_ERROR
@@ -194,6 +190,8 @@ def _run_report(args: argparse.Namespace) -> int:
 
 def mine_dust_main(argv: Sequence[str]) -> int:
     """``scrapy-dedup mine-dust LOG [LOG...] -o rules.json``; exit 0 on success, 2 on bad input."""
+    from dataclasses import fields
+
     from scrapy_dedup.audit.mine_dust import run_mine_dust
     from scrapy_dedup.url.mining import MiningConfig
 
@@ -202,10 +200,7 @@ def mine_dust_main(argv: Sequence[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0) if exc.code in (0, None) else EXIT_ERROR
     try:
-        config = MiningConfig(min_support=args.min_support, max_violation_rate=args.max_violation_rate,
-                              max_cluster_urls=args.max_cluster_urls, hamming=args.hamming,
-                              min_words=args.min_words, max_aliases=args.max_aliases,
-                              content_aliases=args.content_aliases)
+        config = MiningConfig(**{f.name: getattr(args, f.name) for f in fields(MiningConfig) if hasattr(args, f.name)})
     except ValueError as exc:
         print(f"scrapy-dedup mine-dust: {exc}", file=sys.stderr)
         return EXIT_ERROR

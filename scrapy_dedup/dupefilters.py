@@ -1,24 +1,16 @@
 """``DUPEFILTER_CLASS`` adapters over the seen-key stores of :mod:`scrapy_dedup.seen`.
 
-* :class:`BloomDupeFilter` - a local Bloom filter (about 4 bytes per URL at
-  1e-6), checkpointed into ``JOBDIR`` so a stopped and resumed crawl does not
-  refetch.
+* :class:`BloomDupeFilter` - a local Bloom filter, checkpointed into ``JOBDIR``.
 * :class:`RedisDupeFilter` - an exact Redis set shared by every process of a
   spider (a drop-in for scrapy-redis's ``RFPDupeFilter``).
-* :class:`RedisBloomDupeFilter` - a Bloom filter in Redis bitmaps, shared,
-  one ``BITFIELD`` command per new request.
+* :class:`RedisBloomDupeFilter` - a Bloom filter in Redis bitmaps, shared.
 
-All three follow Scrapy's dupefilter contract (``from_crawler``, a
-synchronous ``request_seen``, ``open()``/``close(reason)`` returning None,
-``log(request, spider)`` with Scrapy's messages and the
-``dupefilter/filtered`` stat, ``DUPEFILTER_DEBUG``) and fingerprint with
-``crawler.request_fingerprinter``, so ``REQUEST_FINGERPRINTER_CLASS`` (e.g.
-``scrapy_dedup.CanonicalRequestFingerprinter``) applies.
-
-They also work under scrapy-redis's scheduler, which builds the filter with
-``from_spider(spider)``, never calls ``open()``/``close()`` and calls
-``clear()`` to flush: start-up work happens on first use, and the close work
-(stats, checkpoint) also runs on the ``spider_closed`` signal.
+All three keep Scrapy's dupefilter contract (``from_crawler``, ``request_seen``,
+``open``/``close``, ``log`` with Scrapy's messages and stats, ``DUPEFILTER_DEBUG``)
+and fingerprint with ``crawler.request_fingerprinter``. Under scrapy-redis's
+scheduler, which builds them with ``from_spider``, never calls ``open``/``close``
+and calls ``clear()`` to flush, they start on first use and do their close work
+on ``spider_closed`` too (the README's "Seen-URL stores" compares them).
 """
 from __future__ import annotations
 
@@ -36,6 +28,7 @@ from scrapy.utils.request import referer_str
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
+from scrapy_dedup._util.files import atomic_write
 from scrapy_dedup._util.redis_conn import connect, mask_url
 from scrapy_dedup._util.redis_policy import (
     CLOSE_REASON,
@@ -43,6 +36,7 @@ from scrapy_dedup._util.redis_policy import (
     RedisUnavailable,
     call_timeout,
     describe,
+    is_redis_error,
     is_transient,
     secrets_of,
     wait_until_reachable,
@@ -215,6 +209,14 @@ class _SeenDupeFilter(BaseDupeFilter):
         """One measurement of the store for the stats at close (None: skipped)."""
         return measure()
 
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(name, n)
+
+    def _set(self, name: str, value: Any) -> None:
+        if self.stats is not None:
+            self.stats.set_value(name, value)
+
     def _secrets(self) -> tuple[str, ...]:
         """What an exception text must not show (the Redis filters: the password and its pieces)."""
         return ()
@@ -258,6 +260,7 @@ class BloomDupeFilter(_SeenDupeFilter):
 
     kind = "BloomDupeFilter"
     journal_before_mark = False
+    store: BloomSeenSet
 
     def __init__(self, path: str | None = None, debug: bool = False, *,
                  capacity: int = 10_000_000, error_rate: float = 1e-6,
@@ -265,15 +268,15 @@ class BloomDupeFilter(_SeenDupeFilter):
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  stats: StatsCollector | None = None, frontier: JobdirFrontier | None = None):
         self.path = Path(path, CHECKPOINT_FILE) if path else None
-        self._stats_for_load = stats
+        self.stats = stats  # (for the load's counter: set again below)
         store = self._load(capacity, error_rate, on_corrupt)
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.frontier = frontier
         if frontier is not None and frontier.fingerprints:
             # Admitted since the checkpoint was written (a killed run): seen, whatever the checkpoint says.
             added = sum(store.add(fp) for fp in frontier.fingerprints)
-            if added and stats is not None:
-                stats.inc_value("dedup/jobdir/fingerprints_replayed", added)
+            if added:
+                self._count("dedup/jobdir/fingerprints_replayed", added)
         self.clock_seconds = checkpoint_seconds
 
     @classmethod
@@ -291,8 +294,7 @@ class BloomDupeFilter(_SeenDupeFilter):
         try:
             store = BloomSeenSet.load(self.path)
         except CheckpointError as exc:
-            if self._stats_for_load is not None:
-                self._stats_for_load.inc_value("dedup/seen/checkpoint_errors")
+            self._count("dedup/seen/checkpoint_errors")
             if on_corrupt == "empty":
                 kept = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
                 os.replace(self.path, kept)
@@ -347,7 +349,8 @@ def _frontier(crawler: Crawler) -> JobdirFrontier | None:
 
 
 class PairedQueue(Protocol):
-    """What a Redis dupefilter needs of the queue it is paired with (:class:`scrapy_dedup.redis_queue.AckPriorityQueue`)."""
+    """What a Redis dupefilter needs of the queue it is paired with
+    (:class:`scrapy_dedup.redis_queue.AckPriorityQueue`)."""
 
     def mark_and_push(self, request: Request, fingerprint: bytes, force: bool = False) -> bool:
         """Mark ``fingerprint`` seen and, if it was new (or ``force``), queue ``request``: one Redis script."""
@@ -397,35 +400,32 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     Outages follow ``DEDUP_REDIS_ON_ERROR`` (:mod:`scrapy_dedup._util.redis_policy`).
     A request met while Redis is unreachable and the policy does not (or no
-    longer) wait is treated as unseen, so it is scheduled, never lost
-    (``dedup/redis/fail_open``); its fingerprint is remembered locally, so a
-    link met again during the outage is still filtered, and written to Redis
-    when it is back (``dedup/redis/replayed``), so every process learns it.
-    When ``retry`` gives up, the spider is closed with reason
-    ``dedup_redis_unavailable`` (with ``JOBDIR`` the pending requests are kept
-    on disk for the next run, and the fingerprints Redis never received are
-    kept in ``JOBDIR/redis-unconfirmed.fps`` and written to Redis when the next
-    run starts).
+    longer) wait is treated as unseen: scheduled, never lost; its fingerprint is
+    kept here (a link met again is still filtered) and written to Redis when it
+    is back, or, when ``retry`` gave up and the spider closes, kept in
+    ``JOBDIR/redis-unconfirmed.fps`` for the next run (docs/reliability.md).
     """
 
-    def __init__(self, store: SeenSet, *, server: Any, url: str = "", key: str = "",
-                 persist: bool = True, flush_on_start: bool = False,
-                 fingerprinter: RequestFingerprinterProtocol | None = None,
-                 debug: bool = False, stats: StatsCollector | None = None,
-                 policy: RedisErrorPolicy | None = None, crawler: Crawler | None = None,
-                 jobdir: str | None = None, url_source: str = "DEDUP_REDIS_URL", startup_seconds: float = 5.0):
-        super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
-        self.server = server
-        self.url = url
+    store: RedisSeenSet | RedisBloomSeenSet
+
+    def __init__(self, crawler: Crawler, cfg: DedupSettings):
+        self.key = key = self._redis_key(crawler, cfg)
+        self.server = server = connect(cfg.redis_url, cfg.redis_params,
+                                       timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
+        super().__init__(self._store(server, key, cfg), fingerprinter=crawler.request_fingerprinter,
+                         debug=crawler.settings.getbool("DUPEFILTER_DEBUG"), stats=crawler.stats)
+        self.url = cfg.redis_url
         #: the setting the URL came from (DEDUP_REDIS_URL, scrapy-redis's REDIS_URL, ..., or "default")
-        self.url_source = url_source
-        self.key = key
-        self.persist = persist
-        self.flush_on_start = flush_on_start
-        self.policy = policy or RedisErrorPolicy(name=self.kind, url=url, secrets=secrets_of(url), stats=stats)
+        self.url_source = cfg.source_of("DEDUP_REDIS_URL")
+        self.persist = cfg.redis_persist
+        self.flush_on_start = cfg.redis_flush_on_start
+        self.policy = RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=self.kind, url=cfg.redis_url,
+                                       secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats,
+                                       key=key)
         self.crawler = crawler
+        jobdir = job_dir(crawler.settings)
         self.unconfirmed_path = Path(jobdir, UNCONFIRMED_FILE) if jobdir else None
-        self.startup_seconds = startup_seconds
+        self.startup_seconds = cfg.redis_startup_seconds
         self._started = False
         #: Redis could not be reached at start: the spider is being closed, every request is refused
         self._refused = False
@@ -439,16 +439,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
-        key = cls._redis_key(crawler, cfg)
-        server = connect(cfg.redis_url, cfg.redis_params,
-                         timeout=call_timeout(cfg.redis_on_error, cfg.redis_retry_seconds))
-        policy = RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=cls.kind, url=cfg.redis_url,
-                                  secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats, key=key)
-        return cls(cls._store(server, key, cfg), server=server, url=cfg.redis_url, key=key,
-                   persist=cfg.redis_persist, flush_on_start=cfg.redis_flush_on_start,
-                   fingerprinter=crawler.request_fingerprinter, debug=crawler.settings.getbool("DUPEFILTER_DEBUG"),
-                   stats=crawler.stats, policy=policy, crawler=crawler, jobdir=job_dir(crawler.settings),
-                   url_source=cfg.source_of("DEDUP_REDIS_URL"), startup_seconds=cfg.redis_startup_seconds)
+        return cls(crawler, cfg)
 
     @staticmethod
     def _store(server: Any, key: str, cfg: DedupSettings) -> SeenSet:
@@ -493,15 +484,13 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 if queue is not None:
                     self._write(fingerprint, request, True)
                 new = True
-                if self.stats is not None:
-                    self.stats.inc_value("dedup/redis/retried_seen_kept")
+                self._count("dedup/redis/retried_seen_kept")
         except RedisUnavailable:
             if queue is None:
                 self._unconfirmed.add(fingerprint)
             else:
                 queue.hold(request, fingerprint)  # marked and queued together when Redis answers again
-            if self.stats is not None:
-                self.stats.inc_value("dedup/redis/fail_open")
+            self._count("dedup/redis/fail_open")
             if self.policy.gave_up:
                 self._close_spider()
             return True
@@ -520,17 +509,9 @@ class _RedisDupeFilter(_SeenDupeFilter):
     # --- marking seen and queueing in one step (set up by scrapy_dedup.redis_queue.AckPriorityQueue) ---
 
     def pair_queue(self, queue: PairedQueue) -> None:
-        """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on.
-
-        Why: scrapy-redis's scheduler calls ``request_seen`` (a write to Redis) and
-        then ``queue.push`` (a second write); a SIGKILL between the two left the
-        request marked seen and never queued, lost for good. Paired, ``request_seen``
-        writes nothing itself: a fingerprint in the local cache is "seen" at once,
-        any other is handed with its request to ``queue.mark_and_push``, whose
-        script adds the fingerprint and, only if it was new, queues the request;
-        the scheduler's ``push`` of that request then does nothing. The answer to
-        the scheduler, the log and every stat are what they were before.
-        """
+        """Let ``queue`` mark each new fingerprint seen and push its request in one Redis script from now on
+        (no kill between ``request_seen`` and ``push`` can lose the request: :mod:`scrapy_dedup.redis_queue`).
+        The answer to the scheduler, the log and every stat stay what they were."""
         self.atomic_queue = queue
 
     # :class:`PairableDupeFilter`: what the paired queue's script needs of the store
@@ -561,12 +542,12 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 break
             self._unconfirmed.discard(fingerprint)
             replayed += 1
-        if self.stats is not None and replayed:
-            self.stats.inc_value("dedup/redis/replayed", replayed)
+        if replayed:
+            self._count("dedup/redis/replayed", replayed)
 
     def _close_spider(self) -> None:
         """Ask the engine to close the spider with ``dedup_redis_unavailable`` (once, outside this call)."""
-        if not self._close_requested and self.crawler is not None:
+        if not self._close_requested:
             self._close_requested = close_spider_soon(self.crawler, CLOSE_REASON)
 
     def open(self) -> None:
@@ -602,7 +583,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 self._refuse_start(f"{exc} (DEDUP_REDIS_RETRY_SECONDS={self.policy.retry_seconds:g})")
                 return
         except Exception as exc:
-            if is_transient(exc) or not _is_redis_error(exc):
+            if is_transient(exc) or not is_redis_error(exc):
                 raise
             hint = f"check {self.url_source} and DEDUP_REDIS_PARAMS (password, TLS options)"
             if type(exc).__name__ in ("MovedError", "AskError"):
@@ -626,8 +607,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         error = wait_until_reachable(self.server, self.startup_seconds)
         if error is None:
             return False
-        if self.stats is not None:
-            self.stats.inc_value("dedup/redis/errors")
+        self._count("dedup/redis/errors")
         self._refuse_start(f"cannot reach Redis at {mask_url(self.url)} (from {self.url_source}) within "
                            f"{self.startup_seconds:g} s (DEDUP_REDIS_STARTUP_SECONDS): "
                            f"{describe(error, self.policy.secrets)}")
@@ -644,9 +624,8 @@ class _RedisDupeFilter(_SeenDupeFilter):
         :class:`RedisStartupError`.
         """
         self._refused = self._close_requested = True
-        if self.stats is not None:
-            self.stats.set_value("dedup/redis/unavailable_at_start", 1)
-        if self.crawler is None or not stop_at_start(self.crawler, CLOSE_REASON):
+        self._set("dedup/redis/unavailable_at_start", 1)
+        if not stop_at_start(self.crawler, CLOSE_REASON):
             raise RedisStartupError(f"{self.kind}: {why}; the crawl cannot start")
         logger.error("%s: %s; closing the spider with reason %r before it fetches anything", self.kind, why,
                      CLOSE_REASON)
@@ -655,8 +634,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         if not self._started:
             self._start()
         if self._refused:  # closing at start: nothing may be queued (see _refuse_start)
-            if self.stats is not None:
-                self.stats.inc_value("dedup/redis/refused_at_start")
+            self._count("dedup/redis/refused_at_start")
             return True
         return super().request_seen(request)
 
@@ -726,8 +704,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         unrecorded = len(self._unconfirmed)
         if not unrecorded and reason != CLOSE_REASON:
             return
-        if self.stats is not None:
-            self.stats.set_value("dedup/redis/unrecorded", unrecorded)
+        self._set("dedup/redis/unrecorded", unrecorded)
         where = self._save_unconfirmed() if unrecorded else ""
         if reason == CLOSE_REASON:
             logger.error("%s: spider closed with reason %r: %d requests were let through without being recorded in "
@@ -745,12 +722,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
             return "; without JOBDIR they are forgotten: a later crawl may fetch those pages again"
         lines = "".join(f"{fp.hex()}\n" for fp in sorted(self._unconfirmed))
         old = self.unconfirmed_path.read_text() if self.unconfirmed_path.exists() else ""
-        tmp = self.unconfirmed_path.with_name(self.unconfirmed_path.name + ".tmp")
-        with open(tmp, "w", encoding="ascii") as f:
-            f.write(old + lines)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.unconfirmed_path)
+        atomic_write(self.unconfirmed_path, lambda f: f.write((old + lines).encode("ascii")))
         return f"; their fingerprints are kept in {self.unconfirmed_path} and written to Redis when the next run starts"
 
     def _load_unconfirmed(self) -> None:
@@ -767,8 +739,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         for fingerprint in fingerprints:
             self._redis(self.store.add, fingerprint)
         path.unlink()
-        if self.stats is not None:
-            self.stats.inc_value("dedup/redis/replayed", len(fingerprints))
+        self._count("dedup/redis/replayed", len(fingerprints))
         logger.info("%s: wrote %d fingerprints of the previous run's Redis outage from %s to Redis",
                     self.kind, len(fingerprints), path)
 
@@ -790,10 +761,6 @@ class _RedisDupeFilter(_SeenDupeFilter):
         except Exception:
             self._measure_failed = True  # the next measurement would only wait for the same timeout
             raise
-
-
-def _is_redis_error(exc: BaseException) -> bool:
-    return type(exc).__module__.startswith("redis")
 
 
 class RedisDupeFilter(_RedisDupeFilter):

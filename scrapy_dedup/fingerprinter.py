@@ -140,12 +140,8 @@ class CanonicalRequestFingerprinter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CanonicalRequestFingerprinter:
-        cfg = read_settings(crawler.settings)
-        policies = PolicyMap.from_settings_values(cfg.url_policy, cfg.url_policies)
-        fallback = None
-        if cfg.fallback_request_fingerprinter_class:
-            fallback = _build_fallback(cfg.fallback_request_fingerprinter_class, crawler)
-        return cls(crawler, canonicalizer=Canonicalizer(policies, dust_rules=_dust_rules(cfg)), fallback=fallback)
+        fallback = read_settings(crawler.settings).fallback_request_fingerprinter_class
+        return cls(crawler, fallback=_build_fallback(fallback, crawler) if fallback else None)
 
     @classmethod
     def around(cls, crawler: Crawler, fingerprinter: Any) -> CanonicalRequestFingerprinter:

@@ -1,36 +1,22 @@
 """Kill-safe ``JOBDIR`` resume for Scrapy's own scheduler: the frontier journal, wired into a crawl.
 
-Scrapy's scheduler keeps its disk queue's state (``requests.queue/active.json``)
-from the last clean close only; a dupefilter's checkpoint is minutes old. After
-a SIGKILL (or the OOM killer, or a lost container) the resumed run used to
-trust both: requests marked seen but gone with the queue were never fetched
-again, nor the pages only they led to, and pages fetched since the last
-checkpoint were fetched twice. A queue state from an earlier clean close,
-reopened after the disk queue had changed, could even keep the next run from
-ending.
+Why: Scrapy's scheduler keeps its disk queue's state from the last clean close
+only, and a dupefilter's checkpoint is minutes old; after a SIGKILL the resumed
+run trusted both, so requests marked seen but gone with the queue were never
+fetched (nor the pages only they led to), and pages fetched since the last
+checkpoint were fetched twice.
 
-:class:`JobdirFrontier` keeps :class:`~scrapy_dedup.seen.journal.FrontierJournal`
-in ``JOBDIR/dedup-frontier.journal``:
-
-* every request the scheduler is about to admit is journaled first (the
-  dupefilter calls :meth:`admit` for a new request before marking it seen;
-  ``dont_filter`` requests, which bypass the dupefilter, at ``request_scheduled``),
-  with its sequence number in ``request.meta["dedup_frontier_seq"]`` so the
-  request popped from the disk queue still carries it;
-* a request is marked done when the engine is done with it
-  (:func:`scrapy_dedup.engine_hook.on_request_done`), after everything its page
-  produced was admitted;
-* at each dupefilter checkpoint the journal is compacted to the pending
-  requests; a clean close (after Scrapy wrote its queue state) is recorded last.
-
-On start, if the journal says the last run did not close cleanly: Scrapy's
-queue directory from that run is set aside (deleted: its state file describes
-another queue), the journal's fingerprints are put back into the seen set,
-and every request it admitted and did not finish is scheduled again (one
-WARNING line with the counts). What a kill can cost, then: the requests in
-flight at the kill are fetched a second time (items they had already yielded
-are yielded again, and kept: ``dedup/items/refetch_kept``); nothing is lost.
-Temporary files of checkpoints a kill interrupted are removed at start.
+:class:`JobdirFrontier` keeps a :class:`~scrapy_dedup.seen.journal.FrontierJournal`
+in ``JOBDIR/dedup-frontier.journal``: a request is journaled before the
+dupefilter marks it seen (:meth:`~JobdirFrontier.admit`; ``dont_filter`` ones at
+``request_scheduled``), its sequence number in ``request.meta["dedup_frontier_seq"]``;
+it is marked done when the engine is done with it
+(:func:`scrapy_dedup.engine_hook.on_request_done`); the journal is compacted at
+each dupefilter checkpoint and its clean close recorded last. After an unclean
+end, Scrapy's queue directory is set aside, the journal's fingerprints go back
+into the seen set and every pending request is scheduled again: the requests in
+flight at the kill are fetched twice, nothing is lost. docs/reliability.md ("A
+hard kill with JOBDIR and Scrapy's own scheduler") has the whole account.
 
 Used only with Scrapy's own scheduler (``scrapy.core.scheduler.Scheduler`` or a
 subclass) and ``JOBDIR``; scrapy-redis's scheduler keeps its queue in Redis

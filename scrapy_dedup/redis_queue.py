@@ -1,108 +1,36 @@
 """A scrapy-redis request queue that survives ``kill -9``: popped requests stay in Redis until handled.
 
-scrapy-redis's queues remove a request from Redis when the scheduler pops it.
-If the process is then killed (SIGKILL, OOM killer, a lost machine) the
-requests it was downloading or parsing are gone: they are in the dupefilter's
-seen set, so no other page's link brings them back, and neither they nor the
-links on them are ever crawled. A test showed it: with ``CONCURRENT_REQUESTS = 2``
-a SIGKILL mid-crawl lost two pages (and so let their near duplicates be kept).
-
+Why: scrapy-redis's queues delete a request from Redis when the scheduler pops
+it; a process killed while downloading or parsing it has already marked it
+seen, so neither it nor the pages only it links to are ever crawled.
 :class:`AckPriorityQueue` is scrapy-redis's ``PriorityQueue`` with
 acknowledgements (the "reliable queue" pattern):
 
-* ``pop`` moves the request, in one Lua script, from the queue into this
-  process's in-flight sorted set (same score, so the same priority if it comes back);
-* the request is acknowledged (removed from the in-flight set) when Scrapy's
-  engine is done with it: its download ended, and the scraper has finished
-  with its response or error (every request the callback or errback produced
-  has been pushed, every item has left the pipelines), or the request a
-  downloader middleware returned instead (redirect, retry) has been scheduled.
-  That is the moment the engine removes it from its in-progress set, the same
-  in Scrapy 2.13 and 2.19, and the queue acknowledges there;
-* each process (worker id ``host:pid:token``, the token new at each start)
-  keeps an ``alive`` key with a TTL, refreshed every ``ttl/3`` seconds; a
-  process starting, and each live process at each refresh, puts back into the
-  queue the in-flight requests of processes that are dead (same host: PID gone,
-  or this process's own PID with another token, as after a container restart;
-  any host: ``alive`` key expired), atomically, so two processes never both
-  take them back;
-* a graceful close puts its own unacknowledged requests back.
+* ``pop`` moves the request, in one Lua script, into this process's in-flight
+  sorted set (same score); it leaves that set when Scrapy's engine is done with
+  it (:mod:`scrapy_dedup.engine_hook`: its links pushed, its items through the
+  pipelines). Any earlier moment loses pages: ``request_left_downloader`` comes
+  before the response is parsed, and Scrapy 2.19 schedules a callback's requests
+  after its output generator has ended.
+* each process (``host:pid:token``) refreshes an ``alive`` key; a starting
+  process, and each live one at each heartbeat, puts the in-flight requests of
+  dead processes back into the queue, atomically; a graceful close puts back
+  its own.
+* paired with scrapy_dedup's ``RedisDupeFilter`` or ``RedisBloomDupeFilter`` on
+  the same server and database (:meth:`AckPriorityQueue.pair`), a new request
+  is marked seen and queued by one script (:meth:`~AckPriorityQueue.mark_and_push`):
+  no kill can leave it seen but not queued. Otherwise one WARNING says so.
+* Redis unavailable: requests are *held* in the process and queued once it
+  answers; an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes the spider
+  (``dedup_redis_unavailable``, under either ``DEDUP_REDIS_ON_ERROR``: without
+  Redis the queue has no request to give). A server that lost the crawl's data
+  (the marker key ``<queue key>:marker`` gone) closes it with
+  ``dedup_redis_data_lost``; one that restarted with an older state gets this
+  process's in-flight set resynced. So the queue needs a Redis with AOF.
 
-Redis gone, or without the crawl's data:
-
-* an outage of the queue's Redis longer than ``DEDUP_REDIS_RETRY_SECONDS``
-  closes the spider with the reason ``dedup_redis_unavailable``, under either
-  ``DEDUP_REDIS_ON_ERROR`` (the queue cannot fail open: without Redis it has no
-  request to give), with one ERROR line saying what is left in Redis and in the
-  process (``dedup/queue/gave_up``);
-* the first process of a crawl writes a marker key (``<queue key>:marker``, a
-  random value); every pop checks it in its script, and every heartbeat, the
-  first answer after an outage and an empty queue (before the spider can close
-  as "finished") check it too. Gone or replaced, the server lost the crawl's
-  data (a restart without persistence, ``FLUSHALL``, a failover to an empty
-  replica): one ERROR line, ``dedup/queue/data_lost``, and the spider is closed
-  with ``dedup_redis_data_lost`` (its unfinished and held requests are queued
-  again at close);
-* a server that restarted and kept the keys (new ``run_id``, marker there) may
-  lack its last writes (``appendfsync everysec``, RDB snapshots, replica lag):
-  the process's in-flight set is made what it really has in flight, requests
-  acknowledged in the lost writes go back into the queue
-  (``dedup/queue/resynced``), and the paired dupefilter's local cache is
-  cleared. So the queue needs a Redis with AOF (``appendonly yes``); see the README.
-
-Acknowledging earlier loses pages. An earlier version acknowledged at
-``request_left_downloader`` unless a response had been received, but Scrapy
-sends that signal before ``response_received``, so every request was
-acknowledged as soon as its download ended, before its page was parsed: a kill
-in that gap lost the page and every page only it links to (Scrapy 2.13, whose
-scraper parses a response a reactor turn or two later, lost them in each test
-run; 2.19 by luck of timing did not). Acknowledging at the end of the spider
-middleware's output is too early as well: with the asyncio reactor, Scrapy 2.19
-drains the callback's output into a queue and schedules its requests from
-worker tasks, after the output generator has finished.
-
-Marking seen and queueing in one step. scrapy-redis's scheduler asks the
-dupefilter (``request_seen``, which marks the fingerprint in Redis) and then
-pushes the request (a second Redis call); a kill between the two left the
-request seen and never queued, and after the restart its parent, put back and
-parsed again, found the link filtered as seen: that request and every page only
-it leads to were lost (``tests/test_fault_resume.py`` kills a crawl exactly
-there: 42 of 61 pages lost). When the scheduler's dupefilter is scrapy_dedup's
-``RedisDupeFilter`` or ``RedisBloomDupeFilter`` on the same Redis server and
-database as the queue, the queue pairs with it at ``spider_opened``
-(:meth:`AckPriorityQueue.pair`): ``request_seen`` answers "seen" from its local
-cache without a round trip, and otherwise calls :meth:`mark_and_push`, one Lua
-script that adds the fingerprint (``SADD``; for the Bloom filter the key's bit
-positions, packed, set by one ``BITFIELD``) and, only if it was new, queues the
-request (``ZADD``); the scheduler's ``push`` of that request then does nothing. The
-decision stays inside ``request_seen``, so the scheduler's answer, its
-``scheduler/enqueued/redis`` stat, the ``request_dropped`` signal,
-``dupefilter/filtered``, the "Filtered duplicate request" log lines
-(``DUPEFILTER_DEBUG``) and ``dedup/seen/checked``/``new`` are what they were;
-``dedup/queue/marked_and_pushed`` counts the one-step pushes. One Redis call per
-new request instead of two. ``dont_filter`` requests are pushed as before.
-Where pairing is not possible (another dupefilter class, another server or
-database, Redis Cluster with the seen key(s) outside the queue key's hash slot)
-the two calls stay and one WARNING line at start says so and how to close the
-window.
-
-Redis unavailable while scheduling: the paired dupefilter's call runs under
-``DEDUP_REDIS_ON_ERROR`` (``retry`` waits, then closes the spider; ``fail_open``
-answers at once); when it gives up, the request counts as new
-(``dedup/redis/fail_open``) and is *held* in this process (``dedup/queue/held``),
-as is any request whose plain push fails (scrapy-redis lets that error reach the
-engine, and the request was lost). Held requests are queued, in order, at the
-next push, pop or heartbeat once Redis answers (a held request with a fingerprint
-by the one-step script, skipped if another process marked and so queued it
-meanwhile: ``dedup/queue/held_queued``, ``held_found_seen``). Still held when the
-spider closes, they are lost, with an ERROR line and ``dedup/queue/held_lost``;
-a kill during the outage loses them too (they live in this process only).
-
-The promise: after a hard kill and a restart no request is lost; a request
-that was in flight at the kill is fetched again (at least once, never "at most
-once"), with the queue and a scrapy_dedup Redis dupefilter on one server whose
-data survives its own restarts (AOF); a server that loses it is detected, not
-survived.
+The promise: after a hard kill and a restart no request is lost; one in flight
+at the kill is fetched again (at least once). docs/reliability.md gives the
+whole account: each fault, its log line and stats, and the tests that show it.
 
 Use (scrapy-redis's scheduler, or :class:`AckScheduler`, the same without its PING at start)::
 
@@ -143,7 +71,6 @@ from scrapy_dedup._util.redis_policy import CLOSE_REASON, describe, is_transient
 from scrapy_dedup.settings import read_settings
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
     from scrapy.http import Request
 
 logger = logging.getLogger(__name__)
@@ -179,13 +106,13 @@ return n
 # Mark a request's fingerprint seen and, only if it was new (or ARGV[4] is '1'), queue the request: one
 # step, so no kill can leave a request seen but not queued. Data only through KEYS/ARGV.
 # KEYS: the seen set, the queue; ARGV: fingerprint, score, serialized request, force.
-_MARK_SET_AND_PUSH = """
-local added = redis.call('SADD', KEYS[1], ARGV[1])
+_PUSH_IF_ADDED = """
 if added == 1 or ARGV[4] == '1' then
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 end
 return added
 """
+_MARK_SET_AND_PUSH = "local added = redis.call('SADD', KEYS[1], ARGV[1])\n" + _PUSH_IF_ADDED
 
 # The same for a Bloom filter shard: ARGV[1] is the key's bit positions, little-endian uint32 each,
 # set in one BITFIELD (as RedisBloomSeenSet.add does); new if any of those bits was 0.
@@ -208,11 +135,7 @@ for i = 1, #old do
     break
   end
 end
-if added == 1 or ARGV[4] == '1' then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-end
-return added
-"""
+""" + _PUSH_IF_ADDED
 
 # KEYS: queue, in-flight set of this worker; ARGV: score, request, score, request, ... this process has in flight.
 # Makes the in-flight set exactly that, after the server came back with an older state (its persistence file):
@@ -300,7 +223,10 @@ class AckPriorityQueue(PriorityQueue):
         self._next_idle_check = 0.0
         #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
         self._ack_failed: dict[bytes, float] = {}
-        self._watch_engine(crawler)
+        # acknowledge each popped request when Scrapy's engine is done with it (without an engine, a queue
+        # used on its own, only by ack())
+        on_request_done(crawler, self._engine_done,
+                        who="AckPriorityQueue (use scrapy-redis's own SCHEDULER_QUEUE_CLASS instead)")
         self._heartbeat: Clock | None = None
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
@@ -324,8 +250,7 @@ class AckPriorityQueue(PriorityQueue):
         error = wait_until_reachable(self.server, seconds)
         if error is None:
             return False
-        if self.stats is not None:
-            self.stats.set_value("dedup/queue/unavailable_at_start", 1)
+        self._flag("dedup/queue/unavailable_at_start")
         self._gave_up = True
         if not stop_at_start(self.crawler, CLOSE_REASON):
             raise error
@@ -337,14 +262,6 @@ class AckPriorityQueue(PriorityQueue):
                      describe(error, self._secrets), CLOSE_REASON)
         return True
 
-    def _watch_engine(self, crawler: "Crawler") -> None:
-        """Acknowledge each popped request when Scrapy's engine is done with it (:mod:`scrapy_dedup.engine_hook`).
-
-        Without an engine (a queue used on its own) requests are acknowledged by :meth:`ack` only.
-        """
-        on_request_done(crawler, self._engine_done,
-                        who="AckPriorityQueue (use scrapy-redis's own SCHEDULER_QUEUE_CLASS instead)")
-
     def _engine_done(self, request: "Request") -> None:
         if id(request) not in self._pending:
             return
@@ -353,14 +270,22 @@ class AckPriorityQueue(PriorityQueue):
         except Exception as exc:  # Redis unreachable: the request stays in flight, so it is fetched again
             logger.warning("AckPriorityQueue: could not acknowledge %s (%s); after a restart it will be "
                            "fetched again", request, describe(exc, self._secrets))
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/ack_errors")
+            self._count("dedup/queue/ack_errors")
 
     def _alive_key(self, worker: str) -> str:
         return f"{self.key}:alive:{worker}"
 
     def _inflight_key(self, worker: str) -> str:
         return f"{self.key}:inflight:{worker}"
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(name, n)
+
+    def _flag(self, name: str) -> None:
+        """A stat that says that something happened in this crawl (1), not how often."""
+        if self.stats is not None:
+            self.stats.set_value(name, 1)
 
     # --- marking seen and queueing in one step ---
 
@@ -371,12 +296,9 @@ class AckPriorityQueue(PriorityQueue):
         if self._pairing_done or self._refused:
             return
         self._pairing_done = True
-        dupefilter = self._scheduler_dupefilter()
+        dupefilter = scheduler_dupefilter(self.crawler)
         if dupefilter is not None:
             self.pair(dupefilter)
-
-    def _scheduler_dupefilter(self) -> Any:
-        return scheduler_dupefilter(self.crawler)
 
     def pair(self, dupefilter: Any) -> bool:
         """Mark seen and queue in one Redis script with ``dupefilter`` if it can be done; say so either way.
@@ -429,16 +351,18 @@ class AckPriorityQueue(PriorityQueue):
         Called by the dupefilter's ``request_seen`` (under its ``DEDUP_REDIS_ON_ERROR``
         policy); the scheduler's ``push`` of the same request right after does nothing.
         """
-        dupefilter: Any = self.dupefilter  # (called only by the paired dupefilter)
-        seen_key, argument = dupefilter.script_args(fingerprint)
-        added = self._mark_and_push[dupefilter.script_kind](
-            keys=[seen_key, self.key],
-            args=[argument, -request.priority, self._encode_request(request), 1 if force else 0])
+        added = self._run_mark_and_push(fingerprint, -request.priority, self._encode_request(request), force)
         if added or force:
             self._handed = request
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/marked_and_pushed")
+            self._count("dedup/queue/marked_and_pushed")
         return bool(added)
+
+    def _run_mark_and_push(self, fingerprint: bytes, score: float, data: bytes, force: bool) -> int:
+        """The one-step script with the paired dupefilter's key and argument for ``fingerprint``."""
+        dupefilter: Any = self.dupefilter  # (a request with a fingerprint comes only from the paired dupefilter)
+        seen_key, argument = dupefilter.script_args(fingerprint)
+        return self._mark_and_push[dupefilter.script_kind](keys=[seen_key, self.key],
+                                                          args=[argument, score, data, 1 if force else 0])
 
     def hold(self, request: "Request", fingerprint: bytes | None = None) -> None:
         """Keep ``request`` in this process until Redis answers again (it was unreachable), then queue it.
@@ -460,8 +384,7 @@ class AckPriorityQueue(PriorityQueue):
         self._held.append((fingerprint, data, score))
         if fingerprint is not None:
             self._held_fingerprints.add(fingerprint)
-        if self.stats is not None:
-            self.stats.inc_value("dedup/queue/held")
+        self._count("dedup/queue/held")
 
     def _flush_held(self, now: float | None = None) -> None:
         """Queue the held requests, in order, until Redis fails again (then wait HELD_RETRY_SECONDS)."""
@@ -475,11 +398,8 @@ class AckPriorityQueue(PriorityQueue):
             try:
                 if fingerprint is None:
                     self.server.execute_command("ZADD", self.key, score, data)
-                else:
-                    seen_key, argument = dupefilter.script_args(fingerprint)
-                    if not self._mark_and_push[dupefilter.script_kind](keys=[seen_key, self.key],
-                                                                      args=[argument, score, data, 0]):
-                        found_seen += 1
+                elif not self._run_mark_and_push(fingerprint, score, data, False):
+                    found_seen += 1
             except Exception as exc:
                 if not is_transient(exc):
                     raise
@@ -493,17 +413,15 @@ class AckPriorityQueue(PriorityQueue):
         if queued:
             logger.info("AckPriorityQueue: %d request(s) held during the Redis outage are handled "
                         "(%d of them were meanwhile marked seen and queued by another process)", queued, found_seen)
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/held_queued", queued - found_seen)
-                if found_seen:
-                    self.stats.inc_value("dedup/queue/held_found_seen", found_seen)
+            self._count("dedup/queue/held_queued", queued - found_seen)
+            if found_seen:
+                self._count("dedup/queue/held_found_seen", found_seen)
 
     # --- the queue ---
 
     def push(self, request: "Request") -> None:
         if self._refused:  # closing at start (the dupefilter refuses too): only start requests, made again next run
-            if self.stats is not None:
-                self.stats.inc_value("dedup/queue/refused_at_start")
+            self._count("dedup/queue/refused_at_start")
             return
         if request is self._handed:  # already queued (or held) together with its fingerprint
             self._handed = None
@@ -557,8 +475,10 @@ class AckPriorityQueue(PriorityQueue):
 
         The scheduler asks this to decide whether the spider is idle: answering 0
         during an outage would close a crawl whose requests wait in Redis (as
-        "finished"); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes it
-        with the reason ``dedup_redis_unavailable`` instead.
+        "finished"; the last count misses requests queued since, e.g. by the
+        one-step push); an outage longer than ``DEDUP_REDIS_RETRY_SECONDS`` closes
+        it with the reason ``dedup_redis_unavailable`` instead. Closing with a
+        reason of its own, it is not idle either, or it would close as "finished" first.
         """
         if self._refused:
             return 0
@@ -571,10 +491,6 @@ class AckPriorityQueue(PriorityQueue):
             if not self._last_length and not self._held and self._idle_check():
                 self._last_length = super().__len__()  # requests the check put back into the queue
         if self._gave_up or self._data_lost or self._down_since is not None:
-            # Closing with its own reason: not "idle", or it would close as "finished" first. Redis unreachable:
-            # the queue's length is unknown (the last count misses requests queued since, e.g. by the one-step
-            # push), and an empty answer would close a crawl whose requests wait in Redis as "finished".
-            # DEDUP_REDIS_RETRY_SECONDS bounds the wait.
             return max(1, self._last_length + len(self._held))
         return self._last_length + len(self._held)
 
@@ -593,8 +509,7 @@ class AckPriorityQueue(PriorityQueue):
         every tick), and the spider closed once the outage has lasted ``DEDUP_REDIS_RETRY_SECONDS``."""
         if not is_transient(exc):
             raise exc
-        if self.stats is not None:
-            self.stats.inc_value("dedup/queue/redis_errors")
+        self._count("dedup/queue/redis_errors")
         if not self._unreachable:
             self._unreachable = True
             logger.warning("AckPriorityQueue: Redis is unavailable (%s); no request is popped until it answers "
@@ -619,8 +534,7 @@ class AckPriorityQueue(PriorityQueue):
         (``pop`` None, ``len`` the last count) for a server that may never return.
         """
         self._gave_up = True
-        if self.stats is not None:
-            self.stats.set_value("dedup/queue/gave_up", 1)
+        self._flag("dedup/queue/gave_up")
         logger.error(
             "AckPriorityQueue: Redis at %s has been unavailable for %.1f s (%s; DEDUP_REDIS_RETRY_SECONDS=%g, "
             "under either DEDUP_REDIS_ON_ERROR, here %r): closing the spider with reason %r. Still in Redis: %d "
@@ -678,10 +592,9 @@ class AckPriorityQueue(PriorityQueue):
         back = self._resync_in_flight()
         if self.dupefilter is not None:  # on the same server, so it rolled back too
             self.dupefilter.forget_cached()
-        if self.stats is not None:
-            self.stats.inc_value("dedup/queue/server_restarts")
-            if back:
-                self.stats.inc_value("dedup/queue/resynced", back)
+        self._count("dedup/queue/server_restarts")
+        if back:
+            self._count("dedup/queue/resynced", back)
         logger.warning("AckPriorityQueue: Redis at %s restarted and kept the crawl's keys; its last writes may be "
                        "lost (appendfsync everysec, RDB snapshots, a lagging replica), so %d request(s) "
                        "acknowledged in them are queued again (dedup/queue/resynced) and the seen set is asked "
@@ -717,8 +630,7 @@ class AckPriorityQueue(PriorityQueue):
         if self._data_lost:
             return
         self._data_lost = True
-        if self.stats is not None:
-            self.stats.set_value("dedup/queue/data_lost", 1)
+        self._flag("dedup/queue/data_lost")
         run_id = _run_id(self.server)
         if run_id is not None and self._run_id is not None and run_id != self._run_id:
             why = "the server restarted without the crawl's keys (no persistence, or a failover to an empty replica)"
@@ -742,7 +654,8 @@ class AckPriorityQueue(PriorityQueue):
         self._request_close(DATA_LOST_REASON)
 
     def _request_close(self, reason: str) -> None:
-        """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter does)."""
+        """Ask the engine to close the spider with ``reason`` (once; outside the current call, as the dupefilter
+        does)."""
         if not self._close_requested:
             self._close_requested = close_spider_soon(self.crawler, reason)
 
@@ -812,15 +725,19 @@ class AckPriorityQueue(PriorityQueue):
             if worker == self.worker:
                 continue
             force = "force" if _dead_here(worker, host, pid) else ""
-            n = self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key,
-                                    self._alive_key(worker)], args=[worker, force])
+            n = self._requeue_of(worker, force)
             if n > 0:
                 back += n
                 logger.warning("AckPriorityQueue: %d request(s) in flight in the dead process %s put back "
                                "into the queue (they will be fetched again)", n, worker)
-        if back and self.stats is not None:
-            self.stats.inc_value("dedup/queue/reclaimed", back)
+        if back:
+            self._count("dedup/queue/reclaimed", back)
         return back
+
+    def _requeue_of(self, worker: str, force: str) -> int:
+        """Put ``worker``'s in-flight requests back into the queue unless it is alive (or ``force``)."""
+        return self._requeue(keys=[self.key, self._inflight_key(worker), self.workers_key, self._alive_key(worker)],
+                             args=[worker, force])
 
     def _spider_closed(self, spider: Any, reason: str) -> None:
         if self._closed:
@@ -841,12 +758,10 @@ class AckPriorityQueue(PriorityQueue):
                     logger.error("AckPriorityQueue: %d request(s) held during the Redis outage could not be "
                                  "queued before the spider closed (Redis still unavailable); they are lost "
                                  "(dedup/queue/held_lost)", len(self._held))
-                    if self.stats is not None:
-                        self.stats.inc_value("dedup/queue/held_lost", len(self._held))
+                    self._count("dedup/queue/held_lost", len(self._held))
         try:
             self._retry_acks()  # else the close would queue those finished requests again
-            n = self._requeue(keys=[self.key, self._inflight_key(self.worker), self.workers_key,
-                                    self._alive_key(self.worker)], args=[self.worker, "force"])
+            n = self._requeue_of(self.worker, "force")
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -906,9 +821,15 @@ def _run_id(client: Any) -> str | None:
         return None
 
 
+def _connection_kwargs(client: Any) -> dict[str, Any]:
+    """The options of a client's plain connection pool ({} for a cluster client or another object)."""
+    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
+    return kwargs if isinstance(kwargs, dict) else {}
+
+
 def _where(client: Any) -> str:
     """``host:port/db`` (or the socket path) of a client, never its password."""
-    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    kwargs = _connection_kwargs(client)
     place = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
     return f"{place}/{kwargs.get('db') or 0}"
 
@@ -920,11 +841,7 @@ def _secrets_of_server(server: Any, settings: Any) -> tuple[str, ...]:
         params = dict(settings.getdict("REDIS_PARAMS"))
     except (TypeError, ValueError):
         params = {}
-    client_kwargs = getattr(getattr(server, "connection_pool", None), "connection_kwargs", None)
-    found = set(secrets_of(settings.get("REDIS_URL") or "", params))
-    if isinstance(client_kwargs, dict):
-        found.update(secrets_of("", client_kwargs))
-    return tuple(found)
+    return tuple({*secrets_of(settings.get("REDIS_URL") or "", params), *secrets_of("", _connection_kwargs(server))})
 
 
 def _is_cluster(client: Any) -> bool:
@@ -939,12 +856,12 @@ def _server_identity(client: Any) -> tuple[Any, ...]:
     """
     if _is_cluster(client):
         return ("cluster", frozenset(info.get("node_id") for info in client.cluster_nodes().values()))
-    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}) or {}
+    kwargs = _connection_kwargs(client)
     db = int(kwargs.get("db") or 0)
-    try:
-        return ("run_id", client.info("server")["run_id"], db)
-    except Exception:  # INFO denied by an ACL: compare the addresses
-        return ("address", kwargs.get("path") or (kwargs.get("host"), kwargs.get("port")), db)
+    run_id = _run_id(client)
+    if run_id is not None:
+        return ("run_id", run_id, db)
+    return ("address", kwargs.get("path") or (kwargs.get("host"), kwargs.get("port")), db)  # INFO denied by an ACL
 
 
 def _same_server(a: Any, b: Any) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS  # noqa: F401 - re-exported (a public name)
-from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, raising, str_tuple
+from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, raising
 
 
 class DedupConfigError(ParamError):
@@ -106,9 +106,6 @@ def to_dict(value: Any, name: str) -> dict:
     if not isinstance(value, Mapping):
         raise DedupConfigError(f"{name} must be a dict, got {type(value).__name__}")
     return dict(value)
-
-
-to_str_tuple: Converter = _raising(str_tuple)
 
 
 def to_optional_str_or_list(value: Any, name: str) -> tuple[str, ...]:
@@ -202,7 +199,6 @@ class Setting:
 
 def _s(name: str, default: Any, convert: Converter, group: str, doc: str) -> Setting:
     return Setting(name, default, convert, " ".join(doc.split()), group)
-
 
 
 SETTINGS: tuple[Setting, ...] = (

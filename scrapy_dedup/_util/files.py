@@ -20,7 +20,7 @@ from typing import IO, Callable
 _TEMPORARY = re.compile(r"^(?P<name>.+)\.tmp-(?P<pid>\d+)-[A-Za-z0-9_]+$")
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` through ``write(fileobj)``: temporary file, fsync, rename over ``path``, fsync the directory."""
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))

@@ -193,26 +193,16 @@ def command_prefix(*fixed: bytes | str | int, trailing: int = 1) -> bytes:
 class PinnedConnection:
     """One connection taken from a ``redis.Redis`` client's pool and kept, for pre-encoded commands.
 
-    Why: a dupefilter sends one command per new request and waits for the
-    answer. redis-py spends 40-100 µs of Python per command (pool checkout,
-    argument encoding, its retry wrapper, response callbacks, observability
-    hooks) where the loopback round trip itself costs 10-20 µs; most of a
-    Redis dupefilter's time went there (``benchmarks/bench_seen.py``). This
-    sends bytes encoded once (:func:`command_prefix`) on one connection and
-    reads the reply with the connection's own parser; everything else (AUTH,
-    TLS, unix sockets, ``SELECT``, health checks, reconnecting after an error)
-    is still the connection's own code.
-
-    A connection the server has closed meanwhile (a restart, ``CLIENT KILL``,
-    an idle ``timeout``) is noticed *before* the command is sent (the socket
-    reads as closed) and replaced, so such a command is never half-done. What
-    it does not do is retry after sending: a command may have run even though
-    its reply was lost, so the error is raised as redis-py's exception (the
-    connection is dropped, the next call reconnects) and the caller's policy
-    (:mod:`scrapy_dedup._util.redis_policy`) decides. Clients without
-    a plain connection pool (``RedisCluster``) get ``None`` from :meth:`of`
-    and keep using their commands. Calls are serialized by a lock, so sharing a
-    store between threads is safe, if not parallel.
+    Why: redis-py spends 40-100 µs of Python per command where the loopback
+    round trip costs 10-20 µs, and a dupefilter sends one command per new
+    request (``benchmarks/bench_seen.py``). This sends bytes encoded once
+    (:func:`command_prefix`) and reads the reply with the connection's own
+    parser; AUTH, TLS, ``SELECT``, health checks and reconnecting stay the
+    connection's own code. A connection the server closed meanwhile is replaced
+    *before* the command is sent, so no command is half-done; an error after
+    sending is raised (the command may have run) for the caller's policy to
+    decide. Clients without a plain pool (``RedisCluster``) get ``None`` from
+    :meth:`of`. Calls are serialized by a lock.
     """
 
     def __init__(self, pool: Any):

@@ -4,44 +4,26 @@ Why a policy object: a crawl that runs for days will see Redis restart, fail
 over or drop connections. Each Redis call of the dupefilters goes through
 :meth:`RedisErrorPolicy.call`, which decides, in one place:
 
-* ``retry`` (the default): the call is retried with exponential backoff
-  (0.05 s doubling up to 5 s) for at most ``retry_seconds`` counted from the
-  start of the outage. The crawl waits meanwhile (a dupefilter answers
-  synchronously, so there is nothing else it could do without guessing). If
-  Redis is still down when the bound is passed, the policy *gives up*: the
-  caller is told (:class:`RedisUnavailable`, :attr:`gave_up`) and closes the
-  spider with the reason :data:`CLOSE_REASON`.
-* ``fail_open``: the call fails at once with :class:`RedisUnavailable`; the
-  caller treats the request as unseen (it is fetched, never lost) and counts it.
-  While the outage lasts, Redis is only probed again after a growing pause
-  (0.05 s doubling up to 5 s; the calls in between fail without a network
-  attempt), so an unreachable host that makes each attempt wait for the
-  connect timeout does not stall every request. The same holds once
-  ``retry`` has given up.
+* ``retry`` (the default): retried with exponential backoff (0.05 s doubling up
+  to 5 s) for at most ``retry_seconds`` from the start of the outage (a
+  dupefilter answers synchronously: the crawl waits), then the policy *gives
+  up* (:class:`RedisUnavailable`, :attr:`~RedisErrorPolicy.gave_up`) and the
+  caller closes the spider with :data:`CLOSE_REASON`.
+* ``fail_open``: :class:`RedisUnavailable` at once (the caller treats the
+  request as unseen: fetched, never lost); while the outage lasts Redis is
+  probed only after growing pauses, so a host that makes each attempt wait for
+  the connect timeout does not stall every request. The same once ``retry``
+  gave up.
 
-What counts as an outage (:func:`transient_kind`): a server that is
-unreachable (refused, reset, timed out, hung), one that answers but refuses
-writes (out of memory under ``noeviction``, ``MISCONF`` after a failed
-snapshot, a read-only replica, ``NOREPLICAS``), one that is busy (loading its
-data, a long script) or a cluster being reconfigured. At start-up a wrong
-password, a TLS certificate that does not verify, a key of another type, a
-plain client on a cluster node or a bug is raised unchanged, at once; once
-running (:attr:`RedisErrorPolicy.running`), every Redis error is an outage, so
-none escapes to Scrapy (which would drop the request). Each attempt is bounded
-in time by the client's socket timeouts, which :func:`call_timeout` derives
-from the policy (one attempt per call: redis-py's own retries are off, see
-:func:`~scrapy_dedup._util.redis_conn.connect`), so the attempts and pauses of an
-outage add up to about ``retry_seconds``, and a ``fail_open`` probe of a hung
-server costs about a second.
-
-The log gets one ERROR line when an outage starts and one INFO line when it
-ends (never a line or a traceback per request; outages starting within a
-minute of the last logged one, as with a flapping server or one dead node of
-a cluster, are only counted); every failed attempt is
-counted in ``dedup/redis/errors``, every wait in ``dedup/redis/retries``,
-every outage in ``dedup/redis/outages``. Messages name the server with
-:func:`~scrapy_dedup._util.redis_conn.mask_url` and have every known secret
-replaced by ``***``.
+What counts as an outage is :func:`transient_kind`'s; at start-up anything else
+(a wrong password, a certificate that does not verify, a key of another type)
+is raised at once, and once running (:attr:`RedisErrorPolicy.running`) every
+Redis error is an outage, so none escapes to Scrapy (which would drop the
+request). Each attempt is bounded by the socket timeouts :func:`call_timeout`
+derives from the policy. One ERROR line when an outage starts (at most one a
+minute), one INFO line when it ends, counters in ``dedup/redis/*``; secrets
+never shown. docs/reliability.md ("What happens when Redis goes away") gives
+every error, its kind and what it does at start-up and during the crawl.
 """
 from __future__ import annotations
 
@@ -127,8 +109,6 @@ def _error_classes() -> tuple[tuple[tuple[tuple[type[BaseException], ...], str],
 
 def server_error_code(exc: BaseException) -> str:
     """The server's error code of a reply redis-py raised as a plain ``ResponseError`` (``MISCONF``...), or ``""``."""
-    import re
-
     message = str(exc)
     if "of pipeline caused error: " in message:  # redis-py prefixes a pipelined command's error with the command
         message = message.split("of pipeline caused error: ", 1)[1]
@@ -168,12 +148,7 @@ def transient_kind(exc: BaseException) -> str | None:
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for errors that waiting may cure (see :func:`transient_kind`).
-
-    Refused credentials and a TLS certificate that does not verify are not: they
-    are configuration errors, raised at once (at start-up; after it, every Redis
-    error is an outage under the policy, see :attr:`RedisErrorPolicy.running`).
-    """
+    """True for errors that waiting may cure (see :func:`transient_kind`)."""
     return transient_kind(exc) is not None
 
 
@@ -240,7 +215,7 @@ def wait_until_reachable(client: Any, seconds: float, *, sleep: Callable[[float]
 def _probe_client(client: Any, timeout: float) -> Any:
     """A client of the same server and options as ``client`` whose calls block at most ``timeout`` seconds
     (``client`` itself where it has no plain connection pool, e.g. a cluster client)."""
-    pool = getattr(client, "connection_pool", None)
+    pool: Any = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if not isinstance(kwargs, dict):
         return client

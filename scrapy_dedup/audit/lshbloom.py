@@ -11,31 +11,21 @@ minimum of ``a*x + b mod 2**64`` for fixed random odd ``a`` (a bijection of the
 already uniform hashes). Not one-permutation hashing: on pages with fewer shingles
 than bins its empty bins, however densified, make rows agree far more often than
 ``J`` (measured: a pair at ``J = 0.5`` shared a band key 70% of the time instead of
-12%). Band ``b``'s key mixes its ``rows`` values and ``b``. Two pages with resemblance ``J`` share at least one band key with
-probability ``1 - (1 - J**rows)**bands``: with the defaults (32 bands of 8 rows)
+12%). Band ``b``'s key mixes its ``rows`` values and ``b``. Two pages with resemblance ``J`` share at least
+one band key with probability ``1 - (1 - J**rows)**bands``: with the defaults (32 bands of 8 rows)
 0.997 at ``J = 0.8``, 0.85 at 0.7, 0.43 at 0.6, 0.12 at 0.5, 0.002 at 0.3.
 
-What it gives up, and what it keeps:
-
-* **Near duplicates are counted, not named**: a Bloom filter says "seen", not by
-  which page. They have no kept page, so they are in no cluster, no flagged pair,
-  no sample and no ``--pairs`` line; the report's near count and redundant ratio
-  include them, its clusters are those of the exact duplicates.
-* **No verification**: a candidate cannot be checked against the kept page's
-  sketch, so the rule is the band S-curve above (templated siblings at ``J`` 0.6
-  are flagged 43% of the time; the ``simhash`` and ``minhash`` methods verify).
-* **Exact duplicates are exact and named**: their 16-byte digests are kept in a
-  :class:`~scrapy_dedup.content.compact.DigestTable` (about 30 bytes a kept page).
-* **False positives are bounded**: the filter is sized for ``capacity`` band keys at
-  ``error_rate / bands`` each, so a new page is wrongly flagged with probability at
-  most about ``error_rate`` (default 1e-4) while the filter holds at most
-  ``capacity`` pages. Memory: ``bands * capacity * 1.44 * log2(bands / error_rate)``
-  bits (defaults: 106 bytes a kept page; 1.06 GB at 10^7 kept pages).
-* **Capacity**: the kept pages ``lshbloom_memory_mb`` holds, or the dump's records when
-  the dump can be read twice and is counted first (so a small dump gets a small filter).
-  **When the filter is full** (more kept pages than that), later kept pages
-  are no longer inserted: their own duplicates are then kept as unique (recall lost,
-  never a page): one WARNING, and the report's method line says from which page.
+What it gives up and keeps (the README's ``--method lshbloom`` row says it for
+users): near duplicates are counted, not named (a Bloom filter says "seen", not
+by which page: no cluster, pair or sample) and not verified (the S-curve above
+is the rule); exact duplicates are exact and named (16-byte digests in a
+:class:`~scrapy_dedup.content.compact.DigestTable`). The filter is sized for
+``capacity`` kept pages at ``error_rate / bands`` per band key, so a new page is
+wrongly flagged with probability at most about ``error_rate`` (memory
+``bands * capacity * 1.44 * log2(bands / error_rate)`` bits: 106 bytes a kept page
+at the defaults); ``capacity`` is what ``lshbloom_memory_mb`` holds, or the dump's
+records when it is counted first. A full filter inserts no later kept page: their
+duplicates are kept as unique (recall lost, never a page), with one WARNING.
 
 The Bloom filter is pybloom-live's ``BloomFilter`` (a filter of fixed capacity
 over arbitrary keys, which is what this needs). No Scrapy imports.
@@ -45,16 +35,16 @@ from __future__ import annotations
 import logging
 import math
 from array import array
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import numpy as np
 from pybloom_live import BloomFilter
 
-from scrapy_dedup.audit.records import CountingDecider, Decision
+from scrapy_dedup.audit.records import Decision, SketchDecider, SketchFingerprint, sketch_fingerprint
 from scrapy_dedup.content.compact import DigestTable
-from scrapy_dedup.content.simhash import exact_hash_words, simhash_and_shingle_hashes, words
+from scrapy_dedup.content.simhash import simhash_and_shingle_hashes
 
-__all__ = ["LshBloomMethod", "LshBloomFingerprint", "band_keys", "bloom_bytes"]
+__all__ = ["LshBloomMethod", "band_keys", "bloom_bytes"]
 
 logger = logging.getLogger(__name__)
 
@@ -122,25 +112,20 @@ def capacity_for(cfg: Any, expected_pages: Optional[int] = None) -> int:
     return capacity
 
 
-class LshBloomFingerprint(NamedTuple):
-    exact: bytes
-    keys: Optional[np.ndarray]  # uint64[bands]; None for a degenerate page
-    words: int
-
-
 class LshBloomMethod:
     """The audit method: picklable fingerprints for the workers, one decider in the main process."""
 
     def __init__(self, cfg: Any):
         self.cfg = cfg
 
-    def fingerprint(self, text: str) -> LshBloomFingerprint:
-        tokens = words(text)
-        if len(tokens) < self.cfg.min_words:
-            return LshBloomFingerprint(b"", None, len(tokens))
+    def fingerprint(self, text: str) -> SketchFingerprint:
+        return sketch_fingerprint(text, self.cfg.min_words, self._band_keys)
+
+    def _band_keys(self, tokens: list[str]) -> Optional[np.ndarray]:
+        """uint64[bands] (None without a shingle)."""
         _, hashes = simhash_and_shingle_hashes(tokens, self.cfg.shingle_size)
         keys = band_keys(hashes, self.cfg.lshbloom_bands, self.cfg.lshbloom_rows)
-        return LshBloomFingerprint(exact_hash_words(tokens), keys if len(keys) else None, len(tokens))
+        return keys if len(keys) else None
 
     def decider(self, expected_pages: Optional[int] = None) -> "LshBloomDecider":
         """A decider whose filter holds ``expected_pages`` kept pages (the dump's records, when counted ahead),
@@ -148,7 +133,7 @@ class LshBloomMethod:
         return LshBloomDecider(self.cfg, capacity_for(self.cfg, expected_pages))
 
 
-class LshBloomDecider(CountingDecider):
+class LshBloomDecider(SketchDecider):
     """Exact digests first (named), then the band keys' Bloom filter (counted); see the module doc."""
 
     def __init__(self, cfg: Any, capacity: int):
@@ -162,35 +147,22 @@ class LshBloomDecider(CountingDecider):
         self.inserted = 0  # kept pages whose band keys are in the filter
         self.full_at: Optional[int] = None  # the page index from which kept pages were no longer inserted
 
-    def check(self, index: int, url: str, fp: LshBloomFingerprint) -> Decision:
-        if fp.keys is None:
-            self.counts["degenerate"] += 1
-            return Decision("degenerate", -1, 0.0)
-        position = self.exact.position_of(fp.exact)
-        if position is not None:
-            kept = self.exact_page[position]
-            self.counts["exact"] += 1
-            self.clusters.add_pair(kept, index)
-            return Decision("exact", kept, 0.0)
+    def _exact_kept(self, exact: bytes) -> Optional[int]:
+        position = self.exact.position_of(exact)
+        return None if position is None else self.exact_page[position]
+
+    def _near(self, index: int, keys: np.ndarray) -> Optional[Decision]:
         bloom = self.bloom
-        if any(int(key) in bloom for key in fp.keys):
-            self.counts["near"] += 1
-            return Decision("near", -1, 0.0)  # seen, but by which page the filter cannot say
-        self.counts["unique"] += 1
-        return Decision("unique", -1, 0.0)
+        if any(int(key) in bloom for key in keys):
+            return self.decide(index, "near")  # seen, but by which page the filter cannot say
+        return None
 
-    def all_matches(self, index: int, fp: LshBloomFingerprint) -> list[tuple[int, float, str]]:
-        """Only the exact match can be named (``--all-pairs``)."""
-        if fp.keys is None:
-            return []
-        position = self.exact.position_of(fp.exact)
-        return [] if position is None else [(self.exact_page[position], 0.0, "exact")]
+    def _named_near(self, keys: np.ndarray) -> list[tuple[int, float]]:
+        return []  # only the exact match can be named (``--all-pairs``)
 
-    def commit(self, index: int, fp: LshBloomFingerprint, decision: Decision) -> None:
+    def _keep(self, index: int, fp: SketchFingerprint) -> None:
         # Kept pages only, as the engine keeps them: a copy of a near duplicate is a near duplicate of the
         # same kept page (it shares the band key the near duplicate matched).
-        if decision.kind != "unique":
-            return
         self.exact.append(fp.exact)
         self.exact_page.append(index)
         if self.full_at is not None:
@@ -201,7 +173,7 @@ class LshBloomDecider(CountingDecider):
                            "inserted, so their near duplicates are kept as unique", self.inserted)
             return
         bloom = self.bloom
-        for key in fp.keys:
+        for key in fp.sketch:
             bloom.add(int(key), skip_check=True)
         self.inserted += 1
 

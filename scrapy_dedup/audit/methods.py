@@ -11,10 +11,11 @@
   ``jaccard_threshold``); the reported "distance" is ``1 - Jaccard``.
 
 A method gives a picklable ``fingerprint(text)`` for the worker processes and
-a ``decider(expected_pages)`` (the dump's records when counted ahead, else None) that takes the decisions in the main process, in dump order. A
-decider also counts the responses that are not pages (``skip``: a WARC's JSON or
-images, counted apart as the crawl counts them) and the identical copies of a page
-that a WARC stores as revisits (``count_copy``: the decision is its twin's, taken by
+a ``decider(expected_pages)`` (the dump's records when counted ahead, else None)
+that takes the decisions in the main process, in dump order. A decider also
+counts the responses that are not pages (``skip``: a WARC's JSON or images,
+counted apart as the crawl counts them) and the identical copies of a page that
+a WARC stores as revisits (``count_copy``: the decision is its twin's, taken by
 the runner; the decider adds it to its numbers and clusters).
 Pages are identified in the engine by their index in the dump (the URLs are
 kept apart by the runner), so a URL that occurs twice is still two pages.
@@ -22,17 +23,16 @@ kept apart by the runner), so a URL that occurs twice is still two pages.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, NamedTuple, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.lshbloom import LshBloomMethod
-from scrapy_dedup.audit.records import CountingDecider, Decision
+from scrapy_dedup.audit.records import Decision, SketchDecider, SketchFingerprint, sketch_fingerprint
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter, MemoryContentStore, \
     verify_rule_from_settings
 from scrapy_dedup.content.index import SimhashIndex
-from scrapy_dedup.content.simhash import exact_hash_words, words
 
 __all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod", "MissingExtraError"]
 
@@ -41,7 +41,7 @@ class MissingExtraError(RuntimeError):
     """An optional dependency (e.g. datasketch for ``--method minhash``) is not installed."""
 
 
-def make_method(cfg: AuditConfig):
+def make_method(cfg: AuditConfig) -> "SimhashMethod | MinhashMethod | LshBloomMethod":
     if cfg.method == "lshbloom":
         return LshBloomMethod(cfg)
     return MinhashMethod(cfg) if cfg.method == "minhash" else SimhashMethod(cfg)
@@ -78,7 +78,7 @@ class SimhashDecider:
         # The page's index is its key in the engine (URLs are kept by the runner; a URL may repeat).
         verdict = self.engine.check_fingerprint(str(index), fp)
         if verdict.is_duplicate:
-            return Decision(verdict.kind, int(verdict.kept_url), float(verdict.distance or 0))
+            return Decision(verdict.kind, int(verdict.kept_url or -1), float(verdict.distance or 0))
         return Decision(verdict.kind, -1, 0.0)
 
     def all_matches(self, index: int, fp: Any) -> list[tuple[int, float, str]]:
@@ -133,12 +133,6 @@ def _datasketch():
     return datasketch
 
 
-class MinhashFingerprint(NamedTuple):
-    exact: bytes
-    signature: Optional[np.ndarray]  # uint64[num_perm]; None for a degenerate page
-    words: int
-
-
 class MinhashMethod:
     def __init__(self, cfg: AuditConfig):
         self.cfg = cfg
@@ -146,21 +140,22 @@ class MinhashMethod:
         # One permutation set for all pages (datasketch derives it from num_perm and seed).
         self._template = self._ds.MinHash(num_perm=cfg.num_perm, seed=1)
 
-    def fingerprint(self, text: str) -> MinhashFingerprint:
-        tokens = words(text)
-        if len(tokens) < self.cfg.min_words:
-            return MinhashFingerprint(b"", None, len(tokens))
+    def fingerprint(self, text: str) -> SketchFingerprint:
+        return sketch_fingerprint(text, self.cfg.min_words, self._signature)
+
+    def _signature(self, tokens: list[str]) -> np.ndarray:
+        """uint64[num_perm]: the MinHash of the page's distinct word shingles."""
         k = self.cfg.shingle_size
         shingles = {" ".join(tokens[i:i + k]).encode("utf-8") for i in range(len(tokens) - k + 1)}
         m = self._template.copy()
         m.update_batch(list(shingles))
-        return MinhashFingerprint(exact_hash_words(tokens), m.hashvalues.astype(np.uint64), len(tokens))
+        return m.hashvalues.astype(np.uint64)
 
     def decider(self, expected_pages: Optional[int] = None) -> "MinhashDecider":
         return MinhashDecider(self.cfg, self._ds, self._template)
 
 
-class MinhashDecider(CountingDecider):
+class MinhashDecider(SketchDecider):
     """Exact layer first, then LSH candidates verified by their estimated Jaccard similarity."""
 
     def __init__(self, cfg: AuditConfig, ds: Any, template: Any):
@@ -178,10 +173,10 @@ class MinhashDecider(CountingDecider):
         self.signatures = np.zeros((1024, cfg.num_perm), dtype=np.uint64)
         self.slot: dict[int, int] = {}  # page index -> row of self.signatures (kept pages only)
 
-    def _minhash(self, signature: np.ndarray):
+    def _minhash(self, signature: np.ndarray) -> Any:
         return self.ds.MinHash(hashvalues=signature, **self._rebuild)
 
-    def _candidates(self, signature: np.ndarray) -> list[tuple[int, float]]:
+    def _named_near(self, signature: np.ndarray) -> list[tuple[int, float]]:
         out = []
         for key in self.lsh.query(self._minhash(signature)):
             jaccard = float(np.count_nonzero(self.signatures[self.slot[key]] == signature)) / self.cfg.num_perm
@@ -189,42 +184,23 @@ class MinhashDecider(CountingDecider):
                 out.append((key, 1.0 - jaccard))
         return out
 
-    def check(self, index: int, url: str, fp: MinhashFingerprint) -> Decision:
-        if fp.signature is None:
-            self.counts["degenerate"] += 1
-            return Decision("degenerate", -1, 0.0)
-        kept = self.exact.get(fp.exact)
-        if kept is not None:
-            self.counts["exact"] += 1
-            self.clusters.add_pair(kept, index)
-            return Decision("exact", kept, 0.0)
-        candidates = self._candidates(fp.signature)
-        if candidates:
-            key, distance = min(candidates, key=lambda kd: (kd[1], kd[0]))  # most similar, then oldest
-            self.counts["near"] += 1
-            self.clusters.add_pair(key, index)
-            return Decision("near", key, distance)
-        self.counts["unique"] += 1
-        return Decision("unique", -1, 0.0)
+    def _exact_kept(self, exact: bytes) -> Optional[int]:
+        return self.exact.get(exact)
 
-    def all_matches(self, index: int, fp: MinhashFingerprint) -> list[tuple[int, float, str]]:
-        if fp.signature is None:
-            return []
-        kept = self.exact.get(fp.exact)
-        out = [(kept, 0.0, "exact")] if kept is not None else []
-        out.extend((key, d, "near") for key, d in self._candidates(fp.signature) if key != kept)
-        return sorted(out)
+    def _near(self, index: int, signature: np.ndarray) -> Optional[Decision]:
+        candidates = self._named_near(signature)
+        if not candidates:
+            return None
+        key, distance = min(candidates, key=lambda kd: (kd[1], kd[0]))  # most similar, then oldest
+        return self.decide(index, "near", key, distance)
 
-    def commit(self, index: int, fp: MinhashFingerprint, decision: Decision) -> None:
-        if decision.kind != "unique":
-            return
+    def _keep(self, index: int, fp: SketchFingerprint) -> None:
         row = len(self.slot)
         if row >= len(self.signatures):
             grown = np.zeros((len(self.signatures) * 2, self.cfg.num_perm), dtype=np.uint64)
             grown[:row] = self.signatures
             self.signatures = grown
-        self.signatures[row] = fp.signature
+        self.signatures[row] = fp.sketch
         self.slot[index] = row
         self.exact[fp.exact] = index
-        self.lsh.insert(index, self._minhash(fp.signature), check_duplication=False)
-
+        self.lsh.insert(index, self._minhash(fp.sketch), check_duplication=False)

@@ -5,12 +5,14 @@ either can build them and neither imports the other to do so.
 """
 from __future__ import annotations
 
-from typing import BinaryIO, NamedTuple, Optional, Union
+from typing import Any, BinaryIO, Callable, NamedTuple, Optional, Union
 
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.report import DuplicationReport
+from scrapy_dedup.content.simhash import exact_hash_words, words
 
-__all__ = ["DumpError", "Input", "PageRecord", "BadLine", "Decision", "CountingDecider"]
+__all__ = ["DumpError", "Input", "PageRecord", "BadLine", "Decision", "CountingDecider", "SketchFingerprint",
+           "SketchDecider", "sketch_fingerprint"]
 
 
 class Decision(NamedTuple):
@@ -72,14 +74,76 @@ class CountingDecider:
         """A response that is not a page: ``non_html`` (structured text) or ``non_text``."""
         self.skipped["non_html" if kind == "non_html" else "non_text"] += 1
 
+    def decide(self, index: int, kind: str, matched: int = -1, distance: float = 0.0) -> Decision:
+        """Count a decision on page ``index``; a duplicate of a named kept page joins its cluster."""
+        self.counts[kind] += 1
+        if matched >= 0:
+            self.clusters.add_pair(matched, index)
+        return Decision(kind, matched, distance)
+
     def count_copy(self, index: int, decision: Decision) -> None:
         """An identical copy of an earlier page (its decision given): counted, clustered with what it matched."""
-        self.counts[decision.kind] += 1
-        if decision.kind in ("exact", "near") and decision.matched >= 0:
-            self.clusters.add_pair(decision.matched, index)
+        self.decide(index, decision.kind, decision.matched)
 
     def report(self) -> DuplicationReport:
         return DuplicationReport.from_counts(**self.counts, clusters=self.clusters.count(2),
                                              largest_cluster=self.clusters.largest(),
                                              skipped_non_text=self.skipped["non_text"],
                                              skipped_non_html=self.skipped["non_html"])
+
+
+class SketchFingerprint(NamedTuple):
+    """A page as the minhash and lshbloom methods see it (picklable, made in the worker processes)."""
+
+    exact: bytes
+    sketch: Any  # the method's sketch of the page (a numpy array); None for a degenerate page
+    words: int
+
+
+def sketch_fingerprint(text: str, min_words: int, sketch: Callable[[list[str]], Any]) -> SketchFingerprint:
+    """``text``'s fingerprint with ``sketch(tokens)``; below ``min_words`` words (or no sketch) degenerate."""
+    tokens = words(text)
+    if len(tokens) < min_words:
+        return SketchFingerprint(b"", None, len(tokens))
+    return SketchFingerprint(exact_hash_words(tokens), sketch(tokens), len(tokens))
+
+
+class SketchDecider(CountingDecider):
+    """The one decision path of the sketch methods: degenerate, then the exact layer (named), then the
+    method's near layer; only kept (unique) pages are recorded, as the engine records them."""
+
+    def _exact_kept(self, exact: bytes) -> Optional[int]:
+        """The kept page with this exact digest, or None."""
+        raise NotImplementedError
+
+    def _near(self, index: int, sketch: Any) -> Optional[Decision]:
+        """The near-duplicate decision on a page with no exact twin (counted), or None: unique."""
+        raise NotImplementedError
+
+    def _named_near(self, sketch: Any) -> list[tuple[int, float]]:
+        """Every kept page ``(index, distance)`` near ``sketch`` that the method can name (``--all-pairs``)."""
+        raise NotImplementedError
+
+    def _keep(self, index: int, fp: SketchFingerprint) -> None:
+        """Record a unique page."""
+        raise NotImplementedError
+
+    def check(self, index: int, url: str, fp: SketchFingerprint) -> Decision:
+        if fp.sketch is None:
+            return self.decide(index, "degenerate")
+        kept = self._exact_kept(fp.exact)
+        if kept is not None:
+            return self.decide(index, "exact", kept)
+        return self._near(index, fp.sketch) or self.decide(index, "unique")
+
+    def all_matches(self, index: int, fp: SketchFingerprint) -> list[tuple[int, float, str]]:
+        if fp.sketch is None:
+            return []
+        kept = self._exact_kept(fp.exact)
+        out = [(kept, 0.0, "exact")] if kept is not None else []
+        out.extend((key, d, "near") for key, d in self._named_near(fp.sketch) if key != kept)
+        return sorted(out)
+
+    def commit(self, index: int, fp: SketchFingerprint, decision: Decision) -> None:
+        if decision.kind == "unique":
+            self._keep(index, fp)

@@ -65,7 +65,7 @@ class SeenSet(ABC):
         """Forget every key."""
         raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a hook: most stores have nothing to release
         """Release resources; persistent stores save here where they have a path."""
 
 

@@ -1,29 +1,19 @@
 """A local, persistent, growing Bloom filter of request fingerprints.
 
-Why not pybloom-live's classes as they are: its ``BloomFilter`` hashes every
-key again (bytes keys through their printed form) at 4-7 microseconds per
-check, and its ``ScalableBloomFilter`` bounds the false-positive rate only at
-about ten times the rate it is given. This filter keeps pybloom-live's bit
-storage (the ``bitarray`` it depends on) and changes the two things that
-matter:
+Why not pybloom-live's classes (the README's "The local Bloom filter" gives the
+measurements): its ``BloomFilter`` hashes every key again, and its
+``ScalableBloomFilter`` bounds the false-positive rate only at about ten times
+the rate it is given. This filter keeps its bit storage (``bitarray``) and:
 
-* **Bit positions from the fingerprint.** A fingerprint is a SHA-1 digest,
-  already uniform: two 64-bit slices of it drive double hashing
-  (``h1 + i*h2 mod m``, Kirsch and Mitzenmacher 2006) with no hashing at all.
-* **Growth with a bound that holds.** The filter is a list of *slices*. Slice
-  ``i`` holds ``capacity * 2**i`` keys at error rate ``p * (1 - r) * r**i``
-  with ``r = 1/2``; a new slice opens when the newest is full. A false positive
-  needs a false positive in some slice, so the overall rate is at most
-  ``sum_i p (1-r) r**i = p (1 - r**n) < p`` however far it grows (Almeida et
-  al., "Scalable Bloom Filters", 2007, with the tightening applied from the
-  first slice, which pybloom-live does not do). The price: the first slice
-  is sized for ``p/2`` (1.4 bits per key more than for ``p``), and each grown
-  slice for a rate half the previous one.
+* takes the bit positions from the fingerprint, already a uniform SHA-1 digest:
+  two 64-bit slices drive double hashing (Kirsch and Mitzenmacher 2006);
+* grows with a bound that holds: slice ``i`` holds ``capacity * 2**i`` keys at
+  ``p * (1 - r) * r**i`` with ``r = 1/2``, so the overall rate is at most
+  ``p (1 - r**n) < p`` however far it grows (Almeida et al., "Scalable Bloom
+  Filters", 2007, tightened from the first slice, which pybloom-live does not do).
 
-Checkpoints: :meth:`BloomSeenSet.save` writes a temporary file, fsyncs it and
-renames it over the old one, so a crash leaves either the old or the new
-checkpoint. The file is: a magic line, a JSON header (format version, hashing
-scheme, slices), the bit arrays, and a CRC-32 of everything before it.
+Checkpoints (:meth:`BloomSeenSet.save`) are atomic: a magic line, a JSON header
+(format version, hashing scheme, slices), the bit arrays and a CRC-32;
 :meth:`BloomSeenSet.load` raises :class:`CheckpointError` on a truncated,
 corrupt or foreign file, never returns an empty filter in its place.
 
@@ -203,9 +193,6 @@ class BloomSeenSet(SeenSet):
             return False
         h1, h2, _ = digest_pair(bytes(key))
         return any(piece.holds(h1, h2) for piece in self.slices)
-
-    def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
-        return [key in self for key in keys]
 
     def __len__(self) -> int:
         return sum(piece.count for piece in self.slices)

@@ -1,21 +1,13 @@
 """Seen-key stores shared through Redis: an exact set, and a Bloom filter in bitmaps.
 
-Both are safe for many processes at once: the per-key operation is one
-atomic Redis command (``SADD``) or one Lua script (``EVALSHA``), so two
-workers that meet the same new fingerprint at the same moment get "new" for
-exactly one of them.
-
-Both keep a small *local confirmation cache*: fingerprints this process has
-already seen confirmed by Redis (added by it, or found present). Such a key
-stays present in Redis until the key is deleted, so answering "seen" from the
-cache is exact and saves the round trip that recurring links would cost.
-(If another process deletes or expires the key mid-crawl, this process keeps
-treating what it cached as seen, at most ``cache_size * 2`` fingerprints.)
-
-The per-request command goes over a :class:`~scrapy_dedup._util.redis_conn.PinnedConnection`
-(pre-encoded bytes on one connection of the client's pool) where the client
-has a plain pool, which cuts redis-py's per-command Python cost; cluster
-clients use their normal commands.
+Both are safe for many processes at once: the per-key operation is one atomic
+Redis command (``SADD``, ``BITFIELD``), so two workers that meet the same new
+fingerprint at the same moment get "new" for exactly one of them. Both keep a
+small local cache of fingerprints Redis confirmed (a key stays in Redis until
+the key is deleted, so answering "seen" from it is exact and saves the round
+trip of a recurring link), and send the per-request command pre-encoded on a
+:class:`~scrapy_dedup._util.redis_conn.PinnedConnection` where the client has a
+plain pool (the README's "The Redis filters" gives the figures).
 
 No Scrapy imports here. The client is any redis-py client (``Redis``,
 ``RedisCluster``); the store does not own it and never closes it (it gives
@@ -129,7 +121,7 @@ class _RedisStore(SeenSet):
         """Re-arm the expiry of the keys every ttl/10 seconds (at most one extra round trip then)."""
         now = time.monotonic()
         if now >= self._next_ttl_refresh:
-            self._next_ttl_refresh = now + max(1.0, self.ttl / 10)
+            self._next_ttl_refresh = now + max(1.0, (self.ttl or 0) / 10)
             pipe = self.client.pipeline(transaction=False)
             for name in self.data_keys():
                 pipe.expire(name, self.ttl)
@@ -157,7 +149,7 @@ class _RedisStore(SeenSet):
         raise NotImplementedError
 
     def confirmed(self, key: bytes) -> None:
-        """``key`` was added to Redis by someone else's script: remember it locally, keep the TTL armed."""
+        """``key`` is in Redis (added here, or by someone else's script): remember it locally, keep the TTL armed."""
         self.cache.add(key)
         if self.ttl:
             self._refresh_ttl()
@@ -195,9 +187,7 @@ class RedisSeenSet(_RedisStore):
             added = self._pinned.execute(self._sadd_prefix + bulk(key))
         else:
             added = self.client.sadd(self.key, key)
-        self.cache.add(key)
-        if self.ttl:
-            self._refresh_ttl()
+        self.confirmed(key)
         return added == 1
 
     def key_types(self) -> dict[str, str]:
@@ -215,28 +205,28 @@ class RedisSeenSet(_RedisStore):
     def __len__(self) -> int:
         return int(self.client.scard(self.key))
 
-    def add_many(self, keys: Iterable[bytes]) -> list[bool]:
-        """One pipelined round trip per batch of keys; keeps the order of ``keys``."""
+    def _pipelined(self, command: str, keys: Iterable[bytes], cache: bool) -> list[bool]:
+        """``command`` (SADD or SISMEMBER) per key, one pipelined round trip per batch; in the order of ``keys``."""
         result: list[bool] = []
         for batch in batches(keys, BATCH_SIZE):
             pipe = self.client.pipeline(transaction=False)
             for key in batch:
-                pipe.sadd(self.key, key)
-            result.extend(added == 1 for added in pipe.execute())
-            for key in batch:
-                self.cache.add(key)
+                pipe.execute_command(command, self.key, key)
+            result.extend(reply == 1 for reply in pipe.execute())
+            if cache:
+                for key in batch:
+                    self.cache.add(key)
+        return result
+
+    def add_many(self, keys: Iterable[bytes]) -> list[bool]:
+        """One pipelined round trip per batch of keys; keeps the order of ``keys``."""
+        result = self._pipelined("SADD", keys, cache=True)
         if self.ttl and result:
             self._refresh_ttl()
         return result
 
     def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
-        result: list[bool] = []
-        for batch in batches(keys, BATCH_SIZE):
-            pipe = self.client.pipeline(transaction=False)
-            for key in batch:
-                pipe.sismember(self.key, key)
-            result.extend(bool(found) for found in pipe.execute())
-        return result
+        return self._pipelined("SISMEMBER", keys, cache=False)
 
 
 # One key's bits as one BITFIELD command: SET u1 <position> 1 per bit. Redis runs a command alone,
@@ -292,25 +282,15 @@ class BloomLayoutMismatch(ValueError):
 class RedisBloomSeenSet(_RedisStore):
     """A Bloom filter in Redis bitmaps, shared and atomic, one ``BITFIELD`` command per new key.
 
-    Sizing: ``capacity`` keys at ``error_rate`` need ``bits`` bits (3.75 bytes
-    per key at 1e-6); the bitmap is allocated in full when the store is first
-    opened (``SETBIT`` of its last bit), so memory use is known from the start
-    and never grows. The filter does not grow: past ``capacity`` its
-    false-positive rate rises (see :meth:`estimated_false_positive_rate`);
-    size it for the crawl.
-
-    Sharding: the bits are split over ``shards`` keys or a few more,
-    ``{<key>:<i>}`` (each its own hash tag, so its own Redis Cluster slot); a
-    fingerprint's bits all live in one shard, picked by 32 other bits of the
-    fingerprint, so each command touches one key and runs on one node. Extra
-    keys are used only where they waste clearly less of Redis's allocator
-    size classes (:func:`fit_to_allocator`): one 37.5 MB bitmap would take
-    40 MiB, three of 12 MiB fit exactly. Each key's bits fill its size class,
-    so the false-positive rate ends up at or below ``error_rate``.
-
-    The layout (bits, hashes, shards, hashing scheme) is stored in
-    ``<key>:meta``; a process configured differently is refused with
-    :class:`BloomLayoutMismatch` rather than reading the bits wrongly.
+    The bitmap is allocated in full when first opened (``SETBIT`` of its last
+    bit), so memory is known from the start; it does not grow, so past
+    ``capacity`` its false-positive rate rises: size it for the crawl. Its bits
+    are split over ``shards`` keys or a few more (:func:`fit_to_allocator`:
+    fewer bytes of Redis's allocator classes), ``{<key>:<i>}``, each its own
+    Cluster slot; a fingerprint's bits all live in one shard, so each command
+    runs on one node. The layout is stored in ``<key>:meta``: a process
+    configured differently is refused (:class:`BloomLayoutMismatch`) rather
+    than reading the bits wrongly.
     """
 
     def __init__(self, client: Any, key: str, capacity: int = 10_000_000, error_rate: float = 1e-6,
@@ -435,9 +415,7 @@ class RedisBloomSeenSet(_RedisStore):
             old = self._pinned.execute(self._encode_set(shard_key, where))
         else:
             old = self.client.execute_command("BITFIELD", shard_key, *_set_args(where))
-        self.cache.add(key)
-        if self.ttl:
-            self._refresh_ttl()
+        self.confirmed(key)
         return 0 in old
 
     def __contains__(self, key: object) -> bool:
@@ -487,11 +465,15 @@ class RedisBloomSeenSet(_RedisStore):
         """Membership of many keys, read-only (``BITFIELD_RO``, pipelined, 1000 per round trip)."""
         return [not some_clear for some_clear in self._run_many(keys, write=False)]
 
-    def bits_set(self) -> int:
+    def _bit_counts(self) -> list[int]:
+        """The bits set in each shard (one pipelined round trip)."""
         pipe = self.client.pipeline(transaction=False)
         for name in self.shard_keys:
             pipe.bitcount(name)
-        return sum(int(n or 0) for n in pipe.execute())
+        return [int(n or 0) for n in pipe.execute()]
+
+    def bits_set(self) -> int:
+        return sum(self._bit_counts())
 
     def __len__(self) -> int:
         """Keys held, estimated from the bits set (Swamidass and Baldi, 2007)."""
@@ -503,11 +485,7 @@ class RedisBloomSeenSet(_RedisStore):
 
     def estimated_false_positive_rate(self) -> float:
         """``fill ** hashes`` per shard, averaged over shards (a key lands in each with equal probability)."""
-        pipe = self.client.pipeline(transaction=False)
-        for name in self.shard_keys:
-            pipe.bitcount(name)
-        counts = pipe.execute()
-        return sum((int(n or 0) / self.shard_bits) ** self.hashes for n in counts) / self.shards
+        return sum((n / self.shard_bits) ** self.hashes for n in self._bit_counts()) / self.shards
 
     def expected_false_positive_rate(self, keys: int) -> float:
         """The rate the sizing formula predicts once ``keys`` keys are held."""
@@ -515,17 +493,11 @@ class RedisBloomSeenSet(_RedisStore):
 
 
 def _set_args(where: list[int]) -> list[Any]:
-    args: list[Any] = []
-    for position in where:
-        args += ("SET", "u1", position, 1)
-    return args
+    return [arg for position in where for arg in ("SET", "u1", position, 1)]
 
 
 def _get_args(where: list[int]) -> list[Any]:
-    args: list[Any] = []
-    for position in where:
-        args += ("GET", "u1", position)
-    return args
+    return [arg for position in where for arg in ("GET", "u1", position)]
 
 
 def _unknown_command(exc: BaseException) -> bool:

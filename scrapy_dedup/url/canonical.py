@@ -279,7 +279,8 @@ def _ends_in_number(host: str) -> bool:
 
 
 def _ipv4_host(host: str) -> str | None:
-    """WHATWG's IPv4 parser (``0x7f.1``, ``127.1``, ``2130706433``, ``0177.0.0.1``) to dotted decimal; None on failure."""
+    """WHATWG's IPv4 parser (``0x7f.1``, ``127.1``, ``2130706433``, ``0177.0.0.1``) to dotted decimal; None on
+    failure."""
     parts = host.split(".")
     if parts[-1] == "" and len(parts) > 1:
         parts.pop()
@@ -325,9 +326,10 @@ def _authority(scheme: str, netloc: str) -> _Authority | None:
         port = rest[1:]
     else:
         name, _, port = hostport.partition(":")
-        host = _reg_name(name)
-        if host is None:
+        reg_name = _reg_name(name)
+        if reg_name is None:
             return None
+        host = reg_name
         if scheme in _IPV4_SCHEMES and host and _ends_in_number(host):
             # WHATWG: such a host is an IPv4 address (or invalid: then it stays a name, unmerged)
             host = _ipv4_host(host) or host
@@ -419,6 +421,15 @@ class _Plan:
         "path_work", "tracking_exact", "tracking_prefixes", "session_exact", "session_prefixes",
         "session_prefix_names", "dust",
     )
+    # the switches, copied from the policy (SWITCHES) for the hot path
+    strip_tracking: bool
+    strip_session: bool
+    sort_query: bool
+    drop_fragment: bool
+    strip_trailing_slash: bool
+    strip_www: bool
+    ignore_scheme: bool
+    drop_index: bool
 
     def __init__(self, policy: UrlPolicy):
         self.policy = policy

@@ -7,30 +7,15 @@ chrome only, ``sid=00544`` is a session number). :mod:`scrapy_dedup.url.mining`
 learns such rules from a crawl log; this module holds them, loads and saves the
 human-editable rules file, validates it, and applies the rules fast.
 
-Rules are *typed and literal*: every rule is one of the kinds below with
+Rules are *typed and literal*: each is one of :data:`RULE_KINDS` (applied in
+that order; the README's "Rule kinds" table says what each rewrites) with
 literal strings and fixed token shapes; a rules file never carries a regular
-expression (a regex learned from a log is impossible to review and easy to
-make catastrophic). The kinds, in the order they are applied:
-
-``drop_pathparam``   remove a path parameter ``;name=<any value>`` under a prefix (``;jsessionid=...``)
-``drop_segment``     remove every path segment of a token shape (``(S(<alnum:24>))``) under a prefix
-``case_insensitive`` lowercase the path of this host (percent-escapes keep uppercase hex)
-``drop_param``       a query parameter is irrelevant under a path prefix (``print``, ``sid``)
-``default_param``    a query parameter with its default value is the same as no parameter (``page=1``)
-``query_to_path``    ``/story?id=N`` -> ``/story/N`` (a captured value of a fixed shape)
-``substitute``       a literal substring at the start or end of the path (``/~editors/`` -> ``/people/editors/``,
-                     ``.htm`` -> ``.html``, ``/index.html`` -> ``/``)
-
-Beside the rules, a host may carry an **alias table** (``"aliases"`` in the rules file):
-exact URLs (path and query, after the rules) that stand for another URL of the host,
-learned from redirects no rule explains (``/item.php?id=4711`` -> ``/shoes/blue-runner``).
-It is looked up once, after the rules reached their fixed point: one dict lookup per
-URL of a host that has aliases. A target is the URL the redirects ended at, as fetched
-(so a crawl can request it directly); the canonical key is the target after the rules,
-which must not be another alias's key, so the result stays idempotent. A redirect a
-rule explains may be there too, its key unchanged: the target is then only the URL a
-crawl requests for that key (``"/a": "/a"`` is the URL itself: request it, not a URL
-that redirects to it). At most :data:`MAX_ALIASES` per host.
+expression (a regex learned from a log is impossible to review and easy to make
+catastrophic). Beside the rules, a host may carry an **alias table**: exact URLs
+(after the rules) that stand for another URL of the host, learned from redirects
+no rule explains; looked up once, after the rules, and refused at load where a
+target's key is another alias's (the result stays idempotent). At most
+:data:`MAX_ALIASES` per host.
 
 Rules work on the URL after the canonicalizer's safe RFC 3986 steps and before
 its optional switches, so a rule mined on raw log URLs fires however the switches
@@ -50,9 +35,11 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 from urllib.parse import urlsplit, urlunsplit
 
+from scrapy_dedup._util.files import atomic_write
+
 __all__ = [
     "DustRule", "HostRules", "RuleSet", "DustRulesError", "RULE_KINDS", "VALUE_SHAPES",
-    "shape_of_segment", "compile_shape", "load_rules", "FORMAT", "MAX_ALIASES",
+    "shape_of_segment", "compile_shape", "load_rules", "FORMAT", "MAX_ALIASES", "split_key", "join_key",
 ]
 
 FORMAT = "scrapy-dedup-dust/1"
@@ -70,7 +57,8 @@ VALUE_SHAPES: dict[str, str] = {
     "digits": r"[0-9]{1,20}",
     "alnum": r"[A-Za-z0-9]{1,64}",
     "slug": r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}",
-    "path": r"(?!(?:[^/]*/)*\.\.?(?:/|\Z))[A-Za-z0-9_~:\-][A-Za-z0-9_.~:\-]{0,127}(?:/[A-Za-z0-9_.~:\-]{1,128}){0,15}/?",
+    "path": (r"(?!(?:[^/]*/)*\.\.?(?:/|\Z))[A-Za-z0-9_~:\-][A-Za-z0-9_.~:\-]{0,127}"
+             r"(?:/[A-Za-z0-9_.~:\-]{1,128}){0,15}/?"),
 }
 
 #: token classes of segment shapes: ``<digits:5>`` (exactly 5) or ``<hex>`` (1 or more)
@@ -152,11 +140,6 @@ def _lower_path(path: str) -> str:
 
 def _params(query: str) -> list[str]:
     return query.split("&") if query else []
-
-
-def _param_name(part: str) -> str:
-    eq = part.find("=")
-    return part if eq == -1 else part[:eq]
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -285,20 +268,9 @@ class DustRule:
 
     def describe(self) -> str:
         """One line for logs and reports."""
-        k = self.kind
-        if k == "drop_param":
-            return f"drop ?{self.param}= under {self.prefix}"
-        if k == "default_param":
-            return f"?{self.param}={self.value} is the default under {self.prefix}"
-        if k == "query_to_path":
+        if self.kind == "query_to_path":
             return f"{self.path}?{self.param}=<{self.value}> -> {self.to.replace('{value}', '<' + self.value + '>')}"
-        if k == "substitute":
-            return f"path {self.anchor} {self.from_!r} -> {self.to!r}"
-        if k == "drop_segment":
-            return f"drop path segment {self.shape} under {self.prefix}"
-        if k == "drop_pathparam":
-            return f"drop path parameter ;{self.param}= under {self.prefix}"
-        return "paths are case-insensitive"
+        return _DESCRIPTIONS[self.kind].format(rule=self)
 
     @property
     def key(self) -> tuple:
@@ -306,6 +278,15 @@ class DustRule:
         return (self.kind, self.param, self.value, self.prefix, self.path, self.to, self.from_, self.anchor,
                 self.shape)
 
+
+_DESCRIPTIONS = {
+    "drop_param": "drop ?{rule.param}= under {rule.prefix}",
+    "default_param": "?{rule.param}={rule.value} is the default under {rule.prefix}",
+    "substitute": "path {rule.anchor} {rule.from_!r} -> {rule.to!r}",
+    "drop_segment": "drop path segment {rule.shape} under {rule.prefix}",
+    "drop_pathparam": "drop path parameter ;{rule.param}= under {rule.prefix}",
+    "case_insensitive": "paths are case-insensitive",
+}
 
 _FIELDS: dict[str, tuple[str, ...]] = {
     "drop_pathparam": ("param", "prefix"),
@@ -325,7 +306,7 @@ class HostRules:
     """
 
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
-                 "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_names", "_param_search",
+                 "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_search",
                  "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
                  "_once", "aliases", "_pathparams", "alias_of")
 
@@ -369,7 +350,6 @@ class HostRules:
         self._tails = {r.from_[::-1]: r.to for r in rules if r.kind == "substitute" and r.anchor == "suffix"}
         self._head_match = re.compile(_trie_pattern(self._heads)).match if self._heads else None
         self._tail_match = re.compile(_trie_pattern(self._tails)).match if self._tails else None
-        self._param_names = frozenset(self._params) | {p for lst in self._q2p.values() for p, *_ in lst}
         # does the query hold a parameter a param rule names? one C-level search (names are escaped literals)
         # rules under "/" (the common case) remove their parameters with one C-level regex substitution;
         # rules under a narrower prefix go through the loop, entered only when their names occur
@@ -476,12 +456,12 @@ class HostRules:
                     if candidates:
                         parts = query.split("&")
                         for param, key, match, head, tail in candidates:
-                            found = [i for i, part in enumerate(parts) if part == param or part.startswith(key)]
-                            if len(found) == 1:
-                                value = parts[found[0]].partition("=")[2]
+                            hits = [i for i, part in enumerate(parts) if part == param or part.startswith(key)]
+                            if len(hits) == 1:
+                                value = parts[hits[0]].partition("=")[2]
                                 if match(value):
                                     path = head + value + tail
-                                    del parts[found[0]]
+                                    del parts[hits[0]]
                                     query = "&".join(parts)
                                     break
             if head_len and path[:head_len] in head_starts:
@@ -532,7 +512,7 @@ class HostRules:
                 return None
             return new_path, new_query
 
-        targets = {key: _split(target) for key, target in self.aliases.items()}
+        targets = {key: split_key(target) for key, target in self.aliases.items()}
         rule_changes = changes
         # the canonical key of each alias: its target through the rules
         keys = {key: (rule_changes(*target) or target) for key, target in targets.items()}
@@ -542,14 +522,14 @@ class HostRules:
             if not targets:
                 return None
             new_path, new_query = rule_changes(path, query) or (path, query)
-            return targets.get(f"{new_path}?{new_query}" if new_query else new_path)
+            return targets.get(join_key(new_path, new_query))
 
         if targets:
             def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
                 """The rules, then one lookup of the result in the alias table."""
                 changed = rule_changes(path, query, passes)
                 new_path, new_query = changed or (path, query)
-                return keys.get(f"{new_path}?{new_query}" if new_query else new_path, changed)
+                return keys.get(join_key(new_path, new_query), changed)
 
         def apply(path: str, query: str) -> tuple[str, str]:
             return changes(path, query) or (path, query)
@@ -566,9 +546,15 @@ class HostRules:
         return self.apply(path, query) != (path, query)
 
 
-def _split(key: str) -> tuple[str, str]:
+def split_key(key: str) -> tuple[str, str]:
+    """``"path?query"`` (the form of the alias table and of the miner's URLs) -> ``(path, query)``."""
     path, _, query = key.partition("?")
     return path, query
+
+
+def join_key(path: str, query: str) -> str:
+    """``(path, query)`` -> ``"path?query"`` (``"path"`` without a query)."""
+    return f"{path}?{query}" if query else path
 
 
 def _required_literal(shapes: Sequence[str]) -> str | None:
@@ -728,10 +714,7 @@ class RuleSet:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the rules file (JSON, one rule per object, sorted hosts) atomically."""
         text = self.dumps()
-        tmp = f"{os.fspath(path)}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.replace(tmp, path)
+        atomic_write(path, lambda f: f.write((text + "\n").encode("utf-8")))
 
     def dumps(self) -> str:
         """The rules file's text: one rule per line, so a rule is reviewed, edited or deleted as a line."""
@@ -757,7 +740,8 @@ class RuleSet:
                 items = list(table.items())
                 for i, (key, target) in enumerate(items):
                     comma = "," if i < len(items) - 1 else ""
-                    lines.append(f"      {json.dumps(key, ensure_ascii=False)}: {json.dumps(target, ensure_ascii=False)}{comma}")
+                    pair = f"{json.dumps(key, ensure_ascii=False)}: {json.dumps(target, ensure_ascii=False)}"
+                    lines.append(f"      {pair}{comma}")
                 lines.append("    }" + ("," if h < len(tables) - 1 else ""))
             lines.append("  }")
         lines.append("}")
@@ -856,11 +840,10 @@ def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], sourc
             raise DustRulesError(f"{where} must be an object of \"path?query\": \"path?query\"")
         if len(table) > MAX_ALIASES:
             raise DustRulesError(f"{where}: {len(table)} aliases, at most {MAX_ALIASES} per host")
-        compiled = HostRules(host, hosts.get(host, ()))
+        apply = HostRules(host, hosts.get(host, ())).apply
 
-        def key_of(url: str) -> str:
-            path, query = compiled.apply(*_split(url))
-            return f"{path}?{query}" if query else path
+        def key_of(url: str, apply: Any = apply) -> str:
+            return join_key(*apply(*split_key(url)))
 
         for value in (*table.keys(), *table.values()):
             if not isinstance(value, str) or not value.startswith("/") or "#" in value:

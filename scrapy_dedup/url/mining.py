@@ -1,41 +1,22 @@
 """Mine DUST rules from a crawl log (after DustBuster, Bar-Yossef, Keidar, Schonfeld, WWW 2007).
 
-Input: (URL, content) pairs, one JSON object per line. Either the crawl log
-``DEDUP_LOG_FILE`` writes (``request_url``, ``url``, ``exact_hash``,
-``simhash``, ``words``, ``kind``) or any JSON Lines file with ``url`` and a
-content hash (``exact_hash``, ``content_hash``, ``hash``, ``sha1``, ``md5``,
-optional ``simhash``), or the page itself (``text`` or ``html``, fingerprinted
-with the crawl's content engine). Two URLs hold "the same content" when their
-pages are exact or near duplicates (simhash within ``hamming`` bits), so a
-print view with different chrome still counts. The records are read from files
-(JSON Lines or WARC) by :mod:`scrapy_dedup.audit.mine_dust`, for ``scrapy-dedup
-mine-dust``; a crawl's online learner is :mod:`scrapy_dedup.url.learner`.
+Input: (URL, content) pairs: the crawl log ``DEDUP_LOG_FILE`` writes, any JSON
+Lines with ``url`` and a content hash (:data:`HASH_FIELDS`, optional
+``simhash``), or the page itself (``text`` or ``html``, fingerprinted with the
+crawl's content engine); read from files (JSON Lines or WARC) by
+:mod:`scrapy_dedup.audit.mine_dust` for ``scrapy-dedup mine-dust``. The online
+learner is :mod:`scrapy_dedup.url.learner`.
 
-How rules are found and kept:
-
-1. **Candidates** come from pairs of URLs of one host with the same content:
-   the difference between the two URLs is turned into typed rules (a parameter
-   present in one only -> ``drop_param`` / ``default_param`` under each
-   directory prefix of the path; a parameter's value found as a token of the
-   other path -> ``query_to_path``; an extra or differing path segment of a
-   token shape -> ``drop_segment``; the same path up to case ->
-   ``case_insensitive``; a differing start or end of the path, cut at ``/`` or
-   at a token boundary -> ``substitute``). A candidate must come from at least
-   ``min_support`` distinct pages to be examined.
-2. **Validation** applies the candidate to every URL of the host it touches and
-   groups the URLs by their rewritten form. In each group the reference content
-   is that of the rewritten URL itself when it was fetched, else the group's
-   most common content. Members with the reference content are *support*,
-   members with other content are *violations* (the rewrite would have merged
-   different pages: this is what rejects ``page=`` and ``category=``).
-3. A candidate is kept when its support comes from at least ``min_support``
-   distinct pages and ``violations / (support + violations) <= max_violation_rate``.
-   Support from one page that many URLs return (a soft 404, an error or login
-   page) counts once, and a page reached by more than ``max_cluster_urls`` URLs
-   gives no support at all.
-4. Kept rules rewrite the URL set and mining runs again (at most ``rounds``
-   times), so rules that only show once others are applied are found too
-   (``/story?id=7&print=1`` ~ ``/story/7``: ``print`` first, then ``id``).
+How rules are found and kept (the README's "How rules are mined and kept" says
+it for users): typed **candidates** from pairs of URLs of one host with the same
+content (:func:`_candidates`); **validation** of each on every URL of the host
+it touches, grouped by rewritten form, into *support* (same content as the
+group's reference) and *violations* (the rewrite would merge different pages:
+this is what rejects ``page=`` and ``category=``); a rule is **kept** with
+support from ``min_support`` distinct pages and a violation rate at most
+``max_violation_rate``, where one page behind many URLs (a soft 404, an error
+page) gives no support; kept rules rewrite the URL set and mining runs again
+(``rounds``), so rules that only show once others apply are found too.
 
 Memory: one dict entry per distinct URL (path and query, interned per host) and
 one per distinct content; the JSON records are never kept.
@@ -48,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 from scrapy_dedup.content.clusters import Clusters
@@ -69,7 +51,9 @@ from scrapy_dedup.url.dust import (
     HostRules,
     RuleSet,
     check_host,
+    join_key,
     shape_of_segment,
+    split_key,
 )
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
@@ -189,15 +173,6 @@ class MiningResult:
         return [v for v in self.validations if not v.kept]
 
 
-def _split_key(key: str) -> tuple[str, str]:
-    path, _, query = key.partition("?")
-    return path, query
-
-
-def _join_key(path: str, query: str) -> str:
-    return f"{path}?{query}" if query else path
-
-
 def _dirs(path: str) -> list[str]:
     """Directory prefixes of ``path``, most general first: ``/a/b/c`` -> ``/``, ``/a/``, ``/a/b/``."""
     out = ["/"]
@@ -266,14 +241,14 @@ class DustMiner:
         self._simhashes: SimhashIndex | None = None
         self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
         self.stats: Counter = Counter()
-        self._canonicalizer = Canonicalizer(UrlPolicy(**{name: False for name in SWITCHES}))
+        no_switch: dict[str, Any] = {name: False for name in SWITCHES}
+        self._canonicalizer = Canonicalizer(UrlPolicy(**no_switch))
 
     # --- input ---
 
     def split_url(self, url: str) -> tuple[str, str, str] | None:
         """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
         return safe_parts(self._canonicalizer, url)
-
 
     def add_page(self, url: str, exact_key: Any, simhash: int | None = None) -> bool:
         """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches)."""
@@ -286,7 +261,7 @@ class DustMiner:
         urls = self.hosts.get(host)
         if urls is None:
             urls = self.hosts[host] = {}
-        key = _join_key(path, query)
+        key = join_key(path, query)
         if key in urls and self._contents.representative(urls[key]) != self._contents.representative(cid):
             self.stats["changed_content"] += 1  # fetched twice with different content: keep the first
             return True
@@ -313,7 +288,7 @@ class DustMiner:
         """The content engine with the crawl's default parameters (``content/params.py``): records that bring
         their text or HTML but no verdict get the verdict a crawl would have given them, in order."""
         if self._engine is None:
-            p = _EngineDefaults()
+            p: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
             fingerprinter = ContentFingerprinter(shingle_size=p.shingle_size, bits=p.fingerprint_bits,
                                                  min_words=self.config.min_words, sketch_size=p.sketch_size)
             store = MemoryContentStore(threshold=p.hamming_threshold, bands=p.bands, bits=p.fingerprint_bits,
@@ -406,9 +381,9 @@ class DustMiner:
         if a is None or b is None or a[0] != b[0]:
             self.stats["redirects_across_hosts"] += 1
             return False
-        key = _join_key(a[1], a[2])
+        key = join_key(a[1], a[2])
         if key not in self.redirects.setdefault(a[0], {}):
-            self.redirects[a[0]][key] = _join_key(b[1], b[2])
+            self.redirects[a[0]][key] = join_key(b[1], b[2])
             self.stats["redirects"] += 1
         return True
 
@@ -498,8 +473,8 @@ class DustMiner:
         urls = self.hosts[host]
 
         def rewritten(key: str) -> str:
-            path, query = rules.apply(*_split_key(key))
-            return _join_key(path, query)
+            path, query = rules.apply(*split_key(key))
+            return join_key(path, query)
 
         aliases: dict[str, str] = {}
         for source in sorted(redirects):
@@ -554,9 +529,9 @@ class _HostMiner:
     def _rewrite(urls: dict[str, int], rules: HostRules) -> dict[str, int]:
         out: dict[str, int] = {}
         for key, cid in urls.items():
-            path, query = _split_key(key)
+            path, query = split_key(key)
             new_path, new_query = rules.apply(path, query)
-            new_key = key if (new_path == path and new_query == query) else _join_key(new_path, new_query)
+            new_key = key if (new_path == path and new_query == query) else join_key(new_path, new_query)
             out.setdefault(new_key, cid)
         return out
 
@@ -617,7 +592,7 @@ class _HostMiner:
         by_param: dict[str, list[str]] = {}
         by_path: dict[str, list[str]] = {}
         for key in self.urls:
-            path, query = _split_key(key)
+            path, query = split_key(key)
             if query:
                 by_path.setdefault(path, []).append(key)
                 for name, _ in _params(query):
@@ -689,11 +664,11 @@ class _HostMiner:
         if rule.kind == "query_to_path":
             return self.by_path.get(rule.path, ())
         if rule.kind == "drop_pathparam":
-            return (k for k in self.urls if f";{rule.param}=" in _split_key(k)[0])
+            return (k for k in self.urls if f";{rule.param}=" in split_key(k)[0])
         if rule.kind == "substitute" and rule.anchor == "prefix":
             return (k for k in self.urls if k.startswith(rule.from_))
         if rule.kind == "substitute":
-            return (k for k in self.urls if _split_key(k)[0].endswith(rule.from_))
+            return (k for k in self.urls if split_key(k)[0].endswith(rule.from_))
         return self.urls
 
     def _judge(self, rule: DustRule, record: bool = True) -> RuleValidation:
@@ -703,11 +678,11 @@ class _HostMiner:
         groups: dict[str, list[int]] = {}
         examples: list[tuple[str, str]] = []
         for key in self._affected(rule):
-            path, query = _split_key(key)
+            path, query = split_key(key)
             new_path, new_query = compiled.apply(path, query)
             if new_path == path and new_query == query:
                 continue
-            target = _join_key(new_path, new_query)
+            target = join_key(new_path, new_query)
             groups.setdefault(target, []).append(urls[key])
             if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
                 examples.append((key, target))
@@ -778,14 +753,6 @@ def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: Min
                     validation.reason = "would rewrite the results of kept substitutions in a cycle"
 
 
-class _EngineDefaults:
-    """The content engine's parameters at their defaults (``content/params.py``), as attributes."""
-
-    def __init__(self) -> None:
-        for param in ENGINE_PARAMS:
-            setattr(self, param.key, param.default)
-
-
 def _preference(verdict: RuleValidation) -> tuple:
     """Between two directions of a substitution: more support, fewer violations, then the longer target
     (``.htm`` -> ``.html``, ``/~editors/`` -> ``/people/editors/``: the spelled-out form), then the text."""
@@ -831,8 +798,8 @@ _PATHPARAM = re.compile(r";([A-Za-z_][A-Za-z0-9_.\-]{0,63})=[^;/]*")
 
 def _candidates(k1: str, k2: str, out: set[tuple]) -> None:
     """Typed rule candidates that would explain why two URLs of one page differ."""
-    p1, q1 = _split_key(k1)
-    p2, q2 = _split_key(k2)
+    p1, q1 = split_key(k1)
+    p2, q2 = split_key(k2)
     if ";" in p1 or ";" in p2:  # a session in a path parameter: dropped by name, whatever its value
         names = {m.group(1) for p in (p1, p2) for m in _PATHPARAM.finditer(p)}
         for name in names:
