@@ -1,0 +1,162 @@
+"""The representative policy: which member names a duplicate cluster (content/representative.py)."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scrapy_dedup.content.representative import (
+    POLICIES,
+    ClusterRepresentatives,
+    Member,
+    choose_representative,
+    rank_members,
+    url_preference,
+)
+
+SESSION = "sessionid=4f8a2c9e1b7d3a6f0c5e"
+
+
+def members(*urls: str, stamps=None, declares=None) -> list[Member]:
+    stamps = stamps or [None] * len(urls)
+    declares = declares or [None] * len(urls)
+    return [Member(u, i, t, d) for i, (u, t, d) in enumerate(zip(urls, stamps, declares))]
+
+
+# (policy, URLs in arrival order, the representative), in the style of w3lib's tables
+CANONICAL_TABLE = [
+    (["http://a.test/p?utm_source=x", "http://a.test/p"], "http://a.test/p"),
+    (["http://a.test/p?gclid=1", "http://a.test/p?fbclid=2", "http://a.test/p"], "http://a.test/p"),
+    ([f"http://a.test/p?{SESSION}", "http://a.test/p?page=1"], "http://a.test/p?page=1"),
+    (["http://a.test/p;jsessionid=0A56A3EAD497F099D787460243004968", "http://a.test/p"], "http://a.test/p"),
+    # a short value under a session name is no session token (the canonicalizer's own rule): fewer params wins
+    (["http://a.test/p?sessionid=7&b=1", "http://a.test/p?b=1"], "http://a.test/p?b=1"),
+    (["http://a.test/p?a=1&b=2", "http://a.test/p?ab=12345678"], "http://a.test/p?ab=12345678"),
+    (["http://a.test/product/long-name", "http://a.test/p/1"], "http://a.test/p/1"),
+    # https is not beaten by its own "s"
+    (["http://a.test/p", "https://a.test/p"], "https://a.test/p"),
+    # equal in everything but the string: the smaller string, whatever came first
+    (["http://b.test/p", "http://a.test/p"], "http://a.test/p"),
+    (["http://a.test/p", "http://b.test/p"], "http://a.test/p"),
+]
+
+
+@pytest.mark.parametrize("urls,expected", CANONICAL_TABLE)
+def test_canonical_table(urls, expected):
+    assert choose_representative(members(*urls), "canonical").url == expected
+
+
+@pytest.mark.parametrize("urls,expected", CANONICAL_TABLE)
+def test_first_is_the_first_arrival(urls, expected):
+    assert choose_representative(members(*urls), "first").url == urls[0]
+
+
+def test_a_declared_canonical_target_in_the_cluster_wins_over_a_cleaner_url():
+    urls = ["http://a.test/p/1", "http://a.test/product/1-blue-shoe?utm_source=x", "http://a.test/product/1-blue-shoe"]
+    target = "http://a.test/product/1-blue-shoe"
+    plain = members(*urls)
+    assert choose_representative(plain, "canonical").url == "http://a.test/p/1"
+    declared = members(*urls, declares=[target, target, target])
+    assert choose_representative(declared, "canonical").url == target
+
+
+def test_a_declaration_is_not_trusted_when_the_target_is_not_in_the_cluster_or_names_itself():
+    urls = ["http://a.test/p?utm_source=x", "http://a.test/p"]
+    elsewhere = members(*urls, declares=["http://evil.test/", "http://evil.test/"])
+    assert choose_representative(elsewhere, "canonical").url == "http://a.test/p"
+    # a page that declares itself (an echo of its own URL, tracking parameters and all) vouches for nothing
+    selfish = members(*urls, declares=[urls[0], None])
+    assert choose_representative(selfish, "canonical").url == "http://a.test/p"
+
+
+def test_newest_takes_the_latest_timestamp_then_the_canonical_order():
+    urls = ["http://a.test/p", "http://a.test/p?utm_source=x", "http://b.test/p"]
+    assert choose_representative(members(*urls, stamps=[1.0, 3.0, 2.0]), "newest").url == urls[1]
+    assert choose_representative(members(*urls, stamps=[5.0, 5.0, 5.0]), "newest").url == "http://a.test/p"
+    # a member without a timestamp comes after every member with one
+    assert choose_representative(members(*urls, stamps=[None, None, 0.0]), "newest").url == urls[2]
+
+
+def test_url_preference_reads_the_canonicalizers_tables():
+    assert url_preference("http://a.test/p?utm_medium=x")[0] == 1
+    assert url_preference("http://a.test/p?PHPSESSID=0a1b2c3d4e5f6a7b8c9d0e1f2a")[0] == 1
+    assert url_preference("http://a.test/p?source=home")[0] == 0  # a generic word is no tracking parameter
+
+
+def test_an_unknown_policy_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match="'first', 'canonical', 'newest'"):
+        rank_members(members("http://a.test/"), "oldest")
+    with pytest.raises(ValueError, match="'first', 'canonical', 'newest'"):
+        ClusterRepresentatives("best")
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+HOSTS = st.sampled_from(["a.test", "b.test", "www.a.test"])
+PATHS = st.sampled_from(["/", "/p", "/p/1", "/product/1"])
+QUERIES = st.sampled_from(["", "?utm_source=x", "?b=1", "?a=1&b=2", f"?{SESSION}", "?gclid=7"])
+URLS = st.builds(lambda s, h, p, q: f"{s}://{h}{p}{q}", st.sampled_from(["http", "https"]), HOSTS, PATHS, QUERIES)
+PAGES = st.lists(st.tuples(URLS, st.one_of(st.none(), st.integers(0, 5).map(float)),
+                           st.one_of(st.none(), URLS)), min_size=1, max_size=8)
+
+
+def as_members(pages) -> list[Member]:
+    return [Member(u, i, t, d) for i, (u, t, d) in enumerate(pages)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(PAGES, st.sampled_from(POLICIES), st.randoms(use_true_random=False))
+def test_the_order_is_total_and_the_representative_does_not_depend_on_arrival(pages, policy, rnd):
+    ranked = rank_members(as_members(pages), policy)
+    keys = [(m.url, m.arrival) for m in ranked]
+    assert len(set(keys)) == len(keys)  # a strict total order: no two members compare equal
+    if policy == "first":
+        return
+    shuffled = list(pages)
+    rnd.shuffle(shuffled)
+    assert choose_representative(as_members(shuffled), policy).url == ranked[0].url
+
+
+@settings(max_examples=300, deadline=None)
+@given(PAGES, st.sampled_from(POLICIES))
+def test_the_incremental_bookkeeping_equals_the_pure_choice(pages, policy):
+    reps = ClusterRepresentatives(policy)
+    (kept, stamp, declares), rest = pages[0], pages[1:]
+    reps.note_kept(kept, stamp, declares)
+    got = kept
+    for url, t, d in rest:
+        got = reps.join(kept, kept, url, t, d)
+    assert got == choose_representative(as_members(pages), policy).url
+
+
+def test_merged_clusters_keep_the_best_of_both():
+    reps = ClusterRepresentatives("canonical")
+    reps.join("http://a.test/p?utm_source=1", "http://a.test/p?utm_source=1", "http://a.test/p?utm_source=2")
+    reps.join("http://b.test/p?gclid=1", "http://b.test/p?gclid=1", "http://a.test/p")
+    merged = reps.join("http://a.test/p?utm_source=1", "http://a.test/p?utm_source=1", "http://a.test/p?utm_source=3",
+                       merged=["http://b.test/p?gclid=1"])
+    assert merged == "http://a.test/p"
+    assert reps.representative("http://b.test/p?gclid=1") is None
+
+
+def test_a_declaration_that_arrives_after_its_target_promotes_it():
+    reps = ClusterRepresentatives("canonical")
+    kept, target = "http://a.test/p/1", "http://a.test/product/1-blue-shoe"
+    assert reps.join(kept, kept, target) == kept  # shorter wins while nobody vouches for the target
+    assert reps.join(kept, kept, "http://a.test/x?utm_source=y", declares=target) == target
+
+
+def test_random_arrival_orders_of_one_cluster_agree():
+    urls = ["http://a.test/p?utm_source=x", "http://a.test/p", f"http://a.test/p?{SESSION}", "https://a.test/p"]
+    seen = set()
+    for seed in range(20):
+        order = urls[:]
+        random.Random(seed).shuffle(order)
+        reps = ClusterRepresentatives("canonical")
+        rep = order[0]
+        for url in order[1:]:
+            rep = reps.join(order[0], order[0], url)
+        seen.add(rep)
+    assert seen == {"https://a.test/p"}
