@@ -17,6 +17,7 @@ taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -48,6 +49,7 @@ from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structure
 from scrapy_dedup._util.redis_conn import mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
+from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
 from scrapy_dedup.url.policy import DomainMap
 
@@ -174,7 +176,8 @@ class DedupExtension:
             self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
             self.store = self._build_store(cfg)
             self._redis_policy = self._store_policy(cfg)
-            self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store)
+            self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store,
+                                              representative=cfg.representative)
             self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
             self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
         return self
@@ -357,12 +360,15 @@ class DedupExtension:
         else:
             if page.truncated:
                 self._count("truncated")
-            page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request)
+            declares = _declared_canonical(response) if self.cfg.representative == "canonical" else None
+            page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request,
+                                       declares=declares)
         return page.verdict
 
-    def verdict_for_content(self, url: str, value: Any) -> Verdict | None:
+    def verdict_for_content(self, url: str, value: Any, timestamp: Any = None) -> Verdict | None:
         """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
-        as a response is, anything else taken as the page's text."""
+        as a response is, anything else taken as the page's text. ``timestamp``: the value of the item's
+        ``DEDUP_TIMESTAMP_FIELD`` (``newest``; None: the fetch time)."""
         policy = self.policies.lookup(_host_of(url))
         if isinstance(value, (bytes, str)) and _looks_like_html(value):
             try:
@@ -377,23 +383,41 @@ class DedupExtension:
                 self._count("truncated")
         else:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        return self.check_text(url, text, policy)
+        return self.check_text(url, text, policy, timestamp=self._timestamp_of(url, timestamp))
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
-                   request: Request | None = None) -> Verdict | None:
+                   request: Request | None = None, timestamp: float | None = None) -> Verdict | None:
         """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""
         policy = policy or self.policies.lookup(_host_of(url))
-        return self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request)
+        return self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request,
+                           timestamp=timestamp)
+
+    def _timestamp_of(self, url: str, value: Any) -> float | None:
+        """An item's ``DEDUP_TIMESTAMP_FIELD`` value in seconds; None (the fetch time) when absent or unreadable."""
+        if value is None:
+            return None
+        try:
+            return parse_timestamp(value)
+        except ValueError as exc:  # the page still counts; it is ranked by its fetch time instead
+            self._count("bad_timestamps")
+            if self.events["bad_timestamps"] == 1:
+                logger.warning("DEDUP_TIMESTAMP_FIELD of the item of %s is unreadable (%s); the fetch time is used "
+                               "instead (counted in dedup/content/bad_timestamps)", url, exc)
+            return None
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
-               request: Request | None) -> Verdict | None:
+               request: Request | None, *, timestamp: float | None = None,
+               declares: str | None = None) -> Verdict | None:
         engine = self.open_content().engine
         degenerate = self._fingerprinter_for(policy).is_degenerate(fp)
+        if timestamp is None and self.cfg.representative == "newest":
+            timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
+        check = functools.partial(engine.check_fingerprint, timestamp=timestamp, declares=declares)
         try:
             if self._redis_policy is not None and not degenerate:
-                verdict = self._redis_policy.call(engine.check_fingerprint, url, fp, degenerate)
+                verdict = self._redis_policy.call(check, url, fp, degenerate)
             else:
-                verdict = engine.check_fingerprint(url, fp, degenerate=degenerate)
+                verdict = check(url, fp, degenerate)
         except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
             self._count("store_errors")
             return None
@@ -463,7 +487,8 @@ class DedupExtension:
         if verdict.kind in ("exact", "near"):
             if self.audit is not None:
                 self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,
-                                  "kind": verdict.kind, "cluster": verdict.cluster})
+                                  "kind": verdict.kind, "cluster": verdict.cluster,
+                                  "representative": verdict.representative})
             self._canary(verdict)
 
     def _record_redirect(self, response: Response, request: Request, spider: Any = None) -> None:
@@ -558,6 +583,10 @@ class DedupExtension:
         self._write_stats()
         lines = ["Content layer:"]
         lines += ["  " + line for line in self.engine.report().to_text().splitlines()]
+        size, representative = self.engine.largest_cluster()
+        if representative is not None:
+            lines.append(f"  Largest cluster:      {representative} ({size} pages, representative: "
+                         f"{self.cfg.representative})")
         bucket = self._bucket_canary()
         if bucket:
             lines.append(f"  WARNING: one index bucket holds {bucket} pages (template canary, see the log)")
@@ -620,6 +649,22 @@ def _source_of(response: TextResponse, policy: ExtractionPolicy) -> tuple[Any, s
         return response.selector.root, None
     except Exception:
         return response.body, None
+
+
+#: the page's rel="canonical" link in its head (rel is a list of tokens, matched case-insensitively)
+_CANONICAL_LINK = ("//head/link[contains(concat(' ', normalize-space(translate(@rel, 'CANONICAL', 'canonical')), ' '),"
+                   " ' canonical ')]/@href")
+
+
+def _declared_canonical(response: Response) -> str | None:
+    """The absolute URL of the page's first ``rel="canonical"`` link, None when it has none (or is no HTML)."""
+    if not isinstance(response, TextResponse):
+        return None
+    try:
+        href = response.xpath(_CANONICAL_LINK).get()
+        return response.urljoin(safe_url_string(href.strip())) if href and href.strip() else None
+    except Exception:  # markup Scrapy cannot parse, or a link that is no URL: no declaration
+        return None
 
 
 def _looks_like_html(value: str | bytes) -> bool:

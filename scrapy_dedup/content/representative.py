@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
@@ -35,7 +36,7 @@ from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.policy import UrlPolicy
 
 __all__ = ["POLICIES", "Member", "url_preference", "member_key", "rank_members", "choose_representative",
-           "vouched_urls", "ClusterRepresentatives"]
+           "vouched_urls", "ClusterRepresentatives", "parse_timestamp", "check_policy"]
 
 POLICIES: tuple[str, ...] = ("first", "canonical", "newest")
 
@@ -212,3 +213,29 @@ class ClusterRepresentatives:
         for target in b.declared:
             self._declare(a, target)
         return a
+
+
+def parse_timestamp(value: Any) -> float:
+    """A page's time in seconds since the epoch: a number, or an ISO 8601 string (``Z`` or an offset; a
+    time without one is read as UTC). ``ValueError`` for anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a timestamp: {value!r}")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            number = float(text)
+        except ValueError:
+            try:
+                moment = datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in "zZ" and text else text)
+            except ValueError:
+                raise ValueError(f"not a number or an ISO 8601 time: {value!r}") from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=timezone.utc)
+            number = moment.timestamp()
+    else:
+        raise ValueError(f"not a timestamp: {type(value).__name__}")
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError(f"not a finite timestamp: {value!r}")
+    return number
