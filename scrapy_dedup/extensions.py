@@ -583,10 +583,6 @@ class DedupExtension:
         self._write_stats()
         lines = ["Content layer:"]
         lines += ["  " + line for line in self.engine.report().to_text().splitlines()]
-        size, representative = self.engine.largest_cluster()
-        if representative is not None:
-            lines.append(f"  Largest cluster:      {representative} ({size} pages, representative: "
-                         f"{self.cfg.representative})")
         bucket = self._bucket_canary()
         if bucket:
             lines.append(f"  WARNING: one index bucket holds {bucket} pages (template canary, see the log)")

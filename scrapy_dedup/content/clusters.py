@@ -35,7 +35,6 @@ class Clusters(Generic[Node]):
         self._first = array("i")  # root id -> smallest (earliest) member id
         self._multi = 0  # clusters with >= 2 members
         self._largest = 0
-        self._largest_root = -1  # a root of a largest cluster (a later merge is larger: it takes over)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -66,7 +65,6 @@ class Clusters(Generic[Node]):
             size[ra] = small + large
             if small + large > self._largest:
                 self._largest = small + large
-                self._largest_root = ra
             if first[rb] < first[ra]:
                 first[ra] = first[rb]
             return self._nodes[first[ra]]
@@ -92,14 +90,6 @@ class Clusters(Generic[Node]):
         """Members of the largest cluster (0 when empty)."""
         with self._lock:
             return self._largest
-
-    def largest_cluster(self) -> tuple[int, Node | None]:
-        """Members of the largest cluster of two or more and its first-seen member (0 and None if none)."""
-        with self._lock:
-            if self._largest_root < 0:
-                return 0, None
-            root = self._find(self._largest_root)
-            return self._size[root], self._nodes[self._first[root]]
 
     def sizes(self) -> dict[Node, int]:
         """Representative -> cluster size, for clusters of 2 or more."""

@@ -507,14 +507,6 @@ class ContentDeduplicator:
             representative = reps.join(cluster, kept_url, url, timestamp, declares, merged=before)
         return Verdict(kind, url, kept_url, distance, cluster, representative)  # type: ignore[arg-type]
 
-    def largest_cluster(self) -> tuple[int, str | None]:
-        """Members of the largest cluster and its representative (0 and None when there are no duplicates)."""
-        with self._lock:
-            size, first = self.clusters.largest_cluster()
-            if size < 2:
-                return 0, None
-            return size, self.representatives.representative(first) or first
-
     def skip_non_text(self, count: int = 1) -> None:
         """Count responses that were not fingerprinted (images, PDFs, binary)."""
         with self._lock:
