@@ -368,7 +368,7 @@ class DedupExtension:
     def verdict_for_content(self, url: str, value: Any, timestamp: Any = None) -> Verdict | None:
         """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
         as a response is, anything else taken as the page's text. ``timestamp``: the value of the item's
-        ``DEDUP_TIMESTAMP_FIELD`` (``newest``; None: the fetch time)."""
+        ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time is used)."""
         policy = self.policies.lookup(_host_of(url))
         if isinstance(value, (bytes, str)) and _looks_like_html(value):
             try:
@@ -383,34 +383,40 @@ class DedupExtension:
                 self._count("truncated")
         else:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        return self.check_text(url, text, policy, timestamp=self._timestamp_of(url, timestamp))
+        if self.cfg.representative == "newest" and self.cfg.timestamp_field:
+            return self.check_text(url, text, policy, timestamp=self._timestamp_of(url, timestamp), dated=True)
+        return self.check_text(url, text, policy)
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
-                   request: Request | None = None, timestamp: float | None = None) -> Verdict | None:
-        """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index."""
+                   request: Request | None = None, timestamp: float | None = None,
+                   dated: bool = False) -> Verdict | None:
+        """Fingerprint ``text`` (main text of the page at ``url``) and check it against the index.
+
+        ``timestamp``: the page's time for ``newest``; None: the fetch time, unless ``dated`` (the
+        page's own time was asked for and it has none: it ranks after the pages that have one).
+        """
         policy = policy or self.policies.lookup(_host_of(url))
         return self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request,
-                           timestamp=timestamp)
+                           timestamp=timestamp, dated=dated)
 
     def _timestamp_of(self, url: str, value: Any) -> float | None:
-        """An item's ``DEDUP_TIMESTAMP_FIELD`` value in seconds; None (the fetch time) when absent or unreadable."""
-        if value is None:
-            return None
+        """An item's ``DEDUP_TIMESTAMP_FIELD`` value in seconds; None when absent or unreadable (counted)."""
         try:
             return parse_timestamp(value)
-        except ValueError as exc:  # the page still counts; it is ranked by its fetch time instead
-            self._count("bad_timestamps")
-            if self.events["bad_timestamps"] == 1:
-                logger.warning("DEDUP_TIMESTAMP_FIELD of the item of %s is unreadable (%s); the fetch time is used "
-                               "instead (counted in dedup/content/bad_timestamps)", url, exc)
+        except ValueError as exc:  # the page still counts; among its cluster it ranks after the dated pages
+            self._count("undated_items")
+            if self.events["undated_items"] == 1:
+                logger.warning("DEDUP_TIMESTAMP_FIELD of the item of %s is missing or unreadable (%s); such items "
+                               "rank after the dated ones of their cluster (counted in dedup/content/undated_items)",
+                               url, exc)
             return None
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
-               request: Request | None, *, timestamp: float | None = None,
+               request: Request | None, *, timestamp: float | None = None, dated: bool = False,
                declares: str | None = None) -> Verdict | None:
         engine = self.open_content().engine
         degenerate = self._fingerprinter_for(policy).is_degenerate(fp)
-        if timestamp is None and self.cfg.representative == "newest":
+        if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
         check = functools.partial(engine.check_fingerprint, timestamp=timestamp, declares=declares)
         try:

@@ -305,7 +305,8 @@ SETTINGS: tuple[Setting, ...] = (
        "`drop` mode the first page's item has already left."),
     _s("DEDUP_TIMESTAMP_FIELD", None, to_optional_str, "content",
        "With `DEDUP_REPRESENTATIVE = 'newest'` and `DEDUP_CONTENT_FIELD`: the item field holding the page's "
-       "time (seconds since the epoch, or ISO 8601); unset, or for responses, the fetch time is used."),
+       "time (seconds since the epoch, or ISO 8601; an item without a readable one ranks last, counted in "
+       "`dedup/content/undated_items`); unset, or for responses, the fetch time is used."),
     _s("DEDUP_CONTENT_FIELD", None, to_optional_str, "content",
        "Fingerprint this item field (HTML or text) instead of the response."),
     _s("DEDUP_DROP_DUPLICATE_RESPONSES", False, to_bool, "content",

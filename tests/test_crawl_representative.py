@@ -11,7 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
+import scrapy
+from pytest_twisted import inlineCallbacks
 
+from tests.support.crawl import run_crawl
+from tests.support.localsite import LocalSite, Page
 from tests.test_demo import portless, run_demo
 
 pytestmark = pytest.mark.crawl
@@ -90,3 +94,35 @@ def test_in_drop_mode_the_policy_names_the_cluster_but_the_first_pages_item_stay
     lines = [line for line in proc.stderr.splitlines() if "Dropped item of " in line]
     assert any(f"(of {cluster}, distance" in line and f"; representative {rep})" in line
                for line in lines for cluster, rep in renamed)
+
+
+class DatedCopiesSpider(scrapy.Spider):
+    """One page read once, given as four items at four URLs with their own dates (an archive's copies)."""
+
+    name = "dated"
+    copies = [("http://shop.test/p?v=1", "2024-01-01T00:00:00Z"), ("http://shop.test/p", "2024-02-01T00:00:00Z"),
+              ("http://shop.test/p?v=3", "2024-06-01T00:00:00Z"), ("http://shop.test/p?v=4", "not a date")]
+
+    def parse(self, response):
+        for url, date in self.copies:
+            yield {"url": url, "html": response.text, "archived_at": date}
+
+
+@pytest.mark.parametrize("policy,expected", [("newest", "http://shop.test/p?v=3"), ("canonical", "http://shop.test/p"),
+                                             ("first", "http://shop.test/p?v=1")])
+@inlineCallbacks
+def test_newest_reads_the_items_timestamp_field(policy, expected):
+    from tests.contentsite import product_text
+
+    html = f"<html><body><main><p>{product_text(1)}</p></main></body></html>"
+    settings = {"ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+                "EXTENSIONS": {"scrapy_dedup.DedupExtension": 500}, "DEDUP_CONTENT_FIELD": "html",
+                "DEDUP_CONTENT_ACTION": "tag", "DEDUP_REPRESENTATIVE": policy, "DEDUP_TIMESTAMP_FIELD": "archived_at"}
+    with LocalSite({("shop.test", "/p"): Page(html)}) as site:
+        crawler = yield run_crawl(DatedCopiesSpider, settings, start_urls=[f"http://shop.test:{site.port}/p"])
+    tags = [item["dedup"] for item in crawler.items if "dedup" in item]
+    assert len(crawler.items) == 4 and len(tags) == 3  # tag mode keeps every item; the first is not a duplicate
+    assert {t["cluster"] for t in tags} == {"http://shop.test/p?v=1"}
+    assert tags[-1]["representative"] == expected
+    # the unreadable date is counted (newest only reads it), and that copy ranks after the dated ones
+    assert crawler.stats.get_value("dedup/content/undated_items", 0) == (1 if policy == "newest" else 0)

@@ -160,3 +160,86 @@ def test_random_arrival_orders_of_one_cluster_agree():
             rep = reps.join(order[0], order[0], url)
         seen.add(rep)
     assert seen == {"https://a.test/p"}
+
+
+# --- in the engine ------------------------------------------------------------------------------
+
+def engine_run(policy: str, pages) -> list:
+    """Verdicts of one page's text under ``pages`` [(url, timestamp, declares)], in that order."""
+    from scrapy_dedup import ContentDeduplicator
+    from scrapy_dedup.content.engine import ContentFingerprinter, MemoryContentStore
+    from tests.textgen import article_words
+
+    text = " ".join(article_words(random.Random(7), 300))
+    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative=policy)
+    return [dedup.check_fingerprint(url, dedup.fingerprint(text), timestamp=t, declares=d) for url, t, d in pages]
+
+
+def test_the_engine_names_clusters_by_the_policy_and_keeps_the_first_page():
+    clean = "https://shop.test/p"
+    pages = [(f"{clean}?utm_source=x", 3.0, clean),
+             (f"{clean};jsessionid=0A56A3EAD497F099D787460243004968", 1.0, clean),
+             (clean, 2.0, clean), (f"{clean}?b=1", 0.5, None)]
+    for policy, expected in (("first", pages[0][0]), ("canonical", clean), ("newest", pages[0][0])):
+        verdicts = engine_run(policy, pages)
+        assert verdicts[0].kind == "unique" and all(v.kind == "exact" for v in verdicts[1:])
+        # the store names the kept page, whatever the policy; the cluster id is the first page
+        assert {v.kept_url for v in verdicts[1:]} == {v.cluster for v in verdicts[1:]} == {pages[0][0]}
+        assert verdicts[-1].representative == expected, policy
+    # before the clean page arrived, the best so far: the session URL has no query parameter
+    assert engine_run("canonical", pages)[1].representative == pages[1][0]
+
+
+def test_the_kept_pages_declaration_vouches_for_a_longer_target():
+    target = "https://shop.test/product/1-blue-shoe"
+    verdicts = engine_run("canonical", [("https://shop.test/p/1", None, target), (target, None, target)])
+    assert verdicts[1].representative == target
+    unvouched = engine_run("canonical", [("https://shop.test/p/1", None, None), (target, None, None)])
+    assert unvouched[1].representative == "https://shop.test/p/1"
+
+
+def test_a_refetch_that_joins_two_clusters_keeps_the_best_of_both():
+    from scrapy_dedup import ContentDeduplicator
+    from scrapy_dedup.content.engine import ContentFingerprinter, MemoryContentStore
+    from tests.textgen import article_words
+
+    a, b = (" ".join(article_words(random.Random(seed), 300)) for seed in (1, 2))
+    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative="canonical")
+    check = dedup.check
+    check("https://a.test/x?utm_source=1", a)
+    check("https://a.test/x?utm_source=2", a)  # cluster A: no clean URL
+    check("https://b.test/y?gclid=1", b)
+    assert check("https://b.test/y", b).representative == "https://b.test/y"  # cluster B, named by its clean URL
+    # A's second URL now shows B's text: A and B are one cluster, whose id is A's (seen first)
+    merged = check("https://a.test/x?utm_source=2", b)
+    assert merged.cluster == "https://a.test/x?utm_source=1"
+    assert merged.representative == "https://b.test/y"
+    assert check("https://a.test/x?utm_source=3", a).representative == "https://b.test/y"
+
+
+def test_a_bad_setting_fails_at_start_naming_it():
+    from scrapy_dedup.settings import DedupConfigError, read_settings
+
+    assert read_settings({}).representative == "canonical"
+    with pytest.raises(DedupConfigError, match="DEDUP_REPRESENTATIVE must be one of 'first', 'canonical', 'newest'"):
+        read_settings({"DEDUP_REPRESENTATIVE": "oldest"})
+
+
+@pytest.mark.parametrize("value,expected", [
+    (1700000000, 1700000000.0), (1.5, 1.5), ("1700000000", 1700000000.0),
+    ("2024-01-02T03:04:05Z", 1704164645.0), ("2024-01-02T03:04:05+01:00", 1704161045.0),
+    ("2024-01-02T03:04:05", 1704164645.0),  # no offset: UTC
+    ("2024-01-02", 1704153600.0),
+])
+def test_parse_timestamp(value, expected):
+    from scrapy_dedup.content.representative import parse_timestamp
+
+    assert parse_timestamp(value) == expected
+
+
+@pytest.mark.parametrize("value", ["", "yesterday", True, None, [1], float("nan"), "inf"])
+def test_parse_timestamp_refuses(value):
+    from scrapy_dedup.content.representative import parse_timestamp
+
+    with pytest.raises(ValueError):
+        parse_timestamp(value)

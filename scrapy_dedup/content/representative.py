@@ -218,7 +218,7 @@ class ClusterRepresentatives:
 def parse_timestamp(value: Any) -> float:
     """A page's time in seconds since the epoch: a number, or an ISO 8601 string (``Z`` or an offset; a
     time without one is read as UTC). ``ValueError`` for anything else."""
-    if isinstance(value, bool):
+    if value is None or isinstance(value, bool):
         raise ValueError(f"not a timestamp: {value!r}")
     if isinstance(value, (int, float)):
         number = float(value)
