@@ -360,7 +360,9 @@ class DedupExtension:
         else:
             if page.truncated:
                 self._count("truncated")
-            declares = _declared_canonical(response) if self.cfg.representative == "canonical" else None
+            policy = page.policy
+            declares = (_declared_canonical(response, policy.max_bytes)
+                        if policy is not None and self.cfg.representative == "canonical" else None)
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request,
                                        declares=declares)
         return page.verdict
@@ -658,9 +660,13 @@ _CANONICAL_LINK = ("//head/link[contains(concat(' ', normalize-space(translate(@
                    " ' canonical ')]/@href")
 
 
-def _declared_canonical(response: Response) -> str | None:
-    """The absolute URL of the page's first ``rel="canonical"`` link, None when it has none (or is no HTML)."""
-    if not isinstance(response, TextResponse):
+def _declared_canonical(response: Response, max_bytes: int) -> str | None:
+    """The absolute URL of the page's first ``rel="canonical"`` link, None when it has none (or is no HTML).
+
+    Read from the tree Scrapy parsed for the spider (and the extraction); a body over the policy's
+    ``max_bytes`` is not parsed whole for the extraction, nor for this: it declares nothing here.
+    """
+    if not isinstance(response, TextResponse) or len(response.body) > max_bytes:
         return None
     try:
         href = response.xpath(_CANONICAL_LINK).get()
