@@ -177,7 +177,8 @@ class DedupExtension:
             self.store = self._build_store(cfg)
             self._redis_policy = self._store_policy(cfg)
             self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store,
-                                              representative=cfg.representative)
+                                              representative=cfg.representative,
+                                              times_are_arrivals=not cfg.timestamp_field)
             self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
             self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
         return self

@@ -243,3 +243,12 @@ def test_parse_timestamp_refuses(value):
 
     with pytest.raises(ValueError):
         parse_timestamp(value)
+
+
+def test_with_fetch_times_newest_keeps_nothing_per_kept_page_and_still_names_the_last_fetched():
+    reps = ClusterRepresentatives("newest", times_are_arrivals=True)
+    reps.note_kept("http://a.test/p", 1.0)
+    assert reps._kept == {}  # nothing held for the (many) kept pages
+    assert reps.join("http://a.test/p", "http://a.test/p", "http://a.test/p?b=1", 2.0) == "http://a.test/p?b=1"
+    assert reps.join("http://a.test/p", "http://a.test/p", "http://a.test/p?utm_source=x", 3.0) \
+        == "http://a.test/p?utm_source=x"

@@ -12,6 +12,8 @@ Parallelism: with ``jobs > 1``, batches of raw lines go to worker processes
 that parse JSON, extract the text and fingerprint it; the decisions (index
 look-ups and inserts) stay in this process, in dump order, so the result is
 the same for any ``jobs`` (the first page of a cluster in the dump is kept).
+At most ``2 * jobs`` batches are in flight, so a fast reader never buffers
+the dump in memory.
 
 Representatives: the page kept is the first of its cluster in the dump, and the
 outputs name each cluster by the member ``cfg.representative`` prefers
@@ -19,8 +21,6 @@ outputs name each cluster by the member ``cfg.representative`` prefers
 ``rel="canonical"`` link is not read here). ``newest`` reads a WARC record's
 ``WARC-Date``, a JSON Lines record's ``timestamp_field``, or, without one, the
 record's place in the dump (a crawl writes its feed in fetch order).
-At most ``2 * jobs`` batches are in flight, so a fast reader never buffers
-the dump in memory.
 """
 from __future__ import annotations
 

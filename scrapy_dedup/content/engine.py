@@ -433,7 +433,8 @@ class ContentDeduplicator:
     a duplicate pair through.
     """
 
-    def __init__(self, fingerprinter: ContentFingerprinter, store: ContentStore, representative: str = "first"):
+    def __init__(self, fingerprinter: ContentFingerprinter, store: ContentStore, representative: str = "first", *,
+                 times_are_arrivals: bool = False):
         store_bits = getattr(store, "bits", fingerprinter.bits)
         if store_bits != fingerprinter.bits:
             raise ValueError(f"fingerprinter makes {fingerprinter.bits}-bit simhashes, store holds {store_bits}-bit")
@@ -445,7 +446,8 @@ class ContentDeduplicator:
         self.store = store
         self.clusters: Clusters[Any] = Clusters()  # URLs, and (URL, n) for a URL fetched again
         # Local to this process, as the clusters are: the store (Redis too) only ever names the kept page.
-        self.representatives = ClusterRepresentatives(representative)
+        # ``times_are_arrivals``: the pages' timestamps are their fetch times (see ClusterRepresentatives).
+        self.representatives = ClusterRepresentatives(representative, times_are_arrivals=times_are_arrivals)
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
         self._skipped_non_html = 0

@@ -134,12 +134,16 @@ class ClusterRepresentatives:
     its timestamp (``newest``) is remembered from the moment it is kept
     (:meth:`note_kept`), for when its first duplicate arrives: ``newest`` holds one
     number per kept page, ``canonical`` one URL per kept page that declares another URL.
+    With ``times_are_arrivals`` (the timestamps are fetch times, so a kept page is older
+    than its duplicates) ``newest`` keeps nothing per kept page: one without a time
+    ranks after every dated duplicate, as the oldest would.
     Arrival is the order of the calls. The result equals :func:`choose_representative`
     over the cluster's members. Thread-safe.
     """
 
-    def __init__(self, policy: str):
+    def __init__(self, policy: str, *, times_are_arrivals: bool = False):
         self.policy = check_policy(policy)
+        self.times_are_arrivals = times_are_arrivals
         self._best: dict[Hashable, _Best] = {}
         self._kept: dict[str, Any] = {}  # kept URL -> its declared target (canonical) or timestamp (newest)
         self._arrivals = 0
@@ -149,7 +153,7 @@ class ClusterRepresentatives:
         """A page was kept (unique): remember what its cluster will need of it."""
         if self.policy == "canonical" and declares is not None and declares != url:
             value: Any = declares
-        elif self.policy == "newest" and timestamp is not None:
+        elif self.policy == "newest" and timestamp is not None and not self.times_are_arrivals:
             value = timestamp
         else:
             return
