@@ -252,3 +252,18 @@ def test_with_fetch_times_newest_keeps_nothing_per_kept_page_and_still_names_the
     assert reps.join("http://a.test/p", "http://a.test/p", "http://a.test/p?b=1", 2.0) == "http://a.test/p?b=1"
     assert reps.join("http://a.test/p", "http://a.test/p", "http://a.test/p?utm_source=x", 3.0) \
         == "http://a.test/p?utm_source=x"
+
+
+def test_a_kept_page_that_joins_a_cluster_through_a_refetched_member_is_a_candidate():
+    from scrapy_dedup import ContentDeduplicator
+    from scrapy_dedup.content.engine import ContentFingerprinter, MemoryContentStore
+    from tests.textgen import article_words
+
+    b, k = (" ".join(article_words(random.Random(seed), 300)) for seed in (3, 4))
+    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative="canonical")
+    dedup.check("https://b.test/y?gclid=1", b)
+    dedup.check("https://b.test/y?gclid=2", b)
+    assert dedup.check("https://b.test/k", k).kind == "unique"  # kept, in no cluster yet
+    verdict = dedup.check("https://b.test/y?gclid=2", k)  # B's member now shows k's text
+    assert (verdict.kept_url, verdict.cluster) == ("https://b.test/k", "https://b.test/y?gclid=1")
+    assert verdict.representative == "https://b.test/k"

@@ -503,10 +503,12 @@ class ContentDeduplicator:
             # is in the offline audit), not the same node twice.
             member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
             clusters = self.clusters
-            before = () if reps.policy == "first" else [clusters.representative(n) for n in (kept_url, member)
-                                                        if n in clusters]
+            new_kept, before = True, []
+            if reps.policy != "first":  # which clusters this pair joins: their representatives are merged
+                new_kept = kept_url not in clusters
+                before = [clusters.representative(n) for n in (kept_url, member) if n in clusters]
             cluster = clusters.add_pair(kept_url, member)
-            representative = reps.join(cluster, kept_url, url, timestamp, declares, merged=before)
+            representative = reps.join(cluster, kept_url, url, timestamp, declares, merged=before, new_kept=new_kept)
         return Verdict(kind, url, kept_url, distance, cluster, representative)  # type: ignore[arg-type]
 
     def skip_non_text(self, count: int = 1) -> None:

@@ -161,9 +161,9 @@ class ClusterRepresentatives:
             self._kept[url] = value
 
     def join(self, cluster: Hashable, kept_url: str, member: str, timestamp: float | None = None,
-             declares: str | None = None, merged: Iterable[Hashable] = ()) -> str:
-        """The page at ``member`` joined ``cluster`` (kept page ``kept_url``; ``merged``: ids of clusters it
-        absorbed); returns the cluster's representative URL."""
+             declares: str | None = None, merged: Iterable[Hashable] = (), new_kept: bool = False) -> str:
+        """The page at ``member`` joined ``cluster`` (kept page ``kept_url``, in no cluster before when
+        ``new_kept``; ``merged``: ids of the clusters it joined); returns the cluster's representative URL."""
         if self.policy == "first":
             return str(cluster)
         with self._lock:
@@ -172,11 +172,16 @@ class ClusterRepresentatives:
                 absorbed = self._best.pop(other, None) if other != cluster else None
                 if absorbed is not None:
                     best = absorbed if best is None else self._merge(best, absorbed)
-            if best is None:
+            if new_kept or best is None:  # the kept page is a member from now on
                 noted = self._kept.pop(kept_url, None)
                 kept = Member(kept_url, self._arrival(), noted if self.policy == "newest" else None)
-                best = _Best(member_key(self.policy, kept), kept_url, {kept_url}, set())
+                key = member_key(self.policy, kept, best is not None and kept_url in best.declared)
+                if best is None:
+                    best = _Best(key, kept_url, set(), set())
+                else:  # it joins a cluster through a member of that cluster fetched again
+                    self._offer(best, key, kept_url)
                 if self.policy == "canonical":
+                    best.urls.add(kept_url)
                     self._declare(best, noted)
             page = Member(member, self._arrival(), timestamp, declares)
             self._offer(best, member_key(self.policy, page, member in best.declared), member)
