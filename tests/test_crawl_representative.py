@@ -126,3 +126,20 @@ def test_newest_reads_the_items_timestamp_field(policy, expected):
     assert tags[-1]["representative"] == expected
     # the unreadable date is counted (newest only reads it), and that copy ranks after the dated ones
     assert crawler.stats.get_value("dedup/content/undated_items", 0) == (1 if policy == "newest" else 0)
+
+
+@pytest.mark.parametrize("head,expected", [
+    ('<link rel="canonical" href="/p/1">', "http://shop.test/p/1"),
+    ('<link rel="Alternate CANONICAL" href=" https://shop.test/p/1 ">', "https://shop.test/p/1"),
+    ('<link rel="canonical-ish" href="/x"><link rel="stylesheet" href="/s.css">', None),
+    ("", None),
+])
+def test_the_declared_canonical_link_of_a_response(head, expected):
+    from scrapy.http import HtmlResponse
+
+    from scrapy_dedup.extensions import _declared_canonical
+
+    body = f"<html><head><title>t</title>{head}</head><body><p>text</p></body></html>".encode()
+    response = HtmlResponse("http://shop.test/p/1?utm_source=x", body=body)
+    assert _declared_canonical(response, 1 << 20) == expected
+    assert _declared_canonical(response, 10) is None  # over max_bytes: not parsed whole, declares nothing
