@@ -28,7 +28,7 @@ import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from lxml import etree
 from scrapy import Request, signals
@@ -672,7 +672,7 @@ def _declared_canonical(response: Response, max_bytes: int) -> str | None:
     if not isinstance(response, TextResponse) or len(response.body) > max_bytes:
         return None
     try:
-        hrefs = _CANONICAL_LINK(response.selector.root)
+        hrefs = cast("list[Any]", _CANONICAL_LINK(response.selector.root))  # lxml-stubs: any XPath result type
         href = str(hrefs[0]).strip() if hrefs else ""
         return response.urljoin(safe_url_string(href)) if href else None
     except Exception:  # markup Scrapy cannot parse, or a link that is no URL: no declaration
