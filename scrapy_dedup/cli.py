@@ -93,6 +93,9 @@ def _add_report_parser(sub: Any) -> None:
     f.add_argument("--url-field", default=None, help="record field of the URL (url)")
     f.add_argument("--html-field", default=None, help="record field of the HTML (html)")
     f.add_argument("--text-field", default=None, help="record field of plain text, used without HTML (text)")
+    f.add_argument("--timestamp-field", default=None,
+                   help="JSON Lines record field of the page's time (seconds or ISO 8601), for --representative "
+                        "newest")
     f.add_argument("--strict", action="store_true", help="stop at the first bad line or record (exit status 2)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print the numbers as JSON instead of text")
@@ -101,6 +104,10 @@ def _add_report_parser(sub: Any) -> None:
     o.add_argument("--all-pairs", action="store_true",
                    help="--pairs lists every pair within the threshold, not only each page's first match")
     o.add_argument("--html", metavar="FILE", help="self-contained HTML audit page")
+    o.add_argument("--representative", choices=("first", "canonical", "newest"), default=None,
+                   help="the member each cluster is named by in the outputs: first (the first in the dump), "
+                        "canonical (default: no session or tracking parameters, fewest parameters, shortest, "
+                        "https) or newest (latest --timestamp-field; a WARC's WARC-Date; else the dump's order)")
     o.add_argument("--sample", type=int, default=None, help="flagged pairs shown in the HTML page (25)")
     o.add_argument("--seed", type=int, default=None, help="seed of the sample (0)")
     o.add_argument("--fail-above", type=_ratio, metavar="RATIO",

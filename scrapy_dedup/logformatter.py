@@ -26,21 +26,25 @@ if TYPE_CHECKING:
 
 #: the longest item text :meth:`DedupLogFormatter.scraped` logs (Scrapy logs every kept item at DEBUG)
 SCRAPED_ITEM_CHARS = 1000
-DUPLICATE_MSG = "%(action)s item of %(kind)s duplicate %(url)s (of %(kept_url)s, distance %(distance)s)"
+DUPLICATE_MSG = ("%(action)s item of %(kind)s duplicate %(url)s (of %(kept_url)s, distance %(distance)s"
+                 "%(representative)s)")
 
 
 def duplicate_log_entry(duplicate: Any, level: int | str, action: str = "Dropped") -> LogFormatterResult:
     """The log formatter result (``level``, ``msg``, ``args``) for an item of a duplicate page.
 
     ``duplicate`` is a :class:`~scrapy_dedup.pipelines.DuplicateItem` or a verdict
-    (anything with ``kind``, ``url``, ``kept_url``, ``distance``); ``action`` is
-    ``Dropped``, ``Tagged`` or ``Kept``.
+    (anything with ``kind``, ``url``, ``kept_url``, ``distance``, ``representative``); ``action`` is
+    ``Dropped``, ``Tagged`` or ``Kept``. The cluster's representative is named when it is
+    not the kept URL (``DEDUP_REPRESENTATIVE`` preferred another member).
     """
+    representative = getattr(duplicate, "representative", None)
+    note = f"; representative {representative}" if representative and representative != duplicate.kept_url else ""
     return {
         "level": getattr(logging, level) if isinstance(level, str) else level,
         "msg": DUPLICATE_MSG,
         "args": {"action": action, "kind": duplicate.kind, "url": duplicate.url, "kept_url": duplicate.kept_url,
-                 "distance": duplicate.distance},
+                 "distance": duplicate.distance, "representative": note},
     }
 
 

@@ -7,13 +7,18 @@ duplicate page is handled by ``DEDUP_CONTENT_ACTION``:
   (subclasses of ``DropItem``, logged at INFO, counted by Scrapy as
   ``item_dropped_reasons_count/<class name>``);
 - ``tag``: keep the item and fill ``DEDUP_TAG_FIELD`` with ``{kind, cluster,
-  kept_url, distance}``;
+  kept_url, representative, distance}``;
 - ``log``: keep the item; the numbers still reach the report and the audit file.
 
 The decision comes from the response, and is applied to the response's items by
 :mod:`scrapy_dedup.middlewares` as they leave the callback, when this pipeline is
 enabled (so it holds whatever objects other components later make of the items);
 with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
+
+``DEDUP_REPRESENTATIVE`` names the cluster's best member in tags and log lines; it
+never changes which item is kept: the first page's item has left before a better
+member can arrive. In ``drop`` mode that item stays the one stored, and the
+representative may be a page whose item was dropped.
 """
 from __future__ import annotations
 
@@ -49,6 +54,7 @@ class DuplicateItem(DropItem):
     def __init__(self, verdict: "Verdict", log_level: str = "DEBUG"):
         self.kind, self.url, self.kept_url, self.distance = (verdict.kind, verdict.url, verdict.kept_url,
                                                              verdict.distance)
+        self.representative = verdict.representative
         super().__init__(f"{verdict.kind} duplicate of {verdict.kept_url} (distance {verdict.distance}, "
                          f"page {verdict.url})", log_level=log_level)
 
@@ -124,7 +130,7 @@ class DuplicateAction:
 
     def _tag(self, item: Any, verdict: "Verdict") -> None:
         tag = {"kind": verdict.kind, "cluster": verdict.cluster, "kept_url": verdict.kept_url,
-               "distance": verdict.distance}
+               "representative": verdict.representative, "distance": verdict.distance}
         try:
             ItemAdapter(item)[self.tag_field] = tag
         except (KeyError, TypeError):  # a scrapy.Item without that field declared; an unknown item type
@@ -152,6 +158,7 @@ class NearDuplicatePipeline:
     def __init__(self, crawler: "Crawler"):
         cfg = read_settings(crawler.settings)
         self.content_field = cfg.content_field
+        self.timestamp_field = cfg.timestamp_field if cfg.representative == "newest" else None
         if not self.content_field and not _middleware_enabled(crawler):
             raise DedupConfigError(
                 "NearDuplicatePipeline needs the responses' content fingerprints: add "
@@ -178,4 +185,5 @@ class NearDuplicatePipeline:
         if value is None:
             self.stats.inc_value("dedup/items/missing_content_field")
             return None
-        return self.content.verdict_for_content(str(adapter.get("url") or ""), value)
+        timestamp = adapter.get(self.timestamp_field) if self.timestamp_field else None
+        return self.content.verdict_for_content(str(adapter.get("url") or ""), value, timestamp)

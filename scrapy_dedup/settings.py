@@ -284,13 +284,25 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_CONTENT_BACKEND", "memory", _choice("memory", "redis"), "content",
        "Where the content index lives: `memory` (one process, checkpointed to JOBDIR) or `redis` (shared)."),
     _s("DEDUP_CONTENT_ACTION", "drop", _choice("drop", "tag", "log"), "content",
-       "What the pipeline does with an item of a duplicate page: `drop`, `tag` (keep, add cluster and "
-       "kept URL) or `log` (measure only)."),
+       "What the pipeline does with an item of a duplicate page: `drop`, `tag` (keep, add cluster, "
+       "kept URL and representative) or `log` (measure only)."),
     _s("DEDUP_DUPLICATE_LOG_LEVEL", "DEBUG", _log_level, "content",
        "Level of the one line logged per duplicate item (dropped, tagged or logged): URL, kept URL, kind, "
-       "distance; never the item's content."),
+       "distance, and the representative when it is not the kept URL; never the item's content."),
     _s("DEDUP_TAG_FIELD", "dedup", to_str, "content",
-       "Item field that `tag` mode fills with {cluster, kept_url, distance, kind}."),
+       "Item field that `tag` mode fills with {cluster, kept_url, representative, distance, kind}: `cluster` "
+       "names the cluster by its first page (the same for all its items), `kept_url` is the page this one "
+       "matched, `representative` the member `DEDUP_REPRESENTATIVE` prefers so far."),
+    _s("DEDUP_REPRESENTATIVE", "canonical", _choice("first", "canonical", "newest"), "content",
+       "Which member names a duplicate cluster in the report, the log lines, tags and the audit file: `first` "
+       "(the page that arrived first), `canonical` (a URL other members declare as `rel=\"canonical\"`, then "
+       "no session or tracking parameters, fewest parameters, shortest, https) or `newest` (latest "
+       "`DEDUP_TIMESTAMP_FIELD`, else the latest fetched). Never changes which pages or items are kept: in "
+       "`drop` mode the first page's item has already left."),
+    _s("DEDUP_TIMESTAMP_FIELD", None, to_optional_str, "content",
+       "With `DEDUP_REPRESENTATIVE = 'newest'` and `DEDUP_CONTENT_FIELD`: the item field holding the page's "
+       "time (seconds since the epoch, or ISO 8601; an item without a readable one ranks last, counted in "
+       "`dedup/content/undated_items`); unset, or for responses, the fetch time is used."),
     _s("DEDUP_CONTENT_FIELD", None, to_optional_str, "content",
        "Fingerprint this item field (HTML or text) instead of the response."),
     _s("DEDUP_DROP_DUPLICATE_RESPONSES", False, to_bool, "content",
@@ -300,7 +312,7 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_CONTENT_POLICIES", {}, _per_domain(_content_overrides), "content",
        "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, max_bytes}."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
-       "JSON Lines file: one line per duplicate found (url, kept_url, distance, kind, cluster)."),
+       "JSON Lines file: one line per duplicate found (url, kept_url, distance, kind, cluster, representative)."),
     _s("DEDUP_LOG_FILE", None, to_optional_str, "report",
        "JSON Lines crawl log: one line per fetched page (URLs, hashes, word count, verdict and cluster) and per "
        "redirect, read by `mine-dust`."),

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SURROGATE = "\ud800"
 KEPT = f"https://shop.test/{SURROGATE}/kept"  # the representative of a cluster
 NEAR = f"https://shop.test/item?ref={SURROGATE}"  # flagged near copy of KEPT
-EXACT = "https://shop.test/caf\u00e9"  # exact copy of KEPT; not ASCII
+# exact copy of KEPT; not ASCII; a longer URL, so that KEPT represents the cluster under the default policy too
+EXACT = "https://shop.test/caf\u00e9/copy-of-kept"
 PAGES = 6
 
 

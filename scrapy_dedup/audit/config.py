@@ -66,6 +66,8 @@ class AuditConfig:
     lshbloom_memory_mb: int = 1024
     sample: int = 25
     seed: int = 0
+    representative: str = "canonical"
+    timestamp_field: Optional[str] = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -123,6 +125,17 @@ def _str(value: Any, key: str) -> str:
 
 
 METHODS = ("simhash", "minhash", "lshbloom")
+REPRESENTATIVES = ("first", "canonical", "newest")
+
+
+def _representative(value: Any, key: str) -> str:
+    if value not in REPRESENTATIVES:
+        raise AuditConfigError(f"{key} must be one of {', '.join(map(repr, REPRESENTATIVES))}, got {value!r}")
+    return value
+
+
+def _optional_str(value: Any, key: str) -> Optional[str]:
+    return None if value is None else _str(value, key)
 
 
 def _method(value: Any, key: str) -> str:
@@ -156,6 +169,8 @@ KEYS = {
     "lshbloom_memory_mb": _int(1),
     "sample": _int(0),
     "seed": _int(0),
+    "representative": _representative,
+    "timestamp_field": _optional_str,
 }
 assert set(KEYS) == {f.name for f in fields(AuditConfig)}
 

@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Union
+from typing import Any, BinaryIO, Optional, Union
 
 from scrapy_dedup.audit.records import BadLine, DumpError, Input, PageRecord
 from scrapy_dedup.audit.warc import WarcReader, audit_items, starts_like_warc, warc_prefix_possible
@@ -45,11 +45,12 @@ MAX_EXAMPLES = 20
 
 @dataclass(frozen=True)
 class FieldNames:
-    """Names of the record fields: the URL, and the content (HTML preferred, else plain text)."""
+    """Names of the record fields: the URL, the content (HTML preferred, else plain text), the page's time."""
 
     url: str = "url"
     html: str = "html"
     text: str = "text"
+    timestamp: Optional[str] = None
 
 
 @dataclass
@@ -276,4 +277,5 @@ def parse_record(number: int, raw: Union[bytes, str], fields: FieldNames) -> Uni
     if not isinstance(content, str):
         name = fields.html if is_html else fields.text
         return BadLine(number, f"field {name!r} is not a string"), ()
-    return PageRecord(number, url.strip(), content, is_html)
+    stamp = record.get(fields.timestamp) if fields.timestamp else None
+    return PageRecord(number, url.strip(), content, is_html, None, stamp)

@@ -119,7 +119,7 @@ def _clusters(result: AuditResult) -> str:
             for url, kind, d in cluster.members)
         more = cluster.size - 1 - len(cluster.members)
         more_html = f"<li class='muted'>… and {more} more</li>" if more > 0 else ""
-        out.append(f"<details><summary><b>{_e(cluster.size)} URLs</b> kept: "
+        out.append(f"<details><summary><b>{_e(cluster.size)} URLs</b> represented by: "
                    f"<span class='url'>{_e(cluster.representative)}</span></summary><ul>{members}{more_html}</ul>"
                    "</details>")
     return "".join(out)
@@ -175,6 +175,7 @@ def render_html(result: AuditResult) -> str:
 <h2>Cluster sizes</h2>
 {_bar_chart("Clusters per size (pages)", result.cluster_sizes, "size")}
 <h2>Largest clusters</h2>
+<p class="muted">{_e(result.representative_text())}.</p>
 {_clusters(result)}
 <h2>Sample of flagged pairs</h2>
 <p class="muted">{_e(len(result.samples))} of {_e(result.flagged_pairs)} flagged pairs, drawn with seed

@@ -47,6 +47,8 @@ class PageRecord(NamedTuple):
     ``content`` is text (``is_html`` False), HTML as ``str``, or, from a WARC, the HTTP
     payload as ``bytes``, decoded by :func:`~scrapy_dedup.content.text.page_text` with
     ``encoding`` (the HTTP header's charset; None: the page's own declaration, else UTF-8).
+    ``timestamp``: the page's time as the input gives it (a WARC-Date, a ``--timestamp-field``
+    value), read by the worker; None when the input has none.
     """
 
     line: int
@@ -54,6 +56,7 @@ class PageRecord(NamedTuple):
     content: Union[str, bytes]
     is_html: bool
     encoding: Optional[str] = None
+    timestamp: Any = None
 
 
 class BadLine(NamedTuple):

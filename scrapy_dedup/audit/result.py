@@ -54,6 +54,7 @@ class AuditResult:
     unit: str = "line"  # what the input's numbers count: "line" (JSON Lines) or "record" (WARC)
     input_format: str = "jsonl"
     input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
+    undated: int = 0  # representative "newest": pages without a usable timestamp (ranked after the dated ones)
 
     # numbers --------------------------------------------------------------------------------------
     @property
@@ -94,6 +95,16 @@ class AuditResult:
         return (f"{c.fingerprint_bits}-bit simhash, shingles of {c.shingle_size}, threshold {c.hamming_threshold} "
                 f"bits, {c.bands} bands")
 
+    def representative_text(self) -> str:
+        """Which member names each cluster (and, for ``newest``, how many pages had no time to go by)."""
+        c = self.config
+        text = f"Clusters named by: {c.representative}"
+        if c.representative == "newest":
+            source = (f"field {c.timestamp_field!r}" if c.timestamp_field and self.input_format == "jsonl"
+                      else "WARC-Date" if self.input_format == "warc" else "dump order")
+            text += f" ({source}; {self.undated} pages without a usable time, ranked after the others)"
+        return text
+
     def elapsed_text(self) -> str:
         rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
         return (f"{self.lines_read} {self.unit}s in {self.elapsed:.1f} s ({rate:.0f} {self.unit}s/s, "
@@ -112,6 +123,7 @@ class AuditResult:
             lines.append("Flagged pairs by likely category:")
             for name, count in sorted(self.categories.items(), key=lambda kv: -kv[1]):
                 lines.append(f"  {count:>8}  {name}")
+        lines.append(self.representative_text())
         lines.append(f"Method: {self.config.method} ({self.method_summary()}); {self.elapsed_text()}")
         return "\n".join(lines)
 
@@ -128,6 +140,8 @@ class AuditResult:
             "cluster_sizes": {str(k): v for k, v in sorted(self.cluster_sizes.items())},
             "largest_clusters": [{"cluster": c.cluster, "size": c.size, "representative": c.representative}
                                  for c in self.largest_clusters],
+            "representative_policy": self.config.representative,
+            **({"pages_without_timestamp": self.undated} if self.config.representative == "newest" else {}),
             "config": self.config.to_dict(),
             "lines_read": self.lines_read,
             "elapsed_seconds": round(self.elapsed, 3),

@@ -14,9 +14,17 @@ look-ups and inserts) stay in this process, in dump order, so the result is
 the same for any ``jobs`` (the first page of a cluster in the dump is kept).
 At most ``2 * jobs`` batches are in flight, so a fast reader never buffers
 the dump in memory.
+
+Representatives: the page kept is the first of its cluster in the dump, and the
+outputs name each cluster by the member ``cfg.representative`` prefers
+(:mod:`scrapy_dedup.content.representative`; from URLs and timestamps only, a page's
+``rel="canonical"`` link is not read here). ``newest`` reads a WARC record's
+``WARC-Date``, a JSON Lines record's ``timestamp_field``, or, without one, the
+record's place in the dump (a crawl writes its feed in fetch order).
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 import stat
@@ -44,6 +52,7 @@ from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
     from tqdm import tqdm
@@ -61,7 +70,8 @@ MEMBERS_SHOWN = 50
 # --- the per-page work (in this process or a worker) ----------------------------------------------
 
 class PageWorker:
-    """Turns one input item into ``("page", number, url, fingerprint)`` or a bad line. Picklable by its config.
+    """Turns one input item into ``("page", number, url, fingerprint, timestamp)`` or a bad line. Picklable by
+    its config. ``timestamp`` (``newest`` only, else None): seconds, NaN when the record has no usable one.
 
     An item is a JSON Lines line (bytes, parsed here), a :class:`PageRecord` (a WARC
     record's payload, extracted here), or a decision the WARC reader took already (a
@@ -70,7 +80,8 @@ class PageWorker:
 
     def __init__(self, cfg: AuditConfig):
         self.cfg = cfg
-        self.fields = FieldNames(cfg.url_field, cfg.html_field, cfg.text_field)
+        self.fields = FieldNames(cfg.url_field, cfg.html_field, cfg.text_field, cfg.timestamp_field)
+        self.newest = cfg.representative == "newest"
         self.method = make_method(cfg)
         self.policy = ExtractionPolicy.from_values(asdict(cfg))
 
@@ -94,13 +105,30 @@ class PageWorker:
             fingerprint = self.method.fingerprint(text)
         except Exception as exc:  # hostile markup is a bad line, never the end of the run
             return ("bad", BadLine(number, f"text extraction failed ({type(exc).__name__})"), ())
-        return ("page", number, parsed.url, fingerprint)
+        return ("page", number, parsed.url, fingerprint, self.timestamp_of(number, raw, parsed))
+
+    def timestamp_of(self, number: int, raw: Any, record: PageRecord) -> Optional[float]:
+        if not self.newest:
+            return None
+        if record.timestamp is None and not isinstance(raw, PageRecord) and self.fields.timestamp is None:
+            return float(number)  # a JSON Lines dump without a time field: its order is the fetch order
+        return _seconds(record.timestamp)
 
     def process_batch(self, batch: list) -> list:
         return [self.process(number, raw) for number, raw in batch]
 
 
 _WORKER: Optional[PageWorker] = None
+
+
+def _seconds(value: Any) -> float:
+    """A record's time in seconds, NaN when it has none or it cannot be read (counted, ranked after the dated)."""
+    if value is None:
+        return math.nan
+    try:
+        return parse_timestamp(value)
+    except ValueError:
+        return math.nan
 
 
 def _init_worker(cfg: AuditConfig) -> None:
@@ -159,20 +187,28 @@ def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int) ->
 # --- the run --------------------------------------------------------------------------------------
 
 class _Pages:
-    """Per-page state in typed arrays (17 bytes per page) plus the URLs (UTF-8 in one buffer, 8 bytes each more)."""
+    """Per-page state in typed arrays (17 bytes per page) plus the URLs (UTF-8 in one buffer, 8 bytes each more);
+    with ``newest``, 8 bytes more for each page's timestamp (NaN: none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dated: bool = False) -> None:
         self.urls = StringList()
         self.lines = array("q")
         self.kinds = array("b")
         self.matched = array("i")  # index of the kept page a duplicate matched, else -1
         self.distances = array("f")  # bits, or 1 - Jaccard (float32: a fraction of num_perm, 4 digits reported)
         self.text_lines: dict[int, int] = {}  # a WARC revisit's index -> the record number its text is read from
+        self.stamps: Optional[array] = array("d") if dated else None
+        self.undated = 0  # pages without a usable timestamp (with ``newest``)
 
     def __len__(self) -> int:
         return len(self.urls)
 
-    def add(self, url: str, line: int, kind: str, matched: int, distance: float) -> None:
+    def add(self, url: str, line: int, kind: str, matched: int, distance: float,
+            stamp: Optional[float] = None) -> None:
+        if self.stamps is not None:
+            stamp = math.nan if stamp is None else stamp
+            self.stamps.append(stamp)
+            self.undated += math.isnan(stamp)
         self.urls.append(url)
         self.lines.append(line)
         self.kinds.append(KIND_CODES[kind])
@@ -219,7 +255,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     method = make_method(cfg)
     # lshbloom sizes its filter for the dump when the dump can be counted first (a second read)
     decider = method.decider(count_lines(path) if cfg.method == "lshbloom" and can_read_twice(path) else None)
-    pages = _Pages()
+    pages = _Pages(dated=cfg.representative == "newest")
     started = time.perf_counter()
     size = None
     if path != "-":
@@ -257,7 +293,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                     continue
                 index = len(pages)
                 if tag == "revisit":  # a WARC revisit: its page's payload again, at its own URL
-                    _, number, url, target_line = item
+                    _, number, url, target_line, date = item
                     target = pages.index_of_line(target_line)
                     if target is None:
                         add_bad(BadLine(number, f"revisit of a record that could not be fingerprinted "
@@ -265,14 +301,15 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                         continue
                     verdict = pages.copy_of(target)
                     decider.count_copy(index, verdict)
-                    pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
+                    pages.add(url, number, verdict.kind, verdict.matched, verdict.distance,
+                              _seconds(date) if pages.stamps is not None else None)
                     pages.text_lines[index] = pages.text_line(target)
                     if pairs_out is not None and verdict.matched >= 0:
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                     continue
-                _, number, url, fingerprint = item
+                _, number, url, fingerprint, stamp = item
                 verdict = decider.check(index, url, fingerprint)
-                pages.add(url, number, verdict.kind, verdict.matched, verdict.distance)
+                pages.add(url, number, verdict.kind, verdict.matched, verdict.distance, stamp)
                 if pairs_out is not None:
                     if all_pairs and verdict.kind != "degenerate":
                         for other, distance, kind in decider.all_matches(index, fingerprint):
@@ -298,7 +335,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
         lines_read = reader.counts["records"]  # every record, also those only counted (requests, redirects, ...)
     result = AuditResult(source=path, config=cfg, report=decider.report(), bad_lines=bad,
                          lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs, unit=unit,
-                         input_format=source.format, input_counts=dict(reader.counts) if reader is not None else {})
+                         input_format=source.format, input_counts=dict(reader.counts) if reader is not None else {},
+                         undated=pages.undated)
     _summarize(result, pages, cfg, want_samples)
     return result, pages, decider
 
@@ -314,8 +352,36 @@ def _cluster_roots(pages: _Pages) -> list[int]:
     return roots
 
 
+def _representatives(pages: _Pages, roots: list[int], policy: str) -> dict[int, int]:
+    """Cluster id -> index of its representative under ``policy``, for clusters of two or more.
+
+    One pass, one entry per cluster: the best member so far against each member in
+    turn (the order of :func:`~scrapy_dedup.content.representative.rank_members`, whose
+    ``rel="canonical"`` rule has nothing to read here).
+    """
+    best: dict[int, tuple[tuple, int]] = {}
+    stamps = pages.stamps
+
+    def key(i: int) -> tuple:
+        stamp = stamps[i] if stamps is not None and not math.isnan(stamps[i]) else None
+        return member_key(policy, Member(pages.urls[i], i, stamp))
+
+    for i in range(len(pages)):
+        if pages.matched[i] < 0:
+            continue
+        root = roots[i]
+        current = best.get(root)
+        if current is None:
+            current = best[root] = (key(root), root)
+        mine = key(i)
+        if mine < current[0]:
+            best[root] = (mine, i)
+    return {root: i for root, (_, i) in best.items()}
+
+
 def _summarize(result: AuditResult, pages: _Pages, cfg: AuditConfig, want_samples: bool) -> None:
     roots = _cluster_roots(pages)
+    reps = _representatives(pages, roots, cfg.representative)
     sizes: Counter = Counter()
     flagged: list[int] = []
     distances: Counter = Counter()
@@ -334,13 +400,16 @@ def _summarize(result: AuditResult, pages: _Pages, cfg: AuditConfig, want_sample
     members: dict[int, list] = {}
     top = [root for root, _ in sizes.most_common(LARGEST_CLUSTERS)]
     wanted = set(top)
+    for root in top:  # the kept page is a member like the others when another one represents the cluster
+        if reps[root] != root:
+            members[root] = [(pages.urls[root], "kept", 0)]
     for i in flagged:
         root = roots[i]
-        if root in wanted:
+        if root in wanted and i != reps[root]:
             bucket = members.setdefault(root, [])
             if len(bucket) < MEMBERS_SHOWN:
                 bucket.append((pages.urls[i], KINDS[pages.kinds[i]], _distance_key(pages.distances[i], cfg)))
-    result.largest_clusters = [ClusterSummary(root, sizes[root] + 1, pages.urls[root], members.get(root, []))
+    result.largest_clusters = [ClusterSummary(root, sizes[root] + 1, pages.urls[reps[root]], members.get(root, []))
                                for root in top]
     if want_samples and cfg.sample and flagged:
         rng = random.Random(cfg.seed)
@@ -411,19 +480,25 @@ class PairsWriter:
 
 
 def write_clusters(out: OutputFile, pages: _Pages, cfg: AuditConfig) -> int:
-    """``--clusters`` JSONL: every page of a cluster of two or more, its representative first."""
+    """``--clusters`` JSONL: every page of a cluster of two or more, in dump order.
+
+    ``cluster`` is the id of the cluster (the index of its first page in the dump);
+    ``kind`` is ``representative`` for the member ``cfg.representative`` names it by,
+    ``kept`` for its first page when another member represents it, else ``exact`` or
+    ``near``; ``distance`` is to the page it matched (0 for the first page).
+    """
     roots = _cluster_roots(pages)
-    in_cluster = set(roots[i] for i in range(len(pages)) if pages.matched[i] >= 0)
+    reps = _representatives(pages, roots, cfg.representative)
     written = 0
     for i in range(len(pages)):
         root = roots[i]
-        if root not in in_cluster:
+        rep = reps.get(root)
+        if rep is None:
             continue
-        is_rep = i == root
+        kind = "representative" if i == rep else "kept" if i == root else KINDS[pages.kinds[i]]
         out.write(json_text({
-            "url": pages.urls[i], "cluster": root, "representative": pages.urls[root],
-            "distance": 0 if is_rep else _distance_key(pages.distances[i], cfg),
-            "kind": "representative" if is_rep else KINDS[pages.kinds[i]],
+            "url": pages.urls[i], "cluster": root, "representative": pages.urls[rep],
+            "distance": 0 if i == root else _distance_key(pages.distances[i], cfg), "kind": kind,
         }) + "\n")
         written += 1
     return written

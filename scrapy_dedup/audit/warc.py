@@ -143,6 +143,7 @@ class WarcPage(NamedTuple):
     url: str
     body: bytes
     encoding: Optional[str]  # the HTTP header's charset
+    date: Optional[str] = None  # WARC-Date: when it was fetched
 
 
 class WarcRevisit(NamedTuple):
@@ -151,6 +152,7 @@ class WarcRevisit(NamedTuple):
     number: int
     url: str
     target: int
+    date: Optional[str] = None  # WARC-Date: when it was fetched again
 
 
 class WarcSkip(NamedTuple):
@@ -553,7 +555,8 @@ class WarcReader:
             return _Outcome(WarcSkip(number, url, name), kind, f"skipped_{name}")
         if len(body) > self.max_bytes:
             self.counts["longer_than_max_bytes"] += 1
-        return _Outcome(WarcPage(number, url, body[: self.max_bytes], _charset(content_type)), _PAGE, "pages")
+        return _Outcome(WarcPage(number, url, body[: self.max_bytes], _charset(content_type),
+                                 headers.get_header("WARC-Date")), _PAGE, "pages")
 
     def _payload(self, record: Any) -> tuple[bytes, Optional[str]]:
         """The payload's first ``max_bytes + 1`` bytes, de-chunked and decoded; or the reason it cannot be read."""
@@ -594,7 +597,8 @@ class WarcReader:
             return _Outcome(WarcBad(number, "revisit of a record not in this input"), _BAD, None)
         target, kind = found
         if kind == _PAGE:
-            return _Outcome(WarcRevisit(number, url, target), kind, "revisits_of_pages", target=target)
+            return _Outcome(WarcRevisit(number, url, target, headers.get_header("WARC-Date")), kind,
+                            "revisits_of_pages", target=target)
         if kind in _SKIP_KINDS:
             name = _SKIP_KINDS[kind]
             return _Outcome(WarcSkip(number, url, name), kind, f"skipped_{name}", target=target)
@@ -640,14 +644,14 @@ def audit_items(reader: WarcReader) -> Iterator[tuple[int, Any]]:
 
     ``item`` is a :class:`PageRecord` (its payload to extract and fingerprint, in a
     worker), or a decision already taken: ``("skip", number, kind)``, ``("revisit",
-    number, url, target_number)``, ``("bad", BadLine, ())``. Redirects and the records
+    number, url, target_number, date)``, ``("bad", BadLine, ())``. Redirects and the records
     the audit ignores are only counted (``reader.counts``).
     """
     for event in reader:
         if isinstance(event, WarcPage):
-            yield event.number, PageRecord(event.number, event.url, event.body, True, event.encoding)
+            yield event.number, PageRecord(event.number, event.url, event.body, True, event.encoding, event.date)
         elif isinstance(event, WarcRevisit):
-            yield event.number, ("revisit", event.number, event.url, event.target)
+            yield event.number, ("revisit", event.number, event.url, event.target, event.date)
         elif isinstance(event, WarcSkip):
             yield event.number, ("skip", event.number, event.kind)
         elif isinstance(event, WarcBad):

@@ -33,6 +33,7 @@ import numpy as np
 
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.compact import DigestTable, StringList
+from scrapy_dedup.content.representative import ClusterRepresentatives
 from scrapy_dedup._util.files import atomic_write
 from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _read_exactly
 from scrapy_dedup.content.simhash import (
@@ -404,9 +405,12 @@ def verify_rule_from_settings(cfg: Any) -> VerifyRule | None:
 class Verdict:
     """The decision for one page.
 
-    ``kept_url`` and ``distance`` are set for duplicates (distance 0 for exact);
-    ``cluster`` is the representative URL of the page's cluster: the first-seen
-    page for duplicates, the page itself when unique, None when degenerate.
+    ``kept_url`` and ``distance`` are set for duplicates (distance 0 for exact): the
+    kept page this one matched (in ``drop`` mode, the page whose item was kept);
+    ``cluster`` names the page's cluster by its first-seen page, an id that stays the
+    same for every member (the page itself when unique, None when degenerate);
+    ``representative``, set for duplicates, is the member the representative policy
+    prefers among those seen so far (:mod:`scrapy_dedup.content.representative`).
     """
 
     kind: Kind
@@ -414,6 +418,7 @@ class Verdict:
     kept_url: str | None = None
     distance: int | None = None
     cluster: str | None = None
+    representative: str | None = None
 
     @property
     def is_duplicate(self) -> bool:
@@ -428,7 +433,8 @@ class ContentDeduplicator:
     a duplicate pair through.
     """
 
-    def __init__(self, fingerprinter: ContentFingerprinter, store: ContentStore):
+    def __init__(self, fingerprinter: ContentFingerprinter, store: ContentStore, representative: str = "first", *,
+                 times_are_arrivals: bool = False):
         store_bits = getattr(store, "bits", fingerprinter.bits)
         if store_bits != fingerprinter.bits:
             raise ValueError(f"fingerprinter makes {fingerprinter.bits}-bit simhashes, store holds {store_bits}-bit")
@@ -439,6 +445,9 @@ class ContentDeduplicator:
         self.fingerprinter = fingerprinter
         self.store = store
         self.clusters: Clusters[Any] = Clusters()  # URLs, and (URL, n) for a URL fetched again
+        # Local to this process, as the clusters are: the store (Redis too) only ever names the kept page.
+        # ``times_are_arrivals``: the pages' timestamps are their fetch times (see ClusterRepresentatives).
+        self.representatives = ClusterRepresentatives(representative, times_are_arrivals=times_are_arrivals)
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
         self._skipped_non_html = 0
@@ -464,11 +473,14 @@ class ContentDeduplicator:
         """Decide for one page's main text (fingerprinting runs outside the lock)."""
         return self.check_fingerprint(url, self.fingerprinter.fingerprint(text))
 
-    def check_fingerprint(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None) -> Verdict:
+    def check_fingerprint(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None, *,
+                          timestamp: float | None = None, declares: str | None = None) -> Verdict:
         """Decide for an already computed fingerprint; degenerate pages never reach the store.
 
         ``degenerate`` overrides this deduplicator's own ``min_words`` rule (a per-domain
         fingerprinter decided it); None asks :meth:`ContentFingerprinter.is_degenerate`.
+        ``timestamp`` (``newest``) and ``declares`` (the page's ``rel="canonical"`` target,
+        ``canonical``) are what the representative policy may look at.
         """
         if degenerate is None:
             degenerate = self.fingerprinter.is_degenerate(fp)
@@ -481,13 +493,23 @@ class ContentDeduplicator:
             if kind not in KINDS or kind == "degenerate":
                 raise ValueError(f"store answered an unknown kind {kind!r}")
             self._counts[kind] += 1
+            reps = self.representatives
             if kind == "unique":
+                reps.note_kept(url, timestamp, declares)
                 return Verdict("unique", url, None, None, url)
+            if kept_url is None:
+                raise ValueError(f"store answered {kind!r} without the kept page's URL")
             # The same URL fetched again is one more page of its cluster (as a dump's second record
             # is in the offline audit), not the same node twice.
             member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
-            cluster = self.clusters.add_pair(kept_url, member)
-        return Verdict(kind, url, kept_url, distance, cluster)  # type: ignore[arg-type]
+            clusters = self.clusters
+            new_kept, before = True, []
+            if reps.policy != "first":  # which clusters this pair joins: their representatives are merged
+                new_kept = kept_url not in clusters
+                before = [clusters.representative(n) for n in (kept_url, member) if n in clusters]
+            cluster = clusters.add_pair(kept_url, member)
+            representative = reps.join(cluster, kept_url, url, timestamp, declares, merged=before, new_kept=new_kept)
+        return Verdict(kind, url, kept_url, distance, cluster, representative)  # type: ignore[arg-type]
 
     def skip_non_text(self, count: int = 1) -> None:
         """Count responses that were not fingerprinted (images, PDFs, binary)."""
