@@ -52,14 +52,21 @@ process). No Scrapy imports.
 from __future__ import annotations
 
 import re
+import threading
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from hashlib import blake2b
 from itertools import repeat
-from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
-__all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "Reduction", "normalize_block",
-           "block_hashes", "text_to_fingerprint"]
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, Verdict
+
+__all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
+           "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
 
 # One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
 # punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
@@ -88,9 +95,12 @@ def normalize_block(block: str) -> str:
 MAX_BLOCK_CHARS = 400
 
 
-def block_hashes(blocks: list[str], min_block_words: int) -> np.ndarray:
-    """Hashes (uint64, top bit set: 63 bits, per process) of the normalized blocks; 0 for a block that does
-    not count: fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`."""
+def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
+    """Hashes (uint64, top bit set: 63 bits) of the normalized blocks; 0 for a block that does not count:
+    fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`.
+
+    Without ``key``: Python's hash (per process). With it: BLAKE2b keyed by ``key``, the same in every
+    process that has the key (a table shared through Redis, whose key is a random salt kept there)."""
     out = np.zeros(len(blocks), dtype=np.uint64)
     if not blocks:
         return out
@@ -104,7 +114,12 @@ def block_hashes(blocks: list[str], min_block_words: int) -> np.ndarray:
     # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
     normalized = _normal_bytes("\n".join(picked)).split(b"\n")
-    out[candidates] = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64) | np.uint64(_TOP_BIT)
+    if key is None:
+        values = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
+    else:
+        values = np.frombuffer(b"".join(blake2b(norm, digest_size=8, key=key).digest() for norm in normalized),
+                               dtype="<u8").astype(np.uint64)
+    out[candidates] = values | np.uint64(_TOP_BIT)
     return out
 
 
@@ -224,15 +239,17 @@ class Reduction:
 
 
 def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateRule = BoilerplateRule(),
-                        hashes: np.ndarray | None = None) -> Reduction:
+                        hashes: np.ndarray | None = None, *, warmup: bool = True) -> Reduction:
     """The text to fingerprint of a page of ``blocks`` given its host's ``table`` (see the module doc).
 
-    ``hashes`` are :func:`block_hashes` of ``blocks`` if already computed.
+    ``hashes`` are :func:`block_hashes` of ``blocks`` if already computed. ``warmup=False``: the
+    blocks the table holds as boilerplate so far are left out even during the warm-up (the guard of
+    :class:`BoilerplateJudge` asks what a decision would be with the template known so far).
     """
     if hashes is None:
         hashes = block_hashes(blocks, rule.min_block_words)
     whole = " ".join(blocks)
-    if table.pages < rule.warmup_pages:
+    if warmup and table.pages < rule.warmup_pages:
         return Reduction(whole, "warmup", 0, hashes, tuple(blocks))
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
@@ -247,23 +264,33 @@ def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateR
 class BoilerplateLearner:
     """Hosts -> :class:`BlockTable`: ``prepare`` a page, decide on ``Reduction.text``, then ``learn`` it if unique.
 
-    Not thread-safe (one per crawl thread, or a lock around both calls).
+    ``tables`` makes a host's table (default: a local :class:`BlockTable`; ``content/redis_boilerplate.py``
+    has one shared through Redis), ``hash_key`` keys the block hashes (:func:`block_hashes`: None, per
+    process). Not thread-safe (one per crawl thread, or a lock around both calls: :class:`BoilerplateJudge`).
     """
 
-    def __init__(self, rule: BoilerplateRule = BoilerplateRule()):
+    def __init__(self, rule: BoilerplateRule = BoilerplateRule(), tables: Callable[[str], Any] | None = None,
+                 hash_key: bytes | None = None):
         self.rule = rule
-        self.tables: dict[str, BlockTable] = {}
+        self.tables: dict[str, Any] = {}
+        self._new_table = tables or (lambda host: BlockTable(rule.capacity, rule.min_pages))
+        self.hash_key = hash_key
         self._recent: dict[str, deque[tuple[str, Reduction]]] = {}
 
     def table(self, host: str) -> BlockTable:
         table = self.tables.get(host)
         if table is None:
-            table = self.tables[host] = BlockTable(self.rule.capacity, self.rule.min_pages)
+            table = self.tables[host] = self._new_table(host)
         return table
 
     def prepare(self, host: str, blocks: list[str]) -> Reduction:
         """The text to fingerprint of a page of ``host`` (nothing is learned yet)."""
-        return text_to_fingerprint(self.table(host), blocks, self.rule)
+        table = self.table(host)
+        refresh = getattr(table, "refresh", None)
+        if refresh is not None:  # a shared table reads what other processes learnt
+            refresh()
+        return text_to_fingerprint(table, blocks, self.rule, block_hashes(blocks, self.rule.min_block_words,
+                                                                           self.hash_key))
 
     def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
         """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
@@ -273,24 +300,153 @@ class BoilerplateLearner:
         every recent page; after it, those holding a block that has just become boilerplate.
         """
         table = self.table(host)
-        ended_warmup = table.pages + 1 == self.rule.warmup_pages
+        before = table.pages
         grown = table.add_page(reduction.hashes)
+        ended_warmup = before < self.rule.warmup_pages <= table.pages
         recent = self._recent.get(host)
         if recent is None:
             recent = self._recent[host] = deque(maxlen=self.rule.recheck_pages)
         out = []
         if len(grown) or ended_warmup:
-            for kept_url, before in recent:
-                if not ended_warmup and not np.isin(before.hashes, grown).any():
+            for kept_url, earlier in recent:
+                if not ended_warmup and not np.isin(earlier.hashes, grown).any():
                     continue
-                again = text_to_fingerprint(table, list(before.blocks), self.rule, before.hashes)
-                if again.text != before.text:
+                again = text_to_fingerprint(table, list(earlier.blocks), self.rule, earlier.hashes)
+                if again.text != earlier.text:
                     out.append((kept_url, again.text))
         if self.rule.recheck_pages:
             recent.append((url, text_to_fingerprint(table, list(reduction.blocks), self.rule, reduction.hashes)))
         return out
 
+    def recent(self, host: str, url: str) -> Reduction | None:
+        """The blocks of ``url`` if it is one of the last ``recheck_pages`` kept pages of ``host``."""
+        for kept_url, reduction in reversed(self._recent.get(host, ())):
+            if kept_url == url:
+                return reduction
+        return None
+
+    def blocks_learned(self, host: str) -> int:
+        """Blocks of ``host`` that are boilerplate."""
+        table = self.tables.get(host)
+        return 0 if table is None else len(table.boilerplate)
+
     @property
     def nbytes(self) -> int:
         """Bytes of the block tables (the recent pages' blocks, at most ``recheck_pages`` a host, apart)."""
         return sum(t.nbytes for t in self.tables.values())
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One page judged with boilerplate learning: the engine's ``verdict``, the ``fingerprint`` it rests
+    on, the page's ``reduction``, whether a match was set aside because the host's template undoes it
+    (``guarded``: the page kept) and how many recent kept pages were stored again (``rechecked``)."""
+
+    verdict: Verdict
+    fingerprint: ContentFingerprint
+    reduction: Reduction
+    guarded: bool = False
+    rechecked: int = 0
+
+
+def host_of(url: str) -> str:
+    """The host a page's blocks are counted under (lowercase; "" for a URL without one)."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class BoilerplateJudge:
+    """The decision rule of boilerplate learning, one for the crawl, the audit and the quality benchmark.
+
+    For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`):
+
+    1. Its whole text is checked: an exact match is a duplicate (the same blocks: no template can
+       tell the two apart). The whole text is also what finds a page kept before its host learnt a
+       block (that block is in its stored fingerprint: its re-fetch, judged on the reduced text
+       alone, would be missed); during the warm-up it is the only text.
+    2. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`) is checked, when
+       anything was left out; a match counts only with a page of the same host (once a host's
+       template is gone, what is left may be a paragraph another site also shows).
+    3. Else a near match of the whole text is the verdict, but for the guard: it is a decision taken
+       without the host's template. When the kept page is one of the last ``recheck_pages`` kept
+       pages of the same host (its blocks at hand), both pages are compared again less the
+       boilerplate the host's table holds now (even in the warm-up); if the template undoes the
+       match, the page is kept (``Judgement.guarded``). A kept page older than that is judged as
+       without learning.
+    4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
+       stored again under their URLs (the re-check). Each text that was new is stored (a page whose
+       reduced text differs from its whole text has two entries), so one that is then judged a
+       duplicate on its other text may stay in the store under its URL.
+
+    Thread-safe (one lock around the learner and the two store calls of a page).
+    """
+
+    def __init__(self, engine: ContentDeduplicator, learner: BoilerplateLearner):
+        self.engine = engine
+        self.learner = learner
+        self._lock = threading.Lock()
+
+    def check(self, url: str, blocks: list[str], *, host: str | None = None,
+              fingerprint: Callable[[str], ContentFingerprint] | None = None,
+              degenerate: Callable[[ContentFingerprint], bool] | None = None,
+              whole: ContentFingerprint | None = None) -> Judgement:
+        """Judge the page at ``url`` made of ``blocks`` (``fingerprint``/``degenerate``: the caller's
+        fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
+        text if the caller has it)."""
+        engine, learner = self.engine, self.learner
+        host = host_of(url) if host is None else host
+        fingerprint = fingerprint or engine.fingerprint
+        degenerate = degenerate or engine.fingerprinter.is_degenerate
+        if whole is None:
+            whole = fingerprint(" ".join(blocks))
+        with self._lock:
+            reduction = learner.prepare(host, blocks)
+            if degenerate(whole):
+                return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
+            store = engine.store
+            # The whole text first: an exact match is certain (same blocks, so the same text less any template)
+            answer = store.check_and_add(url, whole)
+            if answer[0] == "exact":
+                return Judgement(engine.record_answer(url, answer), whole, reduction)
+            reduced = fingerprint(reduction.text) if reduction.state == "reduced" else None
+            if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
+                reduction = replace(reduction, text=" ".join(blocks), state="whole", removed=0)
+                reduced = None
+            if reduced is not None:
+                reduced_answer = store.check_and_add(url, reduced)
+                if reduced_answer[0] != "unique" and host_of(reduced_answer[1] or "") == host:
+                    return Judgement(engine.record_answer(url, reduced_answer), reduced, reduction)
+            guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
+                                                                    degenerate)
+            if answer[0] == "near" and not guarded:
+                return Judgement(engine.record_answer(url, answer), whole, reduction)
+            verdict = engine.record_answer(url, ("unique", None, None))
+            rechecked = 0
+            for kept_url, text in learner.learn(host, url, reduction):
+                fp = fingerprint(text)
+                if not degenerate(fp):
+                    store.check_and_add(kept_url, fp)
+                    rechecked += 1
+            return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
+
+    def _template_undoes(self, host: str, page: Reduction, kept_url: str,
+                         fingerprint: Callable[[str], ContentFingerprint],
+                         degenerate: Callable[[ContentFingerprint], bool]) -> bool:
+        """Whether the page and ``kept_url`` (of ``host``, among its recent kept pages) stop matching once
+        the blocks ``host``'s table holds as boilerplate are left out of both (False when unknown)."""
+        if host_of(kept_url) != host:
+            return False
+        kept = self.learner.recent(host, kept_url)
+        if kept is None:
+            return False
+        table, rule = self.learner.table(host), self.learner.rule
+        a = text_to_fingerprint(table, list(page.blocks), rule, page.hashes, warmup=False)
+        b = text_to_fingerprint(table, list(kept.blocks), rule, kept.hashes, warmup=False)
+        if a.state != "reduced" and b.state != "reduced":
+            return False  # no block of either is boilerplate: the template changes nothing
+        fa, fb = fingerprint(a.text), fingerprint(b.text)
+        if degenerate(fa) or degenerate(fb):
+            return False
+        return not self.engine.pair_matches(fa, fb)

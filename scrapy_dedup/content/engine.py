@@ -469,16 +469,36 @@ class ContentDeduplicator:
                 self._counts["degenerate"] += 1
             return Verdict("degenerate", url)
         with self._lock:
-            kind, kept_url, distance = self.store.check_and_add(url, fp)
-            if kind not in KINDS or kind == "degenerate":
-                raise ValueError(f"store answered an unknown kind {kind!r}")
-            self._counts[kind] += 1
-            if kind == "unique":
-                return Verdict("unique", url, None, None, url)
-            # The same URL fetched again is one more page of its cluster (as a dump's second record
-            # is in the offline audit), not the same node twice.
-            member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
-            cluster = self.clusters.add_pair(kept_url, member)
+            return self._count_answer(url, self.store.check_and_add(url, fp))
+
+    def record_answer(self, url: str, answer: StoreAnswer) -> Verdict:
+        """Count and cluster a store answer the caller got itself: a caller that asks the store about
+        one page more than once (boilerplate learning: the reduced text, then the whole text) counts
+        the page once, with the answer it decided on."""
+        with self._lock:
+            return self._count_answer(url, answer)
+
+    def pair_matches(self, a: ContentFingerprint, b: ContentFingerprint) -> bool:
+        """Whether ``b`` is a duplicate of ``a`` by this deduplicator's store rule (a two-page store)."""
+        store = self.store
+        size = getattr(store, "sketch_size", 0)
+        pair = MemoryContentStore(getattr(store, "threshold", 3), bits=self.fingerprinter.bits, sketch_size=size,
+                                  verify=getattr(store, "verify", None) if size else None)
+        pair.check_and_add("a", a)
+        return pair.check_and_add("b", b)[0] != "unique"
+
+    def _count_answer(self, url: str, answer: StoreAnswer) -> Verdict:
+        """Count one store answer and cluster a duplicate with its kept page (under ``_lock``)."""
+        kind, kept_url, distance = answer
+        if kind not in KINDS or kind == "degenerate":
+            raise ValueError(f"store answered an unknown kind {kind!r}")
+        self._counts[kind] += 1
+        if kind == "unique":
+            return Verdict("unique", url, None, None, url)
+        # The same URL fetched again is one more page of its cluster (as a dump's second record
+        # is in the offline audit), not the same node twice.
+        member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
+        cluster = self.clusters.add_pair(kept_url, member)
         return Verdict(kind, url, kept_url, distance, cluster)  # type: ignore[arg-type]
 
     def skip_non_text(self, count: int = 1) -> None:
