@@ -307,6 +307,8 @@ class BoilerplateLearner:
         if recent is None:
             recent = self._recent[host] = deque(maxlen=self.rule.recheck_pages)
         out = []
+        if ended_warmup:  # this page was fingerprinted on its whole text too: it is re-checked with the others
+            recent.append((url, reduction))
         if len(grown) or ended_warmup:
             for kept_url, earlier in recent:
                 if not ended_warmup and not np.isin(earlier.hashes, grown).any():
@@ -314,6 +316,8 @@ class BoilerplateLearner:
                 again = text_to_fingerprint(table, list(earlier.blocks), self.rule, earlier.hashes)
                 if again.text != earlier.text:
                     out.append((kept_url, again.text))
+        if ended_warmup and recent:
+            recent.pop()
         if self.rule.recheck_pages:
             recent.append((url, text_to_fingerprint(table, list(reduction.blocks), self.rule, reduction.hashes)))
         return out
@@ -362,13 +366,15 @@ class BoilerplateJudge:
 
     For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`):
 
-    1. Its whole text is checked: an exact match is a duplicate (the same blocks: no template can
-       tell the two apart). The whole text is also what finds a page kept before its host learnt a
-       block (that block is in its stored fingerprint: its re-fetch, judged on the reduced text
-       alone, would be missed); during the warm-up it is the only text.
-    2. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`) is checked, when
+    1. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`) is checked, when
        anything was left out; a match counts only with a page of the same host (once a host's
-       template is gone, what is left may be a paragraph another site also shows).
+       template is gone, what is left may be a paragraph another site also shows). An exact match
+       is the verdict.
+    2. Else its whole text is checked: an exact match is the verdict (the same blocks: no template
+       tells the two apart; so a copy of a page kept during the warm-up is an exact duplicate, not a
+       near one of its whole text); then a near match of step 1. The whole text is also what finds a
+       page kept before its host learnt a block (that block is in its stored fingerprint: its
+       re-fetch, judged on the reduced text alone, would be missed); in the warm-up it is the only one.
     3. Else a near match of the whole text is the verdict, but for the guard: it is a decision taken
        without the host's template. When the kept page is one of the last ``recheck_pages`` kept
        pages of the same host (its blocks at hand), both pages are compared again less the
@@ -406,18 +412,25 @@ class BoilerplateJudge:
             if degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
-            # The whole text first: an exact match is certain (same blocks, so the same text less any template)
-            answer = store.check_and_add(url, whole)
-            if answer[0] == "exact":
-                return Judgement(engine.record_answer(url, answer), whole, reduction)
             reduced = fingerprint(reduction.text) if reduction.state == "reduced" else None
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
                 reduction = replace(reduction, text=" ".join(blocks), state="whole", removed=0)
                 reduced = None
+            by_reduced, reduced_stored = None, False
             if reduced is not None:
-                reduced_answer = store.check_and_add(url, reduced)
-                if reduced_answer[0] != "unique" and host_of(reduced_answer[1] or "") == host:
-                    return Judgement(engine.record_answer(url, reduced_answer), reduced, reduction)
+                answer = store.check_and_add(url, reduced)
+                reduced_stored = answer[0] == "unique"
+                if answer[0] != "unique" and host_of(answer[1] or "") == host:
+                    if answer[0] == "exact":
+                        return Judgement(engine.record_answer(url, answer), reduced, reduction)
+                    by_reduced = answer
+            answer = store.check_and_add(url, whole)
+            if answer[0] == "exact":  # the same blocks: whatever the template, the same page
+                return Judgement(engine.record_answer(url, answer), whole, reduction)
+            if by_reduced is not None:
+                return Judgement(engine.record_answer(url, by_reduced), reduced or whole, reduction)
+            if answer[0] == "near" and answer[1] == url and reduced_stored:
+                answer = ("unique", None, None)  # its own reduced text, stored a moment ago
             guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
                                                                     degenerate)
             if answer[0] == "near" and not guarded:
@@ -434,19 +447,32 @@ class BoilerplateJudge:
     def _template_undoes(self, host: str, page: Reduction, kept_url: str,
                          fingerprint: Callable[[str], ContentFingerprint],
                          degenerate: Callable[[ContentFingerprint], bool]) -> bool:
-        """Whether the page and ``kept_url`` (of ``host``, among its recent kept pages) stop matching once
-        the blocks ``host``'s table holds as boilerplate are left out of both (False when unknown)."""
+        """Whether the page and ``kept_url`` (of ``host``, among its recent kept pages) could stop matching
+        once their host's template is known (False when that cannot be told: the kept page's blocks are
+        not at hand, or the template would change neither text).
+
+        The template is not known yet, so both are compared less what may become it: the host's
+        boilerplate, and the blocks both pages hold that the host's table counts on another page too
+        (on 2 counted pages or more; while the host has fewer than ``min_pages`` pages counted, every
+        block both hold: template and content cannot be told apart yet). A block of the kept page's
+        own (counted once) stays: a re-fetch still matches its page.
+        """
         if host_of(kept_url) != host:
             return False
         kept = self.learner.recent(host, kept_url)
         if kept is None:
             return False
         table, rule = self.learner.table(host), self.learner.rule
-        a = text_to_fingerprint(table, list(page.blocks), rule, page.hashes, warmup=False)
-        b = text_to_fingerprint(table, list(kept.blocks), rule, kept.hashes, warmup=False)
-        if a.state != "reduced" and b.state != "reduced":
-            return False  # no block of either is boilerplate: the template changes nothing
-        fa, fb = fingerprint(a.text), fingerprint(b.text)
+        shared = np.intersect1d(page.hashes[page.hashes != 0], kept.hashes)
+        if table.pages >= rule.min_pages:
+            shared = shared[table.counts(shared) >= 2]
+        texts = []
+        for reduction in (page, kept):
+            drop = np.isin(reduction.hashes, shared) | table.is_boilerplate(reduction.hashes)
+            texts.append(" ".join(b for b, gone in zip(reduction.blocks, drop.tolist()) if not gone))
+        if texts[0] == page.text and texts[1] == " ".join(kept.blocks):
+            return False  # nothing would leave either text
+        fa, fb = fingerprint(texts[0]), fingerprint(texts[1])
         if degenerate(fa) or degenerate(fb):
-            return False
+            return False  # too little left to judge: the match stands, as without learning
         return not self.engine.pair_matches(fa, fb)
