@@ -405,17 +405,20 @@ class BoilerplateJudge:
         host = host_of(url) if host is None else host
         fingerprint = fingerprint or engine.fingerprint
         degenerate = degenerate or engine.fingerprinter.is_degenerate
-        if whole is None:
-            whole = fingerprint(" ".join(blocks))
         with self._lock:
             reduction = learner.prepare(host, blocks)
-            if degenerate(whole):
+            if whole is None and reduction.state != "reduced":
+                whole = fingerprint(reduction.text)
+            if whole is not None and degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
             reduced = fingerprint(reduction.text) if reduction.state == "reduced" else None
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
                 reduction = replace(reduction, text=" ".join(blocks), state="whole", removed=0)
                 reduced = None
+                whole = whole or fingerprint(reduction.text)
+                if degenerate(whole):
+                    return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             by_reduced, reduced_stored = None, False
             if reduced is not None:
                 answer = store.check_and_add(url, reduced)
@@ -424,6 +427,8 @@ class BoilerplateJudge:
                     if answer[0] == "exact":
                         return Judgement(engine.record_answer(url, answer), reduced, reduction)
                     by_reduced = answer
+            if whole is None:  # not needed when the reduced text matched exactly (the common re-fetch)
+                whole = fingerprint(" ".join(blocks))
             answer = store.check_and_add(url, whole)
             if answer[0] == "exact":  # the same blocks: whatever the template, the same page
                 return Judgement(engine.record_answer(url, answer), whole, reduction)
