@@ -200,7 +200,14 @@ class DedupExtension:
         """The per-host block tables: in this process, or shared through Redis with the Redis content index."""
         rule = BoilerplateRule(min_pages=cfg.boilerplate_min_pages, warmup_pages=cfg.boilerplate_warmup_pages,
                                capacity=cfg.boilerplate_capacity)
-        return BoilerplateLearner(rule)
+        if cfg.content_backend != "redis":
+            return BoilerplateLearner(rule)
+        from scrapy_dedup.content.redis_boilerplate import RedisBlockTable, shared_salt, table_prefix
+
+        client, key = self.store.index.client, self.store.index.prefix
+        return BoilerplateLearner(rule, lambda host: RedisBlockTable(client, table_prefix(key, host), rule,
+                                                                     cfg.redis_ttl),
+                                  hash_key=lambda: shared_salt(client, key))
 
     def _build_store(self, cfg: DedupSettings) -> Any:
         verify = verify_rule_from_settings(cfg)

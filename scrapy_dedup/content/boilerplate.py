@@ -270,10 +270,11 @@ class BoilerplateLearner:
     """
 
     def __init__(self, rule: BoilerplateRule = BoilerplateRule(), tables: Callable[[str], Any] | None = None,
-                 hash_key: bytes | None = None):
+                 hash_key: bytes | Callable[[], bytes] | None = None):
         self.rule = rule
         self.tables: dict[str, Any] = {}
         self._new_table = tables or (lambda host: BlockTable(rule.capacity, rule.min_pages))
+        #: a callable is asked on first use (a salt read from Redis, under the caller's outage policy)
         self.hash_key = hash_key
         self._recent: dict[str, deque[tuple[str, Reduction]]] = {}
 
@@ -289,6 +290,8 @@ class BoilerplateLearner:
         refresh = getattr(table, "refresh", None)
         if refresh is not None:  # a shared table reads what other processes learnt
             refresh()
+        if callable(self.hash_key):
+            self.hash_key = self.hash_key()
         return text_to_fingerprint(table, blocks, self.rule, block_hashes(blocks, self.rule.min_block_words,
                                                                            self.hash_key))
 
