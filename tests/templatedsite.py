@@ -52,7 +52,8 @@ def render(paragraphs: list[str], cells: list[str] = (), *, rng: random.Random |
     return (f"<!DOCTYPE html><html><head><title>Example docs</title></head><body>"
             f"<div class='top'>Example Docs: the reference of the example toolkit</div>"
             f"<div>{stamp}</div><div class='content'>{body}{table}</div>"
-            f"<div>Copyright Example Corp, all rights reserved, see our privacy terms</div></body></html>")
+            f"<div>Copyright Example Corp &lt;b&gt;&amp; friends&lt;/b&gt;, all rights reserved, see our privacy "
+            f"terms</div></body></html>")
 
 
 class TemplatedSite:

@@ -277,6 +277,14 @@ class BoilerplateLearner:
         #: a callable is asked on first use (a salt read from Redis, under the caller's outage policy)
         self.hash_key = hash_key
         self._recent: dict[str, deque[tuple[str, Reduction]]] = {}
+        #: frozen (:meth:`freeze`): every host's template is known, nothing more is learnt
+        self.frozen = False
+
+    def freeze(self) -> None:
+        """Stop learning: from now on every page is judged less its host's whole template (no warm-up, no
+        counting, no re-check): the offline audit's second pass, after a first one counted every host."""
+        self.frozen = True
+        self._recent.clear()
 
     def table(self, host: str) -> BlockTable:
         table = self.tables.get(host)
@@ -293,7 +301,7 @@ class BoilerplateLearner:
         if callable(self.hash_key):
             self.hash_key = self.hash_key()
         return text_to_fingerprint(table, blocks, self.rule, block_hashes(blocks, self.rule.min_block_words,
-                                                                           self.hash_key))
+                                                                           self.hash_key), warmup=not self.frozen)
 
     def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
         """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
@@ -302,6 +310,8 @@ class BoilerplateLearner:
         now, to be stored under its URL (the re-check of the module doc): when the warm-up ends,
         every recent page; after it, those holding a block that has just become boilerplate.
         """
+        if self.frozen:
+            return []
         table = self.table(host)
         before = table.pages
         grown = table.add_page(reduction.hashes)
@@ -392,9 +402,12 @@ class BoilerplateJudge:
     Thread-safe (one lock around the learner and the two store calls of a page).
     """
 
-    def __init__(self, engine: ContentDeduplicator, learner: BoilerplateLearner):
+    def __init__(self, engine: ContentDeduplicator, learner: BoilerplateLearner,
+                 host_of_key: Callable[[str], str] = host_of):
         self.engine = engine
         self.learner = learner
+        #: the host of a store key (a URL; the audit's keys are page numbers, their hosts known apart)
+        self.host_of = host_of_key
         self._lock = threading.Lock()
 
     def check(self, url: str, blocks: list[str], *, host: str | None = None,
@@ -405,7 +418,7 @@ class BoilerplateJudge:
         fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
         text if the caller has it)."""
         engine, learner = self.engine, self.learner
-        host = host_of(url) if host is None else host
+        host = self.host_of(url) if host is None else host
         fingerprint = fingerprint or engine.fingerprint
         degenerate = degenerate or engine.fingerprinter.is_degenerate
         with self._lock:
@@ -426,7 +439,7 @@ class BoilerplateJudge:
             if reduced is not None:
                 answer = store.check_and_add(url, reduced)
                 reduced_stored = answer[0] == "unique"
-                if answer[0] != "unique" and host_of(answer[1] or "") == host:
+                if answer[0] != "unique" and self.host_of(answer[1] or "") == host:
                     if answer[0] == "exact":
                         return Judgement(engine.record_answer(url, answer), reduced, reduction)
                     by_reduced = answer
@@ -465,7 +478,7 @@ class BoilerplateJudge:
         block both hold: template and content cannot be told apart yet). A block of the kept page's
         own (counted once) stays: a re-fetch still matches its page.
         """
-        if host_of(kept_url) != host:
+        if self.host_of(kept_url) != host:
             return False
         kept = self.learner.recent(host, kept_url)
         if kept is None:
