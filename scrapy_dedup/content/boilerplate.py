@@ -7,8 +7,9 @@ by it. CCNet's remedy, per host: cut each page into blocks
 (:func:`~scrapy_dedup.content.text.page_blocks`), normalize each block (:func:`normalize_block`:
 lowercase, punctuation deleted, digit runs to ``0``), hash it and count on how many distinct
 pages of the host it occurs; a block seen on at least ``min_pages`` of them is boilerplate
-and is left out of the text that is fingerprinted (:func:`text_to_fingerprint`, the call
-the crawl layer makes with a host's :class:`BlockTable` and a page's blocks).
+and is left out of the text that is fingerprinted (:func:`text_to_fingerprint`). How a page is
+then judged, the same in the crawl, the offline audit and ``benchmarks/bench_quality.py``:
+:class:`BoilerplateJudge`.
 
 The rules (:class:`BoilerplateRule`), and why:
 
@@ -25,13 +26,12 @@ The rules (:class:`BoilerplateRule`), and why:
 * **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
   counts never turns a learnt block back into content, so a page's text does not flip back.
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
-  the warm-up ends, and whenever a block becomes boilerplate, it hands back those of them whose
-  text to fingerprint changed (the return of :meth:`BoilerplateLearner.learn`), for the caller
-  to store under their own URLs as well: their later duplicates, judged on the newer text,
-  find them. A page kept before that window keeps its older fingerprint; a later duplicate of
-  it is judged against the older text, as without learning. So learning can miss a duplicate
-  (keep an item), and every drop it causes is a match on the text of pages of one host less
-  the blocks that host repeats on ``min_pages`` distinct pages or more.
+  the warm-up ends (the page that ends it included), and whenever a block becomes boilerplate,
+  it hands back those of them whose text to fingerprint changed (the return of
+  :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well:
+  their later duplicates, judged on the newer text, find them. A page kept before that window
+  keeps its older fingerprint; a later duplicate of it is found by its whole text, as without
+  learning (:class:`BoilerplateJudge` checks both).
 
 What is not learnt: a line that varies in words rather than numbers on every fetch (a weekday
 and month name, a hexadecimal request id) never hashes alike twice; the verification stage
@@ -47,7 +47,8 @@ comes back starts again at one), so eviction can only delay a block becoming boi
 never make content boilerplate; a block on every page outranks the one-page blocks that fill
 the table, so it stays. The hashes are Python's hash of the normalized bytes (SipHash, keyed
 per process: no page can aim at a learnt block's hash, and a table does not outlive its
-process). No Scrapy imports.
+process); a table shared through Redis (``content/redis_boilerplate.py``) hashes with BLAKE2b
+keyed by a salt kept there instead, alike in every process. No Scrapy imports.
 """
 from __future__ import annotations
 
@@ -389,9 +390,9 @@ class BoilerplateJudge:
        page kept before its host learnt a block (that block is in its stored fingerprint: its
        re-fetch, judged on the reduced text alone, would be missed); in the warm-up it is the only one.
     3. Else a near match of the whole text is the verdict, but for the guard: it is a decision taken
-       without the host's template. When the kept page is one of the last ``recheck_pages`` kept
-       pages of the same host (its blocks at hand), both pages are compared again less the
-       boilerplate the host's table holds now (even in the warm-up); if the template undoes the
+       without the host's (whole) template. When the kept page is one of the last ``recheck_pages``
+       kept pages of the same host (its blocks at hand), both pages are compared again less what
+       may become the template (:meth:`_template_undoes`), even in the warm-up; if that undoes the
        match, the page is kept (``Judgement.guarded``). A kept page older than that is judged as
        without learning.
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
