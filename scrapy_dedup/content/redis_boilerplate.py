@@ -2,7 +2,8 @@
 
 :class:`RedisBlockTable` has the interface of :class:`~scrapy_dedup.content.boilerplate.BlockTable`
 (``pages``, ``counts``, ``is_boilerplate``, ``add_page``, ``boilerplate``), kept in three Redis keys
-per host under one hash tag (one slot: a Redis Cluster runs its script): a hash of block hash ->
+per host under the content index's hash tag (its slot: a Redis Cluster runs the script, and one
+node holds the index and the tables): a hash of block hash ->
 count, capped at ``capacity`` fields; a set of the boilerplate hashes (at most ``capacity // 4``,
 never removed: once boilerplate, always, as in the local table); a counter of the pages counted.
 ``add_page`` is one Lua script, so two processes counting pages at once never lose a count; past
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from scrapy_dedup.content.boilerplate import BoilerplateRule
+from scrapy_dedup.content.redis_index import hash_tagged
 
 __all__ = ["RedisBlockTable", "shared_salt", "table_prefix"]
 
@@ -57,13 +59,14 @@ return out
 
 
 def table_prefix(index_key: str, host: str) -> str:
-    """The key prefix of ``host``'s table under the content index's key: one hash tag, one slot."""
-    return f"{index_key}:boilerplate:{{{index_key}:{host}}}"
+    """The key prefix of ``host``'s table: under the content index's hash tag, in its slot (one Redis Cluster
+    node holds the whole content index, the tables with it)."""
+    return f"{hash_tagged(index_key)}:boilerplate:{host}"
 
 
 def shared_salt(client: Any, index_key: str) -> bytes:
     """The key of the block hashes, the same for every process of the crawl: 16 random bytes set once."""
-    key = f"{index_key}:boilerplate:salt"
+    key = f"{hash_tagged(index_key)}:boilerplate:salt"
     client.set(key, os.urandom(16), nx=True)
     salt = client.get(key)
     if not isinstance(salt, bytes) or len(salt) != 16:
