@@ -112,37 +112,17 @@ def ours_decider() -> tuple[Decider, str]:
 
 
 def ours_boilerplate_decider() -> tuple[Decider, str]:
-    """Ours with per-host boilerplate learning (content/boilerplate.py) in front of the same deduplicator."""
-    from urllib.parse import urlsplit
-
-    from scrapy_dedup.content.boilerplate import BoilerplateLearner
+    """Ours with per-host boilerplate learning: the core's BoilerplateJudge (the crawl's decision rule)
+    in front of the same deduplicator."""
+    from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner
     from scrapy_dedup.content.engine import ContentDeduplicator
     from scrapy_dedup.content.text import page_blocks
 
-    dedup = ContentDeduplicator.in_memory()
-    learner = BoilerplateLearner()
+    judge = BoilerplateJudge(ContentDeduplicator.in_memory(), BoilerplateLearner())
 
     def decide(url: str, html: bytes) -> Optional[str]:
-        host = urlsplit(url).hostname or ""
-        reduction = learner.prepare(host, page_blocks(html))
-        verdict = dedup.check(url, reduction.text)
-        if verdict.is_duplicate and (reduction.state != "reduced" or urlsplit(verdict.kept_url).hostname == host):
-            return verdict.kept_url
-        # A reduced text is what is left of a page once its own host's template is gone: a match with
-        # another host's page on it is not evidence (a product blurb is a paragraph of another site).
-        if verdict.kind != "degenerate" and reduction.state == "reduced":
-            # Two texts: a page kept before its host learnt some block holds that block in its stored
-            # fingerprint; its re-fetch, judged on the reduced text alone, would miss it. The whole text
-            # is checked too (and stored when new: two entries for such a page).
-            kind, kept_url, _ = dedup.store.check_and_add(url, dedup.fingerprint(" ".join(reduction.blocks)))
-            if kind != "unique":
-                return kept_url
-        if verdict.kind != "degenerate":  # kept: counted, and the recent kept pages re-checked
-            for kept_url, text in learner.learn(host, url, reduction):
-                fp = dedup.fingerprint(text)
-                if not dedup.fingerprinter.is_degenerate(fp):
-                    dedup.store.check_and_add(kept_url, fp)
-        return None
+        verdict = judge.check(url, page_blocks(html)).verdict
+        return verdict.kept_url if verdict.is_duplicate else None
 
     return decide, "ours + boilerplate learning"
 

@@ -37,6 +37,8 @@ from scrapy.utils.job import job_dir
 from w3lib.url import safe_url_string
 
 from scrapy_dedup.clock import Clock, start_clock
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
+from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
     ContentFingerprint,
@@ -112,6 +114,8 @@ class _ResponsePage:
     skipped: str | None = None
     policy: ExtractionPolicy | None = None
     fingerprint: ContentFingerprint | None = None
+    #: the main text cut at block elements, when its host learns boilerplate
+    blocks: list[str] | None = None
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
@@ -133,6 +137,8 @@ class DedupExtension:
         # The content state proper, built by open_content() (None: no content component asked).
         self.engine: ContentDeduplicator | None = None
         self.store: Any = None
+        #: the decision rule with per-host boilerplate learning (None: no host learns it)
+        self.boilerplate: BoilerplateJudge | None = None
         self._redis_policy: RedisErrorPolicy | None = None
         #: what only a crawl meets, beside the engine's page counts (see _write_stats)
         self.events: Counter[str] = Counter()
@@ -180,6 +186,8 @@ class DedupExtension:
             self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store,
                                               representative=cfg.representative,
                                               times_are_arrivals=not cfg.timestamp_field)
+            if any(p.boilerplate for p in (self.policies.default, *self.policies.per_domain.values())):
+                self.boilerplate = BoilerplateJudge(self.engine, self._boilerplate_learner(cfg))
             self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
             self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
         return self
@@ -192,6 +200,19 @@ class DedupExtension:
                 sketch_size=self.cfg.sketch_size,
             )
         return fp
+
+    def _boilerplate_learner(self, cfg: DedupSettings) -> BoilerplateLearner:
+        """The per-host block tables: in this process, or shared through Redis with the Redis content index."""
+        rule = BoilerplateRule(min_pages=cfg.boilerplate_min_pages, warmup_pages=cfg.boilerplate_warmup_pages,
+                               capacity=cfg.boilerplate_capacity)
+        if cfg.content_backend != "redis":
+            return BoilerplateLearner(rule)
+        from scrapy_dedup.content.redis_boilerplate import RedisBlockTable, shared_salt, table_prefix
+
+        client, key = self.store.index.client, self.store.index.prefix
+        return BoilerplateLearner(rule, lambda host: RedisBlockTable(client, table_prefix(key, host), rule,
+                                                                     cfg.redis_ttl),
+                                  hash_key=lambda: shared_salt(client, key))
 
     def _build_store(self, cfg: DedupSettings) -> Any:
         verify = verify_rule_from_settings(cfg)
@@ -335,13 +356,14 @@ class DedupExtension:
         assert isinstance(response, TextResponse)  # a kind-less non-text response returned above
         source, encoding = _source_of(response, policy)
         try:
-            extraction = extract_text(source, policy, encoding=encoding)
+            extraction = extract_text(source, policy, encoding=encoding, blocks=policy.boilerplate)
         except Exception as exc:  # hostile markup never stops the crawl
             logger.warning("Could not extract text from %s (%s: %s); page not fingerprinted",
                            response.url, type(exc).__name__, exc)
             page.skipped = "extraction_errors"
             return page
         page.truncated = extraction.truncated
+        page.blocks = extraction.blocks
         page.fingerprint = self._fingerprint(self._fingerprinter_for(policy), extraction.text)
         return page
 
@@ -371,7 +393,7 @@ class DedupExtension:
             assert page.fingerprint is not None and page.policy is not None
             declares = (_declared_canonical(response, page.policy.max_bytes)
                         if self.cfg.representative == "canonical" else None)
-            page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request,
+            page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
                                        declares=declares)
         return page.verdict
 
@@ -380,22 +402,24 @@ class DedupExtension:
         as a response is, anything else taken as the page's text. ``timestamp``: the value of the item's
         ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time is used)."""
         policy = self.policies.lookup(_host_of(url))
+        dating: dict[str, Any] = {}
+        if self.cfg.representative == "newest" and self.cfg.timestamp_field:
+            dating = {"timestamp": self._timestamp_of(url, timestamp), "dated": True}
         if isinstance(value, (bytes, str)) and _looks_like_html(value):
             try:
-                extraction = extract_text(value, policy)
+                extraction = extract_text(value, policy, blocks=policy.boilerplate)
             except Exception as exc:  # hostile markup never stops the crawl
                 logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
                                url, type(exc).__name__, exc)
                 self._count("extraction_errors")
                 return None
-            text = extraction.text
             if extraction.truncated:
                 self._count("truncated")
-        else:
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        if self.cfg.representative == "newest" and self.cfg.timestamp_field:
-            return self.check_text(url, text, policy, timestamp=self._timestamp_of(url, timestamp), dated=True)
-        return self.check_text(url, text, policy)
+            fingerprinter = self._fingerprinter_for(policy)
+            return self._judge(url, self._fingerprint(fingerprinter, extraction.text), policy, None, extraction.blocks,
+                               **dating)
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        return self.check_text(url, text, policy, **dating)
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
                    request: Request | None = None, timestamp: float | None = None,
@@ -422,16 +446,27 @@ class DedupExtension:
             return None
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
-               request: Request | None, *, timestamp: float | None = None, dated: bool = False,
-               declares: str | None = None) -> Verdict | None:
+               request: Request | None, blocks: list[str] | None = None, *, timestamp: float | None = None,
+               dated: bool = False, declares: str | None = None) -> Verdict | None:
+        """The verdict of a page (``fp``: of its whole text); with its ``blocks`` and a host that learns
+        boilerplate, taken by the boilerplate rule (``content/boilerplate.py``: ``BoilerplateJudge``).
+        ``timestamp``/``dated``/``declares``: what the representative policy may look at (``check_text``)."""
         engine = self.open_content().engine
         assert engine is not None  # open_content() built it
-        degenerate = self._fingerprinter_for(policy).is_degenerate(fp)
+        fingerprinter = self._fingerprinter_for(policy)
+        degenerate = fingerprinter.is_degenerate(fp)
         if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
         check = functools.partial(engine.check_fingerprint, timestamp=timestamp, declares=declares)
         try:
-            if self._redis_policy is not None and not degenerate:
+            if blocks is not None and policy.boilerplate and self.boilerplate is not None and not degenerate:
+                judgement = self._call_store(self.boilerplate.check, url, blocks,
+                                             fingerprint=lambda text: self._fingerprint(fingerprinter, text),
+                                             degenerate=fingerprinter.is_degenerate, whole=fp,
+                                             timestamp=timestamp, declares=declares)
+                verdict, fp = judgement.verdict, judgement.fingerprint
+                self._count_boilerplate(url, judgement)
+            elif self._redis_policy is not None and not degenerate:
                 verdict = self._redis_policy.call(check, url, fp, degenerate)
             else:
                 verdict = check(url, fp, degenerate)
@@ -443,6 +478,26 @@ class DedupExtension:
             return None
         self._record(verdict, fp, request)
         return verdict
+
+    def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)``, under the Redis outage policy when the content index is in Redis."""
+        if self._redis_policy is not None:
+            return self._redis_policy.call(lambda: call(*args, **kwargs))
+        return call(*args, **kwargs)
+
+    def _count_boilerplate(self, url: str, judgement: BoilerplateJudgement) -> None:
+        """Stats of boilerplate learning: pages by state, guarded matches, re-checks, blocks learnt per host."""
+        state = judgement.reduction.state
+        if state != "whole":
+            self._count(f"boilerplate/{state}")  # reduced: fingerprinted with boilerplate removed; warmup
+        if judgement.guarded:
+            self._count("boilerplate/guarded")
+        if judgement.rechecked:
+            self._count("boilerplate/rechecked", judgement.rechecked)
+        host = _host_of(url)
+        learned = self.boilerplate.learner.blocks_learned(host) if self.boilerplate is not None else 0
+        if learned:
+            self.stats.set_value(f"dedup/content/boilerplate/blocks/{host or '-'}", learned)
 
     def _fingerprint(self, fingerprinter: ContentFingerprinter, text: str) -> ContentFingerprint:
         """``fingerprinter.fingerprint(text)``, remembered for the last ``FINGERPRINT_CACHE_SIZE`` texts.
@@ -545,9 +600,9 @@ class DedupExtension:
                 "this site, or use DEDUP_CONTENT_ACTION='tag' to audit)", cluster, self.cfg.canary_size,
             )
 
-    def _count(self, name: str) -> None:
+    def _count(self, name: str, count: int = 1) -> None:
         """One more event only a crawl meets, in ``events`` and copied to its stat (see :meth:`_write_stats`)."""
-        self.events[name] += 1
+        self.events[name] += count
         self.stats.set_value(f"dedup/content/{name}", self.events[name])
 
     def _write_stats(self) -> None:

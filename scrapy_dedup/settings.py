@@ -310,7 +310,8 @@ SETTINGS: tuple[Setting, ...] = (
     # the content engine's parameters: defined once, in the core (content/params.py), shared with the audit
     *(_s(f"DEDUP_{p.key.upper()}", p.default, _raising(p.convert), "content", p.doc) for p in ENGINE_PARAMS),
     _s("DEDUP_CONTENT_POLICIES", {}, _per_domain(_content_overrides), "content",
-       "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, max_bytes}."),
+       "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, max_bytes, "
+       "boilerplate}."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
        "JSON Lines file: one line per duplicate found (url, kept_url, distance, kind, cluster, representative)."),
     _s("DEDUP_LOG_FILE", None, to_optional_str, "report",
@@ -325,7 +326,7 @@ BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 #: settings that DEDUP_CONTENT_POLICIES may override per domain
 CONTENT_OVERRIDABLE: dict[str, Setting] = {
     name: BY_NAME[f"DEDUP_{name}"]
-    for name in ("STRIP_TAGS", "STRIP_SELECTORS", "MIN_WORDS", "MAX_BYTES")
+    for name in ("STRIP_TAGS", "STRIP_SELECTORS", "MIN_WORDS", "MAX_BYTES", "BOILERPLATE")
 }
 
 

@@ -119,9 +119,11 @@ def test_learner_leaves_recurring_blocks_out_after_the_warm_up():
         rechecks.append(learner.learn("h", f"u{i}", reduction))
     assert reduction.text == ("omega " * 25).strip()
     assert reduction.removed == 2
-    # the page that ended the warm-up hands back the earlier warm-up pages' reduced texts, once
-    assert [len(r) for r in rechecks] == [0, 0, 0, 3, 0]
+    # the page that ended the warm-up hands back the warm-up pages' reduced texts, once, its own too
+    # (fingerprinted on its whole text: without it, its re-fetch would find nothing)
+    assert [len(r) for r in rechecks] == [0, 0, 0, 4, 0]
     assert rechecks[3][0] == ("u0", ("alpha " * 25).strip())
+    assert rechecks[3][3] == ("u3", ("delta " * 25).strip())
     # two fetches of one page, different stamps, now give the same text
     a = learner.prepare("h", _page("same", "2026-02-01"))
     b = learner.prepare("h", _page("same", "2026-03-19"))
@@ -178,3 +180,68 @@ def test_boilerplate_is_kept_once_learned_and_bounded():
     assert list(grown[1]) == [1 << 63 | 5] and all(len(g) == 0 for g in grown[2:])
     assert table.is_boilerplate(np.array([1 << 63 | 5], dtype=np.uint64))[0]
     assert len(table.boilerplate) <= 8 // 4 and len(table) <= 8
+
+
+# --- the decision rule (BoilerplateJudge): one for the crawl, the audit and the quality benchmark ---
+
+def _own(seed: int, n: int = 21) -> str:
+    import random
+
+    rng = random.Random(seed)  # letters only: the normal form sends every digit to 0
+    return " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6)) for _ in range(n))
+
+
+CHROME = [f"Site chrome line {_own(n, 1)} with the same few words on every page" for n in range(60)]
+
+
+def _judge(**rule):
+    from scrapy_dedup.content.boilerplate import BoilerplateJudge
+    from scrapy_dedup.content.engine import ContentDeduplicator
+
+    return BoilerplateJudge(ContentDeduplicator.in_memory(), BoilerplateLearner(BoilerplateRule(**rule)))
+
+
+def test_judge_keeps_a_sibling_whose_whole_text_matches_only_by_the_template():
+    """Two pages that share 30 template lines and differ in 25 words of their own: near duplicates by
+    their whole texts (the default engine drops the second), different once the template is gone."""
+    from scrapy_dedup.content.engine import ContentDeduplicator
+
+    first, second = CHROME + [_own(1)], CHROME + [_own(2)]
+    dedup = ContentDeduplicator.in_memory()
+    dedup.check("https://h.test/a", " ".join(first))
+    assert dedup.check("https://h.test/b", " ".join(second)).kind == "near"  # the template false positive
+
+    judge = _judge(min_pages=2, warmup_pages=0)
+    for n in range(3):  # the host's template learnt
+        assert judge.check(f"https://h.test/p{n}", CHROME + [_own(100 + n)]).verdict.kind == "unique"
+    assert judge.check("https://h.test/a", first).verdict.kind == "unique"
+    judgement = judge.check("https://h.test/b", second)
+    assert judgement.verdict.kind == "unique" and judgement.reduction.state == "reduced"
+    # a re-fetch of either is still found, on its text less the template
+    assert judge.check("https://h.test/b?again", CHROME[:-1] + [_own(2)]).verdict.kept_url == "https://h.test/b"
+
+
+def test_judge_guard_applies_in_the_warm_up_with_the_template_known_so_far():
+    first, second = CHROME + [_own(1)], CHROME + [_own(2)]
+    judge = _judge(min_pages=2, warmup_pages=50)
+    for n in range(3):
+        judge.check(f"https://h.test/p{n}", CHROME + [_own(100 + n)])
+    assert judge.check("https://h.test/a", first).reduction.state == "warmup"
+    judgement = judge.check("https://h.test/b", second)
+    assert judgement.reduction.state == "warmup" and judgement.guarded and judgement.verdict.kind == "unique"
+
+
+def test_judge_counts_a_copy_of_a_warm_up_page_as_exact_and_matches_reduced_text_only_within_its_host():
+    judge = _judge(min_pages=2, warmup_pages=2)
+    page = CHROME + [_own(7, 40)]
+    judge.check("https://h.test/a", page)
+    for n in range(3):
+        judge.check(f"https://h.test/p{n}", CHROME + [_own(200 + n)])
+    copy = judge.check("https://h.test/copy", page)
+    assert copy.verdict.kind == "exact" and copy.verdict.kept_url == "https://h.test/a"
+    # another host's page holding the same own paragraph but other chrome: its reduced text is not compared
+    # with h.test's (only its whole text is, and that differs)
+    other = judge.check("https://o.test/x", [f"Other site line {n} of its own chrome here" for n in range(30)]
+                        + [_own(7, 40)])
+    assert other.verdict.kind == "unique"
+    assert judge.engine.counts() == {"unique": 5, "exact": 1, "near": 0, "degenerate": 0}

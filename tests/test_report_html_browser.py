@@ -144,3 +144,25 @@ def test_markup_from_the_dump_runs_nothing(browser, tmp_path, capsys):
         while time.monotonic() < deadline and sum(site.hits.values()) == 0:
             time.sleep(0.1)
         assert sum(site.hits.values()) > 0
+
+
+def test_flagged_pair_shows_the_blocks_treated_as_boilerplate(browser, tmp_path, capsys):
+    """A templated site's re-fetches: each flagged pair lists, per page, the blocks its host's template
+    left out of the fingerprints, as text (the footer's markup is shown, not rendered)."""
+    from tests.test_audit_boilerplate import _learning, templated_dump
+
+    dump, site = templated_dump(tmp_path)
+    html = tmp_path / "audit.html"
+    assert main(["report", str(dump), "--html", str(html), *_learning(tmp_path)]) == 0
+    capsys.readouterr()
+    load(browser, html)
+    views = browser.find_elements("css selector", "section.pair details.boilerplate")
+    assert len(views) == site.docs
+    views[0].find_element("tag name", "summary").click()
+    shown = views[0].text
+    assert "Blocks treated as boilerplate" in shown
+    assert "Page generated at" in shown and "Example Docs: the reference of the example toolkit" in shown
+    assert "<b>& friends</b>" in shown  # the footer's escaped markup, verbatim
+    assert views[0].find_elements("css selector", "ul.boilerplate b") == []
+    kept, flagged = views[0].find_elements("css selector", "ul.boilerplate")
+    assert len(kept.find_elements("tag name", "li")) >= 3 and len(flagged.find_elements("tag name", "li")) >= 3

@@ -53,6 +53,10 @@ class AuditConfig:
     strip_tags: tuple = _default("strip_tags")
     strip_selectors: tuple = _default("strip_selectors")
     max_bytes: int = _default("max_bytes")
+    boilerplate: bool = _default("boilerplate")
+    boilerplate_min_pages: int = _default("boilerplate_min_pages")
+    boilerplate_warmup_pages: int = _default("boilerplate_warmup_pages")
+    boilerplate_capacity: int = _default("boilerplate_capacity")
     url_field: str = "url"
     html_field: str = "html"
     text_field: str = "text"

@@ -125,6 +125,18 @@ def _clusters(result: AuditResult) -> str:
     return "".join(out)
 
 
+def _boilerplate(blocks: tuple) -> str:
+    """The blocks each page's host repeats (learnt boilerplate), left out of the fingerprints compared."""
+    if not blocks:
+        return ""
+    cols = "".join(
+        f"<div><ul class='boilerplate'>{''.join(f'<li>{_e(b)}</li>' for b in side)}</ul></div>" if side
+        else "<div><p class='muted'>none</p></div>" for side in blocks)
+    count = sum(len(side) for side in blocks)
+    return (f"<details class='boilerplate'><summary>Blocks treated as boilerplate ({count}): left out of the "
+            f"fingerprints</summary><div class='cols'>{cols}</div></details>")
+
+
 def _pairs(result: AuditResult) -> str:
     if not result.samples:
         return "<p class='muted'>No flagged pairs.</p>"
@@ -136,7 +148,8 @@ def _pairs(result: AuditResult) -> str:
             f"<section class='pair' id='pair-{i}'><h3>#{i} <span class='{cls}'>{_e(pair.category)}</span>"
             f"<span class='tag'>{_e(pair.kind)}</span><span class='tag'>distance {_e(pair.distance)}</span></h3>"
             f"<div class='cols'><div><div class='url'>kept: {_e(pair.url_a)}</div><p>{left}</p></div>"
-            f"<div><div class='url'>flagged: {_e(pair.url_b)}</div><p>{right}</p></div></div></section>")
+            f"<div><div class='url'>flagged: {_e(pair.url_b)}</div><p>{right}</p></div></div>"
+            f"{_boilerplate(pair.boilerplate)}</section>")
     return "".join(out)
 
 

@@ -31,6 +31,8 @@ class SamplePair:
     distance: Any
     category: str
     diff: list
+    #: the blocks of each page (kept, flagged) its host's template left out of its fingerprint
+    boilerplate: tuple = ()
 
 
 @dataclass

@@ -38,13 +38,15 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from scrapy_dedup._util.batching import batches
+from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, learn_templates, learner_for, \
+    learns_boilerplate
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames, input_items, open_input, parse_record
 from scrapy_dedup.audit.html import render_html
-from scrapy_dedup.audit.methods import Decision, make_method
+from scrapy_dedup.audit.methods import Decision, SimhashMethod, make_method
 from scrapy_dedup.audit.output import OutputError, OutputFile, json_text, silence_stdout, stream_is_utf8, \
     write_line
 from scrapy_dedup.audit.pairs import categorize, word_diff
@@ -56,6 +58,8 @@ from scrapy_dedup.content.representative import Member, member_key, parse_timest
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
     from tqdm import tqdm
+
+    from scrapy_dedup.content.engine import ContentFingerprint
 
 __all__ = ["run_report", "audit_dump", "AuditResult", "KIND_CODES"]
 
@@ -84,11 +88,18 @@ class PageWorker:
         self.newest = cfg.representative == "newest"
         self.method = make_method(cfg)
         self.policy = ExtractionPolicy.from_values(asdict(cfg))
+        self.blocks = learns_boilerplate(cfg)
 
     def text_of(self, record: PageRecord) -> str:
         if not record.is_html:
             return record.content  # type: ignore[return-value]
         return extract_text(record.content, self.policy, encoding=record.encoding).text
+
+    def blocks_of(self, record: PageRecord) -> list[str]:
+        """The page's main text cut at block elements (a text record: one block)."""
+        if not record.is_html:
+            return [" ".join(str(record.content).split())]
+        return extract_text(record.content, self.policy, encoding=record.encoding, blocks=True).blocks or []
 
     def process(self, number: int, raw: Any) -> tuple:
         if isinstance(raw, PageRecord):
@@ -100,9 +111,14 @@ class PageWorker:
             if not isinstance(parsed, PageRecord):
                 bad, keys = parsed
                 return ("bad", bad, keys)
+        fingerprint: Any
         try:
-            text = self.text_of(parsed)
-            fingerprint = self.method.fingerprint(text)
+            if self.blocks:
+                blocks = self.blocks_of(parsed)
+                # blocks are asked for with the simhash method only (learns_boilerplate): a ContentFingerprint
+                fingerprint = PageBlocks(cast("ContentFingerprint", self.method.fingerprint(" ".join(blocks))), blocks)
+            else:
+                fingerprint = self.method.fingerprint(self.text_of(parsed))
         except Exception as exc:  # hostile markup is a bad line, never the end of the run
             return ("bad", BadLine(number, f"text extraction failed ({type(exc).__name__})"), ())
         return ("page", number, parsed.url, fingerprint, self.timestamp_of(number, raw, parsed))
@@ -255,6 +271,12 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     method = make_method(cfg)
     # lshbloom sizes its filter for the dump when the dump can be counted first (a second read)
     decider = method.decider(count_lines(path) if cfg.method == "lshbloom" and can_read_twice(path) else None)
+    if learns_boilerplate(cfg):
+        assert isinstance(method, SimhashMethod)  # learns_boilerplate: the simhash method only
+        # two passes (audit/boilerplate.py): every host's template counted first, then the dump judged with it
+        learner = learn_templates(cfg, method.fingerprinter, _pages_of(path, cfg, jobs)) if can_read_twice(path) \
+            else learner_for(cfg)
+        decider = BoilerplateDecider(cfg, method.fingerprinter, learner)
     pages = _Pages(dated=cfg.representative == "newest")
     started = time.perf_counter()
     size = None
@@ -339,6 +361,17 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                          undated=pages.undated)
     _summarize(result, pages, cfg, want_samples)
     return result, pages, decider
+
+
+def _pages_of(path: str, cfg: AuditConfig, jobs: int) -> Iterator[tuple[str, Any]]:
+    """(url, fingerprint) of every page of the dump, in dump order (the boilerplate pass; bad lines are the
+    second pass's to report)."""
+    with open_input(path) as source:
+        items, _, _ = input_items(source, max_bytes=cfg.max_bytes)
+        for results in _results(cfg, items, jobs):
+            for item in results:
+                if item[0] == "page":
+                    yield item[2], item[3]
 
 
 def _cluster_roots(pages: _Pages) -> list[int]:
@@ -428,7 +461,7 @@ def _distance_key(distance: float, cfg: AuditConfig) -> Any:
     return round(distance, 4)
 
 
-def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
+def fill_sample_texts(result: AuditResult, pages: _Pages, path: str, decider: Any = None) -> None:
     """Second pass over the dump: the text of the sampled pairs only, for the side-by-side diff.
 
     The diff is over whitespace-separated tokens of the main text (case and punctuation kept, as
@@ -443,6 +476,7 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
             wanted.setdefault(pages.text_line(i), []).append(i)
     worker = PageWorker(result.config)
     texts: dict[int, list] = {}
+    boiler: dict[int, list[str]] = {}  # the blocks its host's template left out of a page's fingerprint
     found = 0
     with open_input(path) as source:
         items, _, _ = input_items(source, max_bytes=result.config.max_bytes)
@@ -451,14 +485,19 @@ def fill_sample_texts(result: AuditResult, pages: _Pages, path: str) -> None:
                 parsed = raw if isinstance(raw, PageRecord) else (
                     None if isinstance(raw, tuple) else parse_record(number, raw, worker.fields))
                 if isinstance(parsed, PageRecord):
-                    words = worker.text_of(parsed).split()
+                    blocks = worker.blocks_of(parsed) if isinstance(decider, BoilerplateDecider) else None
+                    words = (" ".join(blocks) if blocks is not None else worker.text_of(parsed)).split()
                     for i in wanted[number]:
                         texts[i] = words
+                        if blocks is not None:
+                            boiler[i] = decider.boilerplate_of(pages.urls[i], blocks)
                 found += 1
                 if found == len(wanted):
                     break
     for sample, (a, b) in zip(result.samples, indexes):
         sample.diff = word_diff(texts.get(a, []), texts.get(b, []))
+        if boiler:
+            sample.boilerplate = (boiler.get(a, []), boiler.get(b, []))
 
 
 # --- outputs --------------------------------------------------------------------------------------
@@ -590,18 +629,18 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
                    for flag, path in (("pairs", args.pairs), ("clusters", args.clusters), ("html", args.html))
                    if path}
         dump = args.dump
-        if "html" in outputs and not can_read_twice(dump):
+        if ("html" in outputs or learns_boilerplate(cfg)) and not can_read_twice(dump):
             dump = spool_dump(dump)
             stack.callback(_remove_quietly, dump)
         pairs_out = PairsWriter(outputs["pairs"]) if "pairs" in outputs else None
-        result, pages, _ = audit_dump(dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
+        result, pages, decider = audit_dump(dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
                                       want_samples="html" in outputs, pairs_out=pairs_out,
                                       all_pairs=args.all_pairs)
         result.source = args.dump
         if "clusters" in outputs:
             write_clusters(outputs["clusters"], pages, cfg)
         if "html" in outputs:
-            fill_sample_texts(result, pages, dump)
+            fill_sample_texts(result, pages, dump, decider)
             outputs["html"].write(render_html(result))
     # the files are closed and in place here: a full disk is an error before stdout says anything
     if args.json:

@@ -7,8 +7,9 @@ by it. CCNet's remedy, per host: cut each page into blocks
 (:func:`~scrapy_dedup.content.text.page_blocks`), normalize each block (:func:`normalize_block`:
 lowercase, punctuation deleted, digit runs to ``0``), hash it and count on how many distinct
 pages of the host it occurs; a block seen on at least ``min_pages`` of them is boilerplate
-and is left out of the text that is fingerprinted (:func:`text_to_fingerprint`, the call
-the crawl layer makes with a host's :class:`BlockTable` and a page's blocks).
+and is left out of the text that is fingerprinted (:func:`text_to_fingerprint`). How a page is
+then judged, the same in the crawl, the offline audit and ``benchmarks/bench_quality.py``:
+:class:`BoilerplateJudge`.
 
 The rules (:class:`BoilerplateRule`), and why:
 
@@ -25,13 +26,12 @@ The rules (:class:`BoilerplateRule`), and why:
 * **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
   counts never turns a learnt block back into content, so a page's text does not flip back.
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
-  the warm-up ends, and whenever a block becomes boilerplate, it hands back those of them whose
-  text to fingerprint changed (the return of :meth:`BoilerplateLearner.learn`), for the caller
-  to store under their own URLs as well: their later duplicates, judged on the newer text,
-  find them. A page kept before that window keeps its older fingerprint; a later duplicate of
-  it is judged against the older text, as without learning. So learning can miss a duplicate
-  (keep an item), and every drop it causes is a match on the text of pages of one host less
-  the blocks that host repeats on ``min_pages`` distinct pages or more.
+  the warm-up ends (the page that ends it included), and whenever a block becomes boilerplate,
+  it hands back those of them whose text to fingerprint changed (the return of
+  :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well:
+  their later duplicates, judged on the newer text, find them. A page kept before that window
+  keeps its older fingerprint; a later duplicate of it is found by its whole text, as without
+  learning (:class:`BoilerplateJudge` checks both).
 
 What is not learnt: a line that varies in words rather than numbers on every fetch (a weekday
 and month name, a hexadecimal request id) never hashes alike twice; the verification stage
@@ -47,19 +47,28 @@ comes back starts again at one), so eviction can only delay a block becoming boi
 never make content boilerplate; a block on every page outranks the one-page blocks that fill
 the table, so it stays. The hashes are Python's hash of the normalized bytes (SipHash, keyed
 per process: no page can aim at a learnt block's hash, and a table does not outlive its
-process). No Scrapy imports.
+process); a table shared through Redis (``content/redis_boilerplate.py``) hashes with BLAKE2b
+keyed by a salt kept there instead, alike in every process. No Scrapy imports.
 """
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from hashlib import blake2b
 from itertools import repeat
-from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
-__all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "Reduction", "normalize_block",
-           "block_hashes", "text_to_fingerprint"]
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, Verdict
+
+__all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
+           "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
 
 # One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
 # punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
@@ -88,9 +97,12 @@ def normalize_block(block: str) -> str:
 MAX_BLOCK_CHARS = 400
 
 
-def block_hashes(blocks: list[str], min_block_words: int) -> np.ndarray:
-    """Hashes (uint64, top bit set: 63 bits, per process) of the normalized blocks; 0 for a block that does
-    not count: fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`."""
+def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
+    """Hashes (uint64, top bit set: 63 bits) of the normalized blocks; 0 for a block that does not count:
+    fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`.
+
+    Without ``key``: Python's hash (per process). With it: BLAKE2b keyed by ``key``, the same in every
+    process that has the key (a table shared through Redis, whose key is a random salt kept there)."""
     out = np.zeros(len(blocks), dtype=np.uint64)
     if not blocks:
         return out
@@ -104,8 +116,12 @@ def block_hashes(blocks: list[str], min_block_words: int) -> np.ndarray:
     # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
     normalized = _normal_bytes("\n".join(picked)).split(b"\n")
-    hashes = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
-    out[candidates] = hashes | np.uint64(_TOP_BIT)
+    if key is None:
+        values = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
+    else:
+        values = np.frombuffer(b"".join(blake2b(norm, digest_size=8, key=key).digest() for norm in normalized),
+                               dtype="<u8").astype(np.uint64)
+    out[candidates] = values | np.uint64(_TOP_BIT)
     return out
 
 
@@ -225,15 +241,17 @@ class Reduction:
 
 
 def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateRule = BoilerplateRule(),
-                        hashes: np.ndarray | None = None) -> Reduction:
+                        hashes: np.ndarray | None = None, *, warmup: bool = True) -> Reduction:
     """The text to fingerprint of a page of ``blocks`` given its host's ``table`` (see the module doc).
 
-    ``hashes`` are :func:`block_hashes` of ``blocks`` if already computed.
+    ``hashes`` are :func:`block_hashes` of ``blocks`` if already computed. ``warmup=False``: the
+    blocks the table holds as boilerplate so far are left out even during the warm-up (the guard of
+    :class:`BoilerplateJudge` asks what a decision would be with the template known so far).
     """
     if hashes is None:
         hashes = block_hashes(blocks, rule.min_block_words)
     whole = " ".join(blocks)
-    if table.pages < rule.warmup_pages:
+    if warmup and table.pages < rule.warmup_pages:
         return Reduction(whole, "warmup", 0, hashes, tuple(blocks))
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
@@ -248,23 +266,44 @@ def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateR
 class BoilerplateLearner:
     """Hosts -> :class:`BlockTable`: ``prepare`` a page, decide on ``Reduction.text``, then ``learn`` it if unique.
 
-    Not thread-safe (one per crawl thread, or a lock around both calls).
+    ``tables`` makes a host's table (default: a local :class:`BlockTable`; ``content/redis_boilerplate.py``
+    has one shared through Redis), ``hash_key`` keys the block hashes (:func:`block_hashes`: None, per
+    process). Not thread-safe (one per crawl thread, or a lock around both calls: :class:`BoilerplateJudge`).
     """
 
-    def __init__(self, rule: BoilerplateRule = BoilerplateRule()):
+    def __init__(self, rule: BoilerplateRule = BoilerplateRule(), tables: Callable[[str], Any] | None = None,
+                 hash_key: bytes | Callable[[], bytes] | None = None):
         self.rule = rule
-        self.tables: dict[str, BlockTable] = {}
+        self.tables: dict[str, Any] = {}
+        self._new_table = tables or (lambda host: BlockTable(rule.capacity, rule.min_pages))
+        #: a callable is asked on first use (a salt read from Redis, under the caller's outage policy)
+        self.hash_key = hash_key
         self._recent: dict[str, deque[tuple[str, Reduction]]] = {}
+        #: frozen (:meth:`freeze`): every host's template is known, nothing more is learnt
+        self.frozen = False
+
+    def freeze(self) -> None:
+        """Stop learning: from now on every page is judged less its host's whole template (no warm-up, no
+        counting, no re-check): the offline audit's second pass, after a first one counted every host."""
+        self.frozen = True
+        self._recent.clear()
 
     def table(self, host: str) -> BlockTable:
         table = self.tables.get(host)
         if table is None:
-            table = self.tables[host] = BlockTable(self.rule.capacity, self.rule.min_pages)
+            table = self.tables[host] = self._new_table(host)
         return table
 
     def prepare(self, host: str, blocks: list[str]) -> Reduction:
         """The text to fingerprint of a page of ``host`` (nothing is learned yet)."""
-        return text_to_fingerprint(self.table(host), blocks, self.rule)
+        table = self.table(host)
+        refresh = getattr(table, "refresh", None)
+        if refresh is not None:  # a shared table reads what other processes learnt
+            refresh()
+        if callable(self.hash_key):
+            self.hash_key = self.hash_key()
+        return text_to_fingerprint(table, blocks, self.rule, block_hashes(blocks, self.rule.min_block_words,
+                                                                           self.hash_key), warmup=not self.frozen)
 
     def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
         """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
@@ -273,25 +312,193 @@ class BoilerplateLearner:
         now, to be stored under its URL (the re-check of the module doc): when the warm-up ends,
         every recent page; after it, those holding a block that has just become boilerplate.
         """
+        if self.frozen:
+            return []
         table = self.table(host)
-        ended_warmup = table.pages + 1 == self.rule.warmup_pages
+        before = table.pages
         grown = table.add_page(reduction.hashes)
+        ended_warmup = before < self.rule.warmup_pages <= table.pages
         recent = self._recent.get(host)
         if recent is None:
             recent = self._recent[host] = deque(maxlen=self.rule.recheck_pages)
         out = []
+        if ended_warmup:  # this page was fingerprinted on its whole text too: it is re-checked with the others
+            recent.append((url, reduction))
         if len(grown) or ended_warmup:
-            for kept_url, before in recent:
-                if not ended_warmup and not np.isin(before.hashes, grown).any():
+            for kept_url, earlier in recent:
+                if not ended_warmup and not np.isin(earlier.hashes, grown).any():
                     continue
-                again = text_to_fingerprint(table, list(before.blocks), self.rule, before.hashes)
-                if again.text != before.text:
+                again = text_to_fingerprint(table, list(earlier.blocks), self.rule, earlier.hashes)
+                if again.text != earlier.text:
                     out.append((kept_url, again.text))
+        if ended_warmup and recent:
+            recent.pop()
         if self.rule.recheck_pages:
             recent.append((url, text_to_fingerprint(table, list(reduction.blocks), self.rule, reduction.hashes)))
         return out
+
+    def recent(self, host: str, url: str) -> Reduction | None:
+        """The blocks of ``url`` if it is one of the last ``recheck_pages`` kept pages of ``host``."""
+        for kept_url, reduction in reversed(self._recent.get(host, ())):
+            if kept_url == url:
+                return reduction
+        return None
+
+    def blocks_learned(self, host: str) -> int:
+        """Blocks of ``host`` that are boilerplate."""
+        table = self.tables.get(host)
+        return 0 if table is None else len(table.boilerplate)
 
     @property
     def nbytes(self) -> int:
         """Bytes of the block tables (the recent pages' blocks, at most ``recheck_pages`` a host, apart)."""
         return sum(t.nbytes for t in self.tables.values())
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One page judged with boilerplate learning: the engine's ``verdict``, the ``fingerprint`` it rests
+    on, the page's ``reduction``, whether a match was set aside because the host's template undoes it
+    (``guarded``: the page kept) and how many recent kept pages were stored again (``rechecked``)."""
+
+    verdict: Verdict
+    fingerprint: ContentFingerprint
+    reduction: Reduction
+    guarded: bool = False
+    rechecked: int = 0
+
+
+def host_of(url: str) -> str:
+    """The host a page's blocks are counted under (lowercase; "" for a URL without one)."""
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+class BoilerplateJudge:
+    """The decision rule of boilerplate learning, one for the crawl, the audit and the quality benchmark.
+
+    For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`):
+
+    1. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`) is checked, when
+       anything was left out; a match counts only with a page of the same host (once a host's
+       template is gone, what is left may be a paragraph another site also shows). An exact match
+       is the verdict.
+    2. Else its whole text is checked: an exact match is the verdict (the same blocks: no template
+       tells the two apart; so a copy of a page kept during the warm-up is an exact duplicate, not a
+       near one of its whole text); then a near match of step 1. The whole text is also what finds a
+       page kept before its host learnt a block (that block is in its stored fingerprint: its
+       re-fetch, judged on the reduced text alone, would be missed); in the warm-up it is the only one.
+    3. Else a near match of the whole text is the verdict, but for the guard: it is a decision taken
+       without the host's (whole) template. When the kept page is one of the last ``recheck_pages``
+       kept pages of the same host (its blocks at hand), both pages are compared again less what
+       may become the template (:meth:`_template_undoes`), even in the warm-up; if that undoes the
+       match, the page is kept (``Judgement.guarded``). A kept page older than that is judged as
+       without learning.
+    4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
+       stored again under their URLs (the re-check). Each text that was new is stored (a page whose
+       reduced text differs from its whole text has two entries), so one that is then judged a
+       duplicate on its other text may stay in the store under its URL.
+
+    Thread-safe (one lock around the learner and the two store calls of a page).
+    """
+
+    def __init__(self, engine: ContentDeduplicator, learner: BoilerplateLearner,
+                 host_of_key: Callable[[str], str] = host_of):
+        self.engine = engine
+        self.learner = learner
+        #: the host of a store key (a URL; the audit's keys are page numbers, their hosts known apart)
+        self.host_of = host_of_key
+        self._lock = threading.Lock()
+
+    def check(self, url: str, blocks: list[str], *, host: str | None = None,
+              fingerprint: Callable[[str], ContentFingerprint] | None = None,
+              degenerate: Callable[[ContentFingerprint], bool] | None = None,
+              whole: ContentFingerprint | None = None, timestamp: float | None = None,
+              declares: str | None = None) -> Judgement:
+        """Judge the page at ``url`` made of ``blocks`` (``fingerprint``/``degenerate``: the caller's
+        fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
+        text if the caller has it; ``timestamp``/``declares``: what the representative policy may look
+        at, as in :meth:`ContentDeduplicator.check_fingerprint`)."""
+        engine, learner = self.engine, self.learner
+        record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
+        host = self.host_of(url) if host is None else host
+        fingerprint = fingerprint or engine.fingerprint
+        degenerate = degenerate or engine.fingerprinter.is_degenerate
+        with self._lock:
+            reduction = learner.prepare(host, blocks)
+            if whole is None and reduction.state != "reduced":
+                whole = fingerprint(reduction.text)
+            if whole is not None and degenerate(whole):
+                return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
+            store = engine.store
+            reduced = fingerprint(reduction.text) if reduction.state == "reduced" else None
+            if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
+                reduction = replace(reduction, text=" ".join(blocks), state="whole", removed=0)
+                reduced = None
+                whole = whole or fingerprint(reduction.text)
+                if degenerate(whole):
+                    return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
+            by_reduced, reduced_stored = None, False
+            if reduced is not None:
+                answer = store.check_and_add(url, reduced)
+                reduced_stored = answer[0] == "unique"
+                if answer[0] != "unique" and self.host_of(answer[1] or "") == host:
+                    if answer[0] == "exact":
+                        return Judgement(record(url, answer), reduced, reduction)
+                    by_reduced = answer
+            if whole is None:  # not needed when the reduced text matched exactly (the common re-fetch)
+                whole = fingerprint(" ".join(blocks))
+            answer = store.check_and_add(url, whole)
+            if answer[0] == "exact":  # the same blocks: whatever the template, the same page
+                return Judgement(record(url, answer), whole, reduction)
+            if by_reduced is not None:
+                return Judgement(record(url, by_reduced), reduced or whole, reduction)
+            if answer[0] == "near" and answer[1] == url and reduced_stored:
+                answer = ("unique", None, None)  # its own reduced text, stored a moment ago
+            guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
+                                                                    degenerate)
+            if answer[0] == "near" and not guarded:
+                return Judgement(record(url, answer), whole, reduction)
+            verdict = record(url, ("unique", None, None))
+            rechecked = 0
+            for kept_url, text in learner.learn(host, url, reduction):
+                fp = fingerprint(text)
+                if not degenerate(fp):
+                    store.check_and_add(kept_url, fp)
+                    rechecked += 1
+            return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
+
+    def _template_undoes(self, host: str, page: Reduction, kept_url: str,
+                         fingerprint: Callable[[str], ContentFingerprint],
+                         degenerate: Callable[[ContentFingerprint], bool]) -> bool:
+        """Whether the page and ``kept_url`` (of ``host``, among its recent kept pages) could stop matching
+        once their host's template is known (False when that cannot be told: the kept page's blocks are
+        not at hand, or the template would change neither text).
+
+        The template is not known yet, so both are compared less what may become it: the host's
+        boilerplate, and the blocks both pages hold that the host's table counts on another page too
+        (on 2 counted pages or more; while the host has fewer than ``min_pages`` pages counted, every
+        block both hold: template and content cannot be told apart yet). A block of the kept page's
+        own (counted once) stays: a re-fetch still matches its page.
+        """
+        if self.host_of(kept_url) != host:
+            return False
+        kept = self.learner.recent(host, kept_url)
+        if kept is None:
+            return False
+        table, rule = self.learner.table(host), self.learner.rule
+        shared = np.intersect1d(page.hashes[page.hashes != 0], kept.hashes)
+        if table.pages >= rule.min_pages:
+            shared = shared[table.counts(shared) >= 2]
+        texts = []
+        for reduction in (page, kept):
+            drop = np.isin(reduction.hashes, shared) | table.is_boilerplate(reduction.hashes)
+            texts.append(" ".join(b for b, gone in zip(reduction.blocks, drop.tolist()) if not gone))
+        if texts[0] == page.text and texts[1] == " ".join(kept.blocks):
+            return False  # nothing would leave either text
+        fa, fb = fingerprint(texts[0]), fingerprint(texts[1])
+        if degenerate(fa) or degenerate(fb):
+            return False  # too little left to judge: the match stands, as without learning
+        return not self.engine.pair_matches(fa, fb)

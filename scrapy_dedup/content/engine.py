@@ -489,26 +489,49 @@ class ContentDeduplicator:
                 self._counts["degenerate"] += 1
             return Verdict("degenerate", url)
         with self._lock:
-            kind, kept_url, distance = self.store.check_and_add(url, fp)
-            if kind not in KINDS or kind == "degenerate":
-                raise ValueError(f"store answered an unknown kind {kind!r}")
-            self._counts[kind] += 1
-            reps = self.representatives
-            if kind == "unique":
-                reps.note_kept(url, timestamp, declares)
-                return Verdict("unique", url, None, None, url)
-            if kept_url is None:
-                raise ValueError(f"store answered {kind!r} without the kept page's URL")
-            # The same URL fetched again is one more page of its cluster (as a dump's second record
-            # is in the offline audit), not the same node twice.
-            member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
-            clusters = self.clusters
-            new_kept, before = True, []
-            if reps.policy != "first":  # which clusters this pair joins: their representatives are merged
-                new_kept = kept_url not in clusters
-                before = [clusters.representative(n) for n in (kept_url, member) if n in clusters]
-            cluster = clusters.add_pair(kept_url, member)
-            representative = reps.join(cluster, kept_url, url, timestamp, declares, merged=before, new_kept=new_kept)
+            return self._count_answer(url, self.store.check_and_add(url, fp), timestamp, declares)
+
+    def record_answer(self, url: str, answer: StoreAnswer, *, timestamp: float | None = None,
+                      declares: str | None = None) -> Verdict:
+        """Count and cluster a store answer the caller got itself: a caller that asks the store about
+        one page more than once (boilerplate learning: the reduced text, then the whole text) counts
+        the page once, with the answer it decided on."""
+        with self._lock:
+            return self._count_answer(url, answer, timestamp, declares)
+
+    def pair_matches(self, a: ContentFingerprint, b: ContentFingerprint) -> bool:
+        """Whether ``b`` is a duplicate of ``a`` by this deduplicator's store rule (a two-page store)."""
+        store = self.store
+        size = getattr(store, "sketch_size", 0)
+        pair = MemoryContentStore(getattr(store, "threshold", 3), bits=self.fingerprinter.bits, sketch_size=size,
+                                  verify=getattr(store, "verify", None) if size else None)
+        pair.check_and_add("a", a)
+        return pair.check_and_add("b", b)[0] != "unique"
+
+    def _count_answer(self, url: str, answer: StoreAnswer, timestamp: float | None,
+                      declares: str | None) -> Verdict:
+        """Count one store answer, cluster a duplicate with its kept page and keep the cluster's
+        representative (under ``_lock``)."""
+        kind, kept_url, distance = answer
+        if kind not in KINDS or kind == "degenerate":
+            raise ValueError(f"store answered an unknown kind {kind!r}")
+        self._counts[kind] += 1
+        reps = self.representatives
+        if kind == "unique":
+            reps.note_kept(url, timestamp, declares)
+            return Verdict("unique", url, None, None, url)
+        if kept_url is None:
+            raise ValueError(f"store answered {kind!r} without the kept page's URL")
+        # The same URL fetched again is one more page of its cluster (as a dump's second record
+        # is in the offline audit), not the same node twice.
+        member: Any = url if url != kept_url else (url, self._counts["exact"] + self._counts["near"])
+        clusters = self.clusters
+        new_kept, before = True, []
+        if reps.policy != "first":  # which clusters this pair joins: their representatives are merged
+            new_kept = kept_url not in clusters
+            before = [clusters.representative(n) for n in (kept_url, member) if n in clusters]
+        cluster = clusters.add_pair(kept_url, member)
+        representative = reps.join(cluster, kept_url, url, timestamp, declares, merged=before, new_kept=new_kept)
         return Verdict(kind, url, kept_url, distance, cluster, representative)  # type: ignore[arg-type]
 
     def skip_non_text(self, count: int = 1) -> None:

@@ -14,23 +14,26 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy_dedup.content.params import BY_KEY, ParamError
-from scrapy_dedup.content.text import page_text
+from scrapy_dedup.content.text import page_blocks, page_text
 
 __all__ = ["ExtractionPolicy", "Extraction", "extract_text", "POLICY_KEYS"]
 
 #: the parameters an extraction policy holds (the keys ``DEDUP_CONTENT_POLICIES`` may override)
-POLICY_KEYS = ("strip_tags", "strip_selectors", "min_words", "max_bytes")
+POLICY_KEYS = ("strip_tags", "strip_selectors", "min_words", "max_bytes", "boilerplate")
 
 
 @dataclass(frozen=True)
 class ExtractionPolicy:
     """What is left out of a page's text (``strip_tags``, ``strip_selectors``), how much of it is read
-    (``max_bytes``), and how many words make it a page (``min_words``, below it: degenerate)."""
+    (``max_bytes``), how many words make it a page (``min_words``, below it: degenerate), and whether its
+    host's boilerplate is learnt and left out of its fingerprint (``boilerplate``: the text is then cut in
+    blocks, :func:`~scrapy_dedup.content.text.page_blocks`)."""
 
     strip_tags: tuple[str, ...] = BY_KEY["strip_tags"].default
     strip_selectors: tuple[str, ...] = BY_KEY["strip_selectors"].default
     min_words: int = BY_KEY["min_words"].default
     max_bytes: int = BY_KEY["max_bytes"].default
+    boilerplate: bool = BY_KEY["boilerplate"].default
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> "ExtractionPolicy":
@@ -53,23 +56,31 @@ class ExtractionPolicy:
 
 @dataclass(frozen=True)
 class Extraction:
-    """The main text of one page, and whether its source was cut at the policy's ``max_bytes``."""
+    """The main text of one page, whether its source was cut at the policy's ``max_bytes``, and its blocks
+    (``" ".join(blocks) == text``) when asked for (else None)."""
 
     text: str
     truncated: bool
+    blocks: list[str] | None = None
 
 
-def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None = None) -> Extraction:
+def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None = None,
+                 blocks: bool = False) -> Extraction:
     """The main text of ``source`` under ``policy``: one function for every caller.
 
     ``source`` is what :func:`~scrapy_dedup.content.text.page_text` takes: ``bytes``
     (decoded by ``encoding`` if given, else as ``page_text`` says), ``str``, or a parsed
     tree (a tree is not cut: it was parsed already). ``bytes`` and ``str`` longer than
     ``max_bytes`` are cut there first (``str``: characters, close enough for a cap).
+    ``blocks``: also cut the text at block elements (``Extraction.blocks``, for boilerplate learning).
     Raises only for a bad CSS selector in the policy (``ValueError``).
     """
     truncated = isinstance(source, (bytes, str)) and len(source) > policy.max_bytes
     if truncated:
         source = source[: policy.max_bytes]
+    if blocks:  # the same text, cut at block elements (one pass): a caller that learns boilerplate
+        cut = page_blocks(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors,
+                          encoding=encoding)
+        return Extraction(" ".join(cut), truncated, cut)
     text = page_text(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors, encoding=encoding)
     return Extraction(text, truncated)

@@ -58,6 +58,17 @@ def number(kind: type, *, minimum: float | None = None, maximum: float | None = 
     return convert
 
 
+def boolean(value: Any, name: str) -> bool:
+    """True or False (1/0, and from a command line "true"/"false", "yes"/"no", "on"/"off")."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    raise ParamError(f"{name} must be True or False, got {value!r}")
+
+
 def raising(convert: Converter, error: type[ParamError]) -> Converter:
     """``convert``, raising ``error`` (a configuration surface's own ParamError subclass) with the same message."""
     def wrapped(value: Any, name: str) -> Any:
@@ -141,6 +152,18 @@ ENGINE_PARAMS: tuple[EngineParam, ...] = (
        "Elements left out of the main text (comments always are)."),
     _p("strip_selectors", (), css_selectors,
        "Extra CSS selectors left out of the main text."),
+    # Off by default: with learning on, a copy of a page kept before its host's template changed can be
+    # counted as a near duplicate instead of an exact one (the same pages are dropped; see the README).
+    _p("boilerplate", False, boolean,
+       "Learn each host's boilerplate: blocks (paragraphs, list items, cells, lines) that recur on "
+       "DEDUP_BOILERPLATE_MIN_PAGES distinct unique pages of a host leave its pages' fingerprints "
+       "(content/boilerplate.py; per host in DEDUP_CONTENT_POLICIES as `boilerplate`)."),
+    _p("boilerplate_min_pages", 4, number(int, minimum=2),
+       "A block on at least this many distinct unique pages of its host is boilerplate."),
+    _p("boilerplate_warmup_pages", 10, number(int, minimum=0),
+       "A host's pages are fingerprinted on their whole text until this many of its unique pages are counted."),
+    _p("boilerplate_capacity", 4096, number(int, minimum=64, maximum=1_000_000),
+       "Blocks counted per host (16 bytes each; a quarter of it, 8 bytes each, can be boilerplate)."),
 )
 
 BY_KEY: dict[str, EngineParam] = {p.key: p for p in ENGINE_PARAMS}

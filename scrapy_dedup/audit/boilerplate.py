@@ -1,0 +1,109 @@
+"""Boilerplate learning in the offline audit: two passes over the dump, the crawl's decision rule.
+
+Pass one (:func:`learn_templates`) judges every page as a crawl would (:class:`BoilerplateJudge`:
+only pages judged unique are counted), to count the blocks of each host. Then the learner is
+frozen, and pass two (:class:`BoilerplateDecider`, the runner's decider) judges the dump again, each
+page less its host's whole template: no warm-up, no page judged before its host's template was
+known. A dump that cannot be read twice (stdin, a pipe) is judged in one pass, learning online, as
+a crawl does (``scrapy-dedup report`` spools such a dump first, so it gets both passes).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from scrapy_dedup.audit.methods import Decision, SimhashDecider
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
+from scrapy_dedup.content.engine import (
+    ContentDeduplicator,
+    ContentFingerprint,
+    MemoryContentStore,
+    verify_rule_from_settings,
+)
+
+__all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
+
+
+def learns_boilerplate(cfg: Any) -> bool:
+    """Whether the audit learns boilerplate: ``boilerplate`` on, and the simhash method (the crawl's engine)."""
+    return bool(cfg.boilerplate) and cfg.method == "simhash"
+
+
+@dataclass(frozen=True)
+class PageBlocks:
+    """What a worker hands the decider of a page when boilerplate is learnt: the whole text's
+    fingerprint (what the other paths and ``--all-pairs`` use) and the page's blocks."""
+
+    whole: ContentFingerprint
+    blocks: list[str]
+
+
+def learner_for(cfg: Any) -> BoilerplateLearner:
+    """A learner with the thresholds of ``cfg`` (``boilerplate_min_pages``, ``_warmup_pages``, ``_capacity``)."""
+    return BoilerplateLearner(BoilerplateRule(min_pages=cfg.boilerplate_min_pages,
+                                              warmup_pages=cfg.boilerplate_warmup_pages,
+                                              capacity=cfg.boilerplate_capacity))
+
+
+class _Hosts:
+    """Store key (a page number, as text) -> host; one interned string per host."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, str] = {}
+        self._interned: dict[str, str] = {}
+
+    def add(self, key: str, url: str) -> str:
+        host = host_of(url)
+        host = self._interned.setdefault(host, host)
+        self.of[key] = host
+        return host
+
+    def __call__(self, key: str) -> str:
+        return self.of.get(key, "")
+
+
+def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, PageBlocks]]) -> BoilerplateLearner:
+    """Pass one: judge ``(url, page)`` in dump order as a crawl would, counting each host's blocks; frozen."""
+    learner = learner_for(cfg)
+    hosts = _Hosts()
+    store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
+                               allow_approximate=cfg.allow_approximate, sketch_size=cfg.sketch_size,
+                               verify=verify_rule_from_settings(cfg))
+    judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, store), learner, host_of_key=hosts)
+    for n, (url, page) in enumerate(pages):
+        key = str(n)
+        judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole)
+    learner.freeze()
+    return learner
+
+
+class BoilerplateDecider(SimhashDecider):
+    """The simhash decider with the boilerplate rule in front: pages judged less their host's template."""
+
+    def __init__(self, cfg: Any, fingerprinter: Any, learner: BoilerplateLearner):
+        super().__init__(cfg, fingerprinter)
+        self.learner = learner
+        self.hosts = _Hosts()
+        self.judge = BoilerplateJudge(self.engine, learner, host_of_key=self.hosts)
+
+    def check(self, index: int, url: str, fp: Any) -> Decision:
+        key = str(index)
+        verdict = self.judge.check(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole).verdict
+        if verdict.is_duplicate and verdict.kept_url is not None:
+            return Decision(verdict.kind, int(verdict.kept_url), float(verdict.distance or 0))
+        return Decision(verdict.kind, -1, 0.0)
+
+    def all_matches(self, index: int, fp: Any) -> list[tuple[int, float, str]]:
+        return super().all_matches(index, fp.whole)
+
+    def commit(self, index: int, fp: Any, decision: Decision) -> None:
+        super().commit(index, fp.whole, decision)
+
+    def boilerplate_of(self, url: str, blocks: list[str]) -> list[str]:
+        """The blocks of a page of ``url`` that its host's template leaves out of its fingerprint."""
+        reduction = self.learner.prepare(host_of(url), blocks)
+        if reduction.state != "reduced":
+            return []
+        return [b for b, gone in zip(blocks, self.learner.table(host_of(url)).is_boilerplate(reduction.hashes))
+                if gone]

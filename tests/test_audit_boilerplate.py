@@ -1,0 +1,72 @@
+"""Boilerplate learning in ``scrapy-dedup report``: two passes over the dump, and the HTML view of it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scrapy_dedup.cli import main
+from tests.templatedsite import TemplatedSite
+from tests.test_cli_report import write_dump
+
+HOST = "docs.test"
+
+
+def templated_dump(tmp_path: Path) -> tuple[Path, TemplatedSite]:
+    """Each article followed at once by its re-fetch (another generated line), then the siblings: the first
+    re-fetches come before any template could be learnt online."""
+    site = TemplatedSite()
+    lines = []
+    for i in range(site.docs):
+        for path in (f"/doc/{i}", f"/again/{i}"):
+            lines.append({"url": f"http://{HOST}{path}", "html": site.html(path)})
+    lines += [{"url": f"http://{HOST}/sib/{i}", "html": site.html(f"/sib/{i}")} for i in range(site.siblings)]
+    return write_dump(tmp_path / "templated.jsonl", lines), site
+
+
+def _report(args: list[str], capsys) -> dict:
+    assert main(["report", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _learning(tmp_path) -> list[str]:
+    """The flags of a report with boilerplate learning on (off by default)."""
+    config = tmp_path / "learning.json"
+    config.write_text(json.dumps({"boilerplate": True}))
+    return ["--config", str(config)]
+
+
+def test_two_passes_flag_every_refetch_even_before_the_template_is_learnt(tmp_path, capsys):
+    dump, site = templated_dump(tmp_path)
+    pairs = tmp_path / "pairs.jsonl"
+    numbers = _report([str(dump), "--pairs", str(pairs), *_learning(tmp_path)], capsys)["numbers"]
+    assert numbers["exact"] + numbers["near"] == site.docs  # every re-fetch, the first ones too
+    flagged = {json.loads(line)["url_b"] for line in pairs.read_text().splitlines()}
+    assert flagged == {f"http://{HOST}/again/{i}" for i in range(site.docs)}  # no sibling flagged
+
+
+def test_switched_off_the_audit_judges_whole_texts(tmp_path, capsys):
+    dump, site = templated_dump(tmp_path)
+    config = tmp_path / "dupcheck.json"
+    config.write_text(json.dumps({"boilerplate": False}))
+    numbers = _report([str(dump), "--config", str(config)], capsys)["numbers"]
+    assert numbers["exact"] + numbers["near"] == 0  # the per-fetch line keeps every pair apart
+
+
+def test_one_pass_over_stdin_is_spooled_to_two(tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    dump, site = templated_dump(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(dump.read_bytes())))
+    numbers = _report(["-", *_learning(tmp_path)], capsys)["numbers"]
+    assert numbers["exact"] + numbers["near"] == site.docs
+
+
+def test_html_lists_the_blocks_treated_as_boilerplate_escaped(tmp_path, capsys):
+    dump, _ = templated_dump(tmp_path)
+    html = tmp_path / "audit.html"
+    assert main(["report", str(dump), "--html", str(html), *_learning(tmp_path)]) == 0
+    capsys.readouterr()
+    text = html.read_text(encoding="utf-8")
+    assert text.count("Blocks treated as boilerplate") == 14
+    assert "Page generated at" in text and "&lt;b&gt;&amp; friends&lt;/b&gt;" in text
