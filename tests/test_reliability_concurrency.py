@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from pytest_twisted import inlineCallbacks
 from tests.support import require
 from tests.reliabilitysite import LinkedSite
 from tests.support.localsite import LocalSite
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import start_cluster
 
 pytestmark = [pytest.mark.redis, pytest.mark.crawl]
 
@@ -39,45 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 4
 
 
-def _port_pair_free(port: int) -> bool:
-    for p in (port, port + 10000):  # a cluster node also listens on its bus port, +10000
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", p))
-            except OSError:
-                return False
-    return True
-
-
-def cluster_ports(n: int) -> list[int]:
-    import random
-
-    ports: list[int] = []
-    while len(ports) < n:
-        port = random.randint(20000, 29999)
-        if port not in ports and _port_pair_free(port):
-            ports.append(port)
-    return ports
-
-
 @pytest.fixture(scope="module")
 def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
     require(shutil.which("redis-cli") is not None, "redis-cli is missing: apt-get install redis-tools")
-    nodes = [RedisServer(port, extra_args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                           "--cluster-node-timeout", "5000")).start()
-             for port in cluster_ports(3)]
+    nodes = start_cluster(3)
     try:
-        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],
-                       "--cluster-replicas", "0", "--cluster-yes"],
-                       check=True, capture_output=True, timeout=60)
-        deadline = time.monotonic() + 30
-        while True:
-            states = [subprocess.run(["redis-cli", "-p", str(n.port), "cluster", "info"], capture_output=True,
-                                     text=True, timeout=10).stdout for n in nodes]
-            if all("cluster_state:ok" in s for s in states):
-                break
-            assert time.monotonic() < deadline, f"cluster did not become ok: {states}"
-            time.sleep(0.2)
         yield nodes
     finally:
         for node in nodes:

@@ -36,12 +36,12 @@ distance passes the threshold. The script receives every key it touches in
 data in ``ARGV``.
 
 Redis Cluster: because every key of one index shares the hash tag ``{P}``, the
-whole index lives in one hash slot, hence on one shard: its memory and its
-script calls are not spread over the cluster. To spread the load, use one
-index per spider or per site (``DEDUP_REDIS_INDEX_KEY`` contains ``%(spider)s``
-by default): different prefixes hash to different slots. Duplicates are then
-only found within one index, which is the usual need (near-duplicate pages of
-one site).
+whole index lives in one hash slot, hence on one shard. On a cluster client,
+:meth:`RedisContentStore.from_redis` therefore builds the
+:class:`~scrapy_dedup.content.redis_sharded.ShardedRedisContentStore` instead
+(its keys spread over every slot; its guarantees across processes are stated in
+its module), unless the prefix names its own hash tag (``{...}``): then this
+one-slot store, atomic per page, on the node of that slot.
 
 TTL: with ``ttl`` set, every key a call reads or writes gets its expiry
 refreshed, so an index that is no longer used disappears ``ttl`` seconds

@@ -10,8 +10,8 @@ round trips instead of one script, and its guarantees are stated below.
 Layout (``P`` is the key prefix; the part in braces decides the slot):
 
 ``{P}:meta``            hash: ``config`` (a mismatch is refused), ``seq`` (last page id
-                        handed out), ``lost`` (ids handed out to pages that lost the
-                        exact-hash claim: the number of kept pages is ``seq - lost``)
+                        handed out: each process takes ids 64 at a time), ``kept``
+                        (pages kept)
 ``{P}:races``           hash: ``"<id>:<id>"`` of each pair of near duplicates that were
                         both kept because they were decided at the same moment
 ``{P:x:<hhhh>}``        hash: exact hash (its last 14 bytes) -> page id (4 bytes); the first
@@ -33,7 +33,7 @@ One decision (:meth:`ShardedRedisContentStore.check_and_add`):
    verify them (closest, then oldest first) with the rule of
    :mod:`scrapy_dedup.content.sketch`, the same code the memory store runs;
 2. an exact hash found: ``exact``; a candidate accepted: ``near``; neither: a new page:
-3. take an id (``HINCRBY seq``), write its record, then claim its exact hash with
+3. take an id (from this process's block of 64), write its record, then claim its exact hash with
    ``HSETNX``; a process that loses the claim answers ``exact`` (the winner's record
    was written before its claim, so the winner's URL is there to name) and
    deletes its record;
@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 from scrapy_dedup.content.redis_index import (
     ID_BYTES, MAX_ID, band_slices, check_index_config, decode_key, encode_key,
@@ -79,6 +79,8 @@ logger = logging.getLogger(__name__)
 SHARDED_LAYOUT_VERSION = 1
 #: pages per record key (a small hash; see the module doc)
 RECORDS_PER_KEY = 128
+#: page ids a process takes at a time (one HINCRBY per block; at most this many left unused per process)
+ID_BLOCK = 64
 #: bytes of the exact hash that name its key
 EXACT_KEY_BYTES = 2
 
@@ -123,6 +125,7 @@ class ShardedRedisContentStore:
         if self.sketch_size:
             self._config += f";sketch={self.sketch_size}"
         self._config_checked = False
+        self._ids: Iterator[int] = iter(())
         self._owns_client = owns_client
         #: pairs of near duplicates both kept in a race, counted by this store (each pair once over the fleet)
         self.races_kept_twice = 0
@@ -182,9 +185,7 @@ class ShardedRedisContentStore:
             self._touch(touched)
             return "near", match[0], match[1]
 
-        page_id = int(self.client.hincrby(self.meta_key, "seq", 1))
-        if page_id > MAX_ID:
-            raise ValueError(f"content index {self.prefix!r}: DEDUPFULL index holds the maximum number of pages")
+        page_id = self._next_id()
         id_bytes = page_id.to_bytes(ID_BYTES, "big")
         record_key, record_field = self._record_slot(page_id)
         blob = sketch.to_bytes() if sketch is not None else b""
@@ -196,10 +197,7 @@ class ShardedRedisContentStore:
             winner = self.client.hget(exact_key, exact_field)
             kept_url = self._url_of(int.from_bytes(winner, "big"), touched) if winner is not None else None
             if kept_url is not None:
-                pipe = self.client.pipeline(transaction=False)
-                pipe.hdel(record_key, record_field)
-                pipe.hincrby(self.meta_key, "lost", 1)
-                pipe.execute()
+                self.client.hdel(record_key, record_field)
                 self._touch(touched)
                 return "exact", kept_url, 0
             self.client.hset(exact_key, exact_field, id_bytes)  # the winner's record expired (TTL): take over
@@ -209,13 +207,25 @@ class ShardedRedisContentStore:
         for name in buckets:
             pipe.append(name, entry)
             pipe.get(name)  # the same key, the same connection: read after this append
-        after = pipe.execute()[1::2]
+        pipe.hincrby(self.meta_key, "kept", 1)
+        after = pipe.execute()[1:2 * len(buckets):2]
         concurrent = {pid: d for pid, d in self._candidates(after, simhash, limit).items()
                       if pid != page_id and pid not in seen}
         if concurrent:
             self._count_races(page_id, concurrent, sketch, touched)
         self._touch(touched)
         return "unique", None, None
+
+    def _next_id(self) -> int:
+        """A page id never handed out before: ids are taken ``ID_BLOCK`` at a time, one round trip per block."""
+        page_id = next(self._ids, None)
+        if page_id is None:
+            last = int(self.client.hincrby(self.meta_key, "seq", ID_BLOCK))
+            if last > MAX_ID:
+                raise ValueError(f"content index {self.prefix!r}: DEDUPFULL index holds the maximum number of pages")
+            self._ids = iter(range(last - ID_BLOCK + 1, last + 1))
+            page_id = next(self._ids)
+        return page_id
 
     def _check_config(self) -> None:
         if self._config_checked:
@@ -298,8 +308,7 @@ class ShardedRedisContentStore:
         pipe.execute()
 
     def __len__(self) -> int:
-        seq, lost = self.client.hmget(self.meta_key, ["seq", "lost"])
-        return int(seq or 0) - int(lost or 0)
+        return int(self.client.hget(self.meta_key, "kept") or 0)
 
     def races(self) -> int:
         """Pairs of near duplicates kept twice in a race, over every process of the index."""
