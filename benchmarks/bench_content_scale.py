@@ -23,7 +23,8 @@ Modes::
     python benchmarks/bench_content_scale.py throughput --pages 4000 --processes 1,2,4
         N processes, each deciding its own ``--pages`` pages (the same generator,
         processes two by two on the same pages: exact and near copies within and across processes),
-        released together: total decisions per second, one node and three nodes.
+        released together: total decisions per second, one node and three nodes, and
+        each server's CPU time per decision (``INFO cpu``: what bounds a node's share).
 
 redis-server and redis-cli must be on the PATH. Figures are one run on the machine it
 runs on; the client processes and the Redis servers share its cores.
@@ -89,7 +90,7 @@ def measure_memory(args: argparse.Namespace) -> dict[str, Any]:
     """Run in a fresh child: RSS growth of a MemoryContentStore holding ``--pages`` pages."""
     from scrapy_dedup.content.engine import MemoryContentStore
 
-    store = MemoryContentStore()
+    store: Any = MemoryContentStore()  # fed synthetic fingerprints of the same shape
     gen = pages(args.pages, 1, args.exact, args.near)
     start = rss_bytes()
     t0 = time.perf_counter()
@@ -130,6 +131,17 @@ def _used_memory(nodes) -> int:
         total += int(client.info("memory")["used_memory"])
         client.close()
     return total
+
+
+def _cpu_seconds(nodes) -> list[float]:
+    """Each server's CPU time so far (user + system, ``INFO cpu``)."""
+    out = []
+    for node in nodes:
+        client = node.client()
+        info = client.info("cpu")
+        out.append(float(info["used_cpu_user"]) + float(info["used_cpu_sys"]))
+        client.close()
+    return out
 
 
 def _family(name: bytes) -> str:
@@ -205,9 +217,11 @@ def measure_throughput(args: argparse.Namespace) -> dict[str, Any]:
                 workers = [ctx.Process(target=_throughput_worker,
                                        args=(kind, [n.port for n in nodes], w, args.pages, args.exact, args.near,
                                              barrier, results)) for w in range(procs)]
+                cpu_before = _cpu_seconds(nodes)
                 for w in workers:
                     w.start()
                 got = [results.get(timeout=1800) for _ in workers]
+                cpu = [after - before for after, before in zip(_cpu_seconds(nodes), cpu_before)]
                 for w in workers:
                     w.join(60)
                 wall = max(seconds for seconds, _, _ in got)
@@ -216,9 +230,12 @@ def measure_throughput(args: argparse.Namespace) -> dict[str, Any]:
                     for name, count in k.items():
                         kinds[name] = kinds.get(name, 0) + count
                 decisions = procs * args.pages
+                per_node_us = [round(c / decisions * 1e6) for c in cpu]
                 out[f"{kind} x{procs}"] = {"decisions_per_s": round(decisions / wall), "wall_s": round(wall, 1),
+                                           "redis_cpu_us_per_decision_by_node": per_node_us,
                                            "kinds": kinds, "races_kept_twice": sum(r for _, _, r in got)}
-                print(f"  {kind:7s} {procs} processes: {decisions / wall:8.0f} decisions/s  {kinds}", flush=True)
+                print(f"  {kind:7s} {procs} processes: {decisions / wall:8.0f} decisions/s, Redis CPU per decision "
+                      f"by node {per_node_us} us, {kinds}", flush=True)
             finally:
                 for node in nodes:
                     node.stop()

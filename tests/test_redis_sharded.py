@@ -222,6 +222,8 @@ def test_four_processes_on_a_three_node_cluster_keep_the_stated_guarantees(clust
     near_answers = [a for a in answers if a[0].startswith("n")]
     assert all(sum(1 for a in near_answers if a[1] == page and a[2] == "unique") <= 1
                for page in {a[1] for a in near_answers})
+    # ... a group kept at most once per process (a process decides one page at a time, and reads its own keeps) ...
+    assert all(len(kept_per_group[f"n{g}"]) <= 4 for g in range(GROUPS))
     # ... and every double keep of a group is a counted race: the pairs of kept copies of a group that are
     # near duplicates of each other (checked one pair at a time, on a fresh one-node index)
     fingerprinter = ContentFingerprinter()
