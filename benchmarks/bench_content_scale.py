@@ -14,7 +14,8 @@ Modes::
 
     python benchmarks/bench_content_scale.py memory --pages 1000000
         MemoryContentStore in a fresh process: resident-set growth and the store's
-        own ``nbytes`` per kept page.
+        own ``nbytes`` per kept page (``--no-sketches``: without the verification stage,
+        for 10^7 pages on a machine without 12 GB to spare).
     python benchmarks/bench_content_scale.py redis --pages 100000
         the same pages into the one-slot store on one redis-server and into the
         sharded store on a three-node cluster (both started here): Redis memory
@@ -89,8 +90,9 @@ def pages(n: int, seed: int, exact: float, near: float) -> Iterator[tuple[str, S
 def measure_memory(args: argparse.Namespace) -> dict[str, Any]:
     """Run in a fresh child: RSS growth of a MemoryContentStore holding ``--pages`` pages."""
     from scrapy_dedup.content.engine import MemoryContentStore
+    from scrapy_dedup.content.sketch import VerifyRule
 
-    store: Any = MemoryContentStore()  # fed synthetic fingerprints of the same shape
+    store: Any = MemoryContentStore(verify=None if args.no_sketches else VerifyRule())  # synthetic fingerprints
     gen = pages(args.pages, 1, args.exact, args.near)
     start = rss_bytes()
     t0 = time.perf_counter()
@@ -152,7 +154,7 @@ def _family(name: bytes) -> str:
 
 def measure_redis(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for kind in ("one", "cluster"):
+    for kind in args.layouts.split(","):
         nodes = _servers(kind)
         try:
             before = _used_memory(nodes)
@@ -248,8 +250,13 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=None,
                     help="pages (memory 1,000,000; redis 100,000; throughput 4,000 per process)")
     ap.add_argument("--processes", default="1,2,4", help="throughput: comma-separated process counts")
+    ap.add_argument("--layouts", default="one,cluster",
+                    help="redis: 'one' (the one-slot store, one node), 'cluster' (sharded, three nodes), or both")
     ap.add_argument("--exact", type=float, default=0.15, help="share of pages repeating an earlier one exactly")
     ap.add_argument("--near", type=float, default=0.15, help="share of pages that are near copies of an earlier one")
+    ap.add_argument("--no-sketches", action="store_true",
+                    help="memory: a store without the verification stage (index, exact hashes and URLs only; the "
+                         "sketches cost a fixed 1,030 bytes a kept page), for sizes whose sketches do not fit")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pages is None:
@@ -258,7 +265,8 @@ def main() -> None:
         import subprocess
 
         proc = subprocess.run([sys.executable, __file__, "memory", "--child", "--pages", str(args.pages),
-                               "--exact", str(args.exact), "--near", str(args.near)],
+                               "--exact", str(args.exact), "--near", str(args.near),
+                               *(["--no-sketches"] if args.no_sketches else [])],
                               capture_output=True, text=True, check=True)
         result = json.loads(proc.stdout)
     elif args.mode == "memory":
