@@ -15,7 +15,8 @@ SCRIPT = os.path.join(ROOT, "benchmarks", "bench_content_scale.py")
 def run(*args: str) -> dict:
     out = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout[out.stdout.index("{"):])
+    lines = out.stdout.splitlines()
+    return json.loads("\n".join(lines[lines.index("{"):]))  # the JSON document after the progress lines
 
 
 def test_memory_mode_counts_every_decision():
