@@ -56,9 +56,11 @@ Guarantees, across every process on every machine:
   With one decision in flight per process (the Scrapy engine decides one page at a
   time), a group of near duplicates is kept at most once per process racing for it.
 
-A Redis error part way leaves at most a record without buckets (never found by a
-near check) or a claimed exact hash without buckets (its copies answered ``exact``);
-the caller fails open and keeps the page.
+A Redis error part way (a node down) leaves at most a record that no bucket names
+(never found by a near check), a claimed exact hash (its copies answered ``exact``),
+or a page in some of its buckets only (found through those); the caller fails open
+and keeps the page. A decision touches keys on every node, so while one node is
+down every page is kept unjudged (``dedup/content/store_errors``).
 
 TTL: every key read or written by a decision gets its expiry refreshed.
 """
