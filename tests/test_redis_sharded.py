@@ -114,6 +114,10 @@ def test_the_one_slot_and_the_sharded_layouts_refuse_to_share_a_prefix(redis_url
     RedisContentStore.from_url(redis_url, "mixed", sharded=True).check_and_add("https://a.test/", fp)
     with pytest.raises(ValueError, match="layout=sharded"):
         RedisContentStore.from_url(redis_url, "mixed").check_and_add("https://b.test/", fp)
+    # an index of the one-slot layout met by the sharded store (a crawl moved onto a cluster): the way out named
+    RedisContentStore.from_url(redis_url, "older").check_and_add("https://a.test/", fp)
+    with pytest.raises(ValueError, match=r"DEDUP_REDIS_INDEX_KEY \('\{older\}'\)"):
+        RedisContentStore.from_url(redis_url, "older", sharded=True).check_and_add("https://b.test/", fp)
 
 
 class _Interleaved:

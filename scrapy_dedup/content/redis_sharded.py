@@ -236,8 +236,12 @@ class ShardedRedisContentStore:
         stored = self.client.hget(self.meta_key, "config")
         stored = stored.decode() if isinstance(stored, bytes) else stored
         if stored != self._config:
+            hint = ""
+            if stored is not None and "layout=sharded" not in stored:
+                hint = (f"; it is a one-slot index: to go on using it on this cluster, name its hash tag in "
+                        f"DEDUP_REDIS_INDEX_KEY ('{{{self.prefix}}}'), or choose another key")
             raise ValueError(f"content index {self.prefix!r}: DEDUPCONFIG index was created with {stored}, "
-                             f"not {self._config}")
+                             f"not {self._config}{hint}")
         self._config_checked = True
 
     def _candidates(self, blobs: list[Optional[bytes]], fp: int, limit: int) -> dict[int, int]:
