@@ -109,7 +109,7 @@ def measure_memory(args: argparse.Namespace) -> dict[str, Any]:
             "nbytes_total_per_kept": round(sum(store.nbytes.values()) / kept, 1)}
 
 
-def _servers(kind: str):
+def _servers(kind: str) -> list[Any]:
     from tests.support.redis_server import RedisServer, start_cluster
 
     if kind == "one":
@@ -117,7 +117,7 @@ def _servers(kind: str):
     return start_cluster(3)
 
 
-def _open(kind: str, nodes) -> Any:
+def _open(kind: str, nodes: list[Any]) -> Any:
     from scrapy_dedup.content.redis_index import RedisContentStore
 
     url = f"redis://127.0.0.1:{nodes[0].port}/0"
@@ -126,7 +126,7 @@ def _open(kind: str, nodes) -> Any:
     return RedisContentStore.from_url(url, "bench:content", params={"redis_cls": "redis.cluster.RedisCluster"})
 
 
-def _used_memory(nodes) -> int:
+def _used_memory(nodes: list[Any]) -> int:
     total = 0
     for node in nodes:
         client = node.client()
@@ -135,7 +135,7 @@ def _used_memory(nodes) -> int:
     return total
 
 
-def _cpu_seconds(nodes) -> list[float]:
+def _cpu_seconds(nodes: list[Any]) -> list[float]:
     """Each server's CPU time so far (user + system, ``INFO cpu``)."""
     out = []
     for node in nodes:

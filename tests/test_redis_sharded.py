@@ -11,6 +11,7 @@ import multiprocessing
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ CLUSTER = {"redis_cls": "redis.cluster.RedisCluster"}
 
 def _pages():
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import quality_corpus  # type: ignore[import-not-found]  # benchmarks/, put on the path above
+    import quality_corpus  # benchmarks/, put on the path above
 
     return ([(p.url, p.html) for p in quality_corpus.tiny_corpus(seed=3)],
             _verification_pages())
@@ -183,7 +184,7 @@ def _group_texts():
     return near, exact
 
 
-def _cluster_race_worker(url: str, worker: int, barrier, results) -> None:
+def _cluster_race_worker(url: str, worker: int, barrier: Any, results: Any) -> None:
     store = RedisContentStore.from_url(url, "race4", params=CLUSTER)
     assert isinstance(store, ShardedRedisContentStore)
     fingerprinter = ContentFingerprinter()
