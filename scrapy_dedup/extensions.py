@@ -226,7 +226,8 @@ class DedupExtension:
                 bands=cfg.bands, bits=cfg.fingerprint_bits, ttl=cfg.redis_ttl,
                 sketch_size=cfg.sketch_size, verify=verify,
             )
-            logger.info("Content index in Redis at %s, key %r", mask_url(cfg.redis_url), key)
+            logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), key,
+                        type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
             return store
         return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
                                   sketch_size=cfg.sketch_size, verify=verify)
@@ -623,6 +624,9 @@ class DedupExtension:
         values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
         values["dedup/content/fingerprinted"] = report.total
         values.update((f"dedup/content/{name}", count) for name, count in self.events.items())
+        races = getattr(self.store, "races_kept_twice", 0)  # a sharded Redis index: near duplicates kept in a race
+        if races:
+            values["dedup/content/near_kept_twice"] = races
         for key, value in values.items():
             self.stats.set_value(key, value)
 

@@ -4,7 +4,8 @@
 and links to every other page, so racing processes all try to claim every
 page at once (or only to ``/p/0``, so that pages are discovered, and Redis
 asked about new URLs, all through the crawl). ``/p/<i>`` are distinct pages; ``/near/<i>`` is ``/p/<i>``
-with one word changed (a near duplicate). Every page also links to three
+with one word changed (a near duplicate); ``/copy/<i>`` (``copies`` of them, none by
+default) is ``/p/<i>`` again, word for word (an exact duplicate). Every page also links to three
 others, closing many cycles, so the same URL is met again and again: a
 dupefilter that forgets fetches pages twice, one that fails closed loses them.
 
@@ -25,14 +26,17 @@ from tests.support.localsite import Page
 class LinkedSite:
     """Router for LocalSite (any host); ``delay`` seconds per response keeps a crawl running a while."""
 
-    def __init__(self, pages: int = 40, near: int = 10, delay: float = 0.0, entry_links_all: bool = True):
-        assert near <= pages
+    def __init__(self, pages: int = 40, near: int = 10, delay: float = 0.0, entry_links_all: bool = True,
+                 copies: int = 0):
+        assert near <= pages and copies <= pages
+        self.copies = copies
         self.entry_links_all = entry_links_all
         self.pages = pages
         self.near = near
         self.delay = delay
         self.texts: dict[str, str] = {f"/p/{i}": product_text(i) for i in range(pages)}
         self.texts.update({f"/near/{i}": edited_text(i) for i in range(near)})
+        self.texts.update({f"/copy/{i}": product_text(i) for i in range(copies)})
 
     @property
     def paths(self) -> list[str]:
@@ -41,6 +45,9 @@ class LinkedSite:
 
     def pairs(self) -> list[tuple[str, str]]:
         return [(f"/p/{i}", f"/near/{i}") for i in range(self.near)]
+
+    def copy_pairs(self) -> list[tuple[str, str]]:
+        return [(f"/p/{i}", f"/copy/{i}") for i in range(self.copies)]
 
     def _links(self, path: str) -> list[str]:
         if path == "/" and not self.entry_links_all:  # pages are discovered as the crawl goes
@@ -52,6 +59,8 @@ class LinkedSite:
                 order.append(f"/p/{i}")
                 if i < self.near:
                     order.append(f"/near/{i}")
+                if i < self.copies:
+                    order.append(f"/copy/{i}")
             return order
         i = int(path.rsplit("/", 1)[1])
         n = self.pages
@@ -69,7 +78,7 @@ class LinkedSite:
         links = " ".join(f'<a href="{href}">{href}</a>' for href in self._links(path))
         if path == "/":
             return Page(f"<html><body><h1>Index</h1>{links}</body></html>")
-        body = template(self.texts[path], title=path)
+        body = template(self.texts[path], title=path.replace("/copy/", "/p/"))  # a copy: the same title too
         return Page(body.replace("</main>", f"</main><div class='links'>{links}</div>"))
 
 

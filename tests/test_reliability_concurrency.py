@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from pytest_twisted import inlineCallbacks
 from tests.support import require
 from tests.reliabilitysite import LinkedSite
 from tests.support.localsite import LocalSite
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import start_cluster
 
 pytestmark = [pytest.mark.redis, pytest.mark.crawl]
 
@@ -39,45 +38,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 4
 
 
-def _port_pair_free(port: int) -> bool:
-    for p in (port, port + 10000):  # a cluster node also listens on its bus port, +10000
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", p))
-            except OSError:
-                return False
-    return True
-
-
-def cluster_ports(n: int) -> list[int]:
-    import random
-
-    ports: list[int] = []
-    while len(ports) < n:
-        port = random.randint(20000, 29999)
-        if port not in ports and _port_pair_free(port):
-            ports.append(port)
-    return ports
-
-
 @pytest.fixture(scope="module")
 def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
     require(shutil.which("redis-cli") is not None, "redis-cli is missing: apt-get install redis-tools")
-    nodes = [RedisServer(port, extra_args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                           "--cluster-node-timeout", "5000")).start()
-             for port in cluster_ports(3)]
+    nodes = start_cluster(3)
     try:
-        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in nodes],
-                       "--cluster-replicas", "0", "--cluster-yes"],
-                       check=True, capture_output=True, timeout=60)
-        deadline = time.monotonic() + 30
-        while True:
-            states = [subprocess.run(["redis-cli", "-p", str(n.port), "cluster", "info"], capture_output=True,
-                                     text=True, timeout=10).stdout for n in nodes]
-            if all("cluster_state:ok" in s for s in states):
-                break
-            assert time.monotonic() < deadline, f"cluster did not become ok: {states}"
-            time.sleep(0.2)
         yield nodes
     finally:
         for node in nodes:
@@ -161,6 +126,7 @@ def test_four_processes_one_redis_exact_filter_and_content_index(redis_url, tmp_
     ("scrapy_dedup.RedisBloomDupeFilter", {"DEDUP_REDIS_BLOOM_SHARDS": 3}),
 ], ids=["exact", "bloom-3-shards"])
 def test_four_processes_on_a_three_node_redis_cluster(redis_cluster, tmp_path, dupefilter, extra):
+    """The content index in one slot (its key names a hash tag): one script per decision, exact for near pairs."""
     import redis
 
     url = f"redis://127.0.0.1:{redis_cluster[0].port}/0"
@@ -170,7 +136,8 @@ def test_four_processes_on_a_three_node_redis_cluster(redis_cluster, tmp_path, d
     linked = LinkedSite(pages=40, near=10, delay=0.01)
     with LocalSite(EntryBarrier(linked)) as site:
         results = run_workers(site.url("127.0.0.1"),
-                              base_settings(url, dupefilter, DEDUP_REDIS_PARAMS=params, **extra), tmp_path)
+                              base_settings(url, dupefilter, DEDUP_REDIS_PARAMS=params,
+                                            DEDUP_REDIS_INDEX_KEY="{dedup:%(spider)s:content}", **extra), tmp_path)
     check_race(site, linked, results, f"4 processes, 3-node Redis Cluster, {dupefilter.rsplit('.', 1)[1]}")
     # the data really is spread over the nodes: Bloom shards on more than one node; the content index in one slot
     keys_per_node = [set(k.decode() for k in redis.Redis(port=n.port).keys("*")) for n in redis_cluster]
@@ -179,6 +146,48 @@ def test_four_processes_on_a_three_node_redis_cluster(redis_cluster, tmp_path, d
     if "Bloom" in dupefilter:
         shard_nodes = [i for i, keys in enumerate(keys_per_node) if any(k.startswith("{dedup:") for k in keys)]
         assert len(shard_nodes) >= 2
+    client.close()
+
+
+def test_four_processes_share_a_content_index_sharded_over_a_three_node_cluster(redis_cluster, tmp_path):
+    """The default index key on a cluster: buckets, records and exact hashes spread over every node.
+
+    The stated guarantees (``scrapy_dedup.content.redis_sharded``): of each exact copy pair one page
+    kept at most once; no page lost; a near pair kept twice only in a race, and each such pair counted once
+    (``dedup/content/near_kept_twice``, summed over the processes).
+    """
+    import redis
+
+    url = f"redis://127.0.0.1:{redis_cluster[0].port}/0"
+    client = redis.cluster.RedisCluster.from_url(url)
+    client.flushall()
+    linked = LinkedSite(pages=40, near=10, copies=10, delay=0.01)
+    with LocalSite(EntryBarrier(linked)) as site:
+        results = run_workers(site.url("127.0.0.1"), base_settings(
+            url, "scrapy_dedup.RedisDupeFilter", DEDUP_REDIS_PARAMS={"redis_cls": "redis.cluster.RedisCluster"}),
+            tmp_path)
+    hits = Counter(path for _, path in site.fetched())
+    kept = Counter(path for r in results for path in r["kept"])
+    races = sum(r["stats"].get("dedup/content/near_kept_twice", 0) for r in results)
+    twice = [(a, b) for a, b in linked.pairs() if kept[a] + kept[b] > 1]
+    print(f"\n[reliability] 4 processes, content index sharded over a 3-node cluster: pages={len(linked.paths)}, "
+          f"items kept={sum(kept.values())}, copy pairs kept twice="
+          f"{sum(1 for a, b in linked.copy_pairs() if kept[a] + kept[b] > 1)}, near pairs kept twice={len(twice)}, "
+          f"races counted={races}")
+    assert {p: hits[p] for p in linked.paths if hits[p] != 1} == {}  # every page fetched once, none lost
+    # /p/<i>, its exact copy and its near copy: the text of /p/<i> kept at most once (or dropped as a near
+    # duplicate of /near/<i>), the group at least once, twice only in a race, and each such race counted
+    groups = [(f"/p/{i}", f"/copy/{i}", f"/near/{i}") for i in range(linked.near)]
+    assert [(p, kept[p], kept[c], kept[n]) for p, c, n in groups
+            if not (kept[p] + kept[c] <= 1 and kept[n] <= 1 and kept[p] + kept[c] + kept[n] >= 1)] == []
+    assert races == sum(1 for p, c, n in groups if kept[p] + kept[c] + kept[n] == 2)
+    paired = {p for group in groups for p in group}
+    assert {p: kept[p] for p in linked.paths if p not in paired and kept[p] != 1} == {}
+    for r in results:
+        assert r["stats"]["finish_reason"] == "finished"
+        assert "dedup/content/store_errors" not in r["stats"]
+    keys_per_node = [set(k.decode() for k in redis.Redis(port=n.port).keys("*")) for n in redis_cluster]
+    assert all(any(":content" in k for k in keys) for keys in keys_per_node)  # the index on every node
     client.close()
 
 
@@ -313,7 +322,8 @@ def test_processes_sharing_the_redis_queue_and_the_dupefilter_fetch_every_page_o
     assert {p: hits[p] for p in linked.paths if hits[p] != 1} == {}  # every page exactly once in total
     assert {f"/?w={i}": hits[f"/?w={i}"] for i in range(workers)} == {f"/?w={i}": 1 for i in range(workers)}
     assert hits["/"] == 1 and hits["/cart"] == 1  # the pages' "Home" link and the 404 link, through the filter
-    assert sum(new) == len(linked.paths) + 2  # each URL ("/", "/cart" too) new to exactly one process (entries: dont_filter)
+    # each URL ("/", "/cart" too) new to exactly one process (entries: dont_filter)
+    assert sum(new) == len(linked.paths) + 2
     assert one_step == new  # every new request was marked and queued in one step
     paired = {p for pair in linked.pairs() for p in pair}
     assert {p: kept[p] for p in linked.paths if p not in paired and kept[p] != 1} == {}

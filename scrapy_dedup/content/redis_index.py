@@ -36,12 +36,12 @@ distance passes the threshold. The script receives every key it touches in
 data in ``ARGV``.
 
 Redis Cluster: because every key of one index shares the hash tag ``{P}``, the
-whole index lives in one hash slot, hence on one shard: its memory and its
-script calls are not spread over the cluster. To spread the load, use one
-index per spider or per site (``DEDUP_REDIS_INDEX_KEY`` contains ``%(spider)s``
-by default): different prefixes hash to different slots. Duplicates are then
-only found within one index, which is the usual need (near-duplicate pages of
-one site).
+whole index lives in one hash slot, hence on one shard. On a cluster client,
+:meth:`RedisContentStore.from_redis` therefore builds the
+:class:`~scrapy_dedup.content.redis_sharded.ShardedRedisContentStore` instead
+(its keys spread over every slot; its guarantees across processes are stated in
+its module), unless the prefix names its own hash tag (``{...}``): then this
+one-slot store, atomic per page, on the node of that slot.
 
 TTL: with ``ttl`` set, every key a call reads or writes gets its expiry
 refreshed, so an index that is no longer used disappears ``ttl`` seconds
@@ -52,11 +52,14 @@ the crawl's quiet periods (as for the dupefilters' ``DEDUP_REDIS_TTL``).
 from __future__ import annotations
 
 import threading
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
 from scrapy_dedup._util.redis_conn import connect
 from scrapy_dedup._util.redis_policy import FAIL_OPEN_CALL_SECONDS
+
+if TYPE_CHECKING:
+    from scrapy_dedup.content.redis_sharded import ShardedRedisContentStore
 
 Key = Union[str, int]
 
@@ -249,10 +252,49 @@ def hash_tagged(prefix: str) -> str:
     return "{" + prefix + "}"
 
 
+def is_cluster_client(client: Any) -> bool:
+    """Whether ``client`` is a redis-py Redis Cluster client (its keys may live on several nodes)."""
+    try:
+        from redis.cluster import RedisCluster
+    except ImportError:  # redis-py without cluster support cannot have made one
+        return False
+    return isinstance(client, RedisCluster)
+
+
 def band_widths(bits: int, bands: int) -> list[int]:
     """Widths of the ``bands`` blocks a ``bits``-bit fingerprint is cut into (as even as possible)."""
     base, extra = divmod(bits, bands)
     return [base + (1 if i < extra else 0) for i in range(bands)]
+
+
+def band_slices(bits: int, bands: int) -> list[tuple[int, int, int]]:
+    """``(shift, mask, hex digits)`` of each band of a ``bits``-bit fingerprint, top band first."""
+    slices = []
+    shift = bits
+    for width in band_widths(bits, bands):
+        shift -= width
+        slices.append((shift, (1 << width) - 1, (width + 3) // 4))
+    return slices
+
+
+def check_index_config(prefix: str, *, threshold: int, bands: int, bits: int, ttl: Optional[int],
+                       allow_approximate: bool) -> None:
+    """Refuse (ValueError) what the Redis content indexes cannot store or would search with lost recall."""
+    if bits not in (64, 128):
+        raise ValueError(f"bits must be 64 or 128, got {bits}")
+    if not 1 <= bands <= bits:
+        raise ValueError(f"bands must be between 1 and {bits}, got {bands}")
+    if threshold < 0 or threshold > bits:
+        raise ValueError(f"threshold must be between 0 and {bits}, got {threshold}")
+    if bands <= threshold and not allow_approximate:
+        raise ValueError(
+            f"bands ({bands}) must be greater than threshold ({threshold}): otherwise two "
+            "fingerprints within the threshold may share no band and be missed; pass "
+            "allow_approximate=True to accept probabilistic recall")
+    if ttl is not None and ttl < 1:
+        raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl}")
+    if not prefix:
+        raise ValueError("the key prefix must not be empty")
 
 
 def encode_key(key: Key) -> str:
@@ -282,21 +324,8 @@ class RedisSimhashIndex:
 
     def __init__(self, client: Any, prefix: str, *, threshold: int = 3, bands: int = 4,
                  bits: int = 64, ttl: Optional[int] = None, allow_approximate: bool = False):
-        if bits not in (64, 128):
-            raise ValueError(f"bits must be 64 or 128, got {bits}")
-        if not 1 <= bands <= bits:
-            raise ValueError(f"bands must be between 1 and {bits}, got {bands}")
-        if threshold < 0 or threshold > bits:
-            raise ValueError(f"threshold must be between 0 and {bits}, got {threshold}")
-        if bands <= threshold and not allow_approximate:
-            raise ValueError(
-                f"bands ({bands}) must be greater than threshold ({threshold}): otherwise two "
-                "fingerprints within the threshold may share no band and be missed; pass "
-                "allow_approximate=True to accept probabilistic recall")
-        if ttl is not None and ttl < 1:
-            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl}")
-        if not prefix:
-            raise ValueError("the key prefix must not be empty")
+        check_index_config(prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                           allow_approximate=allow_approximate)
         self.client = client
         self.prefix = prefix
         self.threshold = threshold
@@ -311,13 +340,7 @@ class RedisSimhashIndex:
         self.exact_key = f"{self._tag}:exact"
         self.sketch_key = f"{self._tag}:sketch"
         self._config = f"bits={bits};bands={bands};layout={LAYOUT_VERSION}"
-        # (shift, mask) of each band, top band first
-        self._bands: list[tuple[int, int]] = []
-        shift = bits
-        for width in band_widths(bits, bands):
-            shift -= width
-            self._bands.append((shift, (1 << width) - 1))
-        self._hexwidths = [(w + 3) // 4 for w in band_widths(bits, bands)]
+        self._bands = band_slices(bits, bands)
         self._script = client.register_script(LUA_CHECK_AND_ADD)
         self._lock = threading.Lock()
 
@@ -341,8 +364,7 @@ class RedisSimhashIndex:
     # -- the index interface ------------------------------------------------
     def bucket_keys(self, fp: int) -> list[str]:
         """Names of the band buckets of ``fp`` (all share the index's hash tag)."""
-        return [f"{self._tag}:b{i}:{(fp >> shift) & mask:0{hw}x}"
-                for i, ((shift, mask), hw) in enumerate(zip(self._bands, self._hexwidths))]
+        return [f"{self._tag}:b{i}:{(fp >> shift) & mask:0{hw}x}" for i, (shift, mask, hw) in enumerate(self._bands)]
 
     def _fp_to_bytes(self, fp: int) -> bytes:
         if isinstance(fp, bool) or not isinstance(fp, int):
@@ -467,20 +489,38 @@ class RedisContentStore:
                    bits: int = 64, ttl: Optional[int] = None, *,
                    params: Optional[dict[str, Any]] = None, allow_approximate: bool = False,
                    sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule(),
-                   ) -> "RedisContentStore":
-        """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup._util.redis_conn.connect`)."""
-        return cls(RedisSimhashIndex.from_redis(client_or_url, prefix, threshold, bands, bits, ttl,
-                                                params=params, allow_approximate=allow_approximate),
-                   owns_client=isinstance(client_or_url, str), sketch_size=sketch_size, verify=verify)
+                   sharded: Optional[bool] = None) -> "RedisContentStore | ShardedRedisContentStore":
+        """Build from a redis-py client or a URL (opened with :func:`scrapy_dedup._util.redis_conn.connect`).
+
+        ``sharded`` None (the default) picks the layout: on a Redis Cluster client, the
+        :class:`~scrapy_dedup.content.redis_sharded.ShardedRedisContentStore` (keys spread
+        over every node), unless ``prefix`` names its own hash tag (``{...}``: the user asked
+        for one slot); on one Redis node, this one-script store.
+        """
+        client = (connect(client_or_url, params, timeout=FAIL_OPEN_CALL_SECONDS) if isinstance(client_or_url, str)
+                  else client_or_url)
+        owns_client = isinstance(client_or_url, str)
+        if sharded is None:
+            sharded = is_cluster_client(client) and hash_tagged(prefix) != prefix
+        if sharded:
+            from scrapy_dedup.content.redis_sharded import ShardedRedisContentStore
+
+            return ShardedRedisContentStore(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                                            allow_approximate=allow_approximate, owns_client=owns_client,
+                                            sketch_size=sketch_size, verify=verify)
+        return cls(RedisSimhashIndex(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                                     allow_approximate=allow_approximate),
+                   owns_client=owns_client, sketch_size=sketch_size, verify=verify)
 
     @classmethod
     def from_url(cls, url: str, prefix: str, *, params: Optional[dict[str, Any]] = None, threshold: int = 3,
                  bands: int = 4, bits: int = 64, ttl: Optional[int] = None, allow_approximate: bool = False,
                  sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule(),
-                 ) -> "RedisContentStore":
+                 sharded: Optional[bool] = None) -> "RedisContentStore | ShardedRedisContentStore":
         """Keyword form of :meth:`from_redis` for a URL (the connection is closed by :meth:`close`)."""
         return cls.from_redis(url, prefix, threshold, bands, bits, ttl, params=params,
-                              allow_approximate=allow_approximate, sketch_size=sketch_size, verify=verify)
+                              allow_approximate=allow_approximate, sketch_size=sketch_size, verify=verify,
+                              sharded=sharded)
 
     def check_and_add(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
         """``("unique", None, None)`` after recording ``url``, or ``("exact" | "near", kept_url, distance)``."""

@@ -80,5 +80,50 @@ class RedisServer:
         return redis.Redis.from_url(self.url)
 
 
+def _port_pair_free(port: int) -> bool:
+    for p in (port, port + 10000):  # a cluster node also listens on its bus port, +10000
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", p))
+            except OSError:
+                return False
+    return True
+
+
+def cluster_ports(n: int) -> list[int]:
+    import random
+
+    ports: list[int] = []
+    while len(ports) < n:
+        port = random.randint(20000, 29999)
+        if port not in ports and _port_pair_free(port):
+            ports.append(port)
+    return ports
+
+
+def start_cluster(nodes: int = 3) -> list[RedisServer]:
+    """A real Redis Cluster of ``nodes`` primaries on loopback (``redis-cli --cluster create``), once it is ok."""
+    servers = [RedisServer(port, extra_args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                                             "--cluster-node-timeout", "5000")).start()
+               for port in cluster_ports(nodes)]
+    try:
+        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in servers],
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=60)
+        deadline = time.monotonic() + 30
+        while True:
+            states = [subprocess.run(["redis-cli", "-p", str(n.port), "cluster", "info"], capture_output=True,
+                                     text=True, timeout=10).stdout for n in servers]
+            if all("cluster_state:ok" in s for s in states):
+                return servers
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"cluster did not become ok: {states}")
+            time.sleep(0.2)
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
+
+
 def redis_required() -> bool:
     return os.environ.get("CI", "").lower() == "true" or bool(os.environ.get("DEDUP_REQUIRE_REDIS"))
