@@ -3,22 +3,27 @@
 :class:`DustLearningMiddleware` is a downloader middleware (``DOWNLOADER_MIDDLEWARES``,
 order 100: it sees responses after decompression and requests just before download):
 
-* every fetched text page (2xx) is fingerprinted by the crawl's
-  :class:`~scrapy_dedup.extensions.DedupExtension` (main text under its host's
-  extraction policy, exact hash and simhash; computed once, the content verdict
-  reuses it) and fed to
-  :class:`~scrapy_dedup.url.mining.OnlineDustLearner`; every ``DEDUP_DUST_LEARN_EVERY``
-  pages the learner mines and activates the rules that pass validation in the
-  fingerprinter's rule set, so later requests of that host get the new canonical
-  key (the dupefilter then drops them). Each activation is logged at INFO with its
-  support and counted (``dedup/dust/activated``);
+* every fetched text page (2xx) is named by the crawl's own content verdict (the
+  :class:`~scrapy_dedup.extensions.DedupExtension`'s: main text under its host's
+  extraction policy, exact or verified near duplicates share a cluster; taken once,
+  the spider middleware reuses it) and fed, with the URLs that redirected to it, to
+  :class:`~scrapy_dedup.url.learner.OnlineDustLearner`. It mines when pages met again
+  under another URL (the evidence rules are made of) reach the miner's ``min_support``,
+  and at the latest every ``DEDUP_DUST_LEARN_EVERY`` pages; the rules that pass
+  validation are activated in the fingerprinter's rule set, so later requests of that
+  host get the new canonical key (the dupefilter then drops them), and the alias table
+  the run mined (redirects, a page under two keys) replaces the learned one. Each
+  activation is logged at INFO with its support and counted (``dedup/dust/activated``);
 * a request queued before a rule was activated is checked again against the
   updated canonical key just before download and dropped if a page with that key
   was already fetched or is being fetched (``dedup/dust/skipped_queued``);
-* an active rule hides its own violations, so a ``DEDUP_DUST_EXPLORE`` share of the
-  requests it collapses onto an already fetched page is still fetched
-  (``dedup/dust/explored``); a page that then differs from its key's page
-  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``);
+* an active rule hides its own violations, so of the distinct URLs a learned rule
+  collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
+  share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
+  URL already fetched never); an explored page that differs from its key's page
+  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``).
+  An explored page that is the same page is a duplicate like any other: its items go
+  the way of ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
 
 It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,
@@ -35,6 +40,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
 from scrapy_dedup.extensions import DedupExtension
+from scrapy_dedup.pipelines import _middleware_enabled
 from scrapy_dedup.settings import read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
 from scrapy_dedup.url.mining import MiningConfig
@@ -83,7 +89,7 @@ class DustLearningMiddleware:
             raise NotConfigured  # off: no message, so Scrapy does not log a warning
         fingerprinter = getattr(crawler, "request_fingerprinter", None)
         canonicalizer = getattr(fingerprinter, "canonicalizer", None)
-        if canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
+        if fingerprinter is None or canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
             raise NotConfigured("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
                                 "'scrapy_dedup.CanonicalRequestFingerprinter'")
         #: the content extension fingerprints each response once, for this and for its verdict
@@ -97,6 +103,8 @@ class DustLearningMiddleware:
             config=MiningConfig(hamming=cfg.hamming_threshold, min_words=cfg.min_words),
         )
         fingerprinter.canonicalizer = _ExploringCanonicalizer(canonicalizer, self.learner)
+        #: responses are judged by ContentFingerprintMiddleware: the learner reads the same verdict
+        self.judge_responses = not cfg.content_field and _middleware_enabled(crawler)
         self.inflight: dict[str, int] = {}  # canonical key -> requests being downloaded
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -109,7 +117,7 @@ class DustLearningMiddleware:
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         if request.dont_filter or request.meta.get("verbatim_url"):
             return None
-        if request.url in self.learner.exploring:
+        if self.learner.take_exploration(request.url):
             request.meta["dedup_dust_key"] = None
             return None
         key = self.canonicalizer.canonicalize(request.url)
@@ -138,17 +146,18 @@ class DustLearningMiddleware:
         self._release(request)
         if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
             return response
-        fingerprint = self.content.fingerprint_of_response(response)  # the host's extraction policy
-        if fingerprint is None:  # not a page, unreadable, or too short
+        content, sim = self._content_of(response)
+        if content is None:  # not a page, unreadable, too short, or the content index away
             return response
-        exact, sim = fingerprint.exact, fingerprint.simhash
         if request.url in self.learner.exploring:
-            for rule in self.learner.check_explored(request.url, exact, sim):
+            for rule in self.learner.check_explored(request.url, content, sim):
                 self.stats.inc_value("dedup/dust/deactivated")
                 logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
                             _host(request.url), rule.describe(), request.url)
         before = self.learner.pages
-        for verdict in self.learner.record(response.url, exact, sim, request_url=request.url):
+        redirects = request.meta.get("redirect_urls") or ()
+        for verdict in self.learner.record(response.url, content, sim, request_url=request.url,
+                                           redirect_urls=[u for u in redirects if isinstance(u, str)]):
             self.stats.inc_value("dedup/dust/activated")
             logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
                         before + 1, verdict.host, verdict.rule.describe(), verdict.support,
@@ -158,6 +167,18 @@ class DustLearningMiddleware:
             if self.learner.events[name]:
                 self.stats.set_value(f"dedup/dust/{name}", self.learner.events[name])
         return response
+
+    def _content_of(self, response: Response) -> tuple[str | None, int | None]:
+        """What names the page for the learner: the content engine's cluster (the verdict the crawl takes of
+        this response anyway, taken once), or where the crawl does not judge responses (items carry their
+        own content, ``DEDUP_CONTENT_FIELD``) the exact hash and simhash of its main text."""
+        if self.judge_responses:
+            verdict = self.content.verdict_for_response(response)
+            return (verdict.cluster if verdict is not None else None), None
+        fingerprint = self.content.fingerprint_of_response(response)  # the host's extraction policy
+        if fingerprint is None:
+            return None, None
+        return fingerprint.exact.hex(), fingerprint.simhash
 
     # --- crawl end ---
 

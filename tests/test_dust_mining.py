@@ -234,12 +234,16 @@ def test_online_learner_activates_explores_and_deactivates():
     assert [(v.rule.kind, v.rule.param) for v in activated] == [("drop_param", "ref")]
     assert key_of(f"http://{HOST}/p1?ref=x") == f"http://{HOST}/p1"  # the live rule set is the canonicalizer's
     assert learner.is_fetched(f"http://{HOST}/p1")
-    # collapsed requests: every second one is let through
+    # distinct URLs the rule collapses: the first is let through, then every second one (explore=0.5)
     decisions = [learner.should_explore(f"http://{HOST}/p{i}?ref=mail", f"http://{HOST}/p{i}") for i in range(3)]
-    assert decisions == [False, True, False]
+    assert decisions == [True, False, True]
+    # decided once per distinct URL: never explored again, and a URL fetched already is never explored
+    assert not learner.should_explore(f"http://{HOST}/p0?ref=mail", f"http://{HOST}/p0")
+    assert not learner.should_explore(f"http://{HOST}/p1?ref=home", f"http://{HOST}/p1")
+    assert learner.events["explored"] == 2
     assert not learner.should_explore(f"http://{HOST}/new?ref=a", f"http://{HOST}/new")  # not fetched: not collapsed
     # the explored page is another page: the rule is wrong after all and goes, for good
-    removed = learner.check_explored(f"http://{HOST}/p1?ref=mail", "another page", None)
+    removed = learner.check_explored(f"http://{HOST}/p0?ref=mail", "another page", None)
     assert [r.param for r in removed] == ["ref"]
     assert key_of(f"http://{HOST}/p1?ref=x") == f"http://{HOST}/p1?ref=x"
     for i in range(3, 6):
@@ -247,8 +251,12 @@ def test_online_learner_activates_explores_and_deactivates():
         learner.record(f"http://{HOST}/p{i}?ref=home", f"page{i}", None)
     assert len(rules) == 0 and learner.events["deactivated"] == 1
     # an explored page that agrees changes nothing
-    learner2 = OnlineDustLearner(RuleSet(), key_of, every=100, explore=1.0)
-    learner2.record(f"http://{HOST}/q", "q", None)
-    assert learner2.should_explore(f"http://{HOST}/q?ref=1", f"http://{HOST}/q")
-    assert learner2.check_explored(f"http://{HOST}/q?ref=1", "q", None) == []
+    rules2 = RuleSet()
+    learner2 = OnlineDustLearner(rules2, Canonicalizer(dust_rules=rules2).canonicalize, every=6, explore=0.01)
+    for i in range(3):
+        learner2.record(f"http://{HOST}/q{i}", f"q{i}", None)
+        learner2.record(f"http://{HOST}/q{i}?ref=home", f"q{i}", None)
+    assert len(rules2) == 1
+    assert learner2.should_explore(f"http://{HOST}/q1?ref=1", f"http://{HOST}/q1")  # a rule's first is explored
+    assert learner2.check_explored(f"http://{HOST}/q1?ref=1", "q1", None) == []
     assert learner2.events["explore_agreed"] == 1

@@ -1,12 +1,14 @@
 """Online DUST learning: rules mined during a crawl from the pages fetched so far, checked as it goes.
 
-The miner is :class:`~scrapy_dedup.url.mining.DustMiner`, run again every ``every``
-pages; the Scrapy side is :mod:`scrapy_dedup.dust_learning`. This module imports
-nothing from Scrapy.
+The miner is :class:`~scrapy_dedup.url.mining.DustMiner`, run again as same-page
+evidence arrives (at the latest every ``every`` pages); the Scrapy side is
+:mod:`scrapy_dedup.dust_learning`. This module imports nothing from Scrapy.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from scrapy_dedup.content.simhash import hamming as hamming_distance
@@ -19,14 +21,18 @@ __all__ = ["OnlineDustLearner"]
 class OnlineDustLearner:
     """Learns DUST rules during a crawl and keeps a live :class:`RuleSet` up to date (no Scrapy here).
 
-    ``record(url, exact, simhash)`` after each fetched page; every ``every`` pages
-    the pages so far are mined (with the rules in force applied first, so only new
-    rules come out) and the rules that pass validation are added to ``rules`` (the
-    very object the canonicalizer reads, so later requests of that host use them).
+    ``record(url, content)`` after each fetched page (``content``: the content engine's
+    cluster, so sameness is the crawl's verdict). When pages met again under another
+    URL since the last run reach ``config.min_support`` (and the pages since then are
+    a tenth of all, which keeps the re-mining's cost linear-logarithmic), and at the
+    latest every ``every`` pages, the pages so far are mined (with the rules in force
+    applied first, so only new rules come out); the rules that pass validation are
+    added to ``rules`` (the very object the canonicalizer reads, so later requests of
+    that host use them) and the mined alias table replaces the learned one.
 
     An active rule hides its own violations (the URLs it collapses are no longer
-    fetched), so :meth:`should_explore` lets a share of the collapsed requests
-    through; :meth:`check_explored` compares the page fetched with the page its
+    fetched), so :meth:`should_explore` lets some of the distinct URLs each learned
+    rule collapses through, each URL at most once; :meth:`check_explored` compares the page fetched with the page its
     canonical key stands for, and a rule that meets a violation there is removed
     and never activated again.
 
@@ -45,33 +51,56 @@ class OnlineDustLearner:
         self.miner = DustMiner(self.config)
         self.pages = 0
         self._since_mining = 0
+        self._new_evidence = 0  # pages met again under another URL since the last mining
+        self._contents: set[Any] = set()  # the contents (clusters) recorded
         self.banned: set[tuple[str, tuple]] = set()
         self.learned: dict[tuple[str, tuple], RuleValidation] = {}
         self.fetched: dict[str, tuple[Any, int | None]] = {}  # fetched URL -> (exact, simhash)
         self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
-        self._collapsed = 0
-        self._explored = 0
+        self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
+        self._budget: dict[tuple[str, tuple], list[int]] = {}  # learned rule -> [URLs collapsed, explored]
+        self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self.events: Counter = Counter()
+        self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
+        self._aliased_hosts: set[str] = set()
 
     # --- feeding ---
 
-    def record(self, url: str, exact: Any, simhash: int | None, request_url: str | None = None) -> list[RuleValidation]:
-        """A page was fetched: remember it, mine every ``every`` pages; returns the rules activated now."""
+    def record(self, url: str, content: str | int, simhash: int | None = None, *, request_url: str | None = None,
+               redirect_urls: Iterable[str] = ()) -> list[RuleValidation]:
+        """A page was fetched: remember it, mine every ``every`` pages; returns the rules activated now.
+
+        ``content`` names the page: the content engine's cluster (exact and verified near duplicates share
+        it, so sameness is the crawl's own verdict) with ``simhash`` None; or, where the crawl does not
+        judge responses, an exact hash with the page's ``simhash`` (near within ``config.hamming`` bits).
+        ``redirect_urls`` (and a ``request_url`` other than ``url``) led to this page: they served it too.
+        """
         self.pages += 1
         self._since_mining += 1
-        self.miner.add_page(url, exact, simhash)
-        if request_url and request_url != url:
-            self.miner.add_page(request_url, exact, simhash)
-        for u in {url, request_url or url}:
-            self.fetched.setdefault(u, (exact, simhash))
-            self.content_of.setdefault(self.key_of(u), (exact, simhash))
-        if self._since_mining >= self.every:
+        sources = [u for u in redirect_urls if u != url]
+        if request_url and request_url != url and request_url not in sources:
+            sources.append(request_url)
+        record: dict[str, Any] = {"url": url, "redirect_urls": sources}
+        if simhash is None:
+            record["cluster"] = str(content)
+        else:
+            record.update(exact_hash=content, simhash=simhash)
+        self.miner.add_record(record)  # the miner's own reading of a crawl-log line: one notion of evidence
+        value = (content, simhash)
+        if simhash is None and content in self._contents:
+            self._new_evidence += 1  # a page met again under another URL: what candidates are made of
+        self._contents.add(content)
+        for u in (url, *sources):
+            self.fetched.setdefault(u, value)
+            self.content_of.setdefault(self.key_of(u), value)
+        if self._since_mining >= self.every or (self._new_evidence >= self.config.min_support
+                                                 and self._since_mining * 10 >= self.pages):
             return self.mine_now()
         return []
 
     def mine_now(self) -> list[RuleValidation]:
-        self._since_mining = 0
+        self._since_mining = self._new_evidence = 0
         self.events["mining_runs"] += 1
         result = self.miner.mine(existing=self.rules)
         activated = []
@@ -81,11 +110,30 @@ class OnlineDustLearner:
                 continue
             if self.rules.add(verdict.host, verdict.rule):
                 self.learned[ident] = verdict
+                self._single[ident] = HostRules(verdict.host, [verdict.rule])
                 activated.append(verdict)
+        aliased = self._take_aliases(result.rules.aliases)
         if activated:
             self.events["activated"] += len(activated)
+        if activated or aliased:
             self._rekey()
         return activated
+
+    def _take_aliases(self, mined: dict[str, dict[str, str]]) -> bool:
+        """The alias table of this mining run (redirects, pages the rules leave under two keys), written under
+        the rules now in force, replaces the one learned before; aliases loaded with the rules stay first."""
+        changed = False
+        for host in set(mined) | set(self._aliased_hosts):
+            table = {**mined.get(host, {}), **self._loaded_aliases.get(host, {})}
+            if table != self.rules.aliases.get(host, {}):
+                self.rules.aliases[host] = table
+                self._aliased_hosts.add(host)
+                changed = True
+                self.events["aliases"] = sum(len(t) for h, t in self.rules.aliases.items()
+                                             if h in self._aliased_hosts)
+        if changed:
+            self.rules.recompile()
+        return changed
 
     def _rekey(self) -> None:
         """Canonical keys of the pages fetched so far, under the rules now in force."""
@@ -101,16 +149,60 @@ class OnlineDustLearner:
     # --- exploration ---
 
     def should_explore(self, url: str, key: str) -> bool:
-        """Would ``url`` be collapsed onto an already fetched ``key``? Then let a share of them through."""
-        if key not in self.content_of or self.explore <= 0:
+        """Would ``url`` be collapsed by learned rules onto an already fetched ``key``? Then fetch it anyway
+        when a rule that collapses it has exploration budget left.
+
+        Budget per rule: of the distinct URLs a learned rule collapses, the first and then a share
+        ``explore`` are fetched (``ceil(collapsed * explore)``), so a rule is checked at once and then
+        now and then, and a densely linked site does not get every variant fetched once. Decided once
+        per distinct URL: a URL already fetched, explored, or judged is never explored (again).
+        """
+        if self.explore <= 0 or key not in self.content_of or url in self._decided or url in self.fetched:
             return False
-        self._collapsed += 1
-        if int(self._collapsed * self.explore) > self._explored:
-            self._explored += 1
-            self.exploring[url] = key
-            self.events["explored"] += 1
+        parts = self.miner.split_url(url)
+        if parts is None:
+            return False
+        rules = self._learned_firing(*parts)
+        if not rules:
+            return False  # collapsed by loaded rules only: those were reviewed, not learned here
+        self._decided.add(url)
+        explore = False
+        for ident in rules:
+            budget = self._budget.setdefault(ident, [0, 0])  # [distinct URLs collapsed, explored]
+            budget[0] += 1
+            explore = explore or budget[1] < math.ceil(budget[0] * self.explore)
+        if not explore:
+            return False
+        for ident in rules:
+            self._budget[ident][1] += 1
+        self.exploring[url] = key
+        self.events["explored"] += 1
+        return True
+
+    def _learned_firing(self, host: str, path: str, query: str) -> list[tuple[str, tuple]]:
+        """The learned rules of ``host`` that rewrite this URL (each alone; all of them when only their
+        composition does)."""
+        learned = [(ident, rule) for ident, rule in self._single.items() if ident[0] == host]
+        firing = [ident for ident, single in learned if single.fired(path, query)]
+        return firing or [ident for ident, _ in learned]
+
+    def take_exploration(self, url: str) -> bool:
+        """Is ``url`` (about to be downloaded) an exploration? Not any more once an alias of the table, learned
+        since, sends it elsewhere: an alias is a fact (a redirect, a page under two keys), not a rule to check,
+        and its target may have been fetched already."""
+        if url not in self.exploring:
+            return False
+        parts = self.miner.split_url(url)
+        if parts is None:
             return True
-        return False
+        host, path, query = parts
+        host_rules = self.rules.for_host(host)
+        target = host_rules.alias_of(path, query) if host_rules is not None and host_rules.aliases else None
+        if target is not None and target != (path, query):
+            del self.exploring[url]
+            self.events["explore_cancelled"] += 1
+            return False
+        return True
 
     def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
         """An exploration page arrived: a different page than its key's deactivates the rules that fired."""
@@ -131,10 +223,10 @@ class OnlineDustLearner:
         removed = []
         for rule in list(self.rules.hosts.get(host, [])):
             ident = (host, rule.key)
-            if ident in self.learned and HostRules(host, [rule]).fired(path, query):
+            if ident in self.learned and self._single[ident].fired(path, query):
                 self.rules.remove(host, rule)
                 self.banned.add(ident)
-                del self.learned[ident]
+                del self.learned[ident], self._single[ident]
                 removed.append(rule)
         if removed:
             self.events["deactivated"] += len(removed)
