@@ -144,6 +144,8 @@ class DustLearningMiddleware:
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         self._release(request)
+        if response.status >= 400:
+            self.learner.canonicals.failed(response.url)  # refuses the canonicals that named it
         if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
             return response
         content, sim = self._content_of(response)
@@ -162,11 +164,32 @@ class DustLearningMiddleware:
             logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
                         before + 1, verdict.host, verdict.rule.describe(), verdict.support,
                         verdict.support_pages, verdict.violations)
+        canonical = _declared_canonical(response)
+        if canonical is not None:
+            self.learner.canonicals.declared(response.url, canonical, (content, sim))
+        self._canonical_changes()
         self.stats.set_value("dedup/dust/learned_pages", self.learner.pages)
-        for name in ("explored", "explore_agreed", "explore_violations", "mining_runs"):
-            if self.learner.events[name]:
-                self.stats.set_value(f"dedup/dust/{name}", self.learner.events[name])
+        events = self.learner.events
+        for name in ("explored", "explore_agreed", "explore_violations", "mining_runs", "aliases"):
+            if events[name]:
+                self.stats.set_value(f"dedup/dust/{name}", events[name])
+        for name in ("confirmed", "refused", "used", "ignored"):
+            if events[f"canonical_{name}"]:
+                self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
         return response
+
+    def _canonical_changes(self) -> None:
+        changes = self.learner.canonicals.changes
+        while changes:
+            host, state, confirmed, refused = changes.pop(0)
+            self.stats.inc_value(f"dedup/dust/canonical/{state}_hosts")
+            if state == "trusted":
+                logger.info("rel=canonical trusted on %s: %d declaration(s) confirmed by the pages fetched, %d "
+                            "refused; its declarations now count as evidence for DUST learning",
+                            host, confirmed, refused)
+            else:
+                logger.info("rel=canonical ignored on %s: misconfigured (%d declaration(s) name another page or "
+                            "an error, %d confirmed); no fetch was ever skipped for it", host, refused, confirmed)
 
     def _content_of(self, response: Response) -> tuple[str | None, int | None]:
         """What names the page for the learner: the content engine's cluster (the verdict the crawl takes of
@@ -194,6 +217,31 @@ class DustLearningMiddleware:
                 logger.info("DUST rules written to %s (%d rule(s))", self.cfg.dust_rules_out, len(rules))
             except OSError as exc:
                 logger.error("Could not write DEDUP_DUST_RULES_OUT %s: %s", self.cfg.dust_rules_out, exc)
+
+
+def _declared_canonical(response: TextResponse) -> str | None:
+    """The ``rel="canonical"`` URL a response declares, absolute: the HTTP ``Link`` header first (RFC 8288,
+    RFC 6596), then ``<link rel="canonical">`` in the HTML head; None when there is none."""
+    for value in response.headers.getlist(b"Link"):
+        for link in value.decode("latin-1").split(","):
+            target, _, params = link.partition(";")
+            target = target.strip()
+            if target.startswith("<") and target.endswith(">") and _rel_is_canonical(params):
+                return response.urljoin(target[1:-1].strip())
+    try:
+        href = response.xpath("//head/link[contains(concat(' ', translate(normalize-space(@rel), "
+                              "'CANONIAL', 'canonial'), ' '), ' canonical ')]/@href").get()
+    except ValueError:  # not HTML (Scrapy raises for responses it cannot select on)
+        return None
+    return response.urljoin(href.strip()) if href and href.strip() else None
+
+
+def _rel_is_canonical(params: str) -> bool:
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "rel" and "canonical" in value.strip().strip('"').lower().split():
+            return True
+    return False
 
 
 def _host(url: str) -> str:

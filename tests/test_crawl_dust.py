@@ -297,7 +297,7 @@ def test_a_redirect_within_one_canonical_key_does_not_lose_its_page(tmp_path):
     assert crawler.stats.get_value("dedup/url/redirect_same_key") == 3
 
 
-def _ref_site(host: str, path_qs: str):
+def _ref_site(host: str, path_qs: str, canonical: str | None = None):
     """``?ref=`` never changes a page. The home page links four pages with and without it (the evidence
     for ``drop ?ref=``), then ``/next`` links the q-pages only as ``?ref=a``: the first fetch of each
     q-page is such a URL. Every q-page links every q-page again as ``?ref=a`` and ``?ref=b``."""
@@ -309,6 +309,8 @@ def _ref_site(host: str, path_qs: str):
     queue = [f"/q{i}?ref={ref}" for i in range(6) for ref in ("a", "b")]
     if name == "home":
         links = [f"/p{i}" for i in range(4)] + [f"/p{i}?ref=home" for i in range(4)] + ["/next"]
+        if canonical == "404":  # the declared URLs are linked too (they answer 404): a canonical is not fetched
+            links += [f"/gone/p{i}" for i in range(4)]  # for its own sake, only judged when fetched anyway
     elif name == "next":
         links = [f"/q{i}?ref=a" for i in range(6)]
     elif name in {f"p{i}" for i in range(4)}:
@@ -318,7 +320,15 @@ def _ref_site(host: str, path_qs: str):
     else:
         return None
     anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
-    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+    head = headers = ""
+    if canonical is not None:  # p-pages declare it in <link>, the others in a Link header
+        declared = {"self": f"/{name}" if name != "home" else "/", "home": "/", "404": f"/gone/{name}"}[canonical]
+        if name.startswith("p"):
+            head = f'<head><link rel="canonical" href="{declared}"></head>'
+        else:
+            headers = {"Link": f'<{declared}>; rel="canonical"'}
+    return Page(f"<html>{head}<body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>",
+                headers=headers or {})
 
 
 @pytest.mark.crawl
@@ -341,3 +351,46 @@ def test_exploration_never_yields_a_duplicate_item_and_explores_a_url_once():
     pages = [item["url"].split("?")[0] for item in crawler.items]
     assert len(pages) == len(set(pages)), sorted(pages)
     assert {path.split("?")[0] for _, path in fetched} >= {f"/q{i}" for i in range(6)}  # no page lost
+
+
+CANONICAL_LEARNING = {**ADDON, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "DEDUP_DUST_LEARN_EVERY": 4,
+                      "CONCURRENT_REQUESTS": 1, "DEPTH_PRIORITY": 1,
+                      "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue"}
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_canonicals_confirmed_by_fetched_pairs_are_trusted_and_used_as_evidence(caplog):
+    """The ``?ref=home`` forms of the p-pages declare the p-page (``<link>``), which was fetched: confirmed,
+    the host is trusted; the q-pages first met as ``?ref=a`` declare their own URL (``Link`` header), not
+    fetched: those declarations reach the miner as evidence. No fetch is skipped for a canonical."""
+    with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
+        with LocalSite(lambda host, path: _ref_site(host, path, "self")) as site:
+            crawler = yield run_crawl(SiteSpider, CANONICAL_LEARNING, start_urls=[site.url("ref.test")])
+            fetched = site.fetched()
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/dust/canonical/confirmed", 0) >= 3, stats
+    assert stats.get("dedup/dust/canonical/trusted_hosts") == 1 and "dedup/dust/canonical/misconfigured_hosts" \
+        not in stats, stats
+    assert stats.get("dedup/dust/canonical/used", 0) >= 1, stats
+    assert any("rel=canonical trusted on ref.test" in r.getMessage() for r in caplog.records)
+    assert {path.split("?")[0] for _, path in fetched} >= {f"/p{i}" for i in range(4)} | {f"/q{i}" for i in range(6)}
+
+
+@pytest.mark.crawl
+@pytest.mark.parametrize("declared", ["home", "404"])
+@inlineCallbacks
+def test_misconfigured_canonicals_are_detected_ignored_and_lose_no_page(caplog, declared):
+    """Every page declaring the home page, or canonicals to URLs that answer 404: the fetched pairs refuse
+    them, the host is found misconfigured, its declarations are never used, and every page is fetched."""
+    with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
+        with LocalSite(lambda host, path: _ref_site(host, path, declared)) as site:
+            crawler = yield run_crawl(SiteSpider, CANONICAL_LEARNING, start_urls=[site.url("ref.test")])
+            fetched = site.fetched()
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/dust/canonical/misconfigured_hosts") == 1, stats
+    assert "dedup/dust/canonical/trusted_hosts" not in stats and "dedup/dust/canonical/used" not in stats, stats
+    assert stats.get("dedup/dust/canonical/ignored", 0) >= 1, stats
+    assert any("rel=canonical ignored on ref.test: misconfigured" in r.getMessage() for r in caplog.records)
+    pages = {path.split("?")[0] for _, path in fetched}
+    assert pages >= {"/", "/next"} | {f"/p{i}" for i in range(4)} | {f"/q{i}" for i in range(6)}, sorted(pages)

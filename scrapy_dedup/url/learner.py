@@ -15,7 +15,7 @@ from scrapy_dedup.content.simhash import hamming as hamming_distance
 from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet
 from scrapy_dedup.url.mining import DustMiner, MiningConfig, RuleValidation
 
-__all__ = ["OnlineDustLearner"]
+__all__ = ["DeclaredCanonicals", "OnlineDustLearner"]
 
 
 class OnlineDustLearner:
@@ -62,6 +62,8 @@ class OnlineDustLearner:
         self._budget: dict[tuple[str, tuple], list[int]] = {}  # learned rule -> [URLs collapsed, explored]
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self.events: Counter = Counter()
+        #: rel="canonical" declarations, trusted per host once fetched pairs confirm them
+        self.canonicals = DeclaredCanonicals(self.miner, self.config, self.events)
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
 
@@ -94,6 +96,7 @@ class OnlineDustLearner:
         for u in (url, *sources):
             self.fetched.setdefault(u, value)
             self.content_of.setdefault(self.key_of(u), value)
+            self.canonicals.fetched(u, value)
         if self._since_mining >= self.every or (self._new_evidence >= self.config.min_support
                                                  and self._since_mining * 10 >= self.pages):
             return self.mine_now()
@@ -232,6 +235,120 @@ class OnlineDustLearner:
             self.events["deactivated"] += len(removed)
             self._rekey()
         return removed
+
+
+class DeclaredCanonicals:
+    """``rel="canonical"`` as evidence, never as an order: trusted per host only once fetched pairs confirm it.
+
+    A page at URL ``u`` declaring canonical ``c`` (another URL of its host) says "``u`` is the page
+    ``c``". When ``c`` has been fetched (before or later) the content verdicts judge it: the same page
+    confirms the declaration, another page or an error (4xx, 5xx) refuses it. A host whose
+    confirmations reach ``config.min_support`` with refusals at most ``config.max_violation_rate`` of
+    the judged declarations is **trusted**: from then on each declaration whose canonical was not
+    fetched is handed to the miner as a page of ``c`` (a same-page pair without a fetch: rules are
+    learned sooner). A host whose refusals reach ``min_support`` and exceed that rate is
+    **misconfigured** (every listing page declaring page 1, every page declaring the home page,
+    canonicals to 404s) and its declarations are ignored for the rest of the crawl. Nothing here
+    ever stops a fetch: a wrong canonical can only mislead the miner, whose rules exploration checks.
+
+    ``events`` counts ``canonical_confirmed``, ``canonical_refused``, ``canonical_used`` (handed to the
+    miner), ``canonical_ignored`` (declared on a misconfigured host); :attr:`changes` lists
+    ``(host, "trusted" | "misconfigured", confirmed, refused)`` for the caller to log.
+    """
+
+    #: declarations waiting for their canonical to be fetched, per host (beyond: not judged, not used)
+    MAX_PENDING = 10_000
+
+    def __init__(self, miner: DustMiner, config: MiningConfig, events: Counter):
+        self.miner = miner
+        self.config = config
+        self.events = events
+        self.hosts: dict[str, _HostCanonicals] = {}
+        self._content: dict[tuple[str, str], Any] = {}  # (host, "path?query") fetched -> its content
+        self.changes: list[tuple[str, str, int, int]] = []
+
+    def _where(self, url: str) -> tuple[str, str] | None:
+        parts = self.miner.split_url(url)
+        if parts is None:
+            return None
+        host, path, query = parts
+        return host, f"{path}?{query}" if query else path
+
+    def declared(self, url: str, canonical: str, content: Any) -> None:
+        """The page ``content`` fetched at ``url`` declares ``canonical`` (an absolute URL)."""
+        here, there = self._where(url), self._where(canonical)
+        if here is None or there is None or here[0] != there[0] or here == there:
+            return  # another host (aliases are per host), unparsable, or the page itself: no evidence
+        host = self.hosts.setdefault(here[0], _HostCanonicals())
+        if host.state == "misconfigured":
+            self.events["canonical_ignored"] += 1
+            return
+        known = self._content.get(there)
+        if known is not None:
+            self._judge(here[0], host, known == content)
+        elif host.state == "trusted":
+            self._use(canonical, content)
+        elif sum(len(v) for v in host.pending.values()) < self.MAX_PENDING:
+            host.pending.setdefault(there[1], []).append((canonical, content))
+
+    def fetched(self, url: str, content: Any) -> None:
+        """``url`` answered a page: it judges the declarations that named it."""
+        where = self._where(url)
+        if where is None:
+            return
+        self._content.setdefault(where, content)
+        host = self.hosts.get(where[0])
+        if host is None or host.state == "misconfigured":
+            return
+        for _, declared_content in host.pending.pop(where[1], ()):
+            self._judge(where[0], host, declared_content == self._content[where])
+
+    def failed(self, url: str) -> None:
+        """``url`` answered an error (4xx, 5xx): every declaration naming it is refused."""
+        self.fetched(url, ("error",))
+
+    def _judge(self, name: str, host: _HostCanonicals, same: bool) -> None:
+        if host.state == "misconfigured":  # decided (several declarations may name one fetched URL)
+            return
+        if same:
+            host.confirmed += 1
+            self.events["canonical_confirmed"] += 1
+        else:
+            host.refused += 1
+            self.events["canonical_refused"] += 1
+        judged = host.confirmed + host.refused
+        too_many_refused = host.refused > self.config.max_violation_rate * judged
+        if too_many_refused and host.refused >= self.config.min_support:
+            host.state = "misconfigured"
+            host.pending.clear()
+            self.changes.append((name, host.state, host.confirmed, host.refused))
+        elif host.state == "untrusted" and not too_many_refused and host.confirmed >= self.config.min_support:
+            host.state = "trusted"
+            self.changes.append((name, host.state, host.confirmed, host.refused))
+            for declarations in host.pending.values():
+                for canonical, content in declarations:
+                    self._use(canonical, content)
+            host.pending.clear()
+
+    def _use(self, canonical: str, content: Any) -> None:
+        """A trusted declaration: the miner sees the canonical URL serving the declaring page's content."""
+        record: dict[str, Any] = {"url": canonical}
+        if content[1] is None:
+            record["cluster"] = str(content[0])
+        else:
+            record.update(exact_hash=content[0], simhash=content[1])
+        if self.miner.add_record(record):
+            self.events["canonical_used"] += 1
+
+
+class _HostCanonicals:
+    __slots__ = ("confirmed", "refused", "state", "pending")
+
+    def __init__(self) -> None:
+        self.confirmed = 0
+        self.refused = 0
+        self.state = "untrusted"  # then "trusted" or "misconfigured"
+        self.pending: dict[str, list[tuple[str, Any]]] = {}  # canonical "path?query" -> declarations
 
 
 def _same_content(a: tuple[Any, int | None], b: tuple[Any, int | None], hamming: int) -> bool:
