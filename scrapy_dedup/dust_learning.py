@@ -107,6 +107,8 @@ class DustLearningMiddleware:
         self.judge_responses = not cfg.content_field and _middleware_enabled(crawler)
         self.inflight: dict[str, int] = {}  # canonical key -> requests being downloaded
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)
+        self.fingerprinter = fingerprinter
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DustLearningMiddleware:
@@ -115,6 +117,10 @@ class DustLearningMiddleware:
     # --- requests: the re-check of already queued requests ---
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        # A request that carries a key came back: the redirect of a request this middleware let through (a
+        # 3xx is answered by RedirectMiddleware before this one sees the response), or its replacement by a
+        # later middleware (an alias target): the former download is over, its key no longer in flight.
+        self._release(request)
         if request.dont_filter or request.meta.get("verbatim_url"):
             return None
         if self.learner.take_exploration(request.url):
@@ -123,6 +129,7 @@ class DustLearningMiddleware:
         key = self.canonicalizer.canonicalize(request.url)
         if self.learner.is_fetched(key) or self.inflight.get(key):
             self.stats.inc_value("dedup/dust/skipped_queued")
+            self.learner.hold(request.url, request)
             logger.debug("DUST: %s dropped before download: %s was already fetched", request.url, key)
             raise IgnoreRequest(f"DUST duplicate of {key}")
         self.inflight[key] = self.inflight.get(key, 0) + 1
@@ -140,6 +147,22 @@ class DustLearningMiddleware:
         self._release(request)
         return None
 
+    def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
+        """The scheduler dropped ``request`` as seen: held when learned rules collapsed it, so that it is sent
+        again if one of them is deactivated. A redirect of a request let through here, dropped because its
+        target was seen, ends that download: its key is no longer in flight."""
+        self._release(request)
+        if "dust" in self.fingerprinter.fired_switches(request):  # the key the dupefilter used (cached)
+            self.learner.hold(request.url, request)
+
+    def _resend(self) -> None:
+        """Requests a deactivated rule had made the crawl drop go to the scheduler again, with the keys the
+        remaining rules give them (the dupefilter judges them afresh)."""
+        while self.learner.resend:
+            request = self.learner.resend.pop()
+            self.stats.inc_value("dedup/dust/resent")
+            self.crawler.engine.crawl(request.replace())
+
     # --- responses: learning and exploration ---
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
@@ -156,6 +179,7 @@ class DustLearningMiddleware:
                 self.stats.inc_value("dedup/dust/deactivated")
                 logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
                             _host(request.url), rule.describe(), request.url)
+            self._resend()
         before = self.learner.pages
         redirects = request.meta.get("redirect_urls") or ()
         for verdict in self.learner.record(response.url, content, sim, request_url=request.url,
@@ -166,7 +190,7 @@ class DustLearningMiddleware:
                         verdict.support_pages, verdict.violations)
         canonical = _declared_canonical(response)
         if canonical is not None:
-            self.learner.canonicals.declared(response.url, canonical, (content, sim))
+            self.learner.declared(response.url, canonical, content, sim)
         self._canonical_changes()
         self.stats.set_value("dedup/dust/learned_pages", self.learner.pages)
         events = self.learner.events

@@ -212,6 +212,28 @@ def test_a_response_is_read_once_for_learning_and_verdict_and_judged_once(monkey
     assert stats["dedup/content/fingerprinted"] == stats["dedup/content/unique"] == 1
 
 
+def test_a_redirected_request_does_not_keep_its_key_in_flight():
+    """A request let through takes its key "in flight" (another request of that key waits for the page). A
+    3xx is answered by RedirectMiddleware, before this middleware sees a response, and the redirected
+    request (a copy, with the meta) comes back here: the key stayed in flight for the rest of the crawl, and
+    every later request of that key was dropped, its page lost when the redirect led elsewhere."""
+    from scrapy.http import HtmlResponse, Request
+
+    _, dust, _ = _learning_setup()
+    first = Request("http://shop.test/a")
+    dust.process_request(first)
+    redirected = first.replace(url="http://shop.test/b")  # what RedirectMiddleware sends on a 301
+    dust.process_request(redirected)
+    dust.process_response(redirected, HtmlResponse(redirected.url, body=b"<html></html>", request=redirected))
+    assert dust.inflight == {}
+    assert dust.process_request(Request("http://shop.test/a")) is None  # fetched again when linked again
+    # the redirect of a request let through, dropped by the scheduler (its target was seen): released too
+    dust.process_request(Request("http://shop.test/c"))
+    dust.request_dropped(Request("http://shop.test/c").replace(url="http://shop.test/b", meta=dict(
+        dedup_dust_key=dust.canonicalizer.canonicalize("http://shop.test/c"))))
+    assert "http://shop.test/c" not in dust.inflight
+
+
 _SHOES = {4711: "blue-runner", 4712: "red-trail", 4713: "green-walker", 4714: "black-court", 4715: "white-sprint"}
 
 

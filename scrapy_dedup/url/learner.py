@@ -34,12 +34,16 @@ class OnlineDustLearner:
     fetched), so :meth:`should_explore` lets some of the distinct URLs each learned
     rule collapses through, each URL at most once; :meth:`check_explored` compares the page fetched with the page its
     canonical key stands for, and a rule that meets a violation there is removed
-    and never activated again.
+    and never activated again; the requests it made the crawl drop (:meth:`hold`)
+    are handed back in :attr:`resend`, so a wrong rule delays pages, never loses them.
 
     ``key_of(url)`` is the canonical key with the rules in force (the fingerprinter's
     canonicalizer). Cost: mining is re-run over everything recorded, so it grows
     with the crawl; ``every`` trades activation delay against that cost.
     """
+
+    #: requests kept per learned rule to send again if it is deactivated (see :meth:`hold`)
+    MAX_HELD = 10_000
 
     def __init__(self, rules: RuleSet, key_of: Any, *, every: int = 25, explore: float = 0.05,
                  config: MiningConfig | None = None):
@@ -52,15 +56,19 @@ class OnlineDustLearner:
         self.pages = 0
         self._since_mining = 0
         self._new_evidence = 0  # pages met again under another URL since the last mining
-        self._contents: set[Any] = set()  # the contents (clusters) recorded
+        self.pagess: set[Any] = set()  # the contents (clusters) recorded
         self.banned: set[tuple[str, tuple]] = set()
         self.learned: dict[tuple[str, tuple], RuleValidation] = {}
         self.fetched: dict[str, tuple[Any, int | None]] = {}  # fetched URL -> (exact, simhash)
         self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
+        self.first_url: dict[str, str] = {}  # canonical key -> the URL that page was fetched at
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
-        self._budget: dict[tuple[str, tuple], list[int]] = {}  # learned rule -> [URLs collapsed, explored]
+        self._budget: dict[tuple[str, tuple], _Budget] = {}  # learned rule -> its exploration so far
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
+        self._held: dict[tuple[str, tuple], dict[str, Any]] = {}  # learned rule -> {URL: request it dropped}
+        #: requests of deactivated rules to send again (the caller takes them)
+        self.resend: list[Any] = []
         self.events: Counter = Counter()
         #: rel="canonical" declarations, trusted per host once fetched pairs confirm them
         self.canonicals = DeclaredCanonicals(self.miner, self.config, self.events)
@@ -90,17 +98,27 @@ class OnlineDustLearner:
             record.update(exact_hash=content, simhash=simhash)
         self.miner.add_record(record)  # the miner's own reading of a crawl-log line: one notion of evidence
         value = (content, simhash)
-        if simhash is None and content in self._contents:
+        if simhash is None and content in self.pagess:
             self._new_evidence += 1  # a page met again under another URL: what candidates are made of
-        self._contents.add(content)
+        self.pagess.add(content)
         for u in (url, *sources):
             self.fetched.setdefault(u, value)
-            self.content_of.setdefault(self.key_of(u), value)
+            key = self.key_of(u)
+            if key not in self.content_of:
+                self.content_of[key] = value
+                self.first_url[key] = u
             self.canonicals.fetched(u, value)
         if self._since_mining >= self.every or (self._new_evidence >= self.config.min_support
                                                  and self._since_mining * 10 >= self.pages):
             return self.mine_now()
         return []
+
+    def declared(self, url: str, canonical: str, content: str | int, simhash: int | None = None) -> None:
+        """The page fetched at ``url`` (named as in :meth:`record`) declares ``rel="canonical"`` ``canonical``:
+        judged and, once its host is trusted, used as evidence (:class:`DeclaredCanonicals`)."""
+        used = self.events["canonical_used"]
+        self.canonicals.declared(url, canonical, (content, simhash))
+        self._new_evidence += self.events["canonical_used"] - used  # a same-page pair, without a fetch
 
     def mine_now(self) -> list[RuleValidation]:
         self._since_mining = self._new_evidence = 0
@@ -124,10 +142,19 @@ class OnlineDustLearner:
 
     def _take_aliases(self, mined: dict[str, dict[str, str]]) -> bool:
         """The alias table of this mining run (redirects, pages the rules leave under two keys), written under
-        the rules now in force, replaces the one learned before; aliases loaded with the rules stay first."""
+        the rules now in force, replaces the one learned before; aliases loaded with the rules stay first.
+
+        Only aliases the crawl's own fetches back are taken: the target was fetched, and so was a URL of
+        the key. The miner also holds what trusted canonicals declared, which may be wrong, and an alias
+        sends every request of its key elsewhere: unchecked, it would lose the key's page."""
         changed = False
         for host in set(mined) | set(self._aliased_hosts):
-            table = {**mined.get(host, {}), **self._loaded_aliases.get(host, {})}
+            backed = self._fetched_keys(host)
+            rules_only = HostRules(host, self.rules.hosts.get(host, []))
+            keys = {_join(*rules_only.apply(*_split(k))) for k in backed}
+            learned = {key: target for key, target in mined.get(host, {}).items() if target in backed and key in keys}
+            self.events["aliases_unbacked"] += len(mined.get(host, {})) - len(learned)
+            table = {**learned, **self._loaded_aliases.get(host, {})}
             if table != self.rules.aliases.get(host, {}):
                 self.rules.aliases[host] = table
                 self._aliased_hosts.add(host)
@@ -138,12 +165,19 @@ class OnlineDustLearner:
             self.rules.recompile()
         return changed
 
+    def _fetched_keys(self, host: str) -> set[str]:
+        """The ``path?query`` (after the safe steps) of every URL of ``host`` that answered a page."""
+        return {key for (h, key), content in self.canonicals.pages.items() if h == host and content != ERROR}
+
     def _rekey(self) -> None:
         """Canonical keys of the pages fetched so far, under the rules now in force."""
         content: dict[str, tuple[Any, int | None]] = {}
+        first: dict[str, str] = {}
         for url, value in self.fetched.items():
-            content.setdefault(self.key_of(url), value)
-        self.content_of = content
+            key = self.key_of(url)
+            if key not in content:
+                content[key], first[key] = value, url
+        self.content_of, self.first_url = content, first
 
     def is_fetched(self, key: str) -> bool:
         """Was a page with this canonical key (under the rules in force) fetched already?"""
@@ -157,7 +191,11 @@ class OnlineDustLearner:
 
         Budget per rule: of the distinct URLs a learned rule collapses, the first and then a share
         ``explore`` are fetched (``ceil(collapsed * explore)``), so a rule is checked at once and then
-        now and then, and a densely linked site does not get every variant fetched once. Decided once
+        now and then, and a densely linked site does not get every variant fetched once. A rule that
+        drops a parameter's value (or a path parameter's) is also checked on the first URL of each value
+        it drops, until ``config.min_support`` values were checked: ``?lang=en`` agreeing says nothing of
+        ``?lang=de``, ``?start=6`` nothing of ``?start=12``; and only against a page fetched without
+        that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         """
         if self.explore <= 0 or key not in self.content_of or url in self._decided or url in self.fetched:
@@ -171,13 +209,23 @@ class OnlineDustLearner:
         self._decided.add(url)
         explore = False
         for ident in rules:
-            budget = self._budget.setdefault(ident, [0, 0])  # [distinct URLs collapsed, explored]
-            budget[0] += 1
-            explore = explore or budget[1] < math.ceil(budget[0] * self.explore)
+            budget = self._budget.get(ident)
+            if budget is None:
+                budget = self._budget[ident] = _Budget()
+            budget.collapsed += 1
+            rule = self._single[ident].rules[0]
+            value = _dropped_value(rule, parts[1], parts[2])
+            first = self.miner.split_url(self.first_url.get(key, ""))
+            if first is not None and value is not None and _dropped_value(rule, first[1], first[2]) == value:
+                value = None  # the key's page came with this very value: comparing says nothing of it
+            if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
+                budget.values.add(value)
+                explore = True
+            explore = explore or budget.explored < math.ceil(budget.collapsed * self.explore)
         if not explore:
             return False
         for ident in rules:
-            self._budget[ident][1] += 1
+            self._budget[ident].explored += 1
         self.exploring[url] = key
         self.events["explored"] += 1
         return True
@@ -188,6 +236,39 @@ class OnlineDustLearner:
         learned = [(ident, rule) for ident, rule in self._single.items() if ident[0] == host]
         firing = [ident for ident, single in learned if single.fired(path, query)]
         return firing or [ident for ident, _ in learned]
+
+    def hold(self, url: str, request: Any) -> bool:
+        """``request`` (for ``url``) was dropped as a duplicate because learned rules collapse it: keep it,
+        so that it is sent again if one of those rules is deactivated (a wrong rule loses no page). True
+        when held; at most ``MAX_HELD`` per rule (beyond, counted in ``events["held_over_limit"]``)."""
+        if url in self.fetched:
+            return False  # the page is fetched: nothing to lose (sending it again would fetch it twice)
+        parts = self.miner.split_url(url)
+        rules = self._learned_firing(*parts) if parts else []
+        if not rules:
+            return False
+        held = False
+        for ident in rules:
+            bucket = self._held.setdefault(ident, {})
+            if url in bucket or len(bucket) < self.MAX_HELD:
+                bucket.setdefault(url, request)
+                held = True
+            else:
+                self.events["held_over_limit"] += 1
+        return held
+
+    def release(self, removed: Iterable[tuple[str, tuple]]) -> list[Any]:
+        """The requests held for ``removed`` (deactivated) rules, to send again (each URL once)."""
+        out: dict[str, Any] = {}
+        for ident in removed:
+            for url, request in self._held.pop(ident, {}).items():
+                if url not in self.fetched:
+                    out.setdefault(url, request)
+        for bucket in self._held.values():  # held under another rule too: sent now, not again later
+            for url in out:
+                bucket.pop(url, None)
+        self.events["released"] += len(out)
+        return list(out.values())
 
     def take_exploration(self, url: str) -> bool:
         """Is ``url`` (about to be downloaded) an exploration? Not any more once an alias of the table, learned
@@ -234,7 +315,35 @@ class OnlineDustLearner:
         if removed:
             self.events["deactivated"] += len(removed)
             self._rekey()
+            self.resend.extend(self.release((host, rule.key) for rule in removed))
         return removed
+
+
+class _Budget:
+    """Exploration of one learned rule: distinct URLs it collapsed, how many were explored, the values of
+    the parameter it drops that were explored."""
+
+    __slots__ = ("collapsed", "explored", "values")
+
+    def __init__(self) -> None:
+        self.collapsed = 0
+        self.explored = 0
+        self.values: set[str] = set()
+
+
+def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
+    """The value ``rule`` drops from this URL (a query or path parameter's), None for other kinds."""
+    if rule.kind == "drop_param":
+        for part in query.split("&") if query else ():
+            name, _, value = part.partition("=")
+            if name == rule.param:
+                return value
+    elif rule.kind == "drop_pathparam":
+        marker = f";{rule.param}="
+        at = path.find(marker)
+        if at != -1:
+            return path[at + len(marker):].split("/", 1)[0].split(";", 1)[0]
+    return None
 
 
 class DeclaredCanonicals:
@@ -264,7 +373,8 @@ class DeclaredCanonicals:
         self.config = config
         self.events = events
         self.hosts: dict[str, _HostCanonicals] = {}
-        self._content: dict[tuple[str, str], Any] = {}  # (host, "path?query") fetched -> its content
+        #: (host, "path?query") of every URL fetched -> its content (ERROR for 4xx, 5xx)
+        self.pages: dict[tuple[str, str], Any] = {}
         self.changes: list[tuple[str, str, int, int]] = []
 
     def _where(self, url: str) -> tuple[str, str] | None:
@@ -283,12 +393,13 @@ class DeclaredCanonicals:
         if host.state == "misconfigured":
             self.events["canonical_ignored"] += 1
             return
-        known = self._content.get(there)
+        known = self.pages.get(there)
         if known is not None:
             self._judge(here[0], host, known == content)
-        elif host.state == "trusted":
+            return
+        if host.state == "trusted":
             self._use(canonical, content)
-        elif sum(len(v) for v in host.pending.values()) < self.MAX_PENDING:
+        if sum(len(v) for v in host.pending.values()) < self.MAX_PENDING:  # judged when it is fetched, used or not
             host.pending.setdefault(there[1], []).append((canonical, content))
 
     def fetched(self, url: str, content: Any) -> None:
@@ -296,16 +407,16 @@ class DeclaredCanonicals:
         where = self._where(url)
         if where is None:
             return
-        self._content.setdefault(where, content)
+        self.pages.setdefault(where, content)
         host = self.hosts.get(where[0])
         if host is None or host.state == "misconfigured":
             return
         for _, declared_content in host.pending.pop(where[1], ()):
-            self._judge(where[0], host, declared_content == self._content[where])
+            self._judge(where[0], host, declared_content == self.pages[where])
 
     def failed(self, url: str) -> None:
         """``url`` answered an error (4xx, 5xx): every declaration naming it is refused."""
-        self.fetched(url, ("error",))
+        self.fetched(url, ERROR)
 
     def _judge(self, name: str, host: _HostCanonicals, same: bool) -> None:
         if host.state == "misconfigured":  # decided (several declarations may name one fetched URL)
@@ -328,7 +439,6 @@ class DeclaredCanonicals:
             for declarations in host.pending.values():
                 for canonical, content in declarations:
                     self._use(canonical, content)
-            host.pending.clear()
 
     def _use(self, canonical: str, content: Any) -> None:
         """A trusted declaration: the miner sees the canonical URL serving the declaring page's content."""
@@ -341,6 +451,10 @@ class DeclaredCanonicals:
             self.events["canonical_used"] += 1
 
 
+#: what an URL that answered an error (4xx, 5xx) holds, for the declarations naming it
+ERROR = ("error",)
+
+
 class _HostCanonicals:
     __slots__ = ("confirmed", "refused", "state", "pending")
 
@@ -349,6 +463,15 @@ class _HostCanonicals:
         self.refused = 0
         self.state = "untrusted"  # then "trusted" or "misconfigured"
         self.pending: dict[str, list[tuple[str, Any]]] = {}  # canonical "path?query" -> declarations
+
+
+def _split(key: str) -> tuple[str, str]:
+    path, _, query = key.partition("?")
+    return path, query
+
+
+def _join(path: str, query: str) -> str:
+    return f"{path}?{query}" if query else path
 
 
 def _same_content(a: tuple[Any, int | None], b: tuple[Any, int | None], hamming: int) -> bool:
