@@ -55,6 +55,10 @@ logger = logging.getLogger(__name__)
 __all__ = ["DustLearningMiddleware"]
 
 
+#: request meta key of a request sent again after the rule that dropped it was deactivated
+RESENT_META = "dedup_dust_resent"
+
+
 class _ExploringCanonicalizer:
     """The fingerprinter's canonicalizer, letting a share of DUST-collapsed URLs keep their own key."""
 
@@ -121,7 +125,7 @@ class DustLearningMiddleware:
         # 3xx is answered by RedirectMiddleware before this one sees the response), or its replacement by a
         # later middleware (an alias target): the former download is over, its key no longer in flight.
         self._release(request)
-        if request.dont_filter or request.meta.get("verbatim_url"):
+        if (request.dont_filter and not request.meta.get(RESENT_META)) or request.meta.get("verbatim_url"):
             return None
         if self.learner.take_exploration(request.url):
             request.meta["dedup_dust_key"] = None
@@ -156,12 +160,13 @@ class DustLearningMiddleware:
             self.learner.hold(request.url, request)
 
     def _resend(self) -> None:
-        """Requests a deactivated rule had made the crawl drop go to the scheduler again, with the keys the
-        remaining rules give them (the dupefilter judges them afresh)."""
+        """Requests a deactivated rule had made the crawl drop go to the scheduler again. Past the dupefilter,
+        which holds their URL's own key from before the rule (the very key they need now), but checked here
+        before download against the keys the remaining rules give them."""
         while self.learner.resend:
             request = self.learner.resend.pop()
             self.stats.inc_value("dedup/dust/resent")
-            self.crawler.engine.crawl(request.replace())
+            self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
 
     # --- responses: learning and exploration ---
 

@@ -260,3 +260,29 @@ def test_online_learner_activates_explores_and_deactivates():
     assert learner2.should_explore(f"http://{HOST}/q1?ref=1", f"http://{HOST}/q1")  # a rule's first is explored
     assert learner2.check_explored(f"http://{HOST}/q1?ref=1", "q1", None) == []
     assert learner2.events["explore_agreed"] == 1
+
+
+def test_requests_a_learned_rule_dropped_are_given_back_when_it_is_deactivated():
+    """A wrong rule delays pages, never loses them: what it made the crawl drop is handed back, each URL once,
+    never a URL fetched since (it would be fetched twice), nothing for loaded rules (not learned here)."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    learner = OnlineDustLearner(rules, Canonicalizer(dust_rules=rules).canonicalize, every=6, explore=0.0)
+    for i in range(3):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?lang=en", f"page{i}", None)
+    assert [r.param for r in rules.hosts[HOST]] == ["lang"]
+    held = {u: object() for u in (f"http://{HOST}/p1?lang=de", f"http://{HOST}/p2?lang=de")}
+    for url, request in held.items():
+        assert learner.hold(url, request)
+    assert learner.hold(f"http://{HOST}/p1?lang=de", object())  # the same URL again: the first request stays
+    assert not learner.hold(f"http://{HOST}/p1?lang=en", object())  # fetched: nothing to lose
+    assert not learner.hold(f"http://{HOST}/other", object())  # no learned rule collapses it
+    learner.record(f"http://{HOST}/p2?lang=de", "page2-de", None)  # fetched meanwhile (linked again)
+    learner.exploring[f"http://{HOST}/p0?lang=de"] = f"http://{HOST}/p0"
+    removed = learner.check_explored(f"http://{HOST}/p0?lang=de", "page0-de", None)
+    assert [r.param for r in removed] == ["lang"]
+    assert learner.resend == [held[f"http://{HOST}/p1?lang=de"]]
+    assert learner.events["released"] == 1

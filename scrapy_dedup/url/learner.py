@@ -232,10 +232,13 @@ class OnlineDustLearner:
 
     def _learned_firing(self, host: str, path: str, query: str) -> list[tuple[str, tuple]]:
         """The learned rules of ``host`` that rewrite this URL (each alone; all of them when only their
-        composition does)."""
+        composition does; none when they do not rewrite it)."""
         learned = [(ident, rule) for ident, rule in self._single.items() if ident[0] == host]
         firing = [ident for ident, single in learned if single.fired(path, query)]
-        return firing or [ident for ident, _ in learned]
+        if firing or not learned:
+            return firing
+        together = HostRules(host, [single.rules[0] for _, single in learned])
+        return [ident for ident, _ in learned] if together.fired(path, query) else []
 
     def hold(self, url: str, request: Any) -> bool:
         """``request`` (for ``url``) was dropped as a duplicate because learned rules collapse it: keep it,
