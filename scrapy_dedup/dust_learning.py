@@ -216,6 +216,9 @@ class DustLearningMiddleware:
                 logger.info("rel=canonical trusted on %s: %d declaration(s) confirmed by the pages fetched, %d "
                             "refused; its declarations now count as evidence for DUST learning",
                             host, confirmed, refused)
+            elif state == "untrusted":
+                logger.info("rel=canonical no longer trusted on %s: %d declaration(s) refused, %d confirmed",
+                            host, refused, confirmed)
             else:
                 logger.info("rel=canonical ignored on %s: misconfigured (%d declaration(s) name another page or "
                             "an error, %d confirmed); no fetch was ever skipped for it", host, refused, confirmed)

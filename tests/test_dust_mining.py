@@ -286,3 +286,39 @@ def test_requests_a_learned_rule_dropped_are_given_back_when_it_is_deactivated()
     assert [r.param for r in removed] == ["lang"]
     assert learner.resend == [held[f"http://{HOST}/p1?lang=de"]]
     assert learner.events["released"] == 1
+
+
+def test_canonicals_every_listing_page_declaring_page_one_is_a_misconfigured_host():
+    from collections import Counter
+
+    from scrapy_dedup.url.learner import DeclaredCanonicals
+
+    events: Counter = Counter()
+    canonicals = DeclaredCanonicals(DustMiner(), MiningConfig(), events)
+    canonicals.fetched(f"http://{HOST}/list", ("page1", None))
+    for n in range(2, 6):  # page n is another page, and says it is page 1
+        canonicals.fetched(f"http://{HOST}/list?page={n}", (f"page{n}", None))
+        canonicals.declared(f"http://{HOST}/list?page={n}", f"http://{HOST}/list", (f"page{n}", None))
+    assert canonicals.hosts[HOST].state == "misconfigured" and canonicals.changes == [(HOST, "misconfigured", 0, 3)]
+    assert events["canonical_refused"] == 3 and events["canonical_ignored"] == 1 and not events["canonical_used"]
+
+
+def test_canonicals_confirmed_three_times_are_trusted_then_used_and_still_judged():
+    from collections import Counter
+
+    from scrapy_dedup.url.learner import DeclaredCanonicals
+
+    events: Counter = Counter()
+    miner = DustMiner()
+    canonicals = DeclaredCanonicals(miner, MiningConfig(), events)
+    for i in range(3):  # the print view declares the page, which was fetched: the same page
+        canonicals.fetched(f"http://{HOST}/a{i}", (f"a{i}", None))
+        canonicals.declared(f"http://{HOST}/a{i}?print=1", f"http://{HOST}/a{i}", (f"a{i}", None))
+    assert canonicals.hosts[HOST].state == "trusted" and events["canonical_confirmed"] == 3
+    canonicals.declared(f"http://{HOST}/b?print=1", f"http://{HOST}/b", ("b", None))  # /b not fetched: used
+    assert events["canonical_used"] == 1 and "/b" in miner.hosts[HOST]
+    canonicals.fetched(f"http://{HOST}/b", ("another page", None))  # fetched later: still judged
+    # 1 refused of 4 is past the rate: no longer used (misconfigured takes 3 refusals)
+    assert events["canonical_refused"] == 1 and canonicals.hosts[HOST].state == "untrusted"
+    canonicals.declared(f"http://{HOST}/c?print=1", f"http://{HOST}/c", ("c", None))
+    assert events["canonical_used"] == 1

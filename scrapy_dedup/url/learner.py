@@ -365,7 +365,8 @@ class DeclaredCanonicals:
 
     ``events`` counts ``canonical_confirmed``, ``canonical_refused``, ``canonical_used`` (handed to the
     miner), ``canonical_ignored`` (declared on a misconfigured host); :attr:`changes` lists
-    ``(host, "trusted" | "misconfigured", confirmed, refused)`` for the caller to log.
+    ``(host, "trusted" | "untrusted" | "misconfigured", confirmed, refused)`` for the caller to log (a
+    trusted host whose refusals pass the rate is no longer used, and may be trusted again).
     """
 
     #: declarations waiting for their canonical to be fetched, per host (beyond: not judged, not used)
@@ -435,6 +436,9 @@ class DeclaredCanonicals:
         if too_many_refused and host.refused >= self.config.min_support:
             host.state = "misconfigured"
             host.pending.clear()
+            self.changes.append((name, host.state, host.confirmed, host.refused))
+        elif host.state == "trusted" and too_many_refused:  # not misconfigured (yet): no longer used
+            host.state = "untrusted"
             self.changes.append((name, host.state, host.confirmed, host.refused))
         elif host.state == "untrusted" and not too_many_refused and host.confirmed >= self.config.min_support:
             host.state = "trusted"
