@@ -40,6 +40,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
 from scrapy_dedup.extensions import DedupExtension
+from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
 from scrapy_dedup.pipelines import _middleware_enabled
 from scrapy_dedup.settings import read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
@@ -125,7 +126,10 @@ class DustLearningMiddleware:
         # 3xx is answered by RedirectMiddleware before this one sees the response), or its replacement by a
         # later middleware (an alias target): the former download is over, its key no longer in flight.
         self._release(request)
-        if (request.dont_filter and not request.meta.get(RESENT_META)) or request.meta.get("verbatim_url"):
+        # dont_filter set by this add-on, not by the spider: sent again here, or the redirect of a request
+        # within its key (a page fetched meanwhile under another URL of the key is not fetched again)
+        ours = request.meta.get(RESENT_META) or request.meta.get(SAME_KEY_REDIRECT_META)
+        if (request.dont_filter and not ours) or request.meta.get("verbatim_url"):
             return None
         if self.learner.take_exploration(request.url):
             request.meta["dedup_dust_key"] = None

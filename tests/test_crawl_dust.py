@@ -234,6 +234,25 @@ def test_a_redirected_request_does_not_keep_its_key_in_flight():
     assert "http://shop.test/c" not in dust.inflight
 
 
+def test_a_redirect_within_a_key_whose_page_was_fetched_meanwhile_is_not_fetched_again():
+    """``/a`` redirects to ``/a/`` (one key): CanonicalRedirectMiddleware lets the redirect past the dupefilter.
+    When ``/a/`` was fetched meanwhile (linked directly), the redirected request fetched it a second time,
+    and the content layer keeps a page fetched again under its own URL: its item came out twice."""
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.http import Request
+
+    from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
+
+    _, dust, _ = _learning_setup()
+    page = _promo_page("http://shop.test/a/", "")
+    dust.process_request(page.request)
+    dust.process_response(page.request, page)
+    redirected = Request("http://shop.test/a/", dont_filter=True, meta={SAME_KEY_REDIRECT_META: True})
+    with pytest.raises(IgnoreRequest):
+        dust.process_request(redirected)
+    assert dust.process_request(Request("http://shop.test/a/", dont_filter=True)) is None  # the spider's own
+
+
 _SHOES = {4711: "blue-runner", 4712: "red-trail", 4713: "green-walker", 4714: "black-court", 4715: "white-sprint"}
 
 
