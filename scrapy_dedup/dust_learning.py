@@ -183,16 +183,23 @@ class DustLearningMiddleware:
         content, sim = self._content_of(response)
         if content is None:  # not a page, unreadable, too short, or the content index away
             return response
+        deactivated = False
         if request.url in self.learner.exploring:
             for rule in self.learner.check_explored(request.url, content, sim):
+                deactivated = True
                 self.stats.inc_value("dedup/dust/deactivated")
                 logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
                             _host(request.url), rule.describe(), request.url)
-            self._resend()
         before = self.learner.pages
         redirects = request.meta.get("redirect_urls") or ()
-        for verdict in self.learner.record(response.url, content, sim, request_url=request.url,
-                                           redirect_urls=[u for u in redirects if isinstance(u, str)]):
+        activated = self.learner.record(response.url, content, sim, request_url=request.url,
+                                        redirect_urls=[u for u in redirects if isinstance(u, str)])
+        if deactivated:
+            # mined again at once, the violating page included, so that what the wrong rule got right (a
+            # narrower rule) is in force before the requests it dropped are checked again
+            activated += self.learner.mine_now()
+            self._resend()
+        for verdict in activated:
             self.stats.inc_value("dedup/dust/activated")
             logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
                         before + 1, verdict.host, verdict.rule.describe(), verdict.support,
