@@ -3,22 +3,27 @@
 :class:`DustLearningMiddleware` is a downloader middleware (``DOWNLOADER_MIDDLEWARES``,
 order 100: it sees responses after decompression and requests just before download):
 
-* every fetched text page (2xx) is fingerprinted by the crawl's
-  :class:`~scrapy_dedup.extensions.DedupExtension` (main text under its host's
-  extraction policy, exact hash and simhash; computed once, the content verdict
-  reuses it) and fed to
-  :class:`~scrapy_dedup.url.mining.OnlineDustLearner`; every ``DEDUP_DUST_LEARN_EVERY``
-  pages the learner mines and activates the rules that pass validation in the
-  fingerprinter's rule set, so later requests of that host get the new canonical
-  key (the dupefilter then drops them). Each activation is logged at INFO with its
-  support and counted (``dedup/dust/activated``);
+* every fetched text page (2xx) is named by the crawl's own content verdict (the
+  :class:`~scrapy_dedup.extensions.DedupExtension`'s: main text under its host's
+  extraction policy, exact or verified near duplicates share a cluster; taken once,
+  the spider middleware reuses it) and fed, with the URLs that redirected to it, to
+  :class:`~scrapy_dedup.url.learner.OnlineDustLearner`. It mines when pages met again
+  under another URL (the evidence rules are made of) reach the miner's ``min_support``,
+  and at the latest every ``DEDUP_DUST_LEARN_EVERY`` pages; the rules that pass
+  validation are activated in the fingerprinter's rule set, so later requests of that
+  host get the new canonical key (the dupefilter then drops them), and the alias table
+  the run mined (redirects, a page under two keys) replaces the learned one. Each
+  activation is logged at INFO with its support and counted (``dedup/dust/activated``);
 * a request queued before a rule was activated is checked again against the
   updated canonical key just before download and dropped if a page with that key
   was already fetched or is being fetched (``dedup/dust/skipped_queued``);
-* an active rule hides its own violations, so a ``DEDUP_DUST_EXPLORE`` share of the
-  requests it collapses onto an already fetched page is still fetched
-  (``dedup/dust/explored``); a page that then differs from its key's page
-  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``);
+* an active rule hides its own violations, so of the distinct URLs a learned rule
+  collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
+  share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
+  URL already fetched never); an explored page that differs from its key's page
+  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``).
+  An explored page that is the same page is a duplicate like any other: its items go
+  the way of ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
 
 It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,
@@ -35,6 +40,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
 from scrapy_dedup.extensions import DedupExtension
+from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
+from scrapy_dedup.pipelines import _middleware_enabled
 from scrapy_dedup.settings import read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
 from scrapy_dedup.url.mining import MiningConfig
@@ -47,6 +54,10 @@ if TYPE_CHECKING:  # pragma: no cover
 logger = logging.getLogger(__name__)
 
 __all__ = ["DustLearningMiddleware"]
+
+
+#: request meta key of a request sent again after the rule that dropped it was deactivated
+RESENT_META = "dedup_dust_resent"
 
 
 class _ExploringCanonicalizer:
@@ -83,7 +94,7 @@ class DustLearningMiddleware:
             raise NotConfigured  # off: no message, so Scrapy does not log a warning
         fingerprinter: Any = getattr(crawler, "request_fingerprinter", None)  # has a canonicalizer if ours
         canonicalizer = getattr(fingerprinter, "canonicalizer", None)
-        if canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
+        if fingerprinter is None or canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
             raise NotConfigured("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
                                 "'scrapy_dedup.CanonicalRequestFingerprinter'")
         #: the content extension fingerprints each response once, for this and for its verdict
@@ -97,8 +108,12 @@ class DustLearningMiddleware:
             config=MiningConfig(hamming=cfg.hamming_threshold, min_words=cfg.min_words),
         )
         fingerprinter.canonicalizer = _ExploringCanonicalizer(canonicalizer, self.learner)
+        #: responses are judged by ContentFingerprintMiddleware: the learner reads the same verdict
+        self.judge_responses = not cfg.content_field and _middleware_enabled(crawler)
         self.inflight: dict[str, int] = {}  # canonical key -> requests being downloaded
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)
+        self.fingerprinter = fingerprinter
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DustLearningMiddleware:
@@ -107,14 +122,22 @@ class DustLearningMiddleware:
     # --- requests: the re-check of already queued requests ---
 
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
-        if request.dont_filter or request.meta.get("verbatim_url"):
+        # A request that carries a key came back: the redirect of a request this middleware let through (a
+        # 3xx is answered by RedirectMiddleware before this one sees the response), or its replacement by a
+        # later middleware (an alias target): the former download is over, its key no longer in flight.
+        self._release(request)
+        # dont_filter set by this add-on, not by the spider: sent again here, or the redirect of a request
+        # within its key (a page fetched meanwhile under another URL of the key is not fetched again)
+        ours = request.meta.get(RESENT_META) or request.meta.get(SAME_KEY_REDIRECT_META)
+        if (request.dont_filter and not ours) or request.meta.get("verbatim_url"):
             return None
-        if request.url in self.learner.exploring:
+        if self.learner.take_exploration(request.url):
             request.meta["dedup_dust_key"] = None
             return None
         key = self.canonicalizer.canonicalize(request.url)
         if self.learner.is_fetched(key) or self.inflight.get(key):
             self.stats.inc_value("dedup/dust/skipped_queued")
+            self.learner.hold(request.url, request)
             logger.debug("DUST: %s dropped before download: %s was already fetched", request.url, key)
             raise IgnoreRequest(f"DUST duplicate of {key}")
         self.inflight[key] = self.inflight.get(key, 0) + 1
@@ -132,32 +155,96 @@ class DustLearningMiddleware:
         self._release(request)
         return None
 
+    def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
+        """The scheduler dropped ``request`` as seen: held when learned rules collapsed it, so that it is sent
+        again if one of them is deactivated. A redirect of a request let through here, dropped because its
+        target was seen, ends that download: its key is no longer in flight."""
+        self._release(request)
+        if "dust" in self.fingerprinter.fired_switches(request):  # the key the dupefilter used (cached)
+            self.learner.hold(request.url, request)
+
+    def _resend(self) -> None:
+        """Requests a deactivated rule had made the crawl drop go to the scheduler again. Past the dupefilter,
+        which holds their URL's own key from before the rule (the very key they need now), but checked here
+        before download against the keys the remaining rules give them."""
+        while self.learner.resend:
+            request = self.learner.resend.pop()
+            self.stats.inc_value("dedup/dust/resent")
+            self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
+
     # --- responses: learning and exploration ---
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         self._release(request)
+        if response.status >= 400:
+            self.learner.canonicals.failed(response.url)  # refuses the canonicals that named it
         if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
             return response
-        fingerprint = self.content.fingerprint_of_response(response)  # the host's extraction policy
-        if fingerprint is None:  # not a page, unreadable, or too short
+        content, sim = self._content_of(response)
+        if content is None:  # not a page, unreadable, too short, or the content index away
             return response
-        exact, sim = fingerprint.exact, fingerprint.simhash
+        deactivated = False
         if request.url in self.learner.exploring:
-            for rule in self.learner.check_explored(request.url, exact, sim):
+            for rule in self.learner.check_explored(request.url, content, sim):
+                deactivated = True
                 self.stats.inc_value("dedup/dust/deactivated")
                 logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
                             _host(request.url), rule.describe(), request.url)
         before = self.learner.pages
-        for verdict in self.learner.record(response.url, exact, sim, request_url=request.url):
+        redirects = request.meta.get("redirect_urls") or ()
+        activated = self.learner.record(response.url, content, sim, request_url=request.url,
+                                        redirect_urls=[u for u in redirects if isinstance(u, str)])
+        if deactivated:
+            # mined again at once, the violating page included, so that what the wrong rule got right (a
+            # narrower rule) is in force before the requests it dropped are checked again
+            activated += self.learner.mine_now()
+            self._resend()
+        for verdict in activated:
             self.stats.inc_value("dedup/dust/activated")
             logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
                         before + 1, verdict.host, verdict.rule.describe(), verdict.support,
                         verdict.support_pages, verdict.violations)
+        canonical = _declared_canonical(response)
+        if canonical is not None:
+            self.learner.declared(response.url, canonical, content, sim)
+        self._canonical_changes()
         self.stats.set_value("dedup/dust/learned_pages", self.learner.pages)
-        for name in ("explored", "explore_agreed", "explore_violations", "mining_runs"):
-            if self.learner.events[name]:
-                self.stats.set_value(f"dedup/dust/{name}", self.learner.events[name])
+        events = self.learner.events
+        for name in ("explored", "explore_agreed", "explore_violations", "mining_runs", "aliases"):
+            if events[name]:
+                self.stats.set_value(f"dedup/dust/{name}", events[name])
+        for name in ("confirmed", "refused", "used", "ignored"):
+            if events[f"canonical_{name}"]:
+                self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
         return response
+
+    def _canonical_changes(self) -> None:
+        changes = self.learner.canonicals.changes
+        while changes:
+            host, state, confirmed, refused = changes.pop(0)
+            self.stats.inc_value(f"dedup/dust/canonical/{state}_hosts")
+            if state == "trusted":
+                logger.info("rel=canonical trusted on %s: %d declaration(s) confirmed by the pages fetched, %d "
+                            "refused; its declarations now count as evidence for DUST learning",
+                            host, confirmed, refused)
+            elif state == "untrusted":
+                logger.info("rel=canonical no longer trusted on %s: %d declaration(s) refused, %d confirmed",
+                            host, refused, confirmed)
+            else:
+                logger.info("rel=canonical ignored on %s: misconfigured (%d declaration(s) name another page or "
+                            "an error, %d confirmed); no fetch was ever skipped for it", host, refused, confirmed)
+
+    def _content_of(self, response: Response) -> tuple[str | None, int | None]:
+        """What names the page for the learner: the content engine's cluster (the verdict the crawl takes of
+        this response anyway, taken once), or where the crawl does not judge responses (items carry their
+        own content, ``DEDUP_CONTENT_FIELD``) the exact hash and simhash of its main text."""
+        if self.judge_responses:
+            verdict = self.content.verdict_for_response(response)
+            return (verdict.cluster if verdict is not None else None), None
+        fingerprint = self.content.fingerprint_of_response(response)  # the host's extraction policy
+        if fingerprint is None:
+            return None, None
+        return fingerprint.exact.hex(), fingerprint.simhash
 
     # --- crawl end ---
 
@@ -173,6 +260,31 @@ class DustLearningMiddleware:
                 logger.info("DUST rules written to %s (%d rule(s))", self.cfg.dust_rules_out, len(rules))
             except OSError as exc:
                 logger.error("Could not write DEDUP_DUST_RULES_OUT %s: %s", self.cfg.dust_rules_out, exc)
+
+
+def _declared_canonical(response: TextResponse) -> str | None:
+    """The ``rel="canonical"`` URL a response declares, absolute: the HTTP ``Link`` header first (RFC 8288,
+    RFC 6596), then ``<link rel="canonical">`` in the HTML head; None when there is none."""
+    for value in response.headers.getlist(b"Link"):
+        for link in value.decode("latin-1").split(","):
+            target, _, params = link.partition(";")
+            target = target.strip()
+            if target.startswith("<") and target.endswith(">") and _rel_is_canonical(params):
+                return response.urljoin(target[1:-1].strip())
+    try:
+        href = response.xpath("//head/link[contains(concat(' ', translate(normalize-space(@rel), "
+                              "'CANONIAL', 'canonial'), ' '), ' canonical ')]/@href").get()
+    except ValueError:  # not HTML (Scrapy raises for responses it cannot select on)
+        return None
+    return response.urljoin(href.strip()) if href and href.strip() else None
+
+
+def _rel_is_canonical(params: str) -> bool:
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "rel" and "canonical" in value.strip().strip('"').lower().split():
+            return True
+    return False
 
 
 def _host(url: str) -> str:

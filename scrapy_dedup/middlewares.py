@@ -117,6 +117,8 @@ class ContentFingerprintMiddleware:
 
 #: request meta key of a request sent to its alias target (the URL it was for)
 ALIAS_META = "dedup_dust_alias_of"
+#: request meta key of a request whose redirect stays within its canonical key (``dont_filter`` set here)
+SAME_KEY_REDIRECT_META = "dedup_same_key_redirect"
 
 
 class CanonicalRedirectMiddleware:
@@ -182,5 +184,6 @@ class CanonicalRedirectMiddleware:
                 same = False
             if same:
                 request.dont_filter = True  # copied to the redirected request by RedirectMiddleware
+                request.meta[SAME_KEY_REDIRECT_META] = True  # (so is this: the flag is ours, not the spider's)
                 self.stats.inc_value("dedup/url/redirect_same_key")
         return response

@@ -222,10 +222,12 @@ SETTINGS: tuple[Setting, ...] = (
        "Learn DUST rules during the crawl (needs `scrapy_dedup.dust_learning.DustLearningMiddleware`): "
        "validated rules are activated for later requests of their host and logged."),
     _s("DEDUP_DUST_LEARN_EVERY", 25, _number(int, minimum=1), "url",
-       "With `DEDUP_DUST_LEARN`: mine the pages fetched so far every this many pages."),
+       "With `DEDUP_DUST_LEARN`: mine the pages fetched so far at least every this many pages (sooner when "
+       "pages met again under other URLs, the evidence rules need, reach the miner's support)."),
     _s("DEDUP_DUST_EXPLORE", 0.05, _number(float, minimum=0, maximum=1), "url",
-       "With `DEDUP_DUST_LEARN`: share of the requests an active learned rule collapses that are still "
-       "fetched, to catch the rule's violations (a violating rule is deactivated)."),
+       "With `DEDUP_DUST_LEARN`: of the distinct URLs an active learned rule collapses, the first and then "
+       "this share are still fetched (each URL at most once), to catch the rule's violations (a violating "
+       "rule is deactivated)."),
     _s("DEDUP_DUST_RULES_OUT", None, to_optional_str, "url",
        "With `DEDUP_DUST_LEARN`: write the DUST rules in force at crawl end (loaded and learned) to this "
        "file, for the next crawl."),

@@ -205,11 +205,52 @@ def test_a_response_is_read_once_for_learning_and_verdict_and_judged_once(monkey
     extension = crawler.get_extension(DedupExtension)
     assert extension.verdict_for_response(page).kind == "unique"
     assert len(reads) == 1
-    assert dust.learner.fetched[page.url] == (extension.fingerprint_of_response(page).exact,
-                                              extension.fingerprint_of_response(page).simhash)
+    # the learner names the page by the content engine's verdict (its cluster), the one the crawl took
+    assert dust.learner.fetched[page.url] == (extension.verdict_for_response(page).cluster, None)
     assert extension.engine.report().total == 1
     stats = crawler.stats.get_stats()
     assert stats["dedup/content/fingerprinted"] == stats["dedup/content/unique"] == 1
+
+
+def test_a_redirected_request_does_not_keep_its_key_in_flight():
+    """A request let through takes its key "in flight" (another request of that key waits for the page). A
+    3xx is answered by RedirectMiddleware, before this middleware sees a response, and the redirected
+    request (a copy, with the meta) comes back here: the key stayed in flight for the rest of the crawl, and
+    every later request of that key was dropped, its page lost when the redirect led elsewhere."""
+    from scrapy.http import HtmlResponse, Request
+
+    _, dust, _ = _learning_setup()
+    first = Request("http://shop.test/a")
+    dust.process_request(first)
+    redirected = first.replace(url="http://shop.test/b")  # what RedirectMiddleware sends on a 301
+    dust.process_request(redirected)
+    dust.process_response(redirected, HtmlResponse(redirected.url, body=b"<html></html>", request=redirected))
+    assert dust.inflight == {}
+    assert dust.process_request(Request("http://shop.test/a")) is None  # fetched again when linked again
+    # the redirect of a request let through, dropped by the scheduler (its target was seen): released too
+    dust.process_request(Request("http://shop.test/c"))
+    dust.request_dropped(Request("http://shop.test/c").replace(url="http://shop.test/b", meta=dict(
+        dedup_dust_key=dust.canonicalizer.canonicalize("http://shop.test/c"))))
+    assert "http://shop.test/c" not in dust.inflight
+
+
+def test_a_redirect_within_a_key_whose_page_was_fetched_meanwhile_is_not_fetched_again():
+    """``/a`` redirects to ``/a/`` (one key): CanonicalRedirectMiddleware lets the redirect past the dupefilter.
+    When ``/a/`` was fetched meanwhile (linked directly), the redirected request fetched it a second time,
+    and the content layer keeps a page fetched again under its own URL: its item came out twice."""
+    from scrapy.exceptions import IgnoreRequest
+    from scrapy.http import Request
+
+    from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
+
+    _, dust, _ = _learning_setup()
+    page = _promo_page("http://shop.test/a/", "")
+    dust.process_request(page.request)
+    dust.process_response(page.request, page)
+    redirected = Request("http://shop.test/a/", dont_filter=True, meta={SAME_KEY_REDIRECT_META: True})
+    with pytest.raises(IgnoreRequest):
+        dust.process_request(redirected)
+    assert dust.process_request(Request("http://shop.test/a/", dont_filter=True)) is None  # the spider's own
 
 
 _SHOES = {4711: "blue-runner", 4712: "red-trail", 4713: "green-walker", 4714: "black-court", 4715: "white-sprint"}
@@ -295,3 +336,102 @@ def test_a_redirect_within_one_canonical_key_does_not_lose_its_page(tmp_path):
     assert {p for _, p in fetched} >= {"/alpha", "/beta", "/gamma"}, sorted(fetched)
     assert sorted(item["url"].rpartition("/")[2] for item in crawler.items) == ["", "alpha", "beta", "gamma"]
     assert crawler.stats.get_value("dedup/url/redirect_same_key") == 3
+
+
+def _ref_site(host: str, path_qs: str, canonical: str | None = None):
+    """``?ref=`` never changes a page. The home page links four pages with and without it (the evidence
+    for ``drop ?ref=``), then ``/next`` links the q-pages only as ``?ref=a``: the first fetch of each
+    q-page is such a URL. Every q-page links every q-page again as ``?ref=a`` and ``?ref=b``."""
+    from urllib.parse import urlsplit
+
+    from tests.support.localsite import Page
+
+    name = urlsplit(path_qs).path.strip("/") or "home"
+    queue = [f"/q{i}?ref={ref}" for i in range(6) for ref in ("a", "b")]
+    if name == "home":
+        links = [f"/p{i}" for i in range(4)] + [f"/p{i}?ref=home" for i in range(4)] + ["/next"]
+        if canonical == "404":  # the declared URLs are linked too (they answer 404): a canonical is not fetched
+            links += [f"/gone/p{i}" for i in range(4)]  # for its own sake, only judged when fetched anyway
+    elif name == "next":
+        links = [f"/q{i}?ref=a" for i in range(6)]
+    elif name in {f"p{i}" for i in range(4)}:
+        links = []
+    elif name in {f"q{i}" for i in range(6)}:
+        links = queue
+    else:
+        return None
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
+    head = headers = ""
+    if canonical is not None:  # p-pages declare it in <link>, the others in a Link header
+        declared = {"self": f"/{name}" if name != "home" else "/", "home": "/", "404": f"/gone/{name}"}[canonical]
+        if name.startswith("p"):
+            head = f'<head><link rel="canonical" href="{declared}"></head>'
+        else:
+            headers = {"Link": f'<{declared}>; rel="canonical"'}
+    return Page(f"<html>{head}<body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>",
+                headers=headers or {})
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_exploration_never_yields_a_duplicate_item_and_explores_a_url_once():
+    """Exploration fetches a URL a learned rule collapses at most once, never a URL already fetched (here
+    the first fetch of each q-page is its ``?ref=a`` form, linked again from every q-page: exploring it
+    again fetched it twice, and the content layer keeps a page fetched again under its own URL, so the
+    item came out twice), and an explored page that is the same page is a duplicate: its item is dropped."""
+    settings = {**ADDON, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "DEDUP_DUST_LEARN_EVERY": 4,
+                "DEDUP_DUST_EXPLORE": 1.0, "CONCURRENT_REQUESTS": 1,
+                "DEPTH_PRIORITY": 1, "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue"}
+    with LocalSite(_ref_site) as site:
+        crawler = yield run_crawl(SiteSpider, settings, start_urls=[site.url("ref.test")])
+        fetched = site.fetched()
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/dust/activated", 0) >= 1 and stats.get("dedup/dust/explored", 0) >= 1, stats
+    repeated = sorted({p for p in fetched if fetched.count(p) > 1 and p[1] != "/"})
+    assert not repeated, repeated  # ("/": Scrapy's start request is not filtered)
+    pages = [item["url"].split("?")[0] for item in crawler.items]
+    assert len(pages) == len(set(pages)), sorted(pages)
+    assert {path.split("?")[0] for _, path in fetched} >= {f"/q{i}" for i in range(6)}  # no page lost
+
+
+CANONICAL_LEARNING = {**ADDON, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "DEDUP_DUST_LEARN_EVERY": 4,
+                      "CONCURRENT_REQUESTS": 1, "DEPTH_PRIORITY": 1,
+                      "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue"}
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_canonicals_confirmed_by_fetched_pairs_are_trusted_and_used_as_evidence(caplog):
+    """The ``?ref=home`` forms of the p-pages declare the p-page (``<link>``), which was fetched: confirmed,
+    the host is trusted; the q-pages first met as ``?ref=a`` declare their own URL (``Link`` header), not
+    fetched: those declarations reach the miner as evidence. No fetch is skipped for a canonical."""
+    with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
+        with LocalSite(lambda host, path: _ref_site(host, path, "self")) as site:
+            crawler = yield run_crawl(SiteSpider, CANONICAL_LEARNING, start_urls=[site.url("ref.test")])
+            fetched = site.fetched()
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/dust/canonical/confirmed", 0) >= 3, stats
+    assert stats.get("dedup/dust/canonical/trusted_hosts") == 1 and "dedup/dust/canonical/misconfigured_hosts" \
+        not in stats, stats
+    assert stats.get("dedup/dust/canonical/used", 0) >= 1, stats
+    assert any("rel=canonical trusted on ref.test" in r.getMessage() for r in caplog.records)
+    assert {path.split("?")[0] for _, path in fetched} >= {f"/p{i}" for i in range(4)} | {f"/q{i}" for i in range(6)}
+
+
+@pytest.mark.crawl
+@pytest.mark.parametrize("declared", ["home", "404"])
+@inlineCallbacks
+def test_misconfigured_canonicals_are_detected_ignored_and_lose_no_page(caplog, declared):
+    """Every page declaring the home page, or canonicals to URLs that answer 404: the fetched pairs refuse
+    them, the host is found misconfigured, its declarations are never used, and every page is fetched."""
+    with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
+        with LocalSite(lambda host, path: _ref_site(host, path, declared)) as site:
+            crawler = yield run_crawl(SiteSpider, CANONICAL_LEARNING, start_urls=[site.url("ref.test")])
+            fetched = site.fetched()
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/dust/canonical/misconfigured_hosts") == 1, stats
+    assert "dedup/dust/canonical/trusted_hosts" not in stats and "dedup/dust/canonical/used" not in stats, stats
+    assert stats.get("dedup/dust/canonical/ignored", 0) >= 1, stats
+    assert any("rel=canonical ignored on ref.test: misconfigured" in r.getMessage() for r in caplog.records)
+    pages = {path.split("?")[0] for _, path in fetched}
+    assert pages >= {"/", "/next"} | {f"/p{i}" for i in range(4)} | {f"/q{i}" for i in range(6)}, sorted(pages)

@@ -234,12 +234,16 @@ def test_online_learner_activates_explores_and_deactivates():
     assert [(v.rule.kind, v.rule.param) for v in activated] == [("drop_param", "ref")]
     assert key_of(f"http://{HOST}/p1?ref=x") == f"http://{HOST}/p1"  # the live rule set is the canonicalizer's
     assert learner.is_fetched(f"http://{HOST}/p1")
-    # collapsed requests: every second one is let through
+    # distinct URLs the rule collapses: the first is let through, then every second one (explore=0.5)
     decisions = [learner.should_explore(f"http://{HOST}/p{i}?ref=mail", f"http://{HOST}/p{i}") for i in range(3)]
-    assert decisions == [False, True, False]
+    assert decisions == [True, False, True]
+    # decided once per distinct URL: never explored again, and a URL fetched already is never explored
+    assert not learner.should_explore(f"http://{HOST}/p0?ref=mail", f"http://{HOST}/p0")
+    assert not learner.should_explore(f"http://{HOST}/p1?ref=home", f"http://{HOST}/p1")
+    assert learner.events["explored"] == 2
     assert not learner.should_explore(f"http://{HOST}/new?ref=a", f"http://{HOST}/new")  # not fetched: not collapsed
     # the explored page is another page: the rule is wrong after all and goes, for good
-    removed = learner.check_explored(f"http://{HOST}/p1?ref=mail", "another page", None)
+    removed = learner.check_explored(f"http://{HOST}/p0?ref=mail", "another page", None)
     assert [r.param for r in removed] == ["ref"]
     assert key_of(f"http://{HOST}/p1?ref=x") == f"http://{HOST}/p1?ref=x"
     for i in range(3, 6):
@@ -247,8 +251,74 @@ def test_online_learner_activates_explores_and_deactivates():
         learner.record(f"http://{HOST}/p{i}?ref=home", f"page{i}", None)
     assert len(rules) == 0 and learner.events["deactivated"] == 1
     # an explored page that agrees changes nothing
-    learner2 = OnlineDustLearner(RuleSet(), key_of, every=100, explore=1.0)
-    learner2.record(f"http://{HOST}/q", "q", None)
-    assert learner2.should_explore(f"http://{HOST}/q?ref=1", f"http://{HOST}/q")
-    assert learner2.check_explored(f"http://{HOST}/q?ref=1", "q", None) == []
+    rules2 = RuleSet()
+    learner2 = OnlineDustLearner(rules2, Canonicalizer(dust_rules=rules2).canonicalize, every=6, explore=0.01)
+    for i in range(3):
+        learner2.record(f"http://{HOST}/q{i}", f"q{i}", None)
+        learner2.record(f"http://{HOST}/q{i}?ref=home", f"q{i}", None)
+    assert len(rules2) == 1
+    assert learner2.should_explore(f"http://{HOST}/q1?ref=1", f"http://{HOST}/q1")  # a rule's first is explored
+    assert learner2.check_explored(f"http://{HOST}/q1?ref=1", "q1", None) == []
     assert learner2.events["explore_agreed"] == 1
+
+
+def test_requests_a_learned_rule_dropped_are_given_back_when_it_is_deactivated():
+    """A wrong rule delays pages, never loses them: what it made the crawl drop is handed back, each URL once,
+    never a URL fetched since (it would be fetched twice), nothing for loaded rules (not learned here)."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    learner = OnlineDustLearner(rules, Canonicalizer(dust_rules=rules).canonicalize, every=6, explore=0.0)
+    for i in range(3):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?lang=en", f"page{i}", None)
+    assert [r.param for r in rules.hosts[HOST]] == ["lang"]
+    held = {u: object() for u in (f"http://{HOST}/p1?lang=de", f"http://{HOST}/p2?lang=de")}
+    for url, request in held.items():
+        assert learner.hold(url, request)
+    assert learner.hold(f"http://{HOST}/p1?lang=de", object())  # the same URL again: the first request stays
+    assert not learner.hold(f"http://{HOST}/p1?lang=en", object())  # fetched: nothing to lose
+    assert not learner.hold(f"http://{HOST}/other", object())  # no learned rule collapses it
+    learner.record(f"http://{HOST}/p2?lang=de", "page2-de", None)  # fetched meanwhile (linked again)
+    learner.exploring[f"http://{HOST}/p0?lang=de"] = f"http://{HOST}/p0"
+    removed = learner.check_explored(f"http://{HOST}/p0?lang=de", "page0-de", None)
+    assert [r.param for r in removed] == ["lang"]
+    assert learner.resend == [held[f"http://{HOST}/p1?lang=de"]]
+    assert learner.events["released"] == 1
+
+
+def test_canonicals_every_listing_page_declaring_page_one_is_a_misconfigured_host():
+    from collections import Counter
+
+    from scrapy_dedup.url.learner import DeclaredCanonicals
+
+    events: Counter = Counter()
+    canonicals = DeclaredCanonicals(DustMiner(), MiningConfig(), events)
+    canonicals.fetched(f"http://{HOST}/list", ("page1", None))
+    for n in range(2, 6):  # page n is another page, and says it is page 1
+        canonicals.fetched(f"http://{HOST}/list?page={n}", (f"page{n}", None))
+        canonicals.declared(f"http://{HOST}/list?page={n}", f"http://{HOST}/list", (f"page{n}", None))
+    assert canonicals.hosts[HOST].state == "misconfigured" and canonicals.changes == [(HOST, "misconfigured", 0, 3)]
+    assert events["canonical_refused"] == 3 and events["canonical_ignored"] == 1 and not events["canonical_used"]
+
+
+def test_canonicals_confirmed_three_times_are_trusted_then_used_and_still_judged():
+    from collections import Counter
+
+    from scrapy_dedup.url.learner import DeclaredCanonicals
+
+    events: Counter = Counter()
+    miner = DustMiner()
+    canonicals = DeclaredCanonicals(miner, MiningConfig(), events)
+    for i in range(3):  # the print view declares the page, which was fetched: the same page
+        canonicals.fetched(f"http://{HOST}/a{i}", (f"a{i}", None))
+        canonicals.declared(f"http://{HOST}/a{i}?print=1", f"http://{HOST}/a{i}", (f"a{i}", None))
+    assert canonicals.hosts[HOST].state == "trusted" and events["canonical_confirmed"] == 3
+    canonicals.declared(f"http://{HOST}/b?print=1", f"http://{HOST}/b", ("b", None))  # /b not fetched: used
+    assert events["canonical_used"] == 1 and "/b" in miner.hosts[HOST]
+    canonicals.fetched(f"http://{HOST}/b", ("another page", None))  # fetched later: still judged
+    # 1 refused of 4 is past the rate: no longer used (misconfigured takes 3 refusals)
+    assert events["canonical_refused"] == 1 and canonicals.hosts[HOST].state == "untrusted"
+    canonicals.declared(f"http://{HOST}/c?print=1", f"http://{HOST}/c", ("c", None))
+    assert events["canonical_used"] == 1
