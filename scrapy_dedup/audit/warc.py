@@ -1,44 +1,12 @@
 """Reading WARC files (ISO 28500, WARC/1.0 and 1.1; plain or gzip per record) for the audit and the DUST miner.
 
-A WARC file is what web archiving crawlers write (Heritrix, wget ``--warc-file``,
-Browsertrix): every HTTP exchange as records. warcio parses the
-records (WARC headers, HTTP headers, de-chunking, ``Content-Encoding`` gzip, deflate and
-br); this module frames them itself (so that a damaged record or gzip member costs that
-record only, never the rest of the file) and decides what each record is for the audit:
-
-* ``response`` (and ``resource``) records with a 2xx status are pages, when the crawl
-  would fingerprint them: the same rules as the crawl's content layer, in the same order
-  (:func:`scrapy_dedup.content.structured.structured_kind` for JSON, XML feeds, CSS,
-  JavaScript and CSV: *skipped non-HTML*; a binary body or a type Scrapy would not make
-  a text response of: *skipped non-text*). A page's payload is decoded by
-  :func:`~scrapy_dedup.content.text.page_text` from its bytes, with the HTTP header's
-  charset, else the page's ``<meta>`` declaration, else UTF-8, cut at ``max_bytes`` as
-  the crawl cuts it (``DEDUP_MAX_BYTES``).
-* 3xx responses with a ``Location`` (301, 302, 303, 307, 308) are redirects: counted,
-  and evidence for the DUST miner (the two URLs lead to one page). Other statuses (1xx,
-  other 3xx, 4xx, 5xx) are counted by class: a crawl does not fingerprint them either
-  (Scrapy passes only 2xx responses to the spider).
-* ``revisit`` records repeat an earlier record's payload without storing it; each one
-  is resolved to the record it repeats, by ``WARC-Refers-To`` (the record ID), else
-  ``WARC-Refers-To-Target-URI`` with ``WARC-Refers-To-Date``, else ``WARC-Payload-Digest``
-  (any earlier record with the same payload), else ``WARC-Refers-To-Target-URI`` alone
-  (its first capture). A revisit of a page is that page's payload again, at the
-  revisit's URL: the engine counts it as it counts an identical copy (an exact
-  duplicate of the page, or of the page that one duplicates). A revisit of a skipped
-  or redirect record counts as that record does; one whose record is not in the input
-  (an earlier crawl's WARC: give the files together, ``cat a.warc.gz b.warc.gz |
-  scrapy-dedup report -``) is a bad record.
-* ``request``, ``metadata``, ``warcinfo``, ``conversion`` and ``continuation`` records,
-  and responses of other schemes (``dns:``), are counted by type and otherwise ignored.
-
-Damage is counted, never fatal: a record with ``WARC-Truncated`` (the crawler cut the
-payload: Scrapy, by default, drops such a response too), a record the input ends inside
-of, HTTP headers or a payload that cannot be read, a stretch that is not a WARC record
-(a wrong ``Content-Length``: the reader skips to the next ``WARC/1.x`` header line), a
-damaged gzip member (skipped: the reader goes on at the next member). Each one is a bad
-record with its reason and number (the number of the record that would come next, for a
-stretch with no readable header); warcio's own warnings on stderr are kept off it and
-counted instead.
+warcio parses the records (WARC and HTTP headers, de-chunking, ``Content-Encoding``);
+this module frames them itself, so that a damaged record or gzip member costs that
+record only, never the rest of the file, and decides what each record is for the
+audit: a page (a 2xx response the crawl would fingerprint, by the crawl's own rules in
+its order), a skipped response, a redirect (DUST evidence), a revisit resolved to the
+record it repeats, a bad record with its reason, or a record only counted. The rules,
+what is counted how and every kind of damage are in the README ("WARC input").
 
 Memory: one record's payload at a time (at most ``max_bytes`` of it), and per record a
 few dozen bytes of digests to resolve revisits.
@@ -663,18 +631,10 @@ def audit_items(reader: WarcReader) -> Iterator[tuple[int, Any]]:
 def crawl_log_records(source: Input, stats: Counter, policy: ExtractionPolicy) -> Iterator[dict]:
     """Crawl-log records (as ``DEDUP_LOG_FILE`` writes them) of the pages of a WARC input, for the DUST miner.
 
-    Each page is extracted as the crawl does, by ``policy``
-    (:func:`~scrapy_dedup.content.extract.extract_text`, cut at its ``max_bytes``), and
-    fingerprinted with the crawl's default ``DEDUP_SHINGLE_SIZE`` and 64 bits: ``{"url", "exact_hash",
-    "simhash", "words"}``. A revisit of a page gives the page's fingerprint at the
-    revisit's URL. A redirect is evidence too: the URL it is from served the page it leads
-    to (through a chain of redirects), so it gives a record ``{"url": <redirecting URL>,
-    ...}`` with that page's fingerprint, once the input is read (the page may come before
-    or after its redirect). Bad records are counted in ``stats["bad_lines"]``; the reader's
-    counts go to ``stats`` as ``warc/<name>``.
-
-    Memory: the fingerprint of every page (to resolve revisits and redirects), about a
-    hundred bytes each, beside the miner's own entry per URL.
+    Each page extracted by ``policy`` and fingerprinted as the crawl does by default: ``{"url",
+    "exact_hash", "simhash", "words"}``; a revisit gives its page's fingerprint at its own URL, a
+    redirect its target page's (through chains), once the input is read (README: "From a WARC").
+    Bad records are counted in ``stats["bad_lines"]``, the reader's counts as ``warc/<name>``.
     """
     fingerprinter = ContentFingerprinter(shingle_size=BY_KEY["shingle_size"].default, bits=64,
                                          min_words=policy.min_words, sketch_size=0)
