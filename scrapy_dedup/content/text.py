@@ -19,29 +19,21 @@ modified.
 
 Bytes are decoded as Scrapy's ``response.text`` decodes them (w3lib: BOM, else the given
 ``encoding``, else the page's ``<meta>``/XML declaration, else UTF-8, bad bytes replaced),
-with one difference: a declaration that cannot give the page's text counts as absent, so
-the next source decides. That is a name that is not a text encoding (``rot13``, ``base64``,
-``zip``, ``hex``, ``bz2``, ``uu``: Python's codec registry knows them, ``bytes.decode``
-refuses them) or not a character set (``unicode_escape``, ``idna``, ``punycode``,
-``undefined``: Python string-literal and host-name codecs), a codec that raises on the body,
-and, for a declaration inside the page, an encoding in which the page's own leading ASCII
-does not read as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup). Where
-``response.text`` raises or gives mojibake on such a page, :func:`page_text` reads it as
-undeclared.
+except that a declaration that cannot give the page's text (no text encoding, no
+character set, a codec that raises on the body, or one the page's own leading ASCII
+contradicts) counts as absent, so the next source decides: where ``response.text``
+raises or gives mojibake, :func:`page_text` reads the page as undeclared. The README
+("How a page is judged") lists the names.
 
-How (speed matters: this runs once per fetched page). The rules above are
-compiled once per (strip tags, strip selectors) into a small XSLT stylesheet
-(text output: block elements wrapped in spaces, stripped elements replaced by a
-space or nothing, comments and PIs dropped) that libxslt runs over the tree in C,
-read-only: no copy of the caller's tree, no Python call per element. This is
-about twice as fast as the reference path it replaced, which is kept for the
-cases the stylesheet cannot express and as the definition the fast path is
-tested against: a private ``deepcopy`` of the tree, stripped elements cleared,
-spaces put around block elements, then the text nodes joined. The reference path
-runs when a CSS selector has no XSLT pattern form (sibling combinators,
-positional predicates), for namespaced or XML-parsed trees, when libxslt fails
-(e.g. a pathologically deep tree), and when the text holds control characters
-(lxml refuses to set them, which the reference path handles in its own way).
+How (speed matters: this runs once per fetched page): the rules are compiled once per
+(strip tags, strip selectors) into a small XSLT stylesheet that libxslt runs over the
+tree in C, read-only. The reference path it replaced (a private ``deepcopy``, stripped
+elements cleared, spaces around block elements, text nodes joined) stays as the
+definition the fast path is tested against, and runs where the stylesheet cannot: a
+CSS selector without an XSLT pattern form (sibling combinators, positional
+predicates), namespaced or XML-parsed trees, a libxslt failure (a pathologically deep
+tree), control characters in the text (lxml refuses to set them). docs/benchmarks.md
+has the measurements.
 """
 from __future__ import annotations
 
