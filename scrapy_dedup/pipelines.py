@@ -1,24 +1,11 @@
-"""``NearDuplicatePipeline``: drop, tag or only log items of pages already seen.
+"""``NearDuplicatePipeline``: drop, tag or only log items of pages already seen (``DEDUP_CONTENT_ACTION``).
 
-The first page of a cluster is kept; an item of a later exact or near
-duplicate page is handled by ``DEDUP_CONTENT_ACTION``:
-
-- ``drop`` (default): raise :class:`ExactDuplicateItem` / :class:`NearDuplicateItem`
-  (subclasses of ``DropItem``, logged at INFO, counted by Scrapy as
-  ``item_dropped_reasons_count/<class name>``);
-- ``tag``: keep the item and fill ``DEDUP_TAG_FIELD`` with ``{kind, cluster,
-  kept_url, representative, distance}``;
-- ``log``: keep the item; the numbers still reach the report and the audit file.
-
-The decision comes from the response, and is applied to the response's items by
-:mod:`scrapy_dedup.middlewares` as they leave the callback, when this pipeline is
-enabled (so it holds whatever objects other components later make of the items);
-with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
-
-``DEDUP_REPRESENTATIVE`` names the cluster's best member in tags and log lines; it
-never changes which item is kept: the first page's item has left before a better
-member can arrive. In ``drop`` mode that item stays the one stored, and the
-representative may be a page whose item was dropped.
+The first page of a cluster is kept. The decision comes from the response and is applied
+to its items by :mod:`scrapy_dedup.middlewares` as they leave the callback, when this
+pipeline is enabled; with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
+``DEDUP_REPRESENTATIVE`` only names the cluster in tags and log lines, never changes
+which item is kept. The README ("How a response's decision reaches its items", "Which
+URL names a cluster") has the modes, the tag's fields and why.
 """
 from __future__ import annotations
 
