@@ -93,9 +93,6 @@ class FrontierJournal:
         self.path = Path(path)
         self._file: IO[bytes] | None = None
         self._next_seq = 1
-        #: sequence numbers admitted and not yet done (what a compaction keeps)
-        self.pending_count = 0
-        self.appended = 0
 
     # --- reading ---
 
@@ -115,7 +112,6 @@ class FrontierJournal:
         else:
             self._file.truncate(size)  # a torn or damaged tail must not sit before the next records
             self._file.seek(size)
-        self.pending_count = len(replay.pending)
         self._append(OPENED, b"")
         return replay
 
@@ -161,7 +157,6 @@ class FrontierJournal:
         if self._file is None:
             raise ValueError("the frontier journal is not open")
         self._file.write(_frame(kind, body))  # unbuffered: one write() per record
-        self.appended += 1
 
     def admitted(self, fingerprint: bytes, payload: bytes) -> int:
         """Record a request about to be admitted; returns its sequence number (for :meth:`done`)."""
@@ -170,13 +165,11 @@ class FrontierJournal:
         seq = self._next_seq
         self._next_seq += 1
         self._append(ADMITTED, _admitted_body(seq, fingerprint, payload))
-        self.pending_count += 1
         return seq
 
     def done(self, seq: int) -> None:
         """Record that request ``seq`` is finished (everything it led to was admitted before)."""
         self._append(DONE, _SEQ.pack(seq))
-        self.pending_count -= 1
 
     def compact(self) -> int:
         """Rewrite the file with only the pending requests (atomically); returns how many were kept.
@@ -199,8 +192,7 @@ class FrontierJournal:
         atomic_write(self.path, write)
         self._file = open(self.path, "r+b", buffering=0)  # noqa: SIM115
         self._file.seek(0, os.SEEK_END)
-        self.pending_count = len(replay.pending)
-        return self.pending_count
+        return len(replay.pending)
 
     def close(self, clean: bool = True) -> None:
         """Mark the run closed cleanly (the caller's queue then holds the pending requests) and close."""
