@@ -480,9 +480,16 @@ class WarcReader:
 
     # -- record kinds --
 
-    def _http_headers(self, record: Any) -> Any:
+    def _http_headers(self, record: Any) -> tuple[Any, Optional[int], Optional[str]]:
+        """The record's HTTP headers and status (None without a readable status line), or why they are unreadable."""
         uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-        return self._loader.load_http_headers(record.rec_type, uri, record.raw_stream, record.length)
+        try:
+            http = self._loader.load_http_headers(record.rec_type, uri, record.raw_stream, record.length)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any parser error on hostile bytes is one bad record
+            return None, None, f"unreadable HTTP headers ({_short(exc)})"
+        return http, _status(http), None
 
     def _response(self, number: int, record: Any, rec_type: str) -> _Outcome:
         headers = record.rec_headers
@@ -497,21 +504,14 @@ class WarcReader:
         if rec_type == "resource":  # a document captured without HTTP: the record's type is the document's
             content_type = headers.get_header("Content-Type")
         else:
-            try:
-                http = self._http_headers(record)
-            except OSError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                return _Outcome(WarcBad(number, f"unreadable HTTP headers ({_short(exc)})"), _BAD, None)
-            status = _status(http) if http is not None else None
-            if status is None:
-                return _Outcome(WarcBad(number, "no readable HTTP status line"), _BAD, None)
+            http, status, problem = self._http_headers(record)
+            if problem is not None or status is None:
+                return _Outcome(WarcBad(number, problem or "no readable HTTP status line"), _BAD, None)
             record.http_headers = http
             content_type = http.get_header("Content-Type")
-            location = (http.get_header("Location") or "").strip()
-            if status in REDIRECT_STATUSES and location:
-                location = _absolute(url, location)
-                return _Outcome(WarcRedirect(number, url, location, status), _REDIRECT, "redirects", location)
+            redirect = _redirect(number, url, http, status)
+            if redirect is not None:
+                return redirect
             if not 200 <= status < 300:
                 return _Outcome(None, _OTHER, f"status/{status // 100}xx")
         body, problem = self._payload(record)
@@ -545,17 +545,10 @@ class WarcReader:
         headers = record.rec_headers
         url = (headers.get_header("WARC-Target-URI") or "").strip()
         self.counts["revisits"] += 1
-        try:
-            http = self._http_headers(record)
-        except OSError:
-            raise
-        except Exception:  # noqa: BLE001 - a revisit's own headers only matter for a redirect
-            http = None
-        status = _status(http) if http is not None else None
-        location = (http.get_header("Location") or "").strip() if http is not None else ""
-        if status in REDIRECT_STATUSES and location:
-            location = _absolute(url, location)
-            return _Outcome(WarcRedirect(number, url, location, status or 0), _REDIRECT, "redirects", location)
+        http, status, _ = self._http_headers(record)  # unreadable ones do no harm: they only matter for a redirect
+        redirect = _redirect(number, url, http, status)
+        if redirect is not None:
+            return redirect
         refers_uri = (headers.get_header("WARC-Refers-To-Target-URI") or "").strip().strip("<>")  # wget's brackets
         found = (self._ids.get((headers.get_header("WARC-Refers-To") or "").strip())
                  or self._captures.get(_capture_key(refers_uri, headers.get_header("WARC-Refers-To-Date")))
@@ -577,6 +570,17 @@ class WarcReader:
             return _Outcome(WarcBad(number, f"revisit of a damaged record (record {target})"), kind, None,
                             target=target)
         return _Outcome(None, kind, "revisits_of_other", target=target)
+
+
+def _redirect(number: int, url: str, http: Any, status: Optional[int]) -> Optional[_Outcome]:
+    """The outcome of a redirect record (a status of ``REDIRECT_STATUSES`` with a ``Location``), else None."""
+    if status is None or status not in REDIRECT_STATUSES:
+        return None
+    location = (http.get_header("Location") or "").strip()
+    if not location:
+        return None
+    location = _absolute(url, location)
+    return _Outcome(WarcRedirect(number, url, location, status), _REDIRECT, "redirects", location)
 
 
 def _absolute(base: str, location: str) -> str:
