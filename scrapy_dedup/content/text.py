@@ -147,10 +147,10 @@ def _reference_text(root: etree._Element, remover: _Remover) -> str:
     """The definition of the page text, by mutating ``root`` (a private tree)."""
     _isolate(root, remover)
     # lxml-stubs type an XPath's result as any XPath value; a text() path yields strings only
-    return _collapse("".join(cast("list[str]", _TEXT_NODES(root))), remover.separator)
+    return _collapse("".join(cast("list[str]", _TEXT_NODES(root))))
 
 
-def _collapse(raw: str, separator: str) -> str:
+def _collapse(raw: str) -> str:
     """Whitespace collapsed (any Unicode whitespace: ``str.split``, in C). A block separator is no
     whitespace: it survives, with at most a space on either side, and empty blocks between two."""
     return " ".join(raw.split())
@@ -169,7 +169,7 @@ def _fast_text(root: etree._Element, remover: _Remover, owned: bool) -> str | No
         return None
     if _CONTROL.search(raw) is not None:
         return None
-    return _collapse(raw, remover.separator)
+    return _collapse(raw)
 
 
 def _normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
