@@ -132,15 +132,8 @@ class DuplicateAction:
 
 
 class NearDuplicatePipeline:
-    """For ``ITEM_PIPELINES``: keep the first page of each duplicate cluster.
-
-    Enabling it enables ``DEDUP_CONTENT_ACTION``. For items of responses the
-    action is applied by ``ContentFingerprintMiddleware``, where each item is
-    still next to the response it came from: earlier pipelines may return any
-    object, later middlewares may filter or replace items, and no item can get
-    another page's verdict. With ``DEDUP_CONTENT_FIELD`` the item carries its
-    own content and is judged here.
-    """
+    """For ``ITEM_PIPELINES``: enabling it enables ``DEDUP_CONTENT_ACTION`` (see the module doc for where it is
+    applied); items with ``DEDUP_CONTENT_FIELD`` carry their own content and are judged here."""
 
     def __init__(self, crawler: "Crawler"):
         cfg = read_settings(crawler.settings)

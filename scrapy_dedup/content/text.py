@@ -90,11 +90,8 @@ def page_text(
 ) -> str:
     """Return the main text of ``html``: stripped elements, comments and markup left out, whitespace collapsed.
 
-    ``html`` may be ``str``, ``bytes`` (decoded by its BOM, else ``encoding`` if given, else
-    its ``<meta>``/XML declared charset, else UTF-8, undecodable bytes replaced; a declared
-    name that cannot decode the page, such as ``rot13`` or ``base64``, counts as undeclared,
-    see the module doc; never raises on any bytes or any declared name), an lxml
-    element or element tree, or any object with an lxml ``.root`` (a
+    ``html`` may be ``str``, ``bytes`` (decoded as the module doc says; never raises on any
+    bytes or any declared name), an lxml element or element tree, or any object with an lxml ``.root`` (a
     parsel/Scrapy ``Selector``). A given tree is not modified. ``strip_tags`` are element
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
