@@ -200,9 +200,8 @@ class SimhashIndex:
     ``add(key, fp)`` stores, ``query(fp)`` returns every stored ``(key, distance)``
     with distance ``<= threshold`` (closest first), ``add_if_new(key, fp)`` returns
     the closest match or stores the fingerprint and returns None, atomically.
-    Keys are signed 64-bit integers (page ids; keep URLs elsewhere). Keys equal to
-    the insertion position (0, 1, 2, ...) are not stored at all; other keys add an
-    8-byte column.
+    Keys are signed 64-bit integers (page ids; keep URLs elsewhere), free while they
+    are the insertion positions (see the module doc).
     """
 
     def __init__(self, threshold: int = 3, bands: int = 4, bits: int = 64, allow_approximate: bool = False):
@@ -231,9 +230,7 @@ class SimhashIndex:
                 f"threshold {threshold} with {bands} bands needs more than {MAX_TABLES} tables "
                 f"(C({bands}, {per_table})); use fewer bands (at least {threshold + 1})"
             )
-        self._tables = [
-            _Table([blocks[i] for i in combo]) for combo in combos
-        ]
+        self._tables = [_Table([blocks[i] for i in combo]) for combo in combos]
         self._keys: array | None = None  # None: the key of entry i is i
         self._lo = array("Q")
         self._hi = array("Q") if bits == 128 else None

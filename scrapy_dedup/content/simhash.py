@@ -37,16 +37,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = [
-    "words",
-    "simhash",
-    "simhash_words",
-    "exact_hash",
-    "exact_hash_words",
-    "hamming",
-    "word_hash",
-    "SUPPORTED_BITS",
-]
+__all__ = ["words", "simhash", "simhash_words", "exact_hash", "exact_hash_words", "hamming", "word_hash",
+           "SUPPORTED_BITS"]
 
 SUPPORTED_BITS = (64, 128)
 
