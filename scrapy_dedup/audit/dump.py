@@ -210,10 +210,7 @@ def input_items(source: Input, *, max_bytes: int) -> tuple[Iterator[tuple[int, A
     """The ``(number, item)`` stream of ``source``, what its numbers count, and the WARC reader (None for JSON Lines).
 
     JSON Lines: ``(line number, raw line)``, parsed by :func:`parse_record` (in a worker).
-    WARC: ``(record number, item)``, ``item`` a :class:`PageRecord` with the payload's
-    first ``max_bytes`` bytes, or a decision the reader took (see
-    :func:`scrapy_dedup.audit.warc.audit_items`); the reader's counts of record types
-    and statuses are its ``counts`` once the stream is read.
+    WARC: :func:`scrapy_dedup.audit.warc.audit_items`; the reader's ``counts`` once the stream is read.
     """
     if source.format == "warc":
         reader = WarcReader(source.stream, compressed=source.compressed, max_bytes=max_bytes)

@@ -1,12 +1,8 @@
 """The frontier journal: which requests a crawl admitted and has not finished, kill-safe (no Scrapy imports).
 
-Why: a seen set and a request queue are two stores. Scrapy's disk queue
-writes its state at a clean close only, and a seen set checkpointed every few
-minutes lags behind the crawl; after a SIGKILL the two disagree. A request
-marked seen whose queued copy died with the process is never fetched, and nor
-is any page only it links to; a request fetched after the last seen-set
-checkpoint is fetched again. This journal is the one record both are repaired
-from.
+Why: a seen set and a request queue are two stores, and after a SIGKILL they disagree
+(requests lost, or fetched twice: :mod:`scrapy_dedup.jobdir`, docs/reliability.md).
+This journal is the one record both are repaired from.
 
 One append-only file. Each record is framed and checksummed; it is written
 with one ``write`` system call, so a killed process leaves every whole record
