@@ -105,8 +105,7 @@ def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
 
     Why wait for the engine to run: a component that finds Redis unreachable while the
     spider opens must not close it half-open (Scrapy would close a scraper that has no
-    slot yet and log a cascade of tracebacks). Scrapy 2.14 added ``close_spider_async``;
-    2.13 has ``close_spider(spider, reason)``. The reason asked for first is kept
+    slot yet and log a cascade of tracebacks). The reason asked for first is kept
     (:func:`closing_reason`).
     """
     engine = internal(crawler, "engine", who=f"Closing the spider with reason {reason!r}")

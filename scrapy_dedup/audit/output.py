@@ -13,6 +13,7 @@ are replaced only by a complete new version (:class:`OutputFile`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -133,18 +134,14 @@ class OutputFile:
 
     def abort(self) -> None:
         """Close without putting anything in place (the run failed)."""
-        try:
+        with contextlib.suppress(OSError):
             self._f.close()
-        except OSError:
-            pass
         self._discard()
 
     def _discard(self) -> None:
         if self._tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self._tmp)
-            except OSError:
-                pass
             self._tmp = None
 
     def __enter__(self) -> "OutputFile":
@@ -177,9 +174,7 @@ def write_line(text: str, stream: Optional[TextIO] = None) -> None:
 def silence_stdout() -> None:
     """After a broken pipe on stdout (``| head``): point it at /dev/null, so the interpreter's last flush
     at exit does not fail again with a message on stderr."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no file descriptor (an in-process caller's stdout)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # no file descriptor (an in-process caller's stdout)
-        pass

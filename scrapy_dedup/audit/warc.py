@@ -52,12 +52,10 @@ _BROTLI_CHECKED = False
 def _brotli_for_warcio() -> None:
     """Make warcio decode ``Content-Encoding: br`` with the ``brotli`` package (the one Scrapy installs).
 
-    warcio registers a br decompressor written for brotlipy's API (``decompress``, a
-    settable ``unused_data``); Google's ``brotli`` has ``process`` and refuses new
-    attributes, so warcio's own one fails on every br payload (warcio issue 73). When it
-    does, an adapter takes its place in warcio's table of decompressors. Without any
-    brotli package a br payload stays compressed: binary, so skipped as non-text, as a
-    crawl without brotli would skip it.
+    warcio's own br decompressor is written for brotlipy's API (``decompress``, a settable
+    ``unused_data``) and fails on every payload with Google's ``brotli`` (warcio issue 73):
+    an adapter takes its place. Without any brotli package a br payload stays compressed:
+    binary, so skipped as non-text, as a crawl without brotli would skip it.
     """
     global _BROTLI_CHECKED
     if _BROTLI_CHECKED:
@@ -444,7 +442,8 @@ class WarcReader:
             elif rec_type == "revisit":
                 outcome = self._revisit(number, record)
         finally:
-            self._read_out(record)
+            while record.raw_stream.read(1 << 16):  # read past the rest of the record
+                pass
         if record.raw_stream.limit > 0 and (outcome is None or not isinstance(outcome.event, WarcBad)):
             outcome = _Outcome(WarcBad(number, "cut short: the input ends inside the record"), _BAD, None)
         if outcome is None:
@@ -453,12 +452,6 @@ class WarcReader:
         if outcome.counter:
             self.counts[outcome.counter] += 1
         return outcome.event, b""
-
-    @staticmethod
-    def _read_out(record: Any) -> None:
-        stream = record.raw_stream
-        while stream.read(1 << 16):
-            pass
 
     def _index(self, number: int, record: Any, rec_type: str, outcome: _Outcome) -> None:
         """Remember what the record was, under each key a revisit may name it by."""

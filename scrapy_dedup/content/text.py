@@ -194,18 +194,15 @@ def _parse(html: Any, encoding: str | None) -> tuple[etree._Element | None, bool
 def _decode(body: bytes, encoding: str | None = None) -> str:
     """``body`` as text, by the first usable of: its BOM, ``encoding``, its own ``<meta>``/XML declaration, UTF-8.
 
-    The order is w3lib's ``html_to_unicode`` (what Scrapy's ``response.text`` uses), and so is
-    the decoding (undecodable bytes become U+FFFD). A declaration is skipped, as if absent,
-    when it cannot give the page's text: a name Python does not know; a codec that is not a
-    text encoding (``rot13``, ``base64``, ``zip``, ``hex``, ``uu``, ``bz2``: ``bytes.decode``
-    refuses them) or not a character set (``unicode_escape``, ``raw_unicode_escape``,
-    ``idna``, ``punycode``, ``undefined``: see ``_NOT_CHARSETS``); a codec that raises on
-    this body even with replacement; and, for the page's own declaration only, an encoding
-    in which the page's leading ASCII, where that declaration is written, does not read back
-    as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup: the page contradicts
-    itself; browsers, too, take a UTF-16 ``<meta>`` for UTF-8). ``encoding`` (the HTTP
-    header's, the caller's) is not held to that last test: a BOM-less UTF-16 body is read
-    as UTF-16 when the header says so.
+    The order and the decoding (undecodable bytes become U+FFFD) are w3lib's ``html_to_unicode``
+    (Scrapy's ``response.text``). A declaration is skipped, as if absent, when it cannot give the
+    page's text: an unknown name; a codec that is no text encoding (``rot13``, ``base64``, ``zip``:
+    ``bytes.decode`` refuses them) or no character set (``_NOT_CHARSETS``); a codec that raises on
+    this body; and, for the page's own declaration only, one in which the page's leading ASCII,
+    where it is written, does not read as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup;
+    browsers, too, take a UTF-16 ``<meta>`` for UTF-8). ``encoding`` (the HTTP header's, the
+    caller's) is not held to that last test: a BOM-less UTF-16 body is read as UTF-16 when the
+    header says so.
     """
     bom_encoding, bom = read_bom(body)
     if bom_encoding is not None and bom is not None:
@@ -406,9 +403,7 @@ def _xml_attr(value: str) -> str:
 
 
 def _local_tag(tag: Any) -> str | None:
-    if not isinstance(tag, str):
-        return None
-    return tag.rsplit("}", 1)[-1].lower()
+    return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else None
 
 
 def _isolate(root: etree._Element, remover: _Remover) -> None:

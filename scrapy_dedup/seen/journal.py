@@ -98,10 +98,7 @@ class FrontierJournal:
 
     def open(self) -> Replay:
         """Read the file (if any), cut a torn tail, start appending; returns what it held."""
-        replay = Replay()
-        size = 0
-        if self.path.exists():
-            replay, size = self._read()
+        replay, size = self._read() if self.path.exists() else (Replay(), 0)
         self._file = open(self.path, "r+b" if self.path.exists() else "w+b", buffering=0)  # noqa: SIM115
         if size == 0:
             self._file.write(MAGIC)
