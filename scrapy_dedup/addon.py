@@ -1,16 +1,11 @@
 """``scrapy_dedup.Addon``: one ``ADDONS`` line enables every piece.
 
 ``DUPEFILTER_CLASS`` is set at add-on priority, so a value from the user's
-``settings.py`` (a Redis dupefilter) wins. ``REQUEST_FINGERPRINTER_CLASS``
-composes instead: a fingerprinter that is already there (the project's, or an
-earlier add-on's, such as scrapy-zyte-api's) is kept as
-``DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` and ours goes on top at that
-setting's priority, so canonical URLs merge and the other fingerprinter's own
-logic still applies (scrapy-zyte-api's add-on does the same with
-``ZYTE_API_FALLBACK_REQUEST_FINGERPRINTER_CLASS``). An add-on that runs after
-ours has the last word on the setting; the
-:class:`~scrapy_dedup.fingerprinter.OutermostCanonicalFingerprinter` extension
-puts ours back on top at start-up.
+``settings.py`` (a Redis dupefilter) wins. ``REQUEST_FINGERPRINTER_CLASS`` composes
+instead (:func:`compose_fingerprinter`): a fingerprinter already there is kept as
+``DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` and ours goes on top, as scrapy-zyte-api's
+add-on does; the README ("Ours runs first") has how either add-on order ends with ours
+outermost (:class:`~scrapy_dedup.fingerprinter.OutermostCanonicalFingerprinter`).
 
 Component dicts are merged with ``setdefault_in_component_priority_dict``: a
 plain ``set`` at add-on priority would be silently ignored whenever

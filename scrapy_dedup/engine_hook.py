@@ -6,21 +6,15 @@ exists and refuses to start, naming it and who needs it, on a Scrapy version
 without it (a future ``ExecutionEngine`` without ``_slot.remove_request``), instead
 of an ``AttributeError`` in the middle of a crawl.
 
-Scrapy has no signal for it. Kill-safe state needs it: a request may be
-forgotten (acknowledged in a Redis queue, marked done in the frontier journal)
-only once its download ended *and* its outcome was handled: the callback's or
-errback's output scheduled, its items through the pipelines, or the request a
-downloader middleware returned instead (redirect, retry) scheduled. That is
-the moment the engine removes the request from its in-progress set,
-``ExecutionEngine._slot.remove_request(request)``, with the same name and
-meaning in Scrapy 2.13 to 2.19. Earlier moments lose pages: see
-:mod:`scrapy_dedup.redis_queue`.
-
-:func:`on_request_done` checks that the hook exists and refuses to start,
-naming it, if a Scrapy version lacks it; it wraps the method once per engine
-slot and calls every registered callback before the engine's own code
-(removing the last request may close the spider, and what closes must already
-know the request is done).
+Scrapy has no signal for "done". Kill-safe state needs it: a request may be forgotten
+(acknowledged in a Redis queue, marked done in the frontier journal) only once its
+download ended *and* its outcome was handled, which is the moment the engine removes
+it from its in-progress set, ``ExecutionEngine._slot.remove_request(request)`` (the
+same in Scrapy 2.13 to 2.19; docs/reliability.md, "Why a queue in Redis needs
+acknowledgements", has why earlier moments lose pages). :func:`on_request_done` wraps
+that method once per engine slot and calls every registered callback before the
+engine's own code (removing the last request may close the spider, and what closes
+must already know the request is done).
 """
 from __future__ import annotations
 
@@ -111,8 +105,7 @@ def close_spider_soon(crawler: "Crawler", reason: str) -> bool:
 
     Why wait for the engine to run: a component that finds Redis unreachable while the
     spider opens must not close it half-open (Scrapy would close a scraper that has no
-    slot yet and log a cascade of tracebacks). Scrapy 2.14 added ``close_spider_async``;
-    2.13 has ``close_spider(spider, reason)``. The reason asked for first is kept
+    slot yet and log a cascade of tracebacks). The reason asked for first is kept
     (:func:`closing_reason`).
     """
     engine = internal(crawler, "engine", who=f"Closing the spider with reason {reason!r}")

@@ -3,24 +3,17 @@
 Why: Scrapy's scheduler keeps its disk queue's state from the last clean close
 only, and a dupefilter's checkpoint is minutes old; after a SIGKILL the resumed
 run trusted both, so requests marked seen but gone with the queue were never
-fetched (nor the pages only they led to), and pages fetched since the last
-checkpoint were fetched twice.
+fetched, and pages fetched since the last checkpoint were fetched twice.
 
 :class:`JobdirFrontier` keeps a :class:`~scrapy_dedup.seen.journal.FrontierJournal`
-in ``JOBDIR/dedup-frontier.journal``: a request is journaled before the
-dupefilter marks it seen (:meth:`~JobdirFrontier.admit`; ``dont_filter`` ones at
-``request_scheduled``), its sequence number in ``request.meta["dedup_frontier_seq"]``;
-it is marked done when the engine is done with it
-(:func:`scrapy_dedup.engine_hook.on_request_done`); the journal is compacted at
-each dupefilter checkpoint and its clean close recorded last. After an unclean
-end, Scrapy's queue directory is set aside, the journal's fingerprints go back
-into the seen set and every pending request is scheduled again: the requests in
-flight at the kill are fetched twice, nothing is lost. docs/reliability.md ("A
-hard kill with JOBDIR and Scrapy's own scheduler") has the whole account.
-
-Used only with Scrapy's own scheduler (``scrapy.core.scheduler.Scheduler`` or a
-subclass) and ``JOBDIR``; scrapy-redis's scheduler keeps its queue in Redis
-(see :mod:`scrapy_dedup.redis_queue`).
+in ``JOBDIR/dedup-frontier.journal``: journaled before the dupefilter marks a request
+seen (:meth:`~JobdirFrontier.admit`), marked done when the engine is done with it
+(:func:`scrapy_dedup.engine_hook.on_request_done`), compacted at each dupefilter
+checkpoint. After an unclean end, Scrapy's queue directory is set aside, the journal's
+fingerprints go back into the seen set and every pending request is scheduled again.
+docs/reliability.md ("A hard kill with JOBDIR and Scrapy's own scheduler") has the
+whole account. Used only with Scrapy's own scheduler (or a subclass) and ``JOBDIR``;
+scrapy-redis's scheduler keeps its queue in Redis (:mod:`scrapy_dedup.redis_queue`).
 """
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """One log line per duplicate item, never the item itself (``LOG_FORMATTER``).
 
-Scrapy's :class:`~scrapy.logformatter.LogFormatter` logs a dropped item with
-its whole content (``Dropped: <reason>`` and the item on the next line): with
-items that carry a page's HTML a crawl in ``drop`` mode wrote logs of 50-130 MB,
-single lines of 100 KB. Here a duplicate is one line (the page's URL, the kept
-URL, the kind, the distance) at ``DEDUP_DUPLICATE_LOG_LEVEL``.
-
-Composing with a project's own formatter: the add-on sets ``LOG_FORMATTER`` to
-:class:`DedupLogFormatter` at add-on priority, so a project's ``LOG_FORMATTER``
-wins; where a project's formatter overrides ``dropped``, our components call it
-for duplicates too (it decides what its log shows); where it does not, they log
-the one line themselves.
+Scrapy's :class:`~scrapy.logformatter.LogFormatter` logs a dropped item whole: with
+items that carry a page's HTML, logs of 50-130 MB. Here a duplicate is one line at
+``DEDUP_DUPLICATE_LOG_LEVEL``. A project's own ``LOG_FORMATTER`` wins (the add-on sets
+this one at add-on priority); where it overrides ``dropped``, our components call it for
+duplicates too, else they log the one line themselves (README: "Which URL names a cluster").
 """
 from __future__ import annotations
 

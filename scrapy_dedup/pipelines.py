@@ -1,24 +1,11 @@
-"""``NearDuplicatePipeline``: drop, tag or only log items of pages already seen.
+"""``NearDuplicatePipeline``: drop, tag or only log items of pages already seen (``DEDUP_CONTENT_ACTION``).
 
-The first page of a cluster is kept; an item of a later exact or near
-duplicate page is handled by ``DEDUP_CONTENT_ACTION``:
-
-- ``drop`` (default): raise :class:`ExactDuplicateItem` / :class:`NearDuplicateItem`
-  (subclasses of ``DropItem``, logged at INFO, counted by Scrapy as
-  ``item_dropped_reasons_count/<class name>``);
-- ``tag``: keep the item and fill ``DEDUP_TAG_FIELD`` with ``{kind, cluster,
-  kept_url, representative, distance}``;
-- ``log``: keep the item; the numbers still reach the report and the audit file.
-
-The decision comes from the response, and is applied to the response's items by
-:mod:`scrapy_dedup.middlewares` as they leave the callback, when this pipeline is
-enabled (so it holds whatever objects other components later make of the items);
-with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
-
-``DEDUP_REPRESENTATIVE`` names the cluster's best member in tags and log lines; it
-never changes which item is kept: the first page's item has left before a better
-member can arrive. In ``drop`` mode that item stays the one stored, and the
-representative may be a page whose item was dropped.
+The first page of a cluster is kept. The decision comes from the response and is applied
+to its items by :mod:`scrapy_dedup.middlewares` as they leave the callback, when this
+pipeline is enabled; with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
+``DEDUP_REPRESENTATIVE`` only names the cluster in tags and log lines, never changes
+which item is kept. The README ("How a response's decision reaches its items", "Which
+URL names a cluster") has the modes, the tag's fields and why.
 """
 from __future__ import annotations
 
@@ -145,15 +132,8 @@ class DuplicateAction:
 
 
 class NearDuplicatePipeline:
-    """For ``ITEM_PIPELINES``: keep the first page of each duplicate cluster.
-
-    Enabling it enables ``DEDUP_CONTENT_ACTION``. For items of responses the
-    action is applied by ``ContentFingerprintMiddleware``, where each item is
-    still next to the response it came from: earlier pipelines may return any
-    object, later middlewares may filter or replace items, and no item can get
-    another page's verdict. With ``DEDUP_CONTENT_FIELD`` the item carries its
-    own content and is judged here.
-    """
+    """For ``ITEM_PIPELINES``: enabling it enables ``DEDUP_CONTENT_ACTION`` (see the module doc for where it is
+    applied); items with ``DEDUP_CONTENT_FIELD`` carry their own content and are judged here."""
 
     def __init__(self, crawler: "Crawler"):
         cfg = read_settings(crawler.settings)

@@ -13,13 +13,9 @@ The reader yields raw lines (bytes) with their numbers, and
 ``--jobs N`` workers parse JSON in parallel while one process reads the file.
 
 The other input format is WARC (:mod:`scrapy_dedup.audit.warc`): :func:`open_input`
-tells the two apart by their first bytes, not their names (a WARC file starts with
-``WARC/1.0`` or ``WARC/1.1``, a ``.warc.gz`` with a gzip member that does), and
-:func:`input_items` gives either one as the same ``(number, item)`` stream: a line
-number and its raw bytes, or a record number and a :class:`PageRecord` (or a decision
-the WARC reader took itself: a skipped response, a revisit, a damaged record). The
-types both readers build (:class:`PageRecord`, :class:`BadLine`, :class:`Input`,
-:class:`DumpError`) are defined below both, in :mod:`scrapy_dedup.audit.records`.
+tells the two apart by their first bytes, not their names, and :func:`input_items`
+gives either one as the same ``(number, item)`` stream. The types both readers build
+are in :mod:`scrapy_dedup.audit.records`.
 """
 from __future__ import annotations
 
@@ -37,7 +33,7 @@ from scrapy_dedup.audit.records import BadLine, DumpError, Input, PageRecord
 from scrapy_dedup.audit.warc import WarcReader, audit_items, starts_like_warc, warc_prefix_possible
 
 __all__ = ["FieldNames", "PageRecord", "BadLine", "BadLines", "DumpError", "read_lines", "parse_record",
-           "open_dump", "open_input", "Input", "input_items"]
+           "open_input", "Input", "input_items"]
 
 #: Reasons are kept at most this many per kind with their line numbers (the count is always exact).
 MAX_EXAMPLES = 20
@@ -210,21 +206,11 @@ def open_input(path: str, what: str = "dump") -> Iterator[Input]:
             raw.close()
 
 
-@contextmanager
-def open_dump(path: str) -> Iterator[BinaryIO]:
-    """The stream of :func:`open_input` (JSON Lines: decompressed; WARC: as it is)."""
-    with open_input(path) as source:
-        yield source.stream
-
-
 def input_items(source: Input, *, max_bytes: int) -> tuple[Iterator[tuple[int, Any]], str, Any]:
     """The ``(number, item)`` stream of ``source``, what its numbers count, and the WARC reader (None for JSON Lines).
 
     JSON Lines: ``(line number, raw line)``, parsed by :func:`parse_record` (in a worker).
-    WARC: ``(record number, item)``, ``item`` a :class:`PageRecord` with the payload's
-    first ``max_bytes`` bytes, or a decision the reader took (see
-    :func:`scrapy_dedup.audit.warc.audit_items`); the reader's counts of record types
-    and statuses are its ``counts`` once the stream is read.
+    WARC: :func:`scrapy_dedup.audit.warc.audit_items`; the reader's ``counts`` once the stream is read.
     """
     if source.format == "warc":
         reader = WarcReader(source.stream, compressed=source.compressed, max_bytes=max_bytes)

@@ -1,18 +1,11 @@
 """Writing the report's outputs: any code point of a record, any file name, and one error line per failure.
 
-A dump's strings come from JSON, which can carry a lone surrogate (``"\\ud800"``), and
-file names come from the operating system, where a name that is not UTF-8 arrives as
-surrogate escapes (``b"dump-\\xff"`` is ``"dump-\\udcff"``). Neither can be encoded as
-UTF-8, so every output goes through one of three doors here:
-
-* JSON (``--json``, ``--clusters``, ``--pairs``): :func:`json_text` writes each
-  surrogate as its JSON escape (``\\ud800``), so the output is valid UTF-8 JSON and
-  reads back to the same string;
-* text and HTML (the text report, ``--html``): :class:`OutputFile` and
-  :func:`write_line` encode with ``backslashreplace``, so a surrogate shows as the
-  visible escape ``\\ud800`` (in HTML, after :func:`html.escape`: a backslash is no markup);
-* file names in messages and in the HTML page: :func:`display_path`, the bytes that
-  are not UTF-8 shown as ``\\xff``.
+A dump's strings can carry a lone surrogate (a JSON ``"\\ud800"``), and a file name that is
+not UTF-8 arrives as surrogate escapes; neither can be encoded as UTF-8, so every output
+goes through one of three doors here: :func:`json_text` (JSON: the surrogate as its JSON
+escape), :class:`OutputFile` and :func:`write_line` (text and HTML: ``backslashreplace``),
+:func:`display_path` (file names in messages and in the HTML page: non-UTF-8 bytes as
+``\\xff``). The README ("Any code point, any file name") shows what each output gets.
 
 A file that cannot be written raises :class:`OutputError` naming the file and the
 reason; the command turns it into one line on stderr and exit status 2. Output files
@@ -20,6 +13,7 @@ are replaced only by a complete new version (:class:`OutputFile`).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -140,18 +134,14 @@ class OutputFile:
 
     def abort(self) -> None:
         """Close without putting anything in place (the run failed)."""
-        try:
+        with contextlib.suppress(OSError):
             self._f.close()
-        except OSError:
-            pass
         self._discard()
 
     def _discard(self) -> None:
         if self._tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self._tmp)
-            except OSError:
-                pass
             self._tmp = None
 
     def __enter__(self) -> "OutputFile":
@@ -184,9 +174,7 @@ def write_line(text: str, stream: Optional[TextIO] = None) -> None:
 def silence_stdout() -> None:
     """After a broken pipe on stdout (``| head``): point it at /dev/null, so the interpreter's last flush
     at exit does not fail again with a message on stderr."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no file descriptor (an in-process caller's stdout)
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # no file descriptor (an in-process caller's stdout)
-        pass

@@ -1,44 +1,12 @@
 """Reading WARC files (ISO 28500, WARC/1.0 and 1.1; plain or gzip per record) for the audit and the DUST miner.
 
-A WARC file is what web archiving crawlers write (Heritrix, wget ``--warc-file``,
-Browsertrix): every HTTP exchange as records. warcio parses the
-records (WARC headers, HTTP headers, de-chunking, ``Content-Encoding`` gzip, deflate and
-br); this module frames them itself (so that a damaged record or gzip member costs that
-record only, never the rest of the file) and decides what each record is for the audit:
-
-* ``response`` (and ``resource``) records with a 2xx status are pages, when the crawl
-  would fingerprint them: the same rules as the crawl's content layer, in the same order
-  (:func:`scrapy_dedup.content.structured.structured_kind` for JSON, XML feeds, CSS,
-  JavaScript and CSV: *skipped non-HTML*; a binary body or a type Scrapy would not make
-  a text response of: *skipped non-text*). A page's payload is decoded by
-  :func:`~scrapy_dedup.content.text.page_text` from its bytes, with the HTTP header's
-  charset, else the page's ``<meta>`` declaration, else UTF-8, cut at ``max_bytes`` as
-  the crawl cuts it (``DEDUP_MAX_BYTES``).
-* 3xx responses with a ``Location`` (301, 302, 303, 307, 308) are redirects: counted,
-  and evidence for the DUST miner (the two URLs lead to one page). Other statuses (1xx,
-  other 3xx, 4xx, 5xx) are counted by class: a crawl does not fingerprint them either
-  (Scrapy passes only 2xx responses to the spider).
-* ``revisit`` records repeat an earlier record's payload without storing it; each one
-  is resolved to the record it repeats, by ``WARC-Refers-To`` (the record ID), else
-  ``WARC-Refers-To-Target-URI`` with ``WARC-Refers-To-Date``, else ``WARC-Payload-Digest``
-  (any earlier record with the same payload), else ``WARC-Refers-To-Target-URI`` alone
-  (its first capture). A revisit of a page is that page's payload again, at the
-  revisit's URL: the engine counts it as it counts an identical copy (an exact
-  duplicate of the page, or of the page that one duplicates). A revisit of a skipped
-  or redirect record counts as that record does; one whose record is not in the input
-  (an earlier crawl's WARC: give the files together, ``cat a.warc.gz b.warc.gz |
-  scrapy-dedup report -``) is a bad record.
-* ``request``, ``metadata``, ``warcinfo``, ``conversion`` and ``continuation`` records,
-  and responses of other schemes (``dns:``), are counted by type and otherwise ignored.
-
-Damage is counted, never fatal: a record with ``WARC-Truncated`` (the crawler cut the
-payload: Scrapy, by default, drops such a response too), a record the input ends inside
-of, HTTP headers or a payload that cannot be read, a stretch that is not a WARC record
-(a wrong ``Content-Length``: the reader skips to the next ``WARC/1.x`` header line), a
-damaged gzip member (skipped: the reader goes on at the next member). Each one is a bad
-record with its reason and number (the number of the record that would come next, for a
-stretch with no readable header); warcio's own warnings on stderr are kept off it and
-counted instead.
+warcio parses the records (WARC and HTTP headers, de-chunking, ``Content-Encoding``);
+this module frames them itself, so that a damaged record or gzip member costs that
+record only, never the rest of the file, and decides what each record is for the
+audit: a page (a 2xx response the crawl would fingerprint, by the crawl's own rules in
+its order), a skipped response, a redirect (DUST evidence), a revisit resolved to the
+record it repeats, a bad record with its reason, or a record only counted. The rules,
+what is counted how and every kind of damage are in the README ("WARC input").
 
 Memory: one record's payload at a time (at most ``max_bytes`` of it), and per record a
 few dozen bytes of digests to resolve revisits.
@@ -84,12 +52,10 @@ _BROTLI_CHECKED = False
 def _brotli_for_warcio() -> None:
     """Make warcio decode ``Content-Encoding: br`` with the ``brotli`` package (the one Scrapy installs).
 
-    warcio registers a br decompressor written for brotlipy's API (``decompress``, a
-    settable ``unused_data``); Google's ``brotli`` has ``process`` and refuses new
-    attributes, so warcio's own one fails on every br payload (warcio issue 73). When it
-    does, an adapter takes its place in warcio's table of decompressors. Without any
-    brotli package a br payload stays compressed: binary, so skipped as non-text, as a
-    crawl without brotli would skip it.
+    warcio's own br decompressor is written for brotlipy's API (``decompress``, a settable
+    ``unused_data``) and fails on every payload with Google's ``brotli`` (warcio issue 73):
+    an adapter takes its place. Without any brotli package a br payload stays compressed:
+    binary, so skipped as non-text, as a crawl without brotli would skip it.
     """
     global _BROTLI_CHECKED
     if _BROTLI_CHECKED:
@@ -476,7 +442,8 @@ class WarcReader:
             elif rec_type == "revisit":
                 outcome = self._revisit(number, record)
         finally:
-            self._read_out(record)
+            while record.raw_stream.read(1 << 16):  # read past the rest of the record
+                pass
         if record.raw_stream.limit > 0 and (outcome is None or not isinstance(outcome.event, WarcBad)):
             outcome = _Outcome(WarcBad(number, "cut short: the input ends inside the record"), _BAD, None)
         if outcome is None:
@@ -485,12 +452,6 @@ class WarcReader:
         if outcome.counter:
             self.counts[outcome.counter] += 1
         return outcome.event, b""
-
-    @staticmethod
-    def _read_out(record: Any) -> None:
-        stream = record.raw_stream
-        while stream.read(1 << 16):
-            pass
 
     def _index(self, number: int, record: Any, rec_type: str, outcome: _Outcome) -> None:
         """Remember what the record was, under each key a revisit may name it by."""
@@ -512,9 +473,16 @@ class WarcReader:
 
     # -- record kinds --
 
-    def _http_headers(self, record: Any) -> Any:
+    def _http_headers(self, record: Any) -> tuple[Any, Optional[int], Optional[str]]:
+        """The record's HTTP headers and status (None without a readable status line), or why they are unreadable."""
         uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-        return self._loader.load_http_headers(record.rec_type, uri, record.raw_stream, record.length)
+        try:
+            http = self._loader.load_http_headers(record.rec_type, uri, record.raw_stream, record.length)
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any parser error on hostile bytes is one bad record
+            return None, None, f"unreadable HTTP headers ({_short(exc)})"
+        return http, _status(http), None
 
     def _response(self, number: int, record: Any, rec_type: str) -> _Outcome:
         headers = record.rec_headers
@@ -529,21 +497,14 @@ class WarcReader:
         if rec_type == "resource":  # a document captured without HTTP: the record's type is the document's
             content_type = headers.get_header("Content-Type")
         else:
-            try:
-                http = self._http_headers(record)
-            except OSError:
-                raise
-            except Exception as exc:  # noqa: BLE001
-                return _Outcome(WarcBad(number, f"unreadable HTTP headers ({_short(exc)})"), _BAD, None)
-            status = _status(http) if http is not None else None
-            if status is None:
-                return _Outcome(WarcBad(number, "no readable HTTP status line"), _BAD, None)
+            http, status, problem = self._http_headers(record)
+            if problem is not None or status is None:
+                return _Outcome(WarcBad(number, problem or "no readable HTTP status line"), _BAD, None)
             record.http_headers = http
             content_type = http.get_header("Content-Type")
-            location = (http.get_header("Location") or "").strip()
-            if status in REDIRECT_STATUSES and location:
-                location = _absolute(url, location)
-                return _Outcome(WarcRedirect(number, url, location, status), _REDIRECT, "redirects", location)
+            redirect = _redirect(number, url, http, status)
+            if redirect is not None:
+                return redirect
             if not 200 <= status < 300:
                 return _Outcome(None, _OTHER, f"status/{status // 100}xx")
         body, problem = self._payload(record)
@@ -577,17 +538,10 @@ class WarcReader:
         headers = record.rec_headers
         url = (headers.get_header("WARC-Target-URI") or "").strip()
         self.counts["revisits"] += 1
-        try:
-            http = self._http_headers(record)
-        except OSError:
-            raise
-        except Exception:  # noqa: BLE001 - a revisit's own headers only matter for a redirect
-            http = None
-        status = _status(http) if http is not None else None
-        location = (http.get_header("Location") or "").strip() if http is not None else ""
-        if status in REDIRECT_STATUSES and location:
-            location = _absolute(url, location)
-            return _Outcome(WarcRedirect(number, url, location, status or 0), _REDIRECT, "redirects", location)
+        http, status, _ = self._http_headers(record)  # unreadable ones do no harm: they only matter for a redirect
+        redirect = _redirect(number, url, http, status)
+        if redirect is not None:
+            return redirect
         refers_uri = (headers.get_header("WARC-Refers-To-Target-URI") or "").strip().strip("<>")  # wget's brackets
         found = (self._ids.get((headers.get_header("WARC-Refers-To") or "").strip())
                  or self._captures.get(_capture_key(refers_uri, headers.get_header("WARC-Refers-To-Date")))
@@ -609,6 +563,17 @@ class WarcReader:
             return _Outcome(WarcBad(number, f"revisit of a damaged record (record {target})"), kind, None,
                             target=target)
         return _Outcome(None, kind, "revisits_of_other", target=target)
+
+
+def _redirect(number: int, url: str, http: Any, status: Optional[int]) -> Optional[_Outcome]:
+    """The outcome of a redirect record (a status of ``REDIRECT_STATUSES`` with a ``Location``), else None."""
+    if status is None or status not in REDIRECT_STATUSES:
+        return None
+    location = (http.get_header("Location") or "").strip()
+    if not location:
+        return None
+    location = _absolute(url, location)
+    return _Outcome(WarcRedirect(number, url, location, status), _REDIRECT, "redirects", location)
 
 
 def _absolute(base: str, location: str) -> str:
@@ -663,18 +628,10 @@ def audit_items(reader: WarcReader) -> Iterator[tuple[int, Any]]:
 def crawl_log_records(source: Input, stats: Counter, policy: ExtractionPolicy) -> Iterator[dict]:
     """Crawl-log records (as ``DEDUP_LOG_FILE`` writes them) of the pages of a WARC input, for the DUST miner.
 
-    Each page is extracted as the crawl does, by ``policy``
-    (:func:`~scrapy_dedup.content.extract.extract_text`, cut at its ``max_bytes``), and
-    fingerprinted with the crawl's default ``DEDUP_SHINGLE_SIZE`` and 64 bits: ``{"url", "exact_hash",
-    "simhash", "words"}``. A revisit of a page gives the page's fingerprint at the
-    revisit's URL. A redirect is evidence too: the URL it is from served the page it leads
-    to (through a chain of redirects), so it gives a record ``{"url": <redirecting URL>,
-    ...}`` with that page's fingerprint, once the input is read (the page may come before
-    or after its redirect). Bad records are counted in ``stats["bad_lines"]``; the reader's
-    counts go to ``stats`` as ``warc/<name>``.
-
-    Memory: the fingerprint of every page (to resolve revisits and redirects), about a
-    hundred bytes each, beside the miner's own entry per URL.
+    Each page extracted by ``policy`` and fingerprinted as the crawl does by default: ``{"url",
+    "exact_hash", "simhash", "words"}``; a revisit gives its page's fingerprint at its own URL, a
+    redirect its target page's (through chains), once the input is read (README: "From a WARC").
+    Bad records are counted in ``stats["bad_lines"]``, the reader's counts as ``warc/<name>``.
     """
     fingerprinter = ContentFingerprinter(shingle_size=BY_KEY["shingle_size"].default, bits=64,
                                          min_words=policy.min_words, sketch_size=0)

@@ -1,45 +1,20 @@
 """In-memory index of simhash fingerprints: every stored fingerprint within ``threshold`` bits, fast.
 
-How it finds them (Manku, Jain, Das Sarma, WWW 2007)
-----------------------------------------------------
-The ``bits``-bit fingerprint is cut into ``bands`` blocks of (nearly) equal width.
-Two fingerprints at Hamming distance ``<= threshold`` differ in at most
-``threshold`` blocks, so (pigeonhole) they agree exactly on at least
-``bands - threshold`` blocks. The index keeps one hash table per choice of
-``bands - threshold`` blocks (``C(bands, bands - threshold)`` tables), keyed by
-those blocks' bits; a query looks up its own key in every table and verifies
-each candidate by an exact popcount. So with ``bands >= threshold + 1`` no
-stored fingerprint within the threshold is ever missed.
+Banding (Manku, Jain, Das Sarma, WWW 2007): the fingerprint is cut into ``bands``
+blocks; two fingerprints within ``threshold`` bits agree exactly on at least
+``bands - threshold`` blocks (pigeonhole), so one hash table per choice of that many
+blocks, and an exact popcount of each candidate, miss none of them when ``bands >=
+threshold + 1``. Fewer bands break the guarantee and are refused unless
+``allow_approximate=True`` (then each block is a table on its own); more than
+``MAX_TABLES`` tables are refused. The README ("Recall guarantee") has the trade-off
+of bands against tables, key width and candidates per query, with figures.
 
-* ``bands = threshold + 1`` (the default 4 bands for threshold 3): one block
-  per table, ``bands`` tables; the classic banding. Cheapest in memory, but a
-  table key is only ``bits / bands`` bits wide, so at large scale or large
-  thresholds each lookup meets many random candidates (``n / 2**(bits/bands)``
-  per table: 15 per table at 1,000,000 pages with 16-bit blocks).
-* more bands than that: wider keys (fewer candidates, faster queries), more
-  tables (4 bytes per page per table, plus a small head table). For example
-  threshold 6: 7 bands -> 7 tables of 9-bit keys (about 2,000 candidates per
-  table at 1M pages: slow); 8 bands -> 28 tables of 16-bit keys (15 candidates
-  each); 9 bands -> 84 tables of 21-bit keys. Configurations with more than
-  ``MAX_TABLES`` tables are refused.
-* ``bands <= threshold`` breaks the guarantee and is refused unless
-  ``allow_approximate=True``; then each block is a table on its own and a
-  near duplicate is found only when it happens to agree on a whole block
-  (recall is probabilistic).
-
-Layout (compact, no Python object per page)
--------------------------------------------
-Fingerprints live in an ``array`` buffer (8 bytes per page, a second 8 for
-128-bit fingerprints). Keys cost nothing while they are the insertion positions
-0, 1, 2, ... (the content store's page ids): the key of entry ``i`` is ``i``.
-The first key that is not its position turns on an explicit ``int64`` key
-column (8 bytes per page, the positions so far copied in), so any integer keys
-still work. Each table is a chained hash table in two ``int32`` arrays: ``head``
-(bucket -> newest entry) and ``next`` (entry -> older entry in the same
-bucket): 4 bytes per page per table. At the defaults with positional keys that
-is about 25 bytes per page (8 + 4 x 4, plus four 256 KB heads: 1 byte per page
-at 1,000,000), 33 with explicit keys, and a query walks about 60 candidates at
-1,000,000 pages. Entries are never removed.
+Layout (compact, no Python object per page): fingerprints in an ``array`` buffer (a
+second one for 128-bit fingerprints); keys are the insertion positions 0, 1, 2, ...
+(the content store's page ids) and cost nothing until the first key that is not its
+position turns on an explicit ``int64`` key column; each table is a chained hash table
+in two ``int32`` arrays, ``head`` (bucket -> newest entry) and ``next`` (entry -> older
+entry in the same bucket). Entries are never removed.
 
 ``add_if_new`` runs its check and insert under one lock, so concurrent callers
 cannot both insert two near duplicates. Persistence (:meth:`save`/:meth:`load`)
@@ -225,9 +200,8 @@ class SimhashIndex:
     ``add(key, fp)`` stores, ``query(fp)`` returns every stored ``(key, distance)``
     with distance ``<= threshold`` (closest first), ``add_if_new(key, fp)`` returns
     the closest match or stores the fingerprint and returns None, atomically.
-    Keys are signed 64-bit integers (page ids; keep URLs elsewhere). Keys equal to
-    the insertion position (0, 1, 2, ...) are not stored at all; other keys add an
-    8-byte column.
+    Keys are signed 64-bit integers (page ids; keep URLs elsewhere), free while they
+    are the insertion positions (see the module doc).
     """
 
     def __init__(self, threshold: int = 3, bands: int = 4, bits: int = 64, allow_approximate: bool = False):
@@ -256,9 +230,7 @@ class SimhashIndex:
                 f"threshold {threshold} with {bands} bands needs more than {MAX_TABLES} tables "
                 f"(C({bands}, {per_table})); use fewer bands (at least {threshold + 1})"
             )
-        self._tables = [
-            _Table([blocks[i] for i in combo]) for combo in combos
-        ]
+        self._tables = [_Table([blocks[i] for i in combo]) for combo in combos]
         self._keys: array | None = None  # None: the key of entry i is i
         self._lo = array("Q")
         self._hi = array("Q") if bits == 128 else None

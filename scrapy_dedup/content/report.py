@@ -123,10 +123,8 @@ class DuplicationReport:
 
     def to_stats(self, prefix: str = "dedup/content/") -> dict[str, int | float]:
         """Flat Scrapy-stats keys: counts as ints, ratios as floats rounded to 4 places."""
-        stats: dict[str, int | float] = {}
-        for key, value in self.to_dict().items():
-            stats[prefix + key] = round(value, 4) if isinstance(value, float) else value
-        return stats
+        return {prefix + key: round(value, 4) if isinstance(value, float) else value
+                for key, value in self.to_dict().items()}
 
     def to_text(self) -> str:
         """The human block: the three numbers first, percentages over the total."""

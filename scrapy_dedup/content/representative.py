@@ -1,22 +1,12 @@
 """Which member of a duplicate cluster represents it: the representative policy.
 
-The page kept by a crawl is the one that arrived first, and that is often the worst
-name for the cluster: a ``?utm_source=`` or ``;jsessionid=`` link that happened to be
-followed before the clean one. The policy decides which member a report, a tag and
-the audit name instead; it never decides which page or item was kept (a crawl
-cannot take back an item that has left).
-
-* ``first``: the member that arrived first (the kept page).
-* ``canonical`` (the default): a member whose URL another member of the cluster
-  declares as its ``rel="canonical"`` target wins (the declaration is trusted
-  because the content confirmed it: the target is in the same cluster); then the
-  URL without session or tracking parameters (the canonicalizer's own tables, its
-  session-token rule included), with the fewest query parameters, the shortest
-  (scheme not counted, so that https is not beaten by its own ``s``), https over
-  http, and the smallest URL string.
-* ``newest``: the member with the latest timestamp (a dump's fetch time, an item's
-  date field); members without one come after all that have one; ties by the
-  ``canonical`` order of URLs.
+The page kept by a crawl is the one that arrived first, often the worst name for the
+cluster (a ``?utm_source=`` link followed before the clean one). The policy decides which
+member a report, a tag and the audit name instead; it never decides which page or item
+was kept. ``first``: the kept page; ``canonical`` (the default): a member another member
+declares as its ``rel="canonical"`` target, then the cleanest URL (:func:`url_preference`);
+``newest``: the latest timestamp, undated members last. The README ("Which URL names a
+cluster") has the rules in full.
 
 Every order is total: the last tie-break is the arrival order, which only decides
 between members with the same URL (the same page fetched twice). So for

@@ -37,16 +37,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = [
-    "words",
-    "simhash",
-    "simhash_words",
-    "exact_hash",
-    "exact_hash_words",
-    "hamming",
-    "word_hash",
-    "SUPPORTED_BITS",
-]
+__all__ = ["words", "simhash", "simhash_words", "exact_hash", "exact_hash_words", "hamming", "word_hash",
+           "SUPPORTED_BITS"]
 
 SUPPORTED_BITS = (64, 128)
 
@@ -169,17 +161,7 @@ def _check(shingle_size: int, bits: int) -> None:
 
 def simhash_words(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64) -> int:
     """Simhash of already tokenized ``tokens`` (the output of :func:`words`)."""
-    _check(shingle_size, bits)
-    if not tokens:
-        return 0
-    with np.errstate(over="ignore"):
-        states = _distinct(_shingle_states(tokens, shingle_size))
-        low = _vote(_fmix64(states.copy()))
-        if bits == 64:
-            return low
-        states ^= _HIGH_SALT
-        high = _vote(_fmix64(states))
-    return (high << 64) | low
+    return simhash_and_shingle_hashes(tokens, shingle_size, bits)[0]
 
 
 def simhash(text: str, shingle_size: int = 5, bits: int = 64) -> int:

@@ -19,29 +19,21 @@ modified.
 
 Bytes are decoded as Scrapy's ``response.text`` decodes them (w3lib: BOM, else the given
 ``encoding``, else the page's ``<meta>``/XML declaration, else UTF-8, bad bytes replaced),
-with one difference: a declaration that cannot give the page's text counts as absent, so
-the next source decides. That is a name that is not a text encoding (``rot13``, ``base64``,
-``zip``, ``hex``, ``bz2``, ``uu``: Python's codec registry knows them, ``bytes.decode``
-refuses them) or not a character set (``unicode_escape``, ``idna``, ``punycode``,
-``undefined``: Python string-literal and host-name codecs), a codec that raises on the body,
-and, for a declaration inside the page, an encoding in which the page's own leading ASCII
-does not read as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup). Where
-``response.text`` raises or gives mojibake on such a page, :func:`page_text` reads it as
-undeclared.
+except that a declaration that cannot give the page's text (no text encoding, no
+character set, a codec that raises on the body, or one the page's own leading ASCII
+contradicts) counts as absent, so the next source decides: where ``response.text``
+raises or gives mojibake, :func:`page_text` reads the page as undeclared. The README
+("How a page is judged") lists the names.
 
-How (speed matters: this runs once per fetched page). The rules above are
-compiled once per (strip tags, strip selectors) into a small XSLT stylesheet
-(text output: block elements wrapped in spaces, stripped elements replaced by a
-space or nothing, comments and PIs dropped) that libxslt runs over the tree in C,
-read-only: no copy of the caller's tree, no Python call per element. This is
-about twice as fast as the reference path it replaced, which is kept for the
-cases the stylesheet cannot express and as the definition the fast path is
-tested against: a private ``deepcopy`` of the tree, stripped elements cleared,
-spaces put around block elements, then the text nodes joined. The reference path
-runs when a CSS selector has no XSLT pattern form (sibling combinators,
-positional predicates), for namespaced or XML-parsed trees, when libxslt fails
-(e.g. a pathologically deep tree), and when the text holds control characters
-(lxml refuses to set them, which the reference path handles in its own way).
+How (speed matters: this runs once per fetched page): the rules are compiled once per
+(strip tags, strip selectors) into a small XSLT stylesheet that libxslt runs over the
+tree in C, read-only. The reference path it replaced (a private ``deepcopy``, stripped
+elements cleared, spaces around block elements, text nodes joined) stays as the
+definition the fast path is tested against, and runs where the stylesheet cannot: a
+CSS selector without an XSLT pattern form (sibling combinators, positional
+predicates), namespaced or XML-parsed trees, a libxslt failure (a pathologically deep
+tree), control characters in the text (lxml refuses to set them). docs/benchmarks.md
+has the measurements.
 """
 from __future__ import annotations
 
@@ -98,11 +90,8 @@ def page_text(
 ) -> str:
     """Return the main text of ``html``: stripped elements, comments and markup left out, whitespace collapsed.
 
-    ``html`` may be ``str``, ``bytes`` (decoded by its BOM, else ``encoding`` if given, else
-    its ``<meta>``/XML declared charset, else UTF-8, undecodable bytes replaced; a declared
-    name that cannot decode the page, such as ``rot13`` or ``base64``, counts as undeclared,
-    see the module doc; never raises on any bytes or any declared name), an lxml
-    element or element tree, or any object with an lxml ``.root`` (a
+    ``html`` may be ``str``, ``bytes`` (decoded as the module doc says; never raises on any
+    bytes or any declared name), an lxml element or element tree, or any object with an lxml ``.root`` (a
     parsel/Scrapy ``Selector``). A given tree is not modified. ``strip_tags`` are element
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
@@ -155,10 +144,10 @@ def _reference_text(root: etree._Element, remover: _Remover) -> str:
     """The definition of the page text, by mutating ``root`` (a private tree)."""
     _isolate(root, remover)
     # lxml-stubs type an XPath's result as any XPath value; a text() path yields strings only
-    return _collapse("".join(cast("list[str]", _TEXT_NODES(root))), remover.separator)
+    return _collapse("".join(cast("list[str]", _TEXT_NODES(root))))
 
 
-def _collapse(raw: str, separator: str) -> str:
+def _collapse(raw: str) -> str:
     """Whitespace collapsed (any Unicode whitespace: ``str.split``, in C). A block separator is no
     whitespace: it survives, with at most a space on either side, and empty blocks between two."""
     return " ".join(raw.split())
@@ -177,7 +166,7 @@ def _fast_text(root: etree._Element, remover: _Remover, owned: bool) -> str | No
         return None
     if _CONTROL.search(raw) is not None:
         return None
-    return _collapse(raw, remover.separator)
+    return _collapse(raw)
 
 
 def _normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
@@ -205,18 +194,15 @@ def _parse(html: Any, encoding: str | None) -> tuple[etree._Element | None, bool
 def _decode(body: bytes, encoding: str | None = None) -> str:
     """``body`` as text, by the first usable of: its BOM, ``encoding``, its own ``<meta>``/XML declaration, UTF-8.
 
-    The order is w3lib's ``html_to_unicode`` (what Scrapy's ``response.text`` uses), and so is
-    the decoding (undecodable bytes become U+FFFD). A declaration is skipped, as if absent,
-    when it cannot give the page's text: a name Python does not know; a codec that is not a
-    text encoding (``rot13``, ``base64``, ``zip``, ``hex``, ``uu``, ``bz2``: ``bytes.decode``
-    refuses them) or not a character set (``unicode_escape``, ``raw_unicode_escape``,
-    ``idna``, ``punycode``, ``undefined``: see ``_NOT_CHARSETS``); a codec that raises on
-    this body even with replacement; and, for the page's own declaration only, an encoding
-    in which the page's leading ASCII, where that declaration is written, does not read back
-    as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup: the page contradicts
-    itself; browsers, too, take a UTF-16 ``<meta>`` for UTF-8). ``encoding`` (the HTTP
-    header's, the caller's) is not held to that last test: a BOM-less UTF-16 body is read
-    as UTF-16 when the header says so.
+    The order and the decoding (undecodable bytes become U+FFFD) are w3lib's ``html_to_unicode``
+    (Scrapy's ``response.text``). A declaration is skipped, as if absent, when it cannot give the
+    page's text: an unknown name; a codec that is no text encoding (``rot13``, ``base64``, ``zip``:
+    ``bytes.decode`` refuses them) or no character set (``_NOT_CHARSETS``); a codec that raises on
+    this body; and, for the page's own declaration only, one in which the page's leading ASCII,
+    where it is written, does not read as itself (UTF-16, UTF-32 or EBCDIC declared in ASCII markup;
+    browsers, too, take a UTF-16 ``<meta>`` for UTF-8). ``encoding`` (the HTTP header's, the
+    caller's) is not held to that last test: a BOM-less UTF-16 body is read as UTF-16 when the
+    header says so.
     """
     bom_encoding, bom = read_bom(body)
     if bom_encoding is not None and bom is not None:
@@ -417,9 +403,7 @@ def _xml_attr(value: str) -> str:
 
 
 def _local_tag(tag: Any) -> str | None:
-    if not isinstance(tag, str):
-        return None
-    return tag.rsplit("}", 1)[-1].lower()
+    return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else None
 
 
 def _isolate(root: etree._Element, remover: _Remover) -> None:

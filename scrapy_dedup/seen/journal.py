@@ -1,12 +1,8 @@
 """The frontier journal: which requests a crawl admitted and has not finished, kill-safe (no Scrapy imports).
 
-Why: a seen set and a request queue are two stores. Scrapy's disk queue
-writes its state at a clean close only, and a seen set checkpointed every few
-minutes lags behind the crawl; after a SIGKILL the two disagree. A request
-marked seen whose queued copy died with the process is never fetched, and nor
-is any page only it links to; a request fetched after the last seen-set
-checkpoint is fetched again. This journal is the one record both are repaired
-from.
+Why: a seen set and a request queue are two stores, and after a SIGKILL they disagree
+(requests lost, or fetched twice: :mod:`scrapy_dedup.jobdir`, docs/reliability.md).
+This journal is the one record both are repaired from.
 
 One append-only file. Each record is framed and checksummed; it is written
 with one ``write`` system call, so a killed process leaves every whole record
@@ -93,9 +89,6 @@ class FrontierJournal:
         self.path = Path(path)
         self._file: IO[bytes] | None = None
         self._next_seq = 1
-        #: sequence numbers admitted and not yet done (what a compaction keeps)
-        self.pending_count = 0
-        self.appended = 0
 
     # --- reading ---
 
@@ -105,17 +98,13 @@ class FrontierJournal:
 
     def open(self) -> Replay:
         """Read the file (if any), cut a torn tail, start appending; returns what it held."""
-        replay = Replay()
-        size = 0
-        if self.path.exists():
-            replay, size = self._read()
+        replay, size = self._read() if self.path.exists() else (Replay(), 0)
         self._file = open(self.path, "r+b" if self.path.exists() else "w+b", buffering=0)  # noqa: SIM115
         if size == 0:
             self._file.write(MAGIC)
         else:
             self._file.truncate(size)  # a torn or damaged tail must not sit before the next records
             self._file.seek(size)
-        self.pending_count = len(replay.pending)
         self._append(OPENED, b"")
         return replay
 
@@ -161,7 +150,6 @@ class FrontierJournal:
         if self._file is None:
             raise ValueError("the frontier journal is not open")
         self._file.write(_frame(kind, body))  # unbuffered: one write() per record
-        self.appended += 1
 
     def admitted(self, fingerprint: bytes, payload: bytes) -> int:
         """Record a request about to be admitted; returns its sequence number (for :meth:`done`)."""
@@ -170,13 +158,11 @@ class FrontierJournal:
         seq = self._next_seq
         self._next_seq += 1
         self._append(ADMITTED, _admitted_body(seq, fingerprint, payload))
-        self.pending_count += 1
         return seq
 
     def done(self, seq: int) -> None:
         """Record that request ``seq`` is finished (everything it led to was admitted before)."""
         self._append(DONE, _SEQ.pack(seq))
-        self.pending_count -= 1
 
     def compact(self) -> int:
         """Rewrite the file with only the pending requests (atomically); returns how many were kept.
@@ -199,8 +185,7 @@ class FrontierJournal:
         atomic_write(self.path, write)
         self._file = open(self.path, "r+b", buffering=0)  # noqa: SIM115
         self._file.seek(0, os.SEEK_END)
-        self.pending_count = len(replay.pending)
-        return self.pending_count
+        return len(replay.pending)
 
     def close(self, clean: bool = True) -> None:
         """Mark the run closed cleanly (the caller's queue then holds the pending requests) and close."""
