@@ -281,7 +281,8 @@ SETTINGS: tuple[Setting, ...] = (
        "the server (no password) and the setting its URL came from, and the spider is closed with reason "
        "`dedup_redis_unavailable` before fetching anything."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
-       "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`)."),
+       "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`). On a Redis Cluster the index "
+       "is sharded over the slots unless the prefix names its own hash tag (`{...}`: one slot, one script per page)."),
     # --- content layer ---
     _s("DEDUP_CONTENT_BACKEND", "memory", _choice("memory", "redis"), "content",
        "Where the content index lives: `memory` (one process, checkpointed to JOBDIR) or `redis` (shared)."),
