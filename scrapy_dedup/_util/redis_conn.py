@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -275,3 +276,22 @@ class PinnedConnection:
             conn, self._conn = self._conn, None
             if conn is not None:
                 self.pool.release(conn)
+
+
+def glob_escape(text: str) -> str:
+    """``text`` as a literal in a SCAN ``MATCH`` pattern (glob metacharacters and hash-tag braces escaped)."""
+    return "".join("\\" + ch if ch in "*?[]\\{}" else ch for ch in text)
+
+
+def delete_matching(client: Any, patterns: Iterable[str], batch_size: int = 500) -> None:
+    """Delete every key that matches one of ``patterns``: SCAN (on every node of a cluster client), then DEL
+    in batches, so a large index is removed without one huge command."""
+    batch: list[Any] = []
+    for pattern in patterns:
+        for name in client.scan_iter(match=pattern, count=1000):
+            batch.append(name)
+            if len(batch) >= batch_size:
+                client.delete(*batch)
+                batch = []
+    if batch:
+        client.delete(*batch)

@@ -125,6 +125,15 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     return out
 
 
+def in_sorted(table: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """Which of ``hashes`` are in ``table`` (sorted uint64), as a boolean array (binary search)."""
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    if not len(table):
+        return np.zeros(len(hashes), dtype=bool)
+    pos = np.minimum(np.searchsorted(table, hashes), len(table) - 1)
+    return table[pos] == hashes
+
+
 @dataclass(frozen=True)
 class BoilerplateRule:
     """When a block is boilerplate, and what the learner may hold (see the module doc)."""
@@ -180,11 +189,7 @@ class BlockTable:
         return _lookup(self._keys, self._counts, np.asarray(hashes, dtype=np.uint64))
 
     def is_boilerplate(self, hashes: np.ndarray) -> np.ndarray:
-        hashes = np.asarray(hashes, dtype=np.uint64)
-        if not len(self._boiler):
-            return np.zeros(len(hashes), dtype=bool)
-        pos = np.minimum(np.searchsorted(self._boiler, hashes), len(self._boiler) - 1)
-        return self._boiler[pos] == hashes
+        return in_sorted(self._boiler, hashes)
 
     def add_page(self, hashes: np.ndarray) -> np.ndarray:
         """Count one page (each distinct nonzero hash once); returns the hashes that became boilerplate."""

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from scrapy_dedup.content.boilerplate import BoilerplateRule
+from scrapy_dedup.content.boilerplate import BoilerplateRule, in_sorted
 from scrapy_dedup.content.redis_index import hash_tagged
 
 __all__ = ["RedisBlockTable", "shared_salt", "table_prefix"]
@@ -114,11 +114,7 @@ class RedisBlockTable:
         return np.array([int(v or 0) for v in values], dtype=np.uint32)
 
     def is_boilerplate(self, hashes: np.ndarray) -> np.ndarray:
-        hashes = np.asarray(hashes, dtype=np.uint64)
-        if not len(self._boiler):
-            return np.zeros(len(hashes), dtype=bool)
-        pos = np.minimum(np.searchsorted(self._boiler, hashes), len(self._boiler) - 1)
-        return self._boiler[pos] == hashes
+        return in_sorted(self._boiler, hashes)
 
     def add_page(self, hashes: np.ndarray) -> np.ndarray:
         """Count one page in Redis; returns the hashes that became boilerplate (by this call)."""

@@ -55,7 +55,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
-from scrapy_dedup._util.redis_conn import connect
+from scrapy_dedup._util.redis_conn import connect, delete_matching, glob_escape
 from scrapy_dedup._util.redis_policy import FAIL_OPEN_CALL_SECONDS
 
 if TYPE_CHECKING:
@@ -438,15 +438,7 @@ class RedisSimhashIndex:
 
     def clear(self) -> None:
         """Delete every key of this index (buckets are found with SCAN on the prefix)."""
-        pattern = "".join("\\" + ch if ch in "*?[]\\" else ch for ch in self._tag) + ":*"
-        batch: list[Any] = []
-        for name in self.client.scan_iter(match=pattern, count=1000):
-            batch.append(name)
-            if len(batch) >= 500:
-                self.client.delete(*batch)
-                batch = []
-        if batch:
-            self.client.delete(*batch)
+        delete_matching(self.client, (glob_escape(self._tag) + ":*",))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(prefix={self.prefix!r}, threshold={self.threshold}, "

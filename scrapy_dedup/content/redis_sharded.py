@@ -74,6 +74,7 @@ from scrapy_dedup.content.redis_index import (
     ID_BYTES, MAX_ID, band_slices, check_index_config, decode_key, encode_key,
 )
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
+from scrapy_dedup._util.redis_conn import delete_matching, glob_escape
 
 logger = logging.getLogger(__name__)
 
@@ -322,16 +323,8 @@ class ShardedRedisContentStore:
 
     def clear(self) -> None:
         """Delete every key of this index (found with SCAN on every node)."""
-        escaped = "".join("\\" + ch if ch in "*?[]\\{}" else ch for ch in self.prefix)
-        batch: list[Any] = []
-        for pattern in (f"\\{{{escaped}\\}}:*", f"\\{{{escaped}:*"):
-            for name in self.client.scan_iter(match=pattern, count=1000):
-                batch.append(name)
-                if len(batch) >= 500:
-                    self.client.delete(*batch)
-                    batch = []
-        if batch:
-            self.client.delete(*batch)
+        escaped = glob_escape(self.prefix)
+        delete_matching(self.client, (f"\\{{{escaped}\\}}:*", f"\\{{{escaped}:*"))
 
     def close(self) -> None:
         """Close the Redis connection if this store opened it (a client passed in stays open)."""
