@@ -40,6 +40,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
 
 from scrapy_dedup.extensions import DedupExtension
+from scrapy_dedup.extensions import _declared_canonical as canonical_link_in_head
 from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
 from scrapy_dedup.pipelines import _middleware_enabled
 from scrapy_dedup.settings import read_settings
@@ -271,12 +272,7 @@ def _declared_canonical(response: TextResponse) -> str | None:
             target = target.strip()
             if target.startswith("<") and target.endswith(">") and _rel_is_canonical(params):
                 return response.urljoin(target[1:-1].strip())
-    try:
-        href = response.xpath("//head/link[contains(concat(' ', translate(normalize-space(@rel), "
-                              "'CANONIAL', 'canonial'), ' '), ' canonical ')]/@href").get()
-    except ValueError:  # not HTML (Scrapy raises for responses it cannot select on)
-        return None
-    return response.urljoin(href.strip()) if href and href.strip() else None
+    return canonical_link_in_head(response)
 
 
 def _rel_is_canonical(params: str) -> bool:

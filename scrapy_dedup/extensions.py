@@ -731,13 +731,14 @@ _CANONICAL_LINK = etree.XPath("/html/head/link[contains(concat(' ', normalize-sp
                               "'CANONICAL', 'canonical')), ' '), ' canonical ')]/@href")
 
 
-def _declared_canonical(response: Response, max_bytes: int) -> str | None:
+def _declared_canonical(response: Response, max_bytes: int | None = None) -> str | None:
     """The absolute URL of the page's first ``rel="canonical"`` link, None when it has none (or is no HTML).
 
     Read from the tree Scrapy parsed for the spider (and the extraction); a body over the policy's
     ``max_bytes`` is not parsed whole for the extraction, nor for this: it declares nothing here.
+    DUST learning reads the HTML head with it too (after the HTTP ``Link`` header), with no cap.
     """
-    if not isinstance(response, TextResponse) or len(response.body) > max_bytes:
+    if not isinstance(response, TextResponse) or (max_bytes is not None and len(response.body) > max_bytes):
         return None
     try:
         hrefs = cast("list[Any]", _CANONICAL_LINK(response.selector.root))  # lxml-stubs: any XPath result type
