@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scrapy_dedup.content.simhash import hamming as hamming_distance
-from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet
+from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet, join_key, split_key
 from scrapy_dedup.url.mining import DustMiner, MiningConfig, RuleValidation
 
 __all__ = ["DeclaredCanonicals", "OnlineDustLearner"]
@@ -151,7 +151,7 @@ class OnlineDustLearner:
         for host in set(mined) | set(self._aliased_hosts):
             backed = self._fetched_keys(host)
             rules_only = HostRules(host, self.rules.hosts.get(host, []))
-            keys = {_join(*rules_only.apply(*_split(k))) for k in backed}
+            keys = {join_key(*rules_only.apply(*split_key(k))) for k in backed}
             learned = {key: target for key, target in mined.get(host, {}).items() if target in backed and key in keys}
             self.events["aliases_unbacked"] += len(mined.get(host, {})) - len(learned)
             table = {**learned, **self._loaded_aliases.get(host, {})}
@@ -470,15 +470,6 @@ class _HostCanonicals:
         self.refused = 0
         self.state = "untrusted"  # then "trusted" or "misconfigured"
         self.pending: dict[str, list[tuple[str, Any]]] = {}  # canonical "path?query" -> declarations
-
-
-def _split(key: str) -> tuple[str, str]:
-    path, _, query = key.partition("?")
-    return path, query
-
-
-def _join(path: str, query: str) -> str:
-    return f"{path}?{query}" if query else path
 
 
 def _same_content(a: tuple[Any, int | None], b: tuple[Any, int | None], hamming: int) -> bool:
