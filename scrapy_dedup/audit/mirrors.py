@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
-from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.canonical import Canonicalizer, looks_like_session_token
 from scrapy_dedup.url.dust import RuleSet
 from scrapy_dedup.url.mining import DustMiner, MiningConfig, MiningResult
 from scrapy_dedup.url.policy import SWITCHES, PolicyMap, UrlPolicy
@@ -65,13 +65,13 @@ class SettingCause:
     """A canonicalizer setting off in the defaults that folds ``pairs`` mirror pairs of ``domain``."""
 
     domain: str  # the DEDUP_URL_POLICIES key (a host: it applies to its subdomains too)
-    key: str  # a switch name, or "tracking_params"
-    value: Any  # True for a switch, the parameter name for tracking_params
+    key: str  # a switch name, "tracking_params" or "session_params"
+    value: Any  # True for a switch, else the parameter name
     pairs: int
 
     def describe(self) -> str:
-        if self.key == "tracking_params":
-            return f"tracking parameter ?{self.value}= on {self.domain}"
+        if self.key in ("tracking_params", "session_params"):
+            return f"{self.key[:-7]} parameter ?{self.value}= on {self.domain}"
         return f"{self.key} on {self.domain}"
 
 
@@ -233,8 +233,14 @@ def _strip_www(host: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
-def _query_names(query: str) -> set[str]:
-    return {part.partition("=")[0].lower() for part in query.split("&") if part} if query else set()
+def _query_values(query: str) -> dict[str, str]:
+    """Parameter name (lowercased, as the canonicalizer's lists match it) -> its first value."""
+    out: dict[str, str] = {}
+    for part in query.split("&") if query else ():
+        name, _, value = part.partition("=")
+        if name:
+            out.setdefault(name.lower(), value)
+    return out
 
 
 def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int, int]],
@@ -332,17 +338,22 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
         for switch in OFF_SWITCHES:
             candidates[(domain, switch, True)] += 1
         if ha == hb and pa == pb:
-            for name in sorted(_query_names(qa) ^ _query_names(qb)):
-                candidates[(domain, "tracking_params", name)] += 1
+            values_a, values_b = _query_values(qa), _query_values(qb)
+            for name in sorted(set(values_a) ^ set(values_b)):
+                value = values_a.get(name, values_b.get(name, ""))
+                # a value like a session token: a session parameter (dropped only with such values)
+                kind = "session_params" if looks_like_session_token(value) else "tracking_params"
+                candidates[(domain, kind, name)] += 1
     causes: list[SettingCause] = []
     policies: dict[str, dict[str, Any]] = {}
     params_tried: Counter[str] = Counter()
     for (domain, key, value), _ in sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0])):
-        if key == "tracking_params":
+        listed = key in ("tracking_params", "session_params")
+        if listed:
             params_tried[domain] += 1
             if params_tried[domain] > MAX_PARAM_CANDIDATES:
                 continue
-        change = {key: [value] if key == "tracking_params" else value}
+        change = {key: [value] if listed else value}
         trial = _Evaluator(PolicyMap(_DEFAULT_POLICY, {domain: UrlPolicy.from_mapping(change)}))
         pages = family.get(_strip_www(domain), [])
         folded = sum(1 for a, b in pairs if _strip_www(parts(a)[0]) == _strip_www(domain)
@@ -351,7 +362,7 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
             continue
         causes.append(SettingCause(domain, key, value, folded))
         entry = policies.setdefault(domain, {})
-        if key == "tracking_params":
+        if listed:
             entry.setdefault(key, []).append(value)
         else:
             entry[key] = True
