@@ -22,10 +22,16 @@ with the suggested ``DEDUP_URL_POLICIES`` and the mined rules), so what the repo
 folds is what a crawl with those settings folds. The command that writes the rules file
 for the next crawl is ``scrapy-dedup mine-dust`` on the dump itself; it judges sameness
 with the crawl's default content engine, which the audit's default config matches.
+
+Cost: the pages of mirror pairs keep their split and canonical URLs; every other page is
+canonicalized again for each candidate setting of its host (at most four switches and
+:data:`MAX_PARAM_CANDIDATES` parameters) and kept by nothing but the miner, which holds one
+entry per distinct URL (:mod:`scrapy_dedup.url.mining`).
 """
 from __future__ import annotations
 
 import shlex
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -215,10 +221,14 @@ class _Evaluator:
         self.canonicalizer = Canonicalizer(policies, dust_rules=rules)
         self._cache: dict[int, str] = {}
 
-    def key(self, urls: _Urls, index: int) -> str:
+    def key(self, urls: _Urls, index: int, keep: bool = True) -> str:
+        """The canonical URL of page ``index``; kept for the pages of mirror pairs only (``keep``), so that
+        a pass over every page of a host costs no memory per page."""
         key = self._cache.get(index)
         if key is None:
-            key = self._cache[index] = self.canonicalizer.canonicalize(urls[index])
+            key = self.canonicalizer.canonicalize(urls[index])
+            if keep:
+                self._cache[index] = key
         return key
 
     def folds(self, urls: _Urls, a: int, b: int) -> bool:
@@ -284,12 +294,12 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
     report.by_default = len(mirrors) - len(left)
 
     # --- 2. settings off by default, per host, refused when they merge two distinct pages
-    family: dict[str, list[int]] = {}  # host without "www." -> pages on it (the settings' reach)
+    family: dict[str, array] = {}  # host without "www." -> pages on it (the settings' reach)
     for i in range(len(urls)):
         if usable(i) and urls[i]:
-            p = parts(i)
+            p = split[i] if i in split else miner.split_url(urls[i])  # cached for pair members only
             if p is not None:
-                family.setdefault(_strip_www(p[0]), []).append(i)
+                family.setdefault(_strip_www(p[0]), array("q")).append(i)
     report.settings, report.url_policies = _settings(urls, roots, left, parts, family, default)
     if report.url_policies:
         chosen = _Evaluator(PolicyMap.from_settings_values({}, report.url_policies))
@@ -301,8 +311,8 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
     # --- 3. and 4. the miner on the dump's evidence: URLs, and the audit's clusters as pages
     if rest:
         for i in range(len(urls)):
-            if usable(i) and urls[i] and parts(i) is not None:
-                miner.add_page(urls[i], ("audit", roots[i]))
+            if usable(i) and urls[i]:
+                miner.add_page(urls[i], ("audit", roots[i]))  # counts what it cannot parse
         mined = miner.mine()
         policies = PolicyMap.from_settings_values({}, report.url_policies)
         rules_only = RuleSet({h: list(r) for h, r in mined.rules.hosts.items()})
@@ -325,7 +335,7 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
 
 
 def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], parts: Callable,
-              family: dict[str, list[int]], default: _Evaluator) -> tuple[list[SettingCause], dict]:
+              family: dict[str, array], default: _Evaluator) -> tuple[list[SettingCause], dict]:
     """Each candidate setting tried alone on its host; kept when it folds a pair and merges no distinct pages."""
     candidates: Counter[tuple[str, str, Any]] = Counter()  # (domain, key, value) -> pairs it may fold
     for a, b in pairs:
@@ -355,7 +365,7 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
                 continue
         change = {key: [value] if listed else value}
         trial = _Evaluator(PolicyMap(_DEFAULT_POLICY, {domain: UrlPolicy.from_mapping(change)}))
-        pages = family.get(_strip_www(domain), [])
+        pages = family.get(_strip_www(domain), array("q"))
         folded = sum(1 for a, b in pairs if _strip_www(parts(a)[0]) == _strip_www(domain)
                      and trial.folds(urls, a, b))
         if not folded or _merges_distinct(urls, roots, pages, trial, default):
@@ -369,14 +379,15 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
     return causes, policies
 
 
-def _merges_distinct(urls: _Urls, roots: Sequence[int], pages: list[int], trial: _Evaluator,
+def _merges_distinct(urls: _Urls, roots: Sequence[int], pages: Iterable[int], trial: _Evaluator,
                      default: _Evaluator) -> bool:
     """Does ``trial`` give one key to two URLs of different clusters that the defaults keep apart?"""
     seen: dict[str, tuple[str, int]] = {}  # trial key -> (default key, cluster) of the first page with it
     for i in pages:
-        key = trial.key(urls, i)
-        first = seen.setdefault(key, (default.key(urls, i), roots[i]))
-        if first[1] != roots[i] and first[0] != default.key(urls, i):
+        key = trial.key(urls, i, keep=False)
+        plain = default.key(urls, i, keep=False)
+        first = seen.setdefault(key, (plain, roots[i]))
+        if first[1] != roots[i] and first[0] != plain:
             return True
     return False
 
