@@ -165,6 +165,8 @@ def shop_dump(tmp_path: Path) -> Path:
         ("https://shop.test/e", 5), ("http://shop.test/e", 5),  # ignore_scheme
         ("http://shop.test/f?utm_source=feed", 6), ("http://shop.test/f", 6),  # the defaults
         ("http://shop.test/list", 7), ("http://shop.test/list?page=1", 7), ("http://shop.test/list?page=2", 8),
+        ("http://www.shop.test/g/", 9), ("http://shop.test/g", 9),  # strip_www and strip_trailing_slash
+        ("http://www.shop.test/h/", 10), ("http://www.shop.test/h", 10),  # a slash under www.: one domain key
     ]
     return write_dump(tmp_path / "shop.jsonl", [{"url": url, "html": _page(900 + n)} for url, n in rows])
 
@@ -176,7 +178,8 @@ def test_settings_suggested_fold_their_mirrors_and_never_merge_distinct_pages(tm
     assert policies == {"shop.test": {"strip_www": True, "strip_trailing_slash": True, "drop_index": True,
                                       "ignore_scheme": True, "tracking_params": ["ref"]}}
     assert mirrors["default_canonicalization"] == 1
-    assert mirrors["settings"]["pairs"] == 6  # a, b, c, two of d, e
+    assert mirrors["settings"]["pairs"] == 8  # a, b, c, two of d, e, g, h
+    assert sum(cause["pairs"] for cause in mirrors["settings"]["causes"]) == 8
     # ?page=1 beside the list: no setting may drop page (page 2 is another page), no rule has the support;
     # the miner's alias table holds it (a page under exactly two URLs)
     assert mirrors["dust_rules"]["pairs"] == 0 and mirrors["aliases"] == 1
@@ -184,7 +187,8 @@ def test_settings_suggested_fold_their_mirrors_and_never_merge_distinct_pages(tm
     crawl = Canonicalizer(PolicyMap.from_settings_values({}, policies))
     for a, b in (("http://www.shop.test/a", "http://shop.test/a"), ("http://shop.test/b/", "http://shop.test/b"),
                  ("http://shop.test/c/index.html", "http://shop.test/c/"),
-                 ("http://shop.test/d?ref=nav", "http://shop.test/d"), ("https://shop.test/e", "http://shop.test/e")):
+                 ("http://shop.test/d?ref=nav", "http://shop.test/d"), ("https://shop.test/e", "http://shop.test/e"),
+                 ("http://www.shop.test/g/", "http://shop.test/g"), ("http://www.shop.test/h/", "http://www.shop.test/h")):
         assert crawl.canonicalize(a) == crawl.canonicalize(b)
     assert crawl.canonicalize("http://shop.test/list?page=2") != crawl.canonicalize("http://shop.test/list")
     text_out = _report_text(capsys, dump)

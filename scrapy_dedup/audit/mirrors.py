@@ -336,17 +336,29 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
 
 def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], parts: Callable,
               family: dict[str, array], default: _Evaluator) -> tuple[list[SettingCause], dict]:
-    """Each candidate setting tried alone on its host; kept when it folds a pair and merges no distinct pages."""
-    candidates: Counter[tuple[str, str, Any]] = Counter()  # (domain, key, value) -> pairs it may fold
+    """Candidate settings from what differs in each pair, tried per domain (the host without ``www.``: a
+    ``DEDUP_URL_POLICIES`` key covers its subdomains), the most pairs first, each on top of those kept.
+
+    A candidate is kept when it folds pairs the kept ones leave and merges no two distinct pages of the
+    domain; its count is those new pairs, so the counts add up. Candidates are tried again while one is
+    kept, so a pair that needs two settings (``www.`` and a trailing slash) folds when either folds
+    another pair alone."""
+    every_switch = Canonicalizer(UrlPolicy.from_mapping(dict.fromkeys(OFF_SWITCHES, True)))
+    candidates: Counter[tuple[str, str, Any]] = Counter()  # (domain, key, value) -> pairs it touches
+    open_pairs: dict[str, list[tuple[int, int]]] = {}  # domain -> its pairs no kept setting folds
     for a, b in pairs:
         ha, pa, qa = parts(a)
         hb, pb, qb = parts(b)
-        base = _strip_www(ha)
-        if base != _strip_www(hb):
+        domain = _strip_www(ha)
+        if domain != _strip_www(hb):
             continue  # two sites: no setting of the canonicalizer folds them
-        domain = base if ha != hb else ha
+        open_pairs.setdefault(domain, []).append((a, b))
+        # the switches that change either URL (the canonicalizer says which fired)
+        fired = set(every_switch.canonicalize_with_info(urls[a]).fired)
+        fired.update(every_switch.canonicalize_with_info(urls[b]).fired)
         for switch in OFF_SWITCHES:
-            candidates[(domain, switch, True)] += 1
+            if switch in fired:
+                candidates[(domain, switch, True)] += 1
         if ha == hb and pa == pb:
             values_a, values_b = _query_values(qa), _query_values(qb)
             for name in sorted(set(values_a) ^ set(values_b)):
@@ -354,28 +366,38 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
                 # a value like a session token: a session parameter (dropped only with such values)
                 kind = "session_params" if looks_like_session_token(value) else "tracking_params"
                 candidates[(domain, kind, name)] += 1
+    ordered: list[tuple[str, str, Any]] = []
+    params: Counter[str] = Counter()
+    for candidate, _ in sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0])):
+        if candidate[1] in OFF_SWITCHES or params[candidate[0]] < MAX_PARAM_CANDIDATES:
+            ordered.append(candidate)
+            params[candidate[0]] += candidate[1] not in OFF_SWITCHES
     causes: list[SettingCause] = []
     policies: dict[str, dict[str, Any]] = {}
-    params_tried: Counter[str] = Counter()
-    for (domain, key, value), _ in sorted(candidates.items(), key=lambda kv: (-kv[1], kv[0])):
-        listed = key in ("tracking_params", "session_params")
-        if listed:
-            params_tried[domain] += 1
-            if params_tried[domain] > MAX_PARAM_CANDIDATES:
+    kept = True
+    while kept and ordered:
+        kept = False
+        for candidate in list(ordered):
+            domain, key, value = candidate
+            change = {k: list(v) if isinstance(v, list) else v for k, v in policies.get(domain, {}).items()}
+            if key in OFF_SWITCHES:
+                change[key] = True
+            else:
+                change.setdefault(key, []).append(value)
+            trial = _Evaluator(PolicyMap(_DEFAULT_POLICY, {domain: UrlPolicy.from_mapping(change)}))
+            newly = [(a, b) for a, b in open_pairs[domain] if trial.folds(urls, a, b)]
+            if not newly:
                 continue
-        change = {key: [value] if listed else value}
-        trial = _Evaluator(PolicyMap(_DEFAULT_POLICY, {domain: UrlPolicy.from_mapping(change)}))
-        pages = family.get(_strip_www(domain), array("q"))
-        folded = sum(1 for a, b in pairs if _strip_www(parts(a)[0]) == _strip_www(domain)
-                     and trial.folds(urls, a, b))
-        if not folded or _merges_distinct(urls, roots, pages, trial, default):
-            continue
-        causes.append(SettingCause(domain, key, value, folded))
-        entry = policies.setdefault(domain, {})
-        if listed:
-            entry.setdefault(key, []).append(value)
-        else:
-            entry[key] = True
+            ordered.remove(candidate)  # folds pairs: kept or refused, it is not tried again
+            pages = (i for host, indexes in family.items() if host == domain or host.endswith("." + domain)
+                     for i in indexes)
+            if _merges_distinct(urls, roots, pages, trial, default):
+                continue
+            kept = True
+            policies[domain] = change
+            causes.append(SettingCause(domain, key, value, len(newly)))
+            folded = set(newly)
+            open_pairs[domain] = [pair for pair in open_pairs[domain] if pair not in folded]
     return causes, policies
 
 
