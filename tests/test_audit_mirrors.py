@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from scrapy_dedup.audit.mirrors import explain_mirrors
 from scrapy_dedup.cli import main
 from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.mining import MiningConfig
 from scrapy_dedup.url.policy import PolicyMap
 from tests import dustgen
 from tests.test_cli_report import body_words, html_page, write_dump
@@ -103,8 +105,11 @@ def test_report_names_the_forms_the_site_uses_and_not_the_others(tmp_path, capsy
         assert "session-path" in site.families
     if "query_to_path" in kinds:
         assert {"querypath", "wikiquery", "view-prefix", "locale-prefix"} & set(site.families)
+    assert mirrors["merged_distinct"]["urls"] == 0
     text_out = _report_text(capsys, dump)
-    assert f"scrapy-dedup mine-dust {dump}" in text_out and "DEDUP_DUST_RULES = 'dust-rules.json'" in text_out
+    by_file = mirrors["dust_rules"]["pairs"] + mirrors["aliases"]
+    assert (f"scrapy-dedup mine-dust {dump} -o dust-rules.json" in text_out) == (by_file > 0)
+    assert ("DEDUP_DUST_RULES = 'dust-rules.json'" in text_out) == (by_file > 0)
 
 
 def _report_text(capsys, dump: Path) -> str:
@@ -227,3 +232,21 @@ def test_no_mirrors_one_host_stdin_and_other_field_names_are_said(tmp_path, caps
                                                       {"link": "http://one.test/y", "body": _page(960)}])
     mirrors = report_json(capsys, str(renamed), "--url-field", "link", "--html-field", "body")
     assert mirrors["command"] is None and "'link', 'body'" in mirrors["command_note"]
+
+
+def test_rules_that_would_merge_distinct_pages_are_named_with_a_warning():
+    """A miner allowed to keep bad rules (support 1, violations up to 99%) drops ?page=: the report counts the
+    list's pages 2 and 3 that would share the URL of page 1, names the rule, and shows them."""
+    urls = ["http://list.test/list", "http://list.test/list?page=1", "http://list.test/list?page=2",
+            "http://list.test/list?page=3"]
+    roots = [0, 0, 2, 3]
+    permissive = MiningConfig(min_support=1, max_violation_rate=0.99, content_aliases=False)
+    report = explain_mirrors(urls, roots, [(0, 1)], lambda i: True, mining=permissive)
+    assert report.pairs == 1 and report.by_rules == 1
+    assert report.merged == 2
+    assert report.merged_rules == [("list.test: drop ?page= under /", 2)]
+    assert report.merged_examples == [(urls[0], urls[2]), (urls[0], urls[3])]
+    assert "warning: 2 URL(s) of distinct pages" in "\n".join(report.lines())
+    # the miner's own thresholds keep no such rule: nothing merged, nothing to warn about
+    strict = explain_mirrors(urls, roots, [(0, 1)], lambda i: True, mining=MiningConfig(content_aliases=False))
+    assert strict.merged == 0 and strict.unexplained == 1

@@ -199,3 +199,30 @@ def test_mirrors_section_shows_causes_and_commands_and_runs_nothing(browser, tmp
         assert browser.execute_script("return typeof window.__pwned") == "undefined"
         assert section.find_elements("css selector", "script, iframe, img, svg, link") == []
         assert sum(site.hits.values()) == 0, site.hits
+
+
+def test_mirrors_warning_of_merged_pages_is_shown_as_text(browser, tmp_path, capsys, monkeypatch):
+    """A miner allowed to keep bad rules drops ?page=: the section warns, naming the rule and the URLs, whose
+    markup is shown as text."""
+    import functools
+
+    import scrapy_dedup.audit.runner as runner
+    from scrapy_dedup.url.mining import MiningConfig
+
+    permissive = MiningConfig(min_support=1, max_violation_rate=0.99, content_aliases=False)
+    monkeypatch.setattr(runner, "explain_mirrors", functools.partial(runner.explain_mirrors, mining=permissive))
+    payload = "<script>window.__pwned=5</script>"
+    rows = [("/list", 1), ("/list?page=1", 1), ("/list?page=2", 2), (f"/list?page=3{payload}", 3)]
+    dump = write_dump(tmp_path / "list.jsonl", [{"url": f"http://list.test{path}",
+                                                 "text": " ".join(body_words(700 + n))} for path, n in rows])
+    html = tmp_path / "audit.html"
+    assert main(["report", str(dump), "--html", str(html), "--json"]) == 0
+    mirrors = json.loads(capsys.readouterr().out)["mirrors"]
+    assert mirrors["merged_distinct"]["urls"] == 2
+    load(browser, html)
+    shown = browser.find_element("id", "mirrors").text
+    assert "Warning: distinct pages merged" in shown
+    assert "list.test: drop ?page= under / (2 URLs)" in shown
+    assert f"http://list.test/list?page=3{payload}" in shown
+    assert browser.execute_script("return typeof window.__pwned") == "undefined"
+    assert browser.find_elements("css selector", "#mirrors script") == []

@@ -183,7 +183,14 @@ def _mirrors(result: AuditResult) -> str:
         items = "".join(f"<li><span class='url'>{_e(a)}</span> ~ <span class='url'>{_e(b)}</span></li>"
                         for a, b in report.examples)
         parts.append(f"<h3>Unexplained (examples)</h3><ul>{items}</ul>")
-    commands = "\n".join(line for line in (report.command or "", report.rules_line()) if line)
+    if report.merged:
+        rules = "".join(f"<li>{_e(rule)} ({_e(n)} URLs)</li>" for rule, n in report.merged_rules)
+        items = "".join(f"<li><span class='url'>{_e(a)}</span> ~ <span class='url'>{_e(b)}</span></li>"
+                        for a, b in report.merged_examples)
+        parts.append(f"<h3>Warning: distinct pages merged</h3><p id='mirrors-merged'>{_e(report.merged)} URLs of "
+                     f"distinct pages get the URL of another page with these settings and rules (a crawl would not "
+                     f"fetch them): review the rules file. Rules firing on them:</p><ul>{rules}</ul><ul>{items}</ul>")
+    commands = "\n".join((report.command, report.rules_line())) if report.command and report.rules_line() else ""
     if commands:
         parts.append(f"<h3>To remove them</h3><pre>{_e(commands)}</pre>")
     for text in (report.command_note, report.note):

@@ -116,6 +116,11 @@ class MirrorReport:
     unexplained: int = 0
     across_hosts: int = 0  # of the unexplained: the two URLs are on different hosts
     examples: list[tuple[str, str]] = field(default_factory=list)  # unexplained pairs
+    #: URLs of distinct pages (other clusters) the settings and mined rules give the key of another page:
+    #: a crawl with them would not fetch these; the rules that fire on them, with counts; examples
+    merged: int = 0
+    merged_rules: list[tuple[str, int]] = field(default_factory=list)
+    merged_examples: list[tuple[str, str]] = field(default_factory=list)
     command: Optional[str] = None  # the mine-dust command for this dump, when it can read it
     command_note: str = ""  # why there is none, or what differs
     note: str = ""  # what the method leaves out (lshbloom: near duplicates are not named)
@@ -160,10 +165,15 @@ class MirrorReport:
         across = f" ({self.across_hosts} across two hosts: rules are per host)" if self.across_hosts else ""
         out.append(f"  {self.unexplained:>6}  unexplained{across}")
         out.extend(f"          {a}  ~  {b}" for a, b in self.examples)
-        if self.command:
+        if self.merged:
+            rules = "; ".join(f"{rule} ({n})" for rule, n in self.merged_rules) or "none (the settings)"
+            out.append(f"  warning: {self.merged} URL(s) of distinct pages get the URL of another page with these "
+                       f"settings and rules (a crawl would not fetch them); review the rules file, rules firing on "
+                       f"them: {rules}")
+            out.extend(f"          {a}  ~  {b}" for a, b in self.merged_examples)
+        if self.command and self.rules_line():  # the rules file folds pairs the settings leave
             out.append(f"  to remove them: {self.command}")
-            if self.rules_line():
-                out.append(f"  then in settings.py: {self.rules_line()}")
+            out.append(f"  then in settings.py: {self.rules_line()}")
         if self.command_note:
             out.append(f"  {self.command_note}")
         if self.note:
@@ -188,6 +198,8 @@ class MirrorReport:
             "aliases": self.by_aliases,
             "unexplained": {"pairs": self.unexplained, "across_hosts": self.across_hosts,
                             "examples": [list(pair) for pair in self.examples]},
+            "merged_distinct": {"urls": self.merged, "rules": [{"rule": r, "urls": n} for r, n in self.merged_rules],
+                                "examples": [list(pair) for pair in self.merged_examples]},
             "command": self.command,
             "command_note": self.command_note,
             "settings_lines": [line for line in (self.policy_line(), self.rules_line()) if line],
@@ -331,6 +343,13 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
         report.unexplained = len(unexplained)
         report.across_hosts = sum(1 for a, b in unexplained if _host(parts, a) != _host(parts, b))
         report.examples = [(urls[a], urls[b]) for a, b in unexplained[:EXAMPLES]]
+        # what the crawl would lose: the dump's own distinct pages under one key
+        evidence = (i for i in range(len(urls)) if usable(i) and urls[i])
+        merged = _distinct_merges(urls, roots, evidence, with_aliases, default)
+        report.merged = len(merged)
+        report.merged_examples = [(urls[a], urls[b]) for a, b in merged[:EXAMPLES]]
+        firing = _rule_causes(mined, merged, lambda i: parts(i) or ("", "", ""))
+        report.merged_rules = [(f"{r.host}: {r.description}", r.pairs) for r in firing]
     return report
 
 
@@ -391,7 +410,7 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
             ordered.remove(candidate)  # folds pairs: kept or refused, it is not tried again
             pages = (i for host, indexes in family.items() if host == domain or host.endswith("." + domain)
                      for i in indexes)
-            if _merges_distinct(urls, roots, pages, trial, default):
+            if _distinct_merges(urls, roots, pages, trial, default, limit=1):
                 continue
             kept = True
             policies[domain] = change
@@ -401,17 +420,21 @@ def _settings(urls: _Urls, roots: Sequence[int], pairs: list[tuple[int, int]], p
     return causes, policies
 
 
-def _merges_distinct(urls: _Urls, roots: Sequence[int], pages: Iterable[int], trial: _Evaluator,
-                     default: _Evaluator) -> bool:
-    """Does ``trial`` give one key to two URLs of different clusters that the defaults keep apart?"""
-    seen: dict[str, tuple[str, int]] = {}  # trial key -> (default key, cluster) of the first page with it
+def _distinct_merges(urls: _Urls, roots: Sequence[int], pages: Iterable[int], trial: _Evaluator,
+                     default: _Evaluator, limit: Optional[int] = None) -> list[tuple[int, int]]:
+    """Pages (first page with the key, this page) of different clusters to which ``trial`` gives one key and the
+    defaults do not: pages a crawl with ``trial`` would not fetch. At most ``limit``."""
+    seen: dict[str, tuple[str, int, int]] = {}  # trial key -> (default key, cluster, index) of its first page
+    out: list[tuple[int, int]] = []
     for i in pages:
         key = trial.key(urls, i, keep=False)
         plain = default.key(urls, i, keep=False)
-        first = seen.setdefault(key, (plain, roots[i]))
+        first = seen.setdefault(key, (plain, roots[i], i))
         if first[1] != roots[i] and first[0] != plain:
-            return True
-    return False
+            out.append((first[2], i))
+            if limit is not None and len(out) >= limit:
+                break
+    return out
 
 
 def _rule_causes(mined: MiningResult, folded: list[tuple[int, int]], parts: Callable) -> list[RuleCause]:
