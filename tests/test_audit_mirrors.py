@@ -223,6 +223,10 @@ def test_no_mirrors_one_host_stdin_and_other_field_names_are_said(tmp_path, caps
     assert mirrors["pairs"] == 1 and mirrors["unusable_urls"] == 1
     assert mirrors["unexplained"] == {"pairs": 1, "across_hosts": 1, "examples": [["http://a.test/x", "http://b.test/x"]]}
     assert "1 duplicate page(s) without a usable URL" in _report_text(capsys, two)
+    # the audit's own engine parameters: mine-dust takes --min-words, and is said to judge with the defaults
+    mirrors = report_json(capsys, str(one_host), "--min-words", "30", "-k", "2")
+    assert mirrors["command"] == f"scrapy-dedup mine-dust {one_host} --min-words 30 -o dust-rules.json"
+    assert "this audit with hamming_threshold 2" in mirrors["command_note"]
     # standard input: mine-dust cannot read it again; the report says what to do
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(one_host.read_bytes())))
     mirrors = report_json(capsys, "-")

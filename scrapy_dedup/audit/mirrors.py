@@ -208,12 +208,13 @@ class MirrorReport:
 
 
 def mine_dust_command(dump: str, *, input_format: str, url_field: str, html_field: str, text_field: str,
-                      min_words: int) -> tuple[Optional[str], str]:
+                      min_words: int, other_engine: Sequence[str] = ()) -> tuple[Optional[str], str]:
     """The ``scrapy-dedup mine-dust`` command that mines this dump, or None and what it needs instead.
 
     ``mine-dust`` reads a WARC file or JSON Lines with the fields ``url`` and ``html`` or ``text``
     (a crawl log of ``DEDUP_LOG_FILE`` too); it cannot be told other field names, nor read
-    standard input a second time."""
+    standard input a second time. It judges sameness with the crawl's default content engine
+    (only ``--min-words`` can be set): ``other_engine`` names what this audit set otherwise."""
     out = f"-o {RULES_FILE}"
     extra = f" --min-words {min_words}" if min_words != MiningConfig().min_words else ""
     if dump == "-":
@@ -223,7 +224,9 @@ def mine_dust_command(dump: str, *, input_format: str, url_field: str, html_fiel
         return None, (f"mine-dust reads the record fields url and html or text (or a crawl log written with "
                       f"DEDUP_LOG_FILE); this dump's are {url_field!r}, {html_field!r}, {text_field!r}: rename "
                       f"them, then run scrapy-dedup mine-dust FILE{extra} {out}")
-    return f"scrapy-dedup mine-dust {shlex.quote(dump)}{extra} {out}", ""
+    note = (f"mine-dust judges sameness with the crawl's default content engine, this audit with "
+            f"{', '.join(other_engine)}: the rules it writes may differ from those above" if other_engine else "")
+    return f"scrapy-dedup mine-dust {shlex.quote(dump)}{extra} {out}", note
 
 
 class _Evaluator:

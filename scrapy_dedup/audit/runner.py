@@ -55,6 +55,7 @@ from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
@@ -467,8 +468,12 @@ def mirror_report(pages: _Pages, cfg: AuditConfig, source: str, input_format: st
     the dump as the user named it (``-``: standard input), for the ``mine-dust`` command."""
     degenerate = KIND_CODES["degenerate"]
     pairs = ((pages.matched[i], i) for i in range(len(pages)) if pages.matched[i] >= 0)
+    other_engine = [f"method {cfg.method}"] if cfg.method != "simhash" else []
+    other_engine += [f"{param.key} {getattr(cfg, param.key)!r}" for param in ENGINE_PARAMS
+                     if param.key != "min_words" and getattr(cfg, param.key, param.default) != param.default]
     command = mine_dust_command(source, input_format=input_format, url_field=cfg.url_field,
-                                html_field=cfg.html_field, text_field=cfg.text_field, min_words=cfg.min_words)
+                                html_field=cfg.html_field, text_field=cfg.text_field, min_words=cfg.min_words,
+                                other_engine=other_engine)
     note = ("method lshbloom names the page an exact duplicate matched only: near-duplicate mirrors are not "
             "explained" if cfg.method == "lshbloom" else "")
     return explain_mirrors(pages.urls, _cluster_roots(pages), pairs, lambda i: pages.kinds[i] != degenerate,
