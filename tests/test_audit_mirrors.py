@@ -254,3 +254,28 @@ def test_rules_that_would_merge_distinct_pages_are_named_with_a_warning():
     # the miner's own thresholds keep no such rule: nothing merged, nothing to warn about
     strict = explain_mirrors(urls, roots, [(0, 1)], lambda i: True, mining=MiningConfig(content_aliases=False))
     assert strict.merged == 0 and strict.unexplained == 1
+
+
+def test_a_warc_dump_gets_a_command_that_reads_it(tmp_path, capsys, monkeypatch):
+    """A WARC's mirrors: its revisits at tracking URLs are the defaults' to fold, its /amp/ copies a path rule
+    that the printed command, run on the WARC itself, writes."""
+    from tests.test_audit_warc import Warc
+
+    w = Warc(gz=True)
+    for n in range(1, 6):
+        html = html_page(body_words(980 + n))
+        w.response(f"http://news.test/story/{n}", html.encode())
+        digest = w.header("WARC-Payload-Digest")
+        w.response(f"http://news.test/amp/story/{n}", html.encode())
+        w.revisit(f"http://news.test/story/{n}?utm_source=feed", digest=digest)
+    warc = w.save(tmp_path / "news.warc.gz")
+    mirrors = report_json(capsys, str(warc))
+    assert mirrors["pairs"] == 10 and mirrors["default_canonicalization"] == 5
+    assert [r["rule"] for r in mirrors["dust_rules"]["rules"]] == ["path prefix '/amp/' -> '/'"]
+    assert mirrors["dust_rules"]["pairs"] == 5 and mirrors["unexplained"]["pairs"] == 0
+    monkeypatch.chdir(tmp_path)
+    with redirect_stderr(io.StringIO()):
+        assert main(shlex.split(mirrors["command"])[1:]) == 0
+    crawl = Canonicalizer(dust_rules="dust-rules.json")
+    for n in range(1, 6):
+        assert crawl.canonicalize(f"http://news.test/amp/story/{n}") == f"http://news.test/story/{n}"
