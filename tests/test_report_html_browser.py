@@ -166,3 +166,63 @@ def test_flagged_pair_shows_the_blocks_treated_as_boilerplate(browser, tmp_path,
     assert views[0].find_elements("css selector", "ul.boilerplate b") == []
     kept, flagged = views[0].find_elements("css selector", "ul.boilerplate")
     assert len(kept.find_elements("tag name", "li")) >= 3 and len(flagged.find_elements("tag name", "li")) >= 3
+
+
+def test_mirrors_section_shows_causes_and_commands_and_runs_nothing(browser, tmp_path, capsys):
+    """The mirrors section: its numbers are the JSON's, the settings and the mine-dust command are shown,
+    and URLs carrying markup are shown as text (the unexplained examples), never run."""
+    with LocalSite(lambda host, path: Page("window.__pwned=9")) as site:
+        base = site.url("127.0.0.1", "").rstrip("/")
+        dump = hostile_dump(tmp_path, base)
+        payload = payloads(base)[0]
+        text = " ".join(body_words(600))
+        with dump.open("a", encoding="utf-8") as f:  # one page on two sites, under URLs carrying markup
+            for url in (f"https://evil.test/x/{payload}", f"https://mirror.test/{payload}"):
+                f.write(json.dumps({"url": url, "text": text}) + "\n")
+        html = tmp_path / "audit.html"
+        assert main(["report", str(dump), "--html", str(html), "--json"]) == 0
+        mirrors = json.loads(capsys.readouterr().out)["mirrors"]
+        assert mirrors["unexplained"]["across_hosts"] == 1
+        load(browser, html)
+        section = browser.find_element("id", "mirrors")
+        shown = section.text
+        rows = {line.rsplit(" ", 1)[0]: line.rsplit(" ", 1)[1] for line in
+                section.find_element("css selector", "table.numbers").text.splitlines()}
+        assert rows["Mirror pairs (duplicates at different URLs)"] == str(mirrors["pairs"])
+        assert rows["Folded by settings off by default"] == str(mirrors["settings"]["pairs"])
+        assert rows["Unexplained"] == str(mirrors["unexplained"]["pairs"])
+        assert "tracking parameter ?utm= on evil.test" in shown
+        assert "DEDUP_URL_POLICIES = {'evil.test': {'tracking_params': ['utm']}}" in shown
+        assert mirrors["command"] in shown
+        a, b = mirrors["unexplained"]["examples"][0]
+        assert a in shown and b in shown and "<script>" in b  # the payload, verbatim as text
+        assert browser.execute_script("return typeof window.__pwned") == "undefined"
+        assert section.find_elements("css selector", "script, iframe, img, svg, link") == []
+        assert sum(site.hits.values()) == 0, site.hits
+
+
+def test_mirrors_warning_of_merged_pages_is_shown_as_text(browser, tmp_path, capsys, monkeypatch):
+    """A miner allowed to keep bad rules drops ?page=: the section warns, naming the rule and the URLs, whose
+    markup is shown as text."""
+    import functools
+
+    import scrapy_dedup.audit.runner as runner
+    from scrapy_dedup.url.mining import MiningConfig
+
+    permissive = MiningConfig(min_support=1, max_violation_rate=0.99, content_aliases=False)
+    monkeypatch.setattr(runner, "explain_mirrors", functools.partial(runner.explain_mirrors, mining=permissive))
+    payload = "<script>window.__pwned=5</script>"
+    rows = [("/list", 1), ("/list?page=1", 1), ("/list?page=2", 2), (f"/list?page=3{payload}", 3)]
+    dump = write_dump(tmp_path / "list.jsonl", [{"url": f"http://list.test{path}",
+                                                 "text": " ".join(body_words(700 + n))} for path, n in rows])
+    html = tmp_path / "audit.html"
+    assert main(["report", str(dump), "--html", str(html), "--json"]) == 0
+    mirrors = json.loads(capsys.readouterr().out)["mirrors"]
+    assert mirrors["merged_distinct"]["urls"] == 2
+    load(browser, html)
+    shown = browser.find_element("id", "mirrors").text
+    assert "Warning: distinct pages merged" in shown
+    assert "list.test: drop ?page= under / (2 URLs)" in shown
+    assert f"http://list.test/list?page=3{payload}" in shown
+    assert browser.execute_script("return typeof window.__pwned") == "undefined"
+    assert browser.find_elements("css selector", "#mirrors script") == []

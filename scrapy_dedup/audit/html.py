@@ -153,6 +153,52 @@ def _pairs(result: AuditResult) -> str:
     return "".join(out)
 
 
+def _mirrors(result: AuditResult) -> str:
+    """What causes the mirrors (:mod:`~scrapy_dedup.audit.mirrors`), and the settings and command that remove them."""
+    report = result.mirrors
+    if report is None:
+        return ""
+    if not report.pairs:
+        lines = "".join(f"<p>{_e(line.strip())}</p>" for line in report.lines())
+        return f"<h2>Mirrors</h2><div id='mirrors'>{lines}</div>"
+    rows = [("Mirror pairs (duplicates at different URLs)", report.pairs),
+            ("Folded by the add-on's default canonicalization", report.by_default),
+            ("Folded by settings off by default", report.by_settings),
+            ("Folded by DUST rules mined from the dump", report.by_rules),
+            ("Opaque aliases (in the mined alias table)", report.by_aliases),
+            ("Unexplained", report.unexplained)]
+    table = "".join(f"<tr><td>{_e(label)}</td><td class='n'>{_e(n)}</td></tr>" for label, n in rows)
+    hosts = ", ".join(report.hosts[:5]) + (f", … ({len(report.hosts)} hosts)" if len(report.hosts) > 5 else "")
+    parts = [f"<h2>Mirrors</h2><div id='mirrors'><p class='muted'>On {_e(len(report.hosts))} host(s): "
+             f"<span class='url'>{_e(hosts)}</span>.</p><table class='numbers'>{table}</table>"]
+    if report.settings:
+        items = "".join(f"<li>{_e(s.pairs)} pairs: {_e(s.describe())}</li>" for s in report.settings)
+        parts.append(f"<h3>Settings</h3><ul>{items}</ul><pre>{_e(report.policy_line())}</pre>")
+    if report.rules:
+        items = "".join(f"<tr><td>{_e(r.form)}</td><td class='url'>{_e(r.host)}: {_e(r.description)}</td>"
+                        f"<td class='n'>{_e(r.pairs)}</td></tr>" for r in report.rules)
+        parts.append(f"<h3>DUST rules</h3><table class='rules'><tr><th>form</th><th>rule</th><th>pairs</th></tr>"
+                     f"{items}</table>")
+    if report.examples:
+        items = "".join(f"<li><span class='url'>{_e(a)}</span> ~ <span class='url'>{_e(b)}</span></li>"
+                        for a, b in report.examples)
+        parts.append(f"<h3>Unexplained (examples)</h3><ul>{items}</ul>")
+    if report.merged:
+        rules = "".join(f"<li>{_e(rule)} ({_e(n)} URLs)</li>" for rule, n in report.merged_rules)
+        items = "".join(f"<li><span class='url'>{_e(a)}</span> ~ <span class='url'>{_e(b)}</span></li>"
+                        for a, b in report.merged_examples)
+        parts.append(f"<h3>Warning: distinct pages merged</h3><p id='mirrors-merged'>{_e(report.merged)} URLs of "
+                     f"distinct pages get the URL of another page with these settings and rules (a crawl would not "
+                     f"fetch them): review the rules file. Rules firing on them:</p><ul>{rules}</ul><ul>{items}</ul>")
+    commands = "\n".join((report.command, report.rules_line())) if report.command and report.rules_line() else ""
+    if commands:
+        parts.append(f"<h3>To remove them</h3><pre>{_e(commands)}</pre>")
+    for text in (report.command_note, report.note):
+        if text:
+            parts.append(f"<p class='muted'>{_e(text)}</p>")
+    return "".join(parts) + "</div>"
+
+
 def render_html(result: AuditResult) -> str:
     """The whole audit page as one string (no external resources)."""
     csp = content_security_policy()
@@ -187,6 +233,7 @@ def render_html(result: AuditResult) -> str:
 {_bar_chart("Flagged pairs per distance", result.distance_histogram, distance_label)}
 <h2>Cluster sizes</h2>
 {_bar_chart("Clusters per size (pages)", result.cluster_sizes, "size")}
+{_mirrors(result)}
 <h2>Largest clusters</h2>
 <p class="muted">{_e(result.representative_text())}.</p>
 {_clusters(result)}

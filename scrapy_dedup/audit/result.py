@@ -6,10 +6,11 @@ JSON report, :mod:`.html`): its own module so that the outputs need not import t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames
+from scrapy_dedup.audit.mirrors import MirrorReport
 from scrapy_dedup.audit.warc import describe_counts
 
 __all__ = ["AuditResult", "ClusterSummary", "SamplePair"]
@@ -57,6 +58,7 @@ class AuditResult:
     input_format: str = "jsonl"
     input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
     undated: int = 0  # representative "newest": pages without a usable timestamp (ranked after the dated ones)
+    mirrors: Optional[MirrorReport] = None  # what causes the mirrors (``scrapy-dedup report`` fills it)
 
     # numbers --------------------------------------------------------------------------------------
     @property
@@ -125,6 +127,8 @@ class AuditResult:
             lines.append("Flagged pairs by likely category:")
             for name, count in sorted(self.categories.items(), key=lambda kv: -kv[1]):
                 lines.append(f"  {count:>8}  {name}")
+        if self.mirrors is not None:
+            lines.extend(self.mirrors.lines())
         lines.append(self.representative_text())
         lines.append(f"Method: {self.config.method} ({self.method_summary()}); {self.elapsed_text()}")
         return "\n".join(lines)
@@ -144,6 +148,7 @@ class AuditResult:
                                  for c in self.largest_clusters],
             "representative_policy": self.config.representative,
             **({"pages_without_timestamp": self.undated} if self.config.representative == "newest" else {}),
+            **({"mirrors": self.mirrors.to_dict()} if self.mirrors is not None else {}),
             "config": self.config.to_dict(),
             "lines_read": self.lines_read,
             "elapsed_seconds": round(self.elapsed, 3),

@@ -47,6 +47,7 @@ from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames, input_items, open_input, parse_record
 from scrapy_dedup.audit.html import render_html
 from scrapy_dedup.audit.methods import Decision, SimhashMethod, make_method
+from scrapy_dedup.audit.mirrors import MirrorReport, explain_mirrors, mine_dust_command
 from scrapy_dedup.audit.output import OutputError, OutputFile, json_text, silence_stdout, stream_is_utf8, \
     write_line
 from scrapy_dedup.audit.pairs import categorize, word_diff
@@ -54,6 +55,7 @@ from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
@@ -461,6 +463,23 @@ def _distance_key(distance: float, cfg: AuditConfig) -> Any:
     return round(distance, 4)
 
 
+def mirror_report(pages: _Pages, cfg: AuditConfig, source: str, input_format: str) -> MirrorReport:
+    """What causes the dump's mirrors (:mod:`.mirrors`): its duplicate pairs, clusters and URLs; ``source`` is
+    the dump as the user named it (``-``: standard input), for the ``mine-dust`` command."""
+    degenerate = KIND_CODES["degenerate"]
+    pairs = ((pages.matched[i], i) for i in range(len(pages)) if pages.matched[i] >= 0)
+    other_engine = [f"method {cfg.method}"] if cfg.method != "simhash" else []
+    other_engine += [f"{param.key} {getattr(cfg, param.key)!r}" for param in ENGINE_PARAMS
+                     if param.key != "min_words" and getattr(cfg, param.key, param.default) != param.default]
+    command = mine_dust_command(source, input_format=input_format, url_field=cfg.url_field,
+                                html_field=cfg.html_field, text_field=cfg.text_field, min_words=cfg.min_words,
+                                other_engine=other_engine)
+    note = ("method lshbloom names the page an exact duplicate matched only: near-duplicate mirrors are not "
+            "explained" if cfg.method == "lshbloom" else "")
+    return explain_mirrors(pages.urls, _cluster_roots(pages), pairs, lambda i: pages.kinds[i] != degenerate,
+                           command=command, note=note)
+
+
 def fill_sample_texts(result: AuditResult, pages: _Pages, path: str, decider: Any = None) -> None:
     """Second pass over the dump: the text of the sampled pairs only, for the side-by-side diff.
 
@@ -637,6 +656,7 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
                                       want_samples="html" in outputs, pairs_out=pairs_out,
                                       all_pairs=args.all_pairs)
         result.source = args.dump
+        result.mirrors = mirror_report(pages, cfg, args.dump, result.input_format)  # before the HTML page
         if "clusters" in outputs:
             write_clusters(outputs["clusters"], pages, cfg)
         if "html" in outputs:
