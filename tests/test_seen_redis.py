@@ -97,6 +97,22 @@ def test_exact_set_ttl_is_set_and_refreshed(redis_client):
     assert redis_client.ttl("t:seen") > 50
 
 
+@pytest.mark.parametrize("store", ["set", "bloom"])
+def test_add_many_keeps_the_ttl_armed_as_add_does(redis_client, store):
+    # A batch writer (add_many) must re-arm the expiry like add(): before, the Bloom
+    # store's add_many never did, so keys written only in batches expired mid-crawl.
+    if store == "set":
+        seen = RedisSeenSet(redis_client, "t:ttl", ttl=100)
+    else:
+        seen = RedisBloomSeenSet(redis_client, "t:ttl", capacity=1000, error_rate=1e-3, shards=2, ttl=100)
+    seen.add_many([b"a" * 20])
+    for name in seen.data_keys():
+        redis_client.expire(name, 5)
+    seen._next_ttl_refresh = 0.0  # as if ttl/10 seconds had passed
+    seen.add_many([b"b" * 20, b"c" * 20])
+    assert all(redis_client.ttl(name) > 50 for name in seen.data_keys())
+
+
 def test_exact_set_size_bytes_is_redis_memory(redis_client):
     seen = RedisSeenSet(redis_client, "t:seen")
     seen.add_many(fingerprints(10_000))

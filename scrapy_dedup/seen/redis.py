@@ -459,6 +459,8 @@ class RedisBloomSeenSet(_RedisStore):
         flags = self._run_many(keys, write=True)
         for key in keys:
             self.cache.add(key)
+        if self.ttl and keys:
+            self._refresh_ttl()
         return flags
 
     def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
