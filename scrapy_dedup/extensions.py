@@ -66,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
 CHECKPOINT_NAME = "dedup-content.idx"
+#: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
+PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
 #: fingerprints remembered by text digest: an exact duplicate's text (a mirror, a tracking or
 #: session variant the URL layer could not fold) is not tokenized and hashed again. A few KB each.
 FINGERPRINT_CACHE_SIZE = 512
@@ -336,6 +338,7 @@ class DedupExtension:
                              "content index; near duplicates of pages from the previous run will be kept "
                              "(the bad file is kept as %s)", path, exc, kept)
                 self.stats.inc_value("dedup/content/checkpoint_errors")
+        self._restore_paragraphs()
         if self.cfg.checkpoint_seconds:
             self._checkpoint_loop = start_clock(self.cfg.checkpoint_seconds, self.checkpoint,
                                                 name="Content index checkpoint", stats=self.stats)
@@ -350,6 +353,7 @@ class DedupExtension:
         """
         if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
             return
+        self._save_paragraphs()
         pages = len(self.store)
         if pages == self._saved_pages:
             return
@@ -362,6 +366,41 @@ class DedupExtension:
             return
         self._saved_pages = pages
         self.stats.inc_value("dedup/content/checkpoints")
+
+    def _restore_paragraphs(self) -> None:
+        """The paragraph Bloom filter of the previous run from ``JOBDIR``; a bad file: logged, counted, kept
+        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost)."""
+        from scrapy_dedup.seen import BloomSeenSet, CheckpointError
+
+        path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
+        if self.paragraphs is None or not path.exists():
+            return
+        try:
+            self.paragraphs.seen = BloomSeenSet.load(path)
+        except CheckpointError as exc:
+            kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            try:
+                os.replace(path, kept)
+            except OSError:
+                kept = path
+            logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
+                         "(the bad file is kept as %s)", exc, kept)
+            self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
+            return
+        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(self.paragraphs.seen))
+        self.stats.set_value("dedup/paragraphs/restored", len(self.paragraphs.seen))
+
+    def _save_paragraphs(self) -> None:
+        """Checkpoint the local paragraph Bloom filter into ``JOBDIR`` if it changed (atomic); errors logged."""
+        seen = self.paragraphs.seen if self.paragraphs is not None else None
+        if seen is None or not getattr(seen, "dirty", False):
+            return
+        path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
+        try:
+            seen.save(path)  # type: ignore[attr-defined]  # a BloomSeenSet: the memory backend's
+        except (OSError, ValueError) as exc:
+            logger.error("Could not checkpoint the paragraph seen set to %s: %s", path, exc)
+            self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
 
     # --- fingerprints of responses (DUST learning and the verdict share them) ---
 

@@ -224,3 +224,36 @@ def test_redis_away_keeps_every_item_with_its_whole_text(caplog):
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and "Paragraph" in r.getMessage()]
     assert len(errors) == 1 and "s3cret" not in errors[0], errors
     assert "s3cret" not in caplog.text
+
+
+@inlineCallbacks
+def test_a_resumed_crawl_keeps_the_blocks_of_the_first_run(tmp_path):
+    """With JOBDIR the local Bloom filter is checkpointed: run two's pages lose the blocks run one emitted."""
+    settings = {**ADDON, "DEDUP_PARAGRAPHS": True, "DEDUP_PARAGRAPHS_FIELD": FIELD, "CONCURRENT_REQUESTS": 1,
+                "DEDUP_PARAGRAPHS_CAPACITY": 10_000, "JOBDIR": str(tmp_path / "job")}
+    with LocalSite(SITE) as site:
+        first = yield run_crawl(PagesSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES if h == "a.test"])
+        second = yield run_crawl(PagesSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES if h == "b.test"])
+    assert (tmp_path / "job" / "dedup-paragraphs.bloom").exists()
+    seen: set = set()
+    expected_fields([host_path(i["url"]) for i in first.items], seen)
+    expected = expected_fields([host_path(i["url"]) for i in second.items], seen)
+    assert {host_path(i["url"]): i[FIELD] for i in second.items} == expected
+    assert len(second.items) == 2 and P1 not in " ".join(i[FIELD] for i in second.items)  # P1 was run one's
+    assert second.stats.get_value("dedup/paragraphs/restored") == len({n for k in PAGES if k[0] == "a.test"
+                                                                       for n in counted(k)})
+
+
+@inlineCallbacks
+def test_a_corrupt_checkpoint_starts_empty_and_says_so(tmp_path, caplog):
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "dedup-paragraphs.bloom").write_bytes(b"not a bloom filter")
+    settings = {**ADDON, "DEDUP_PARAGRAPHS": True, "DEDUP_PARAGRAPHS_FIELD": FIELD, "CONCURRENT_REQUESTS": 1,
+                "DEDUP_PARAGRAPHS_CAPACITY": 10_000, "JOBDIR": str(job)}
+    with LocalSite(SITE) as site, caplog.at_level(logging.ERROR):
+        crawler = yield run_crawl(PagesSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES])
+    assert len(crawler.items) == len(PAGES)
+    assert crawler.stats.get_value("dedup/paragraphs/checkpoint_errors") == 1
+    assert [r for r in caplog.records if "empty paragraph seen set" in r.getMessage()]
+    assert list(job.glob("dedup-paragraphs.bloom.corrupt-*"))
