@@ -105,3 +105,17 @@ def test_the_threshold_flag_and_a_bad_value(dump, capsys):
     assert out["paragraphs"]["short_blocks"] == want["blocks"] + want["short"]
     assert main(["report", str(path), "--paragraphs", "--paragraphs-min-chars", "0"]) == 2
     assert "paragraphs_min_chars" in capsys.readouterr().err
+
+
+def test_a_warc_with_revisits_counts_blocks_like_the_dump_of_its_pages(tmp_path):
+    """A revisit is its page's payload again: its blocks count again, all repeats, as in the JSON Lines dump."""
+    from scrapy_dedup.audit.config import build_config
+    from scrapy_dedup.audit.runner import audit_dump
+    from tests.test_audit_warc import EveryKind
+
+    every = EveryKind(gz=False)
+    cfg = build_config({}, {"paragraphs": True, "paragraphs_min_chars": 20})
+    warc, _, _ = audit_dump(str(every.warc.save(tmp_path / "crawl.warc")), cfg, want_samples=False)
+    dump, _, _ = audit_dump(str(every.dump(tmp_path / "pages.jsonl")), cfg, want_samples=False)
+    assert warc.paragraphs == dump.paragraphs
+    assert warc.input_counts["revisits"] == 5 and warc.paragraphs["duplicate_blocks"] > 0

@@ -257,3 +257,29 @@ def test_a_corrupt_checkpoint_starts_empty_and_says_so(tmp_path, caplog):
     assert crawler.stats.get_value("dedup/paragraphs/checkpoint_errors") == 1
     assert [r for r in caplog.records if "empty paragraph seen set" in r.getMessage()]
     assert list(job.glob("dedup-paragraphs.bloom.corrupt-*"))
+
+
+class ContentFieldSpider(PagesSpider):
+    """Items carry their page's content (``DEDUP_CONTENT_FIELD``): its HTML, or its blocks as lines of text."""
+
+    name = "paragraphs_content"
+    as_text = False
+
+    def parse(self, response):
+        body = "\n".join(PAGES[host_path(response.url)]) if self.as_text else response.text
+        yield {"url": response.url, "content": body}
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+@inlineCallbacks
+def test_items_with_their_own_content_get_the_field_in_the_pipeline(as_text):
+    settings = {**ADDON, "DEDUP_PARAGRAPHS": True, "DEDUP_PARAGRAPHS_FIELD": FIELD, "DEDUP_CONTENT_FIELD": "content",
+                "CONCURRENT_REQUESTS": 1, "DEDUP_MIN_WORDS": 5, "DEDUP_SHINGLE_SIZE": 3}
+    ContentFieldSpider.as_text = as_text
+    with LocalSite(SITE) as site:
+        crawler = yield run_crawl(ContentFieldSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES])
+    order = [host_path(item["url"]) for item in crawler.items]
+    assert sorted(order) == sorted(PAGES)
+    # the text of a plain-text content is its lines (here the same blocks as the HTML gives)
+    assert {host_path(i["url"]): i[FIELD] for i in crawler.items} == expected_fields(order)
+    assert crawler.stats.get_value("dedup/paragraphs/duplicate_blocks") == 9
