@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['name']:<22}{r['seconds']:>9.2f}{r['rate']:>11.0f}{r['bytes'] / 1e6:>9.1f}"
               f"{r['per_block']:>12.1f}{r['repeats']:>10}")
     exact, bloom = results
-    print(f"Bloom / exact: memory {bloom['bytes'] / exact['bytes']:.2f}x, time {bloom['seconds'] / exact['seconds']:.2f}x, "
+    print(f"Bloom / exact: memory {bloom['bytes'] / exact['bytes']:.2f}x, "
+          f"time {bloom['seconds'] / exact['seconds']:.2f}x, "
           f"extra repeats (false positives) {bloom['repeats'] - exact['repeats']}")
     return 0
 
