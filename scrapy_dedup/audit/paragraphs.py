@@ -19,7 +19,7 @@ from scrapy_dedup.seen.base import SeenSet
 
 __all__ = ["ParagraphAudit", "block_digests_of", "BLOOM_START_CAPACITY", "BLOOM_ERROR_RATE"]
 
-#: blocks the audit's Bloom filter is sized for first (3.6 MB at 1e-6); it grows past it, its bound held
+#: blocks the audit's Bloom filter is sized for first (3.75 MB at 1e-6); it grows past it, its bound held
 BLOOM_START_CAPACITY = 1_000_000
 BLOOM_ERROR_RATE = 1e-6
 
