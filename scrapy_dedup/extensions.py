@@ -233,7 +233,7 @@ class DedupExtension:
 
     def _paragraph_deduplicator(self, cfg: DedupSettings) -> ParagraphDeduplicator:
         """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
-        shared by the crawl's processes (its own fail-open outage policy: see :meth:`_paragraph_outage`)."""
+        shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
         from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet, RedisBloomSeenSet
 
         if cfg.content_backend != "redis":
@@ -525,15 +525,11 @@ class DedupExtension:
             set_value(prefix + "short_blocks", counts.short)
             set_value(prefix + "duplicate_share", round(counts.duplicate_share, 4))
 
-    def verdict_for_content(self, url: str, value: Any, timestamp: Any = None) -> Verdict | None:
-        """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
-        as a response is, anything else taken as the page's text. ``timestamp``: the value of the item's
-        ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time is used)."""
-        return self.judge_content(url, value, timestamp)[0]
-
     def judge_content(self, url: str, value: Any, timestamp: Any = None) -> tuple[Verdict | None, str | None]:
-        """:meth:`verdict_for_content`, and the content's text less its repeated blocks when its host has
-        paragraph dedup on (else None; the blocks of a plain text are its lines)."""
+        """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
+        as a response is, anything else taken as the page's text; and that text less its repeated blocks when
+        its host has paragraph dedup on (else None; the blocks of a plain text are its lines). ``timestamp``:
+        the value of the item's ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time)."""
         policy = self.policies.lookup(_host_of(url))
         dating: dict[str, Any] = {}
         if self.cfg.representative == "newest" and self.cfg.timestamp_field:
