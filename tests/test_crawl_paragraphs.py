@@ -283,3 +283,23 @@ def test_items_with_their_own_content_get_the_field_in_the_pipeline(as_text):
     # the text of a plain-text content is its lines (here the same blocks as the HTML gives)
     assert {host_path(i["url"]): i[FIELD] for i in crawler.items} == expected_fields(order)
     assert crawler.stats.get_value("dedup/paragraphs/duplicate_blocks") == 9
+
+
+@pytest.mark.redis
+def test_a_redis_filter_of_another_size_is_refused_at_start_naming_the_settings(redis_url):
+    import redis
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+    from scrapy_dedup.seen import RedisBloomSeenSet
+    from scrapy_dedup.settings import DedupConfigError
+
+    settings = {**ADDON, "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": redis_url, "DEDUP_PARAGRAPHS": True}
+    key = "dedup:paragraphs:content:paragraphs"  # <DEDUP_REDIS_INDEX_KEY>:paragraphs for this spider
+    client = redis.Redis.from_url(redis_url)
+    RedisBloomSeenSet(client, key, 1_000, 1e-6).prepare()  # another process's filter, sized otherwise
+    extension = DedupExtension(get_crawler(PagesSpider, {**settings, "DEDUP_PARAGRAPHS_CAPACITY": 1_000}))
+    extension.open_content().close()  # the same size: accepted
+    with pytest.raises(DedupConfigError, match="DEDUP_PARAGRAPHS_CAPACITY / DEDUP_PARAGRAPHS_ERROR_RATE"):
+        DedupExtension(get_crawler(PagesSpider, {**settings, "DEDUP_PARAGRAPHS_CAPACITY": 50_000})).open_content()
+    client.close()
