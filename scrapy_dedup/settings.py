@@ -319,10 +319,10 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_PARAGRAPHS`: the item field filled with the page's main text less its repeated blocks "
        "(blocks joined by a space); unset, items are left as they are."),
     _s("DEDUP_PARAGRAPHS_CAPACITY", 10_000_000, _number(int, minimum=1), "content",
-       "Blocks the paragraph seen set is sized for: a local Bloom filter that grows past it (its error rate "
-       "still bounded), or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared "
-       "(key `<DEDUP_REDIS_INDEX_KEY>:paragraphs`; allocated at start: about 3.75 MB per million blocks at 1e-6, "
-       "37.7 MB at the default)."),
+       "Blocks the paragraph seen set is sized for, allocated at start (about 3.75 MB per million blocks at "
+       "1e-6: 37.5 MB at the default): a local Bloom filter that grows past it (its error rate still bounded), "
+       "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
+       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
