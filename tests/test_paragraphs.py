@@ -4,6 +4,8 @@ from __future__ import annotations
 from hashlib import blake2b
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scrapy_dedup.content.boilerplate import normalize_block
 from scrapy_dedup.content.paragraphs import (
@@ -140,3 +142,20 @@ def test_text_blocks_are_lines(text, blocks):
 def test_min_chars_is_checked(bad):
     with pytest.raises(ValueError, match="min_chars"):
         ParagraphDeduplicator(ExactBlockSet(), bad)
+
+
+_block = st.sampled_from([LONG_A, LONG_B, LONG_C, LONG_A.upper(), "Home", "Next page", LONG_B + " Again!"])
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.lists(_block, max_size=6)), max_size=12))
+def test_every_distinct_block_is_kept_exactly_once(pages):
+    dedup = new()
+    kept: list[str] = []
+    for host, blocks in pages:
+        check = dedup.check(host, blocks)
+        assert check.text == " ".join(b for b, r in zip(blocks, check.repeated) if not r)
+        kept += [normalize_block(b) for b, r in zip(blocks, check.repeated) if not r and len(normalize_block(b)) >= 20]
+    every = [normalize_block(b) for _, blocks in pages for b in blocks if len(normalize_block(b)) >= 20]
+    assert sorted(kept) == sorted(set(every))
+    assert dedup.total.blocks == len(every) and dedup.total.duplicates == len(every) - len(set(every))
+    assert sum(c.blocks for c in dedup.hosts.values()) == dedup.total.blocks
