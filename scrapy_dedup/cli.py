@@ -77,6 +77,14 @@ def _add_report_parser(sub: Any) -> None:
     g.add_argument("--min-words", type=int, default=None, help="fewer words: degenerate page (20)")
     g.add_argument("--strip-tags", default=None, help="comma-separated elements left out of the text")
     g.add_argument("--strip-selectors", default=None, help="comma-separated CSS selectors left out of the text")
+    g.add_argument("--paragraphs", action="store_true", default=None,
+                   help="also count repeated blocks (paragraph-level exact dedup): the block-level ratio beside "
+                        "the page-level one")
+    g.add_argument("--paragraphs-min-chars", type=int, default=None,
+                   help="--paragraphs: blocks shorter than this once normalized are not counted (40)")
+    g.add_argument("--paragraphs-bloom", action="store_true", default=None,
+                   help="--paragraphs: keep the blocks' seen set in a Bloom filter (less memory, false repeats "
+                        "at most 1e-6) instead of an exact set")
     g.add_argument("--num-perm", type=int, default=None, help="minhash: permutations (128)")
     g.add_argument("--jaccard-threshold", type=float, default=None,
                    help="minhash: estimated Jaccard similarity of near duplicates (0.8)")

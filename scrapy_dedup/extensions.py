@@ -48,6 +48,7 @@ from scrapy_dedup.content.engine import (
     verify_rule_from_settings,
 )
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
+from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup._util.redis_conn import mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
@@ -65,6 +66,8 @@ logger = logging.getLogger(__name__)
 
 EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
 CHECKPOINT_NAME = "dedup-content.idx"
+#: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
+PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
 #: fingerprints remembered by text digest: an exact duplicate's text (a mirror, a tracking or
 #: session variant the URL layer could not fold) is not tokenized and hashed again. A few KB each.
 FINGERPRINT_CACHE_SIZE = 512
@@ -119,6 +122,8 @@ class _ResponsePage:
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
+    #: its blocks checked for repeats (paragraph dedup on for its host), once judged
+    paragraphs: ParagraphCheck | None = None
 
 
 class DedupExtension:
@@ -139,6 +144,9 @@ class DedupExtension:
         self.store: Any = None
         #: the decision rule with per-host boilerplate learning (None: no host learns it)
         self.boilerplate: BoilerplateJudge | None = None
+        #: paragraph-level exact dedup (None: no host has it on)
+        self.paragraphs: ParagraphDeduplicator | None = None
+        self._paragraph_policy: RedisErrorPolicy | None = None
         self._redis_policy: RedisErrorPolicy | None = None
         #: what only a crawl meets, beside the engine's page counts (see _write_stats)
         self.events: Counter[str] = Counter()
@@ -186,8 +194,17 @@ class DedupExtension:
             self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store,
                                               representative=cfg.representative,
                                               times_are_arrivals=not cfg.timestamp_field)
-            if any(p.boilerplate for p in (self.policies.default, *self.policies.per_domain.values())):
+            policies = (self.policies.default, *self.policies.per_domain.values())
+            if any(p.boilerplate for p in policies):
                 self.boilerplate = BoilerplateJudge(self.engine, self._boilerplate_learner(cfg))
+            if cfg.paragraphs_field and not any(p.paragraphs for p in policies):
+                raise DedupConfigError("DEDUP_PARAGRAPHS_FIELD is set but paragraph dedup is off for every host: "
+                                       "set DEDUP_PARAGRAPHS = True (or `paragraphs` in DEDUP_CONTENT_POLICIES)")
+            if cfg.paragraphs_field and cfg.paragraphs_field in (cfg.content_field, cfg.tag_field):
+                raise DedupConfigError(f"DEDUP_PARAGRAPHS_FIELD ({cfg.paragraphs_field!r}) must differ from "
+                                       "DEDUP_CONTENT_FIELD and DEDUP_TAG_FIELD")
+            if any(p.paragraphs for p in policies):
+                self.paragraphs = self._paragraph_deduplicator(cfg)
             self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
             self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
         return self
@@ -213,6 +230,37 @@ class DedupExtension:
         return BoilerplateLearner(rule, lambda host: RedisBlockTable(client, table_prefix(key, host), rule,
                                                                      cfg.redis_ttl),
                                   hash_key=lambda: shared_salt(client, key))
+
+    def _paragraph_deduplicator(self, cfg: DedupSettings) -> ParagraphDeduplicator:
+        """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
+        shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
+        from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet, RedisBloomSeenSet
+
+        if cfg.content_backend != "redis":
+            return ParagraphDeduplicator(BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate),
+                                         cfg.paragraphs_min_chars)
+        key = f"{self.store.index.prefix}:paragraphs"
+        try:
+            seen = RedisBloomSeenSet(self.store.index.client, key, cfg.paragraphs_capacity, cfg.paragraphs_error_rate,
+                                     ttl=cfg.redis_ttl)
+        except ValueError as exc:  # a filter too large for one Redis string
+            raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY: {exc}") from None
+        self._paragraph_policy = RedisErrorPolicy(
+            "fail_open", name="Paragraph seen set", url=cfg.redis_url, secrets=self._secrets, stats=self.stats,
+            stats_prefix="dedup/paragraphs/redis_", key=key,
+            fail_open_means="blocks are counted as new and items keep their whole text until it is back "
+                            "(counted in dedup/paragraphs/store_errors)",
+            mode_note="the paragraph seen set always fails open", log=logger)
+        try:
+            self._paragraph_policy.call(seen.prepare)  # the layout is checked (or written) now
+        except RedisUnavailable:
+            pass  # down at start: an outage like any other (the policy logged it); prepared on first use
+        except BloomLayoutMismatch as exc:
+            raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY / DEDUP_PARAGRAPHS_ERROR_RATE: {exc}") from None
+        self._paragraph_policy.running = True
+        logger.info("Paragraph dedup: blocks of at least %d characters in a Redis Bloom filter, key %r",
+                    cfg.paragraphs_min_chars, key)
+        return ParagraphDeduplicator(seen, cfg.paragraphs_min_chars)
 
     def _build_store(self, cfg: DedupSettings) -> Any:
         verify = verify_rule_from_settings(cfg)
@@ -290,6 +338,7 @@ class DedupExtension:
                              "content index; near duplicates of pages from the previous run will be kept "
                              "(the bad file is kept as %s)", path, exc, kept)
                 self.stats.inc_value("dedup/content/checkpoint_errors")
+        self._restore_paragraphs()
         if self.cfg.checkpoint_seconds:
             self._checkpoint_loop = start_clock(self.cfg.checkpoint_seconds, self.checkpoint,
                                                 name="Content index checkpoint", stats=self.stats)
@@ -304,6 +353,7 @@ class DedupExtension:
         """
         if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
             return
+        self._save_paragraphs()
         pages = len(self.store)
         if pages == self._saved_pages:
             return
@@ -316,6 +366,41 @@ class DedupExtension:
             return
         self._saved_pages = pages
         self.stats.inc_value("dedup/content/checkpoints")
+
+    def _restore_paragraphs(self) -> None:
+        """The paragraph Bloom filter of the previous run from ``JOBDIR``; a bad file: logged, counted, kept
+        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost)."""
+        from scrapy_dedup.seen import BloomSeenSet, CheckpointError
+
+        path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
+        if self.paragraphs is None or not path.exists():
+            return
+        try:
+            self.paragraphs.seen = BloomSeenSet.load(path)
+        except CheckpointError as exc:
+            kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+            try:
+                os.replace(path, kept)
+            except OSError:
+                kept = path
+            logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
+                         "(the bad file is kept as %s)", exc, kept)
+            self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
+            return
+        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(self.paragraphs.seen))
+        self.stats.set_value("dedup/paragraphs/restored", len(self.paragraphs.seen))
+
+    def _save_paragraphs(self) -> None:
+        """Checkpoint the local paragraph Bloom filter into ``JOBDIR`` if it changed (atomic); errors logged."""
+        seen = self.paragraphs.seen if self.paragraphs is not None else None
+        if seen is None or not getattr(seen, "dirty", False):
+            return
+        path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
+        try:
+            seen.save(path)  # type: ignore[attr-defined]  # a BloomSeenSet: the memory backend's
+        except (OSError, ValueError) as exc:
+            logger.error("Could not checkpoint the paragraph seen set to %s: %s", path, exc)
+            self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
 
     # --- fingerprints of responses (DUST learning and the verdict share them) ---
 
@@ -357,7 +442,7 @@ class DedupExtension:
         assert isinstance(response, TextResponse)  # a kind-less non-text response returned above
         source, encoding = _source_of(response, policy)
         try:
-            extraction = extract_text(source, policy, encoding=encoding, blocks=policy.boilerplate)
+            extraction = extract_text(source, policy, encoding=encoding, blocks=policy.needs_blocks)
         except Exception as exc:  # hostile markup never stops the crawl
             logger.warning("Could not extract text from %s (%s: %s); page not fingerprinted",
                            response.url, type(exc).__name__, exc)
@@ -396,31 +481,80 @@ class DedupExtension:
                         if self.cfg.representative == "canonical" else None)
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
                                        declares=declares)
+            if page.policy.paragraphs and page.blocks is not None:
+                page.paragraphs = self._check_paragraphs(page.url, page.blocks)
         return page.verdict
 
-    def verdict_for_content(self, url: str, value: Any, timestamp: Any = None) -> Verdict | None:
+    def paragraph_text_of(self, response: Response) -> str | None:
+        """The main text of ``response`` less its repeated blocks (``DEDUP_PARAGRAPHS_FIELD``), judging it first
+        if need be; None when its host has paragraph dedup off or it has no main text."""
+        self.verdict_for_response(response)
+        check = self._page_of(response).paragraphs
+        return check.text if check is not None else None
+
+    def _check_paragraphs(self, url: str, blocks: list[str]) -> ParagraphCheck:
+        """The page's blocks checked for repeats and counted; with the seen set away, all taken as new."""
+        assert self.paragraphs is not None  # built by open_content() when a policy has paragraphs on
+        host = _host_of(url)
+        try:
+            if self._paragraph_policy is not None:
+                check = self._paragraph_policy.call(self.paragraphs.check, host, blocks)
+            else:
+                check = self.paragraphs.check(host, blocks)
+        except Exception as exc:  # Redis away (logged once by the policy) or any other fault: never a lost item
+            self._count_paragraphs("store_errors")
+            if not isinstance(exc, RedisUnavailable):
+                logger.error("Paragraph seen set failed (%s); the blocks of %s are taken as new",
+                             describe(exc, self._secrets), url)
+            return ParagraphCheck(tuple(blocks), (False,) * len(blocks))
+        self._write_paragraph_stats(host)
+        return check
+
+    def _count_paragraphs(self, name: str) -> None:
+        self.events[f"paragraphs/{name}"] += 1
+        self.stats.set_value(f"dedup/paragraphs/{name}", self.events[f"paragraphs/{name}"])
+
+    def _write_paragraph_stats(self, host: str) -> None:
+        """``dedup/paragraphs/*``: totals and the page's host, copied from the deduplicator's counts."""
+        assert self.paragraphs is not None
+        set_value = self.stats.set_value
+        for prefix, counts in (("dedup/paragraphs/", self.paragraphs.total),
+                               (f"dedup/paragraphs/host/{host or '-'}/", self.paragraphs.host_counts(host))):
+            set_value(prefix + "blocks", counts.blocks)
+            set_value(prefix + "duplicate_blocks", counts.duplicates)
+            set_value(prefix + "short_blocks", counts.short)
+            set_value(prefix + "duplicate_share", round(counts.duplicate_share, 4))
+
+    def judge_content(self, url: str, value: Any, timestamp: Any = None) -> tuple[Verdict | None, str | None]:
         """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
-        as a response is, anything else taken as the page's text. ``timestamp``: the value of the item's
-        ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time is used)."""
+        as a response is, anything else taken as the page's text; and that text less its repeated blocks when
+        its host has paragraph dedup on (else None; the blocks of a plain text are its lines). ``timestamp``:
+        the value of the item's ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time)."""
         policy = self.policies.lookup(_host_of(url))
         dating: dict[str, Any] = {}
         if self.cfg.representative == "newest" and self.cfg.timestamp_field:
             dating = {"timestamp": self._timestamp_of(url, timestamp), "dated": True}
         if isinstance(value, (bytes, str)) and _looks_like_html(value):
             try:
-                extraction = extract_text(value, policy, blocks=policy.boilerplate)
+                extraction = extract_text(value, policy, blocks=policy.needs_blocks)
             except Exception as exc:  # hostile markup never stops the crawl
                 logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
                                url, type(exc).__name__, exc)
                 self._count("extraction_errors")
-                return None
+                return None, None
             if extraction.truncated:
                 self._count("truncated")
             fingerprinter = self._fingerprinter_for(policy)
-            return self._judge(url, self._fingerprint(fingerprinter, extraction.text), policy, None, extraction.blocks,
-                               **dating)
-        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-        return self.check_text(url, text, policy, **dating)
+            verdict = self._judge(url, self._fingerprint(fingerprinter, extraction.text), policy, None,
+                                  extraction.blocks, **dating)
+            blocks = extraction.blocks
+        else:
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+            verdict = self.check_text(url, text, policy, **dating)
+            blocks = text_blocks(text) if policy.paragraphs else None
+        if not policy.paragraphs or blocks is None:
+            return verdict, None
+        return verdict, self._check_paragraphs(url, blocks).text
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
                    request: Request | None = None, timestamp: float | None = None,
@@ -666,6 +800,24 @@ class DedupExtension:
             lines.append(f"  WARNING: one index bucket holds {bucket} pages (template canary, see the log)")
         if self.events["extraction_errors"]:
             lines.append(f"  Extraction errors:     {self.events['extraction_errors']}")
+        lines += self.paragraph_lines()
+        return lines
+
+    def paragraph_lines(self) -> list[str]:
+        """The block-level ratio beside the page-level one (paragraph dedup on), and the hosts repeating most."""
+        if self.paragraphs is None:
+            return []
+        total = self.paragraphs.total
+        lines = [f"  Repeated blocks:       {total.duplicates} of {total.blocks}  "
+                 f"({_pct(total.duplicates, total.blocks)}; blocks of at least {self.paragraphs.min_chars} "
+                 f"characters, {total.short} shorter ones not counted)"]
+        for host, counts in list(self.paragraphs.by_host())[:5]:
+            if counts.duplicates:
+                lines.append(f"    {host or '-'}: {counts.duplicates} of {counts.blocks} "
+                             f"({_pct(counts.duplicates, counts.blocks)})")
+        if self.events["paragraphs/store_errors"]:
+            lines.append(f"  Pages whose blocks were taken as new (seen set away): "
+                         f"{self.events['paragraphs/store_errors']}")
         return lines
 
     def _bucket_canary(self) -> int:
@@ -706,6 +858,8 @@ class DedupExtension:
         for sink in (self.audit, self.crawl_log):
             if sink is not None:
                 sink.close()
+        if self.paragraphs is not None:
+            self.paragraphs.seen.close()  # gives back a Redis filter's pinned connection, before the client closes
         self.store.close()
 
 

@@ -32,7 +32,7 @@ from w3lib.url import safe_url_string
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
-from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, pipeline_enabled
+from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.mining import safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
@@ -65,6 +65,7 @@ class ContentFingerprintMiddleware:
         self.crawler = crawler
         #: the pipeline's action, applied here (None: the pipeline is off, items pass unjudged)
         self.decide = DuplicateAction(crawler, cfg) if pipeline_enabled(crawler) else None
+        self.paragraphs_field = ParagraphsField.of(crawler, cfg)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -82,8 +83,11 @@ class ContentFingerprintMiddleware:
         self, response: "Response", result: AsyncIterator[Any], spider: "Spider | None" = None
     ) -> AsyncIterator[Any]:
         verdict = self.content.verdict_for_response(response)
-        decide = self.decide
+        decide, field = self.decide, self.paragraphs_field
+        unique_text = self.content.paragraph_text_of(response) if field is not None else None
         async for obj in result:
+            if field is not None and obj is not None and not isinstance(obj, Request):
+                field.fill(obj, unique_text)
             if decide is not None and obj is not None and not isinstance(obj, Request):
                 try:
                     obj = decide.apply(obj, verdict)

@@ -131,6 +131,37 @@ class DuplicateAction:
             self.stats.inc_value("dedup/items/untaggable")
 
 
+class ParagraphsField:
+    """``DEDUP_PARAGRAPHS_FIELD``: an item's field set to its page's main text less repeated blocks.
+
+    Set where the item meets its page's text (as :class:`DuplicateAction` is applied): by
+    ``ContentFingerprintMiddleware`` for items of responses, by ``NearDuplicatePipeline`` with
+    ``DEDUP_CONTENT_FIELD``. An item whose class cannot take the field is passed on as it is (counted).
+    """
+
+    def __init__(self, crawler: "Crawler", name: str):
+        self.name = name
+        self.stats = crawler.stats
+        self._warned = False
+
+    @classmethod
+    def of(cls, crawler: "Crawler", cfg: "DedupSettings") -> "ParagraphsField | None":
+        """The field of the crawl, or None when ``DEDUP_PARAGRAPHS_FIELD`` is unset."""
+        return cls(crawler, cfg.paragraphs_field) if cfg.paragraphs_field else None
+
+    def fill(self, item: Any, text: str | None) -> None:
+        if text is None:  # paragraph dedup off for the page's host, or no main text
+            return
+        try:
+            ItemAdapter(item)[self.name] = text
+        except (KeyError, TypeError):  # a scrapy.Item without that field declared; an unknown item type
+            if not self._warned:
+                self._warned = True
+                logger.warning("Cannot set DEDUP_PARAGRAPHS_FIELD %r on items of class %s (declare the field); "
+                               "items are kept without it", self.name, type(item).__name__)
+            self.stats.inc_value("dedup/paragraphs/unfillable_items")
+
+
 class NearDuplicatePipeline:
     """For ``ITEM_PIPELINES``: enabling it enables ``DEDUP_CONTENT_ACTION`` (see the module doc for where it is
     applied); items with ``DEDUP_CONTENT_FIELD`` carry their own content and are judged here."""
@@ -149,6 +180,7 @@ class NearDuplicatePipeline:
         self.content = DedupExtension.of(crawler, "NearDuplicatePipeline").open_content()
         self.stats = crawler.stats
         self.decide = DuplicateAction(crawler, cfg)
+        self.paragraphs_field = ParagraphsField.of(crawler, cfg)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -166,4 +198,7 @@ class NearDuplicatePipeline:
             self.stats.inc_value("dedup/items/missing_content_field")
             return None
         timestamp = adapter.get(self.timestamp_field) if self.timestamp_field else None
-        return self.content.verdict_for_content(str(adapter.get("url") or ""), value, timestamp)
+        verdict, unique_text = self.content.judge_content(str(adapter.get("url") or ""), value, timestamp)
+        if self.paragraphs_field is not None:
+            self.paragraphs_field.fill(item, unique_text)
+        return verdict

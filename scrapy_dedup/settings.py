@@ -314,7 +314,17 @@ SETTINGS: tuple[Setting, ...] = (
     *(_s(f"DEDUP_{p.key.upper()}", p.default, _raising(p.convert), "content", p.doc) for p in ENGINE_PARAMS),
     _s("DEDUP_CONTENT_POLICIES", {}, _per_domain(_content_overrides), "content",
        "Per-domain content overrides: domain -> {strip_selectors, strip_tags, min_words, max_bytes, "
-       "boilerplate}."),
+       "boilerplate, paragraphs}."),
+    _s("DEDUP_PARAGRAPHS_FIELD", None, to_optional_str, "content",
+       "With `DEDUP_PARAGRAPHS`: the item field filled with the page's main text less its repeated blocks "
+       "(blocks joined by a space); unset, items are left as they are."),
+    _s("DEDUP_PARAGRAPHS_CAPACITY", 10_000_000, _number(int, minimum=1), "content",
+       "Blocks the paragraph seen set is sized for, allocated at start (about 3.75 MB per million blocks at "
+       "1e-6: 37.5 MB at the default): a local Bloom filter that grows past it (its error rate still bounded), "
+       "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
+       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises)."),
+    _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
+       "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
        "JSON Lines file: one line per duplicate found (url, kept_url, distance, kind, cluster, representative)."),
     _s("DEDUP_LOG_FILE", None, to_optional_str, "report",
@@ -329,7 +339,7 @@ BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 #: settings that DEDUP_CONTENT_POLICIES may override per domain
 CONTENT_OVERRIDABLE: dict[str, Setting] = {
     name: BY_NAME[f"DEDUP_{name}"]
-    for name in ("STRIP_TAGS", "STRIP_SELECTORS", "MIN_WORDS", "MAX_BYTES", "BOILERPLATE")
+    for name in ("STRIP_TAGS", "STRIP_SELECTORS", "MIN_WORDS", "MAX_BYTES", "BOILERPLATE", "PARAGRAPHS")
 }
 
 

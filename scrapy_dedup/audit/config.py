@@ -57,6 +57,10 @@ class AuditConfig:
     boilerplate_min_pages: int = _default("boilerplate_min_pages")
     boilerplate_warmup_pages: int = _default("boilerplate_warmup_pages")
     boilerplate_capacity: int = _default("boilerplate_capacity")
+    paragraphs: bool = _default("paragraphs")
+    paragraphs_min_chars: int = _default("paragraphs_min_chars")
+    #: the blocks' seen set in a Bloom filter (less memory, false positives at most 1e-6) instead of an exact set
+    paragraphs_bloom: bool = False
     url_field: str = "url"
     html_field: str = "html"
     text_field: str = "text"
@@ -160,6 +164,7 @@ KEYS = {
     # the engine's parameters: the crawl's DEDUP_* settings are built from the same definitions
     **{p.key: raising(p.convert, AuditConfigError) for p in ENGINE_PARAMS},
     "allow_approximate": _bool,
+    "paragraphs_bloom": _bool,
     "url_field": _str,
     "html_field": _str,
     "text_field": _str,

@@ -12,6 +12,7 @@ from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames
 from scrapy_dedup.audit.mirrors import MirrorReport
 from scrapy_dedup.audit.warc import describe_counts
+from scrapy_dedup.content.report import format_percent
 
 __all__ = ["AuditResult", "ClusterSummary", "SamplePair"]
 
@@ -59,6 +60,8 @@ class AuditResult:
     input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
     undated: int = 0  # representative "newest": pages without a usable timestamp (ranked after the dated ones)
     mirrors: Optional[MirrorReport] = None  # what causes the mirrors (``scrapy-dedup report`` fills it)
+    #: with ``paragraphs``: the block-level counts (audit/paragraphs.py ``ParagraphAudit.summary``), else None
+    paragraphs: dict | None = None
 
     # numbers --------------------------------------------------------------------------------------
     @property
@@ -85,6 +88,9 @@ class AuditResult:
             ("Duplicate clusters", str(n["clusters"]), f"largest cluster: {n['largest_cluster']} URLs"),
             ("Redundant pages", str(n["redundant"]), pct(n["redundant"])),
             ("Degenerate pages", str(n["degenerate"]), "too short to fingerprint; counted apart"),
+            *([("Repeated blocks", f"{p['duplicate_blocks']} of {p['blocks']}",
+                f"{format_percent(p['duplicate_blocks'], p['blocks'])} of the blocks (paragraph dedup)")]
+              if (p := self.paragraphs) is not None else []),
             (f"Bad {self.unit}s", str(self.bad_lines.count), "skipped; see below" if self.bad_lines.count else ""),
         ]
 
@@ -109,6 +115,14 @@ class AuditResult:
             text += f" ({source}; {self.undated} pages without a usable time, ranked after the others)"
         return text
 
+    def paragraph_text(self) -> str:
+        """The block-level line: repeated blocks over counted blocks, what was counted, and in what set."""
+        p = self.paragraphs
+        assert p is not None
+        return (f"{'Repeated blocks:':<21}{p['duplicate_blocks']} of {p['blocks']}  "
+                f"({format_percent(p['duplicate_blocks'], p['blocks'])}; blocks of at least {p['min_chars']} "
+                f"characters, {p['short_blocks']} shorter ones not counted; {p['store']} set)")
+
     def elapsed_text(self) -> str:
         rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
         return (f"{self.lines_read} {self.unit}s in {self.elapsed:.1f} s ({rate:.0f} {self.unit}s/s, "
@@ -116,6 +130,8 @@ class AuditResult:
 
     def to_text(self) -> str:
         lines = [self.report.to_text()]  # the engine's block: the three numbers first
+        if self.paragraphs is not None:  # the block-level ratio, beside the page-level one
+            lines.append(self.paragraph_text())
         if self.bad_lines.count:
             lines.append(f"{'Bad ' + self.unit + 's:':<21}{self.bad_lines.count} (skipped)")
             lines.append(f"Bad {self.unit}s by reason:")
@@ -139,6 +155,8 @@ class AuditResult:
             "format": self.input_format,
             "numbers": self.numbers,
             "redundant_ratio": self.redundant_ratio,
+            **({"duplicate_block_ratio": self.paragraphs["duplicate_block_ratio"], "paragraphs": self.paragraphs}
+               if self.paragraphs is not None else {}),
             "bad_lines": self.bad_lines.to_dict(),  # WARC: bad records, numbered by record
             **({"warc": dict(sorted(self.input_counts.items()))} if self.input_format == "warc" else {}),
             "categories": self.categories,

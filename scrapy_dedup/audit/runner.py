@@ -51,11 +51,13 @@ from scrapy_dedup.audit.mirrors import MirrorReport, explain_mirrors, mine_dust_
 from scrapy_dedup.audit.output import OutputError, OutputFile, json_text, silence_stdout, stream_is_utf8, \
     write_line
 from scrapy_dedup.audit.pairs import categorize, word_diff
+from scrapy_dedup.audit.paragraphs import ParagraphAudit, block_digests_of
 from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.params import ENGINE_PARAMS
+from scrapy_dedup.content.paragraphs import text_blocks
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
@@ -76,8 +78,9 @@ MEMBERS_SHOWN = 50
 # --- the per-page work (in this process or a worker) ----------------------------------------------
 
 class PageWorker:
-    """Turns one input item into ``("page", number, url, fingerprint, timestamp)`` or a bad line. Picklable by
-    its config. ``timestamp`` (``newest`` only, else None): seconds, NaN when the record has no usable one.
+    """Turns one input item into ``("page", number, url, fingerprint, timestamp, digests)`` or a bad line.
+    Picklable by its config. ``timestamp`` (``newest`` only, else None): seconds, NaN when the record has no
+    usable one. ``digests`` (``paragraphs`` only, else None): the page's block digests (audit/paragraphs.py).
 
     An item is a JSON Lines line (bytes, parsed here), a :class:`PageRecord` (a WARC
     record's payload, extracted here), or a decision the WARC reader took already (a
@@ -91,6 +94,7 @@ class PageWorker:
         self.method = make_method(cfg)
         self.policy = ExtractionPolicy.from_values(asdict(cfg))
         self.blocks = learns_boilerplate(cfg)
+        self.paragraphs = bool(cfg.paragraphs)
 
     def text_of(self, record: PageRecord) -> str:
         if not record.is_html:
@@ -114,16 +118,22 @@ class PageWorker:
                 bad, keys = parsed
                 return ("bad", bad, keys)
         fingerprint: Any
+        digests = None
         try:
             if self.blocks:
                 blocks = self.blocks_of(parsed)
                 # blocks are asked for with the simhash method only (learns_boilerplate): a ContentFingerprint
                 fingerprint = PageBlocks(cast("ContentFingerprint", self.method.fingerprint(" ".join(blocks))), blocks)
+            elif self.paragraphs and parsed.is_html:  # one extraction: the blocks, and the text they join to
+                blocks = self.blocks_of(parsed)
+                fingerprint = self.method.fingerprint(" ".join(blocks))
             else:
                 fingerprint = self.method.fingerprint(self.text_of(parsed))
+            if self.paragraphs:  # a text record's blocks are its lines
+                digests = block_digests_of(blocks if parsed.is_html else text_blocks(str(parsed.content)), self.cfg)
         except Exception as exc:  # hostile markup is a bad line, never the end of the run
             return ("bad", BadLine(number, f"text extraction failed ({type(exc).__name__})"), ())
-        return ("page", number, parsed.url, fingerprint, self.timestamp_of(number, raw, parsed))
+        return ("page", number, parsed.url, fingerprint, self.timestamp_of(number, raw, parsed), digests)
 
     def timestamp_of(self, number: int, raw: Any, record: PageRecord) -> Optional[float]:
         if not self.newest:
@@ -280,6 +290,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
             else learner_for(cfg)
         decider = BoilerplateDecider(cfg, method.fingerprinter, learner)
     pages = _Pages(dated=cfg.representative == "newest")
+    paragraphs = ParagraphAudit(cfg) if cfg.paragraphs else None
     started = time.perf_counter()
     size = None
     if path != "-":
@@ -325,14 +336,18 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                         continue
                     verdict = pages.copy_of(target)
                     decider.count_copy(index, verdict)
+                    if paragraphs is not None:
+                        paragraphs.copy(index, url, target)
                     pages.add(url, number, verdict.kind, verdict.matched, verdict.distance,
                               _seconds(date) if pages.stamps is not None else None)
                     pages.text_lines[index] = pages.text_line(target)
                     if pairs_out is not None and verdict.matched >= 0:
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                     continue
-                _, number, url, fingerprint, stamp = item
+                _, number, url, fingerprint, stamp, digests = item
                 verdict = decider.check(index, url, fingerprint)
+                if paragraphs is not None:
+                    paragraphs.check(index, url, digests)
                 pages.add(url, number, verdict.kind, verdict.matched, verdict.distance, stamp)
                 if pairs_out is not None:
                     if all_pairs and verdict.kind != "degenerate":
@@ -360,7 +375,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     result = AuditResult(source=path, config=cfg, report=decider.report(), bad_lines=bad,
                          lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs, unit=unit,
                          input_format=source.format, input_counts=dict(reader.counts) if reader is not None else {},
-                         undated=pages.undated)
+                         undated=pages.undated, paragraphs=paragraphs.summary() if paragraphs is not None else None)
     _summarize(result, pages, cfg, want_samples)
     return result, pages, decider
 

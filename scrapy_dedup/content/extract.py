@@ -19,7 +19,7 @@ from scrapy_dedup.content.text import page_blocks, page_text
 __all__ = ["ExtractionPolicy", "Extraction", "extract_text", "POLICY_KEYS"]
 
 #: the parameters an extraction policy holds (the keys ``DEDUP_CONTENT_POLICIES`` may override)
-POLICY_KEYS = ("strip_tags", "strip_selectors", "min_words", "max_bytes", "boilerplate")
+POLICY_KEYS = ("strip_tags", "strip_selectors", "min_words", "max_bytes", "boilerplate", "paragraphs")
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,20 @@ class ExtractionPolicy:
     """What is left out of a page's text (``strip_tags``, ``strip_selectors``), how much of it is read
     (``max_bytes``), how many words make it a page (``min_words``, below it: degenerate), and whether its
     host's boilerplate is learnt and left out of its fingerprint (``boilerplate``: the text is then cut in
-    blocks, :func:`~scrapy_dedup.content.text.page_blocks`)."""
+    blocks, :func:`~scrapy_dedup.content.text.page_blocks`), and whether its blocks are deduplicated
+    (``paragraphs``: :mod:`scrapy_dedup.content.paragraphs`, blocks too)."""
 
     strip_tags: tuple[str, ...] = BY_KEY["strip_tags"].default
     strip_selectors: tuple[str, ...] = BY_KEY["strip_selectors"].default
     min_words: int = BY_KEY["min_words"].default
     max_bytes: int = BY_KEY["max_bytes"].default
     boilerplate: bool = BY_KEY["boilerplate"].default
+    paragraphs: bool = BY_KEY["paragraphs"].default
+
+    @property
+    def needs_blocks(self) -> bool:
+        """Whether a page's text is cut in blocks under this policy (boilerplate learning, paragraph dedup)."""
+        return self.boilerplate or self.paragraphs
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> "ExtractionPolicy":

@@ -164,6 +164,14 @@ ENGINE_PARAMS: tuple[EngineParam, ...] = (
        "A host's pages are fingerprinted on their whole text until this many of its unique pages are counted."),
     _p("boilerplate_capacity", 4096, number(int, minimum=64, maximum=1_000_000),
        "Blocks counted per host (16 bytes each; a quarter of it, 8 bytes each, can be boilerplate)."),
+    _p("paragraphs", False, boolean,
+       "Paragraph-level exact dedup (content/paragraphs.py): each block of a page's main text already seen "
+       "on an earlier page (or earlier in the page) is a repeat; counted per host in `dedup/paragraphs/*`, "
+       "removed from `DEDUP_PARAGRAPHS_FIELD`. Never changes a page's verdict (per host in "
+       "DEDUP_CONTENT_POLICIES as `paragraphs`)."),
+    _p("paragraphs_min_chars", 40, number(int, minimum=1),
+       "Blocks shorter than this many characters once normalized (\"Home\", \"Next\") are not "
+       "deduplicated: kept in the text, counted apart."),
 )
 
 BY_KEY: dict[str, EngineParam] = {p.key: p for p in ENGINE_PARAMS}
