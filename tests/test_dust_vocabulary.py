@@ -95,6 +95,22 @@ def test_alias_table_is_looked_up_after_the_rules_and_stays_idempotent():
         assert canonical(rules, once) == once
 
 
+def test_an_alias_reached_through_a_rule_is_requested_at_its_target():
+    """Generated site 14: ``/node/3842?language=en`` (a default locale, then an opaque id that redirects) got
+    the alias's key but no alias target, so the second crawl fetched the redirect hop. The rules' second
+    pass looked the alias table up already (its result was the target's key, then no alias of it)."""
+    rules = RuleSet({H: [DustRule("default_param", param="language", value="en"),
+                         DustRule("drop_param", param="trk")]},
+                    aliases={H: {"/node/3842": "/recipes/intro.html", "/node/7": "/recipes/b.html?trk=top"}})
+    host = rules.for_host(H)
+    assert host.alias_of("/node/3842", "language=en") == ("/recipes/intro.html", "")
+    assert host.alias_of("/node/3842", "trk=rss&language=en") == ("/recipes/intro.html", "")
+    assert host.alias_of("/node/7", "trk=share") == ("/recipes/b.html", "trk=top")
+    assert host.alias_of("/node/3842", "language=de") is None  # another key: not the alias
+    assert canonical(rules, "/node/3842?language=en") == "/recipes/intro.html"
+    assert canonical(rules, "/node/7?trk=share") == "/recipes/b.html"
+
+
 def test_alias_table_round_trips_through_the_rules_file(tmp_path):
     rules = RuleSet({H: [INDEX]}, meta={"generated_by": "test"}, aliases={H: ALIASES, "other.test": {"/a": "/b"}})
     path = tmp_path / "rules.json"

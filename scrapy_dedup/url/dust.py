@@ -477,7 +477,7 @@ class HostRules:
                     path = path[: len(path) - len(old)] + tails[old]
             return path, query
 
-        def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
+        def rule_changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
             """The rules to a fixed point (at most ``passes`` passes); None when the URL comes out unchanged."""
             # --- the gate
             if not ((segment_search is not None and (segment_literal is None or segment_literal in path)
@@ -505,7 +505,8 @@ class HostRules:
             # --- a rule may fire: one pass, then again on its result while passes are left
             new_path, new_query = once(path, query)
             if passes > 1 and (new_path != path or new_query != query):
-                again = changes(new_path, new_query, passes - 1)  # None: the result is a fixed point
+                # the rules alone (never the alias table below: it is looked up once, on the fixed point)
+                again = rule_changes(new_path, new_query, passes - 1)  # None: the result is a fixed point
                 if again is not None:
                     new_path, new_query = again
             if new_path == path and new_query == query:
@@ -513,7 +514,7 @@ class HostRules:
             return new_path, new_query
 
         targets = {key: split_key(target) for key, target in self.aliases.items()}
-        rule_changes = changes
+        changes = rule_changes
         # the canonical key of each alias: its target through the rules
         keys = {key: (rule_changes(*target) or target) for key, target in targets.items()}
 
@@ -525,11 +526,13 @@ class HostRules:
             return targets.get(join_key(new_path, new_query))
 
         if targets:
-            def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
+            def aliased_changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
                 """The rules, then one lookup of the result in the alias table."""
                 changed = rule_changes(path, query, passes)
                 new_path, new_query = changed or (path, query)
                 return keys.get(join_key(new_path, new_query), changed)
+
+            changes = aliased_changes
 
         def apply(path: str, query: str) -> tuple[str, str]:
             return changes(path, query) or (path, query)
