@@ -81,7 +81,8 @@ class MiningConfig:
     hamming: int = 3
     #: pages with fewer words are degenerate and ignored (only when the log gives ``words``)
     min_words: int = 20
-    #: URLs of one page paired with each other for candidates (pairs grow quadratically)
+    #: the first (shortest) URLs of one page paired with each other for candidates (pairs grow quadratically);
+    #: the page's other URLs are paired with its shortest only
     max_pair_members: int = 8
     #: candidates examined per host and round, the most frequent first
     max_candidates: int = 300
@@ -444,7 +445,8 @@ class DustMiner:
         a form the vocabulary misses, and an alias table of it would hide a fault, not learn the site."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
-        for raw, cid in urls.items():
+        for raw in sorted(urls, key=_url_order):  # the URL to request: the shortest, whatever the log's order
+            cid = urls[raw]
             if raw in redirects:
                 continue  # a redirecting URL: the redirect evidence above
             entry = pages.setdefault(representative(cid), {}).setdefault(rewritten(raw), [0, raw])
@@ -509,8 +511,11 @@ class _HostMiner:
         self.rules: list[DustRule] = []
         self.known = {r.key for r in base_rules}
         representative = contents.representative
-        # content ids resolved to their near-duplicate cluster, once
-        resolved = {k: representative(c) for k, c in urls.items()}
+        # content ids resolved to their near-duplicate cluster, once; in a fixed order (shortest URL first),
+        # never the log's: every choice below that takes the first of equals (the URLs of one page paired,
+        # candidates of equal counts, the page two rewritten URLs collide on) is then the same for any
+        # crawl order
+        resolved = {k: representative(urls[k]) for k in sorted(urls, key=_url_order)}
         if base_rules:
             resolved = self._rewrite(resolved, HostRules(host, base_rules))
         self.urls = resolved
@@ -527,13 +532,20 @@ class _HostMiner:
 
     @staticmethod
     def _rewrite(urls: dict[str, int], rules: HostRules) -> dict[str, int]:
+        """The URL set under ``rules``, in the fixed order. Where URLs collide (a rule's rare violation), the
+        page of the URL that is its own rewrite wins, else the first in the fixed order."""
         out: dict[str, int] = {}
+        moved: list[tuple[str, int]] = []
         for key, cid in urls.items():
             path, query = split_key(key)
             new_path, new_query = rules.apply(path, query)
-            new_key = key if (new_path == path and new_query == query) else join_key(new_path, new_query)
+            if new_path == path and new_query == query:
+                out[key] = cid
+            else:
+                moved.append((join_key(new_path, new_query), cid))
+        for new_key, cid in moved:
             out.setdefault(new_key, cid)
-        return out
+        return {key: out[key] for key in sorted(out, key=_url_order)}
 
     # --- one round: candidates from same-content pairs, then validation kind by kind ---
 
@@ -544,22 +556,25 @@ class _HostMiner:
         members: dict[int, list[str]] = {}
         for key, cid in self.urls.items():
             if sizes[cid] > 1 and cid not in self.boilerplate:
-                group = members.setdefault(cid, [])
-                if len(group) < cfg.max_pair_members:
-                    group.append(key)
+                members.setdefault(cid, []).append(key)
         counts: Counter[tuple] = Counter()
         for keys in members.values():
+            # every pair of the first (shortest) URLs of the page, and the shortest with each of the others:
+            # a form only the page's later URLs carry is still seen (pairs grow linearly past the first ones)
             found: set[tuple] = set()
-            for i in range(len(keys)):
-                for j in range(i + 1, len(keys)):
+            head = min(len(keys), cfg.max_pair_members)
+            for i in range(head):
+                for j in range(i + 1, head):
                     _candidates(keys[i], keys[j], found)
+            for j in range(head, len(keys)):
+                _candidates(keys[0], keys[j], found)
             counts.update(found)
         report = self.report
         report.pages_with_aliases = max(report.pages_with_aliases, len(members))
         report.candidates += len(counts)
         del members
         by_kind: dict[str, list[tuple]] = {}
-        for cand, n in counts.most_common():
+        for cand, n in sorted(counts.items(), key=_count_order):  # most frequent first, ties by the candidate
             if n < cfg.min_support:
                 if len(report.below_support) < 10:
                     report.below_support.append((_describe_candidate(cand), n))
@@ -751,6 +766,16 @@ def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: Min
                 if validation.host == host and validation.rule.key == dropped.key:
                     validation.kept = False
                     validation.reason = "would rewrite the results of kept substitutions in a cycle"
+
+
+def _url_order(key: str) -> tuple[int, str]:
+    """The miner's fixed order of a host's URLs (shortest first, then the text): never the crawl's."""
+    return len(key), key
+
+
+def _count_order(item: tuple[tuple, int]) -> tuple[int, str]:
+    """Candidates most frequent first, equal counts by the candidate's text (not by when it was found)."""
+    return -item[1], repr(item[0])
 
 
 def _preference(verdict: RuleValidation) -> tuple:
