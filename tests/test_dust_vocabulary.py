@@ -337,3 +337,31 @@ def test_the_miner_never_writes_substitutions_that_undo_each_other():
     RuleSet({H: [first, keep]}).dumps()  # loadable
     with pytest.raises(DustRulesError, match="undo each other"):
         RuleSet.from_json(RuleSet({H: [first, keep, undo]}).to_json())
+
+
+def test_one_wiki_title_rule_for_titles_of_every_shape(tmp_path):
+    """Generated site 9: MediaWiki titles of three shapes (``Git``, ``Main_Page``, ``Special:AllPages``) were
+    three candidates, each short of support, and no rule was kept. One rule now, at the widest shape seen,
+    with the support of all three; and no second target for the same parameter."""
+    rng = random.Random(10)
+    lines = []
+    for title in ("Git", "Main_Page", "Special:AllPages", "Help:Contents"):
+        lines.append(_page(f"/wiki/{title}", f"/wiki/{title}", rng))
+        lines.append(_page(f"/w/index.php?title={title}", f"/wiki/{title}", rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert [(r.kind, r.value, r.to) for r in rules.hosts[H]] == [("query_to_path", "path", "/wiki/{value}")]
+    assert canonical(rules, "/w/index.php?title=Special:Search") == "/wiki/Special:Search"
+
+
+def test_a_candidate_is_judged_with_the_rules_kept_before_it(tmp_path):
+    """Generated site 9: with paths case-insensitive (kept first), ``/w/index.php?title=Git`` -> ``/wiki/Git``
+    was compared with ``/wiki/Git``, which the URL set no longer held (it was ``/wiki/git``): no support."""
+    rng = random.Random(11)
+    lines = []
+    for title in ("Git", "Main_Page", "Rebase", "Merge"):
+        lines.append(_page(f"/wiki/{title}", f"/wiki/{title}", rng))
+        lines.append(_page(f"/WIKI/{title.upper()}", f"/wiki/{title}", rng, "exact"))
+        lines.append(_page(f"/w/index.php?title={title}", f"/wiki/{title}", rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert {r.kind for r in rules.hosts[H]} == {"case_insensitive", "query_to_path"}
+    assert canonical(rules, "/w/index.php?title=Other") == canonical(rules, "/wiki/Other")

@@ -510,6 +510,10 @@ class _HostMiner:
         self.result = result
         self.rules: list[DustRule] = []
         self.known = {r.key for r in base_rules}
+        # the rules in force (given and kept so far): a candidate's result is judged after them, as the
+        # crawl would apply them together (``/w/index.php?title=Git`` -> ``/wiki/Git`` -> ``/wiki/git``)
+        self.applied: list[DustRule] = list(base_rules)
+        self.in_force = HostRules(host, self.applied)
         representative = contents.representative
         # content ids resolved to their near-duplicate cluster, once; in a fixed order (shortest URL first),
         # never the log's: every choice below that takes the first of equals (the URLs of one page paired,
@@ -569,6 +573,7 @@ class _HostMiner:
             for j in range(head, len(keys)):
                 _candidates(keys[0], keys[j], found)
             counts.update(found)
+        counts = _widen_values(counts)
         report = self.report
         report.pages_with_aliases = max(report.pages_with_aliases, len(members))
         report.candidates += len(counts)
@@ -587,6 +592,8 @@ class _HostMiner:
             new: list[DustRule] = []
             if kind == "param":
                 new = self._param_rules(cands)
+            elif kind == "query_to_path":
+                new = self._q2p_rules(cands)
             elif kind == "substitute":
                 new = self._substitutions(cands)
             else:
@@ -599,7 +606,9 @@ class _HostMiner:
             if new:  # later kinds are judged on the URLs these rules already rewrote (rules compose)
                 kept.extend(new)
                 self.known.update(r.key for r in new)
-                self.urls = self._rewrite(self.urls, HostRules(self.host, new))
+                self.applied.extend(new)
+                self.in_force = HostRules(self.host, self.applied)
+                self.urls = self._rewrite(self.urls, self.in_force)
                 self._index()
         return kept
 
@@ -639,6 +648,24 @@ class _HostMiner:
                     if value is None:
                         dropped.add(name)
                     break
+        return kept
+
+    def _q2p_rules(self, cands: list[tuple]) -> list[DustRule]:
+        """One ``query_to_path`` per (path, parameter), the best supported target first: at the widest value
+        shape seen (:func:`_widen_values`), else narrower ones (a wider shape may merge more)."""
+        kept: list[DustRule] = []
+        done: set[tuple[str, str]] = set()
+        for _, path, param, widest, to in cands:
+            for shape in reversed(_VALUE_SHAPE_ORDER[: _VALUE_SHAPE_ORDER.index(widest) + 1]):
+                if (path, param) in done:
+                    break
+                rule = _rule_of(("query_to_path", path, param, shape, to))
+                if rule is None or rule.key in self.known:
+                    continue
+                verdict = self._judge(rule)
+                if verdict.kept:
+                    kept.append(verdict.rule)
+                    done.add((path, param))
         return kept
 
     def _substitutions(self, cands: list[tuple]) -> list[DustRule]:
@@ -689,6 +716,7 @@ class _HostMiner:
     def _judge(self, rule: DustRule, record: bool = True) -> RuleValidation:
         cfg = self.config
         compiled = HostRules(self.host, [rule])
+        in_force = self.in_force.apply
         urls = self.urls
         groups: dict[str, list[int]] = {}
         examples: list[tuple[str, str]] = []
@@ -697,7 +725,7 @@ class _HostMiner:
             new_path, new_query = compiled.apply(path, query)
             if new_path == path and new_query == query:
                 continue
-            target = join_key(new_path, new_query)
+            target = join_key(*in_force(new_path, new_query))
             groups.setdefault(target, []).append(urls[key])
             if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
                 examples.append((key, target))
@@ -766,6 +794,27 @@ def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: Min
                 if validation.host == host and validation.rule.key == dropped.key:
                     validation.kept = False
                     validation.reason = "would rewrite the results of kept substitutions in a cycle"
+
+
+def _widen_values(counts: Counter[tuple]) -> Counter[tuple]:
+    """``query_to_path`` candidates that differ only in the value's shape become one, at the widest shape seen,
+    counted on all their pages: ``Special:AllPages`` is a ``path``, ``Main_Page`` a ``slug``, ``Git`` an
+    ``alnum`` (three candidates each short of support on a wiki, one rule of its titles)."""
+    widest: dict[tuple, str] = {}
+    total: Counter[tuple] = Counter()
+    out: Counter[tuple] = Counter()
+    for cand, n in counts.items():
+        if cand[0] != "query_to_path":
+            out[cand] = n
+            continue
+        _, path, param, shape, to = cand
+        group = (path, param, to)
+        total[group] += n
+        if _VALUE_SHAPE_ORDER.index(shape) > _VALUE_SHAPE_ORDER.index(widest.get(group, "digits")):
+            widest[group] = shape
+    for (path, param, to), n in total.items():
+        out["query_to_path", path, param, widest.get((path, param, to), "digits"), to] = n
+    return out
 
 
 def _url_order(key: str) -> tuple[int, str]:
