@@ -365,3 +365,25 @@ def test_a_candidate_is_judged_with_the_rules_kept_before_it(tmp_path):
     rules = mine_logs([_write(tmp_path, lines)]).rules
     assert {r.kind for r in rules.hosts[H]} == {"case_insensitive", "query_to_path"}
     assert canonical(rules, "/w/index.php?title=Other") == canonical(rules, "/wiki/Other")
+
+
+def test_one_target_per_path_piece_and_no_rule_the_kept_ones_explain(tmp_path):
+    """Generated sites 44 and 88: a locale prefix, a view prefix, their composition and an old prefix on a
+    case-insensitive server. All substitutions were judged on one URL set, so '/en/' -> '/', '/en/' -> '/Old/'
+    and '/en/' -> '/print/' were all kept (the crawl used whichever came last), with '/en/print/' -> '/en/'
+    beside them; on site 44 '/recipes/' -> '/old/Recipes/' was kept though the case rule and '/old/' -> '/'
+    lead it back to itself (a rewrite to itself counted as support)."""
+    rng = random.Random(12)
+    lines = []
+    for i in range(6):
+        page = f"/guide/p{i}.html"
+        lines.append(_page(page, page, rng))
+        lines += [_page(prefix + page, page, rng, "exact") for prefix in ("/en", "/print", "/en/print", "/Old")]
+        lines.append(_page(page.upper(), page, rng, "exact"))
+        lines.append(_page("/Old" + page.upper(), page, rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules.hosts[H]
+    assert {(r.from_, r.to) for r in rules if r.kind == "substitute"} == {("/en/", "/"), ("/print/", "/"),
+                                                                          ("/old/", "/")}
+    ruleset = RuleSet({H: rules})
+    assert {canonical(ruleset, p + "/guide/x.html") for p in ("", "/en", "/print", "/en/print", "/OLD")} == \
+        {"/guide/x.html"}

@@ -605,12 +605,18 @@ class _HostMiner:
                             new.append(verdict.rule)
             if new:  # later kinds are judged on the URLs these rules already rewrote (rules compose)
                 kept.extend(new)
-                self.known.update(r.key for r in new)
-                self.applied.extend(new)
-                self.in_force = HostRules(self.host, self.applied)
-                self.urls = self._rewrite(self.urls, self.in_force)
-                self._index()
+                self._keep([r for r in new if r.key not in self.known])
         return kept
+
+    def _keep(self, rules: list[DustRule]) -> None:
+        """Put ``rules`` in force: the URL set is rewritten by every rule kept so far."""
+        if not rules:
+            return
+        self.known.update(r.key for r in rules)
+        self.applied.extend(rules)
+        self.in_force = HostRules(self.host, self.applied)
+        self.urls = self._rewrite(self.urls, self.in_force)
+        self._index()
 
     def _index(self) -> None:
         by_param: dict[str, list[str]] = {}
@@ -697,7 +703,11 @@ class _HostMiner:
                     verdict.kept, verdict.reason = False, "the other direction is better supported"
                 self.validations[verdict.rule.key] = verdict
             if best is not None:
+                # kept one by one, the URL set rewritten at once: a later candidate (the same piece to
+                # another target, '/en/' -> '/mobile/' after '/en/' -> '/'; a longer piece a kept one
+                # explains, '/old/tools/' after '/old/') is judged on what is left and finds no support
                 kept.append(best.rule)
+                self._keep([best.rule])
         return kept
 
     def _affected(self, rule: DustRule) -> Iterable[str]:
@@ -726,6 +736,8 @@ class _HostMiner:
             if new_path == path and new_query == query:
                 continue
             target = join_key(*in_force(new_path, new_query))
+            if target == key:  # the rules in force undo it ('/recipes/' -> '/old/Recipes/' -> '/recipes/')
+                continue
             groups.setdefault(target, []).append(urls[key])
             if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
                 examples.append((key, target))
