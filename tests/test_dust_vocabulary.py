@@ -25,6 +25,7 @@ INDEX = DustRule("substitute", anchor="suffix", from_="/index.html", to="/")
 DIRFILE = DustRule("substitute", anchor="suffix", from_="/", to=".html")
 SLASH = DustRule("substitute", anchor="suffix", from_="/", to="")
 JSESSION = DustRule("drop_pathparam", param="jsessionid")
+SPATH = DustRule("drop_segment", shape="<alnum:24>", lead="s")  # /s/<token>/: the token after a fixed segment
 ALIASES = {"/item.php?id=4711": "/shoes/blue-runner", "/": "/wiki/Main_Page"}
 
 
@@ -54,6 +55,13 @@ def canonical(rules: RuleSet, path: str) -> str:
     (JSESSION, "/guide;jsessionid=a1b2/intro.html", "/guide/intro.html"),
     (JSESSION, "/guide/intro.html;jsessionid=x;v=2", "/guide/intro.html;v=2"),  # other parameters stay
     (JSESSION, "/guide/intro.html;jsessionidx=1", "/guide/intro.html;jsessionidx=1"),  # a whole name
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1l2/guide/intro.html", "/guide/intro.html"),
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1l2/", "/"),
+    (SPATH, "/en/s/a1b2c3d4e5f6g7h8i9j0k1l2/guide/", "/en/guide/"),
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1l2", "/s/a1b2c3d4e5f6g7h8i9j0k1l2"),  # never the last segment
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1/guide/", "/s/a1b2c3d4e5f6g7h8i9j0k1/guide/"),  # another length
+    (SPATH, "/ss/a1b2c3d4e5f6g7h8i9j0k1l2/guide/", "/ss/a1b2c3d4e5f6g7h8i9j0k1l2/guide/"),  # a whole segment
+    (SPATH, "/a1b2c3d4e5f6g7h8i9j0k1l2/guide/", "/a1b2c3d4e5f6g7h8i9j0k1l2/guide/"),  # only after its lead
 ])
 def test_rule_table(rule, url, expected):
     assert canonical(RuleSet({H: [rule]}), url) == expected
@@ -67,6 +75,7 @@ def test_rule_table(rule, url, expected):
     ([QUERYPATH, INDEX, JSESSION], ["/de/guide/intro.html", "/guide/intro.html"]),
     ([QUERYPATH, INDEX], ["/view.php?doc=guide/a.html", "/view.php?doc=guide/b.html"]),
     ([DIRFILE], ["/guide/", "/guide/index.html"]),
+    ([SPATH], ["/s/guide/a.html", "/guide/a.html", "/s/a1b2c3d4e5f6g7h8i9j0k1l2"]),
 ])
 def test_traps_stay_apart(rules, apart):
     ruleset = RuleSet({H: list(rules)})
@@ -387,3 +396,21 @@ def test_one_target_per_path_piece_and_no_rule_the_kept_ones_explain(tmp_path):
     ruleset = RuleSet({H: rules})
     assert {canonical(ruleset, p + "/guide/x.html") for p in ("", "/en", "/print", "/en/print", "/OLD")} == \
         {"/guide/x.html"}
+
+
+def test_a_session_token_after_a_fixed_segment_is_dropped_with_it(tmp_path):
+    """``/s/<token>/guide/p0.html`` is ``/guide/p0.html`` (generated sites 82 and 88): a token segment alone
+    left ``/s/`` behind, so the miner kept one prefix substitution per token seen, literal tokens a later
+    crawl (new sessions) never meets. One rule now, for any token of the shape."""
+    rng = random.Random(13)
+    lines = []
+    tokens = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24)) for _ in range(3)]
+    for i in range(6):
+        page = f"/guide/p{i}.html"
+        lines.append(_page(page, page, rng))
+        lines += [_page(f"/s/{token}{page}", page, rng, "exact") for token in tokens[: 1 + i % 3]]
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert [(r.kind, r.lead) for r in rules.hosts[H]] == [("drop_segment", "s")]
+    assert canonical(rules, "/s/zzzzyyyyxxxxwwww00001111/howto/new.html") == "/howto/new.html"
+    text = rules.dumps()
+    assert '"lead": "s"' in text and RuleSet.from_json(json.loads(text)).hosts == rules.hosts

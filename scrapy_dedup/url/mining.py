@@ -589,6 +589,8 @@ class _HostMiner:
         self._index()
         for kind in ("drop_pathparam", "drop_segment", "case_insensitive", "param", "query_to_path", "substitute"):
             cands = by_kind.get(kind, [])[: cfg.max_candidates]
+            if kind == "drop_segment":  # a token with its literal segment first: dropped alone, '/s/' would stay
+                cands.sort(key=lambda cand: not cand[2])
             new: list[DustRule] = []
             if kind == "param":
                 new = self._param_rules(cands)
@@ -603,6 +605,8 @@ class _HostMiner:
                         verdict = self._judge(rule)
                         if verdict.kept:
                             new.append(verdict.rule)
+                            if kind == "drop_segment":  # in force at once: the token alone is judged after it
+                                self._keep([verdict.rule])
             if new:  # later kinds are judged on the URLs these rules already rewrote (rules compose)
                 kept.extend(new)
                 self._keep([r for r in new if r.key not in self.known])
@@ -852,7 +856,7 @@ def _rule_of(cand: tuple) -> DustRule | None:
         if kind == "drop_pathparam":
             rule = DustRule("drop_pathparam", param=cand[1], prefix="/")
         elif kind == "drop_segment":
-            rule = DustRule("drop_segment", shape=cand[1], prefix="/")
+            rule = DustRule("drop_segment", shape=cand[1], lead=cand[2], prefix="/")
         elif kind == "case_insensitive":
             rule = DustRule("case_insensitive")
         elif kind == "query_to_path":
@@ -879,6 +883,7 @@ def _describe_candidate(cand: tuple) -> str:
     return " ".join(map(str, cand))
 
 
+_LEAD_SEGMENT = re.compile(r"[A-Za-z_\-]{1,16}")
 _PATHPARAM = re.compile(r";([A-Za-z_][A-Za-z0-9_.\-]{0,63})=[^;/]*")
 
 
@@ -925,23 +930,34 @@ def _param_candidates(path: str, q1: str, q2: str, out: set[tuple]) -> None:
 
 
 def _segment_candidates(p1: str, p2: str, out: set[tuple]) -> None:
+    # ("drop_segment", shape, lead): a token segment, with the literal segment before it when that one goes
+    # too (``/s/<token>/guide/`` ~ ``/guide/``), or may (two tokens after the same ``/s/``)
     s1, s2 = p1.split("/"), p2.split("/")
     if len(s1) == len(s2):
         diff = [i for i in range(len(s1)) if s1[i] != s2[i]]
         if len(diff) == 1 and diff[0] < len(s1) - 1:
-            shape = shape_of_segment(s1[diff[0]])
-            if shape is not None and shape == shape_of_segment(s2[diff[0]]):
-                out.add(("drop_segment", shape))
+            i = diff[0]
+            shape = shape_of_segment(s1[i])
+            if shape is not None and shape == shape_of_segment(s2[i]):
+                out.add(("drop_segment", shape, ""))
+                if i > 1 and _is_lead(s1[i - 1]):
+                    out.add(("drop_segment", shape, s1[i - 1]))
         return
-    if abs(len(s1) - len(s2)) != 1:
+    if abs(len(s1) - len(s2)) not in (1, 2):
         return
     longer, shorter = (s1, s2) if len(s1) > len(s2) else (s2, s1)
-    for i in range(1, len(longer) - 1):
-        if longer[:i] + longer[i + 1:] == shorter:
-            shape = shape_of_segment(longer[i])
-            if shape is not None:
-                out.add(("drop_segment", shape))
+    width = len(longer) - len(shorter)
+    for i in range(1, len(longer) - width):
+        if longer[:i] + longer[i + width:] == shorter:
+            shape = shape_of_segment(longer[i + width - 1])
+            if shape is not None and (width == 1 or _is_lead(longer[i])):
+                out.add(("drop_segment", shape, longer[i] if width == 2 else ""))
             return
+
+
+def _is_lead(segment: str) -> bool:
+    """A literal segment a session token may follow (``s``, ``sid``, ``session``): a short word, no token."""
+    return bool(_LEAD_SEGMENT.fullmatch(segment)) and shape_of_segment(segment) is None
 
 
 def _q2p_candidates(path_q: str, query: str, path_p: str, other_query: str, out: set[tuple]) -> None:
