@@ -414,3 +414,24 @@ def test_a_session_token_after_a_fixed_segment_is_dropped_with_it(tmp_path):
     assert canonical(rules, "/s/zzzzyyyyxxxxwwww00001111/howto/new.html") == "/howto/new.html"
     text = rules.dumps()
     assert '"lead": "s"' in text and RuleSet.from_json(json.loads(text)).hosts == rules.hosts
+
+
+def test_a_default_locale_is_a_default_value_not_a_drop_where_no_translation_was_seen(tmp_path):
+    """Generated site 12: ``?locale=en`` is the page, ``?locale=de`` its translation. Dropping ``locale`` under
+    ``/`` was refused (it merges the translations); it was then tried, and kept, under ``/all/``, where no
+    translation happened to be fetched, which would merge the next crawl's ``/all/...?locale=de``; and
+    the default value was never tried."""
+    rng = random.Random(14)
+    lines = []
+    for i in range(5):
+        page = f"/docs/p{i}.html"
+        lines += [_page(page, page, rng), _page(page + "?locale=en", page, rng, "exact"),
+                  _page(page + "?locale=de", page + "?locale=de", rng)]
+    for i in range(3):
+        page = f"/all/p{i}.html"
+        lines += [_page(page, page, rng), _page(page + "?locale=en", page, rng, "exact")]
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert [(r.kind, r.param, r.value, r.prefix) for r in rules.hosts[H]] == [
+        ("default_param", "locale", "en", "/")]
+    assert canonical(rules, "/all/new.html?locale=de") == "/all/new.html?locale=de"
+    assert canonical(rules, "/all/new.html?locale=en") == "/all/new.html"

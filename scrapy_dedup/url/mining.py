@@ -635,29 +635,41 @@ class _HostMiner:
         self.by_path = by_path
 
     def _param_rules(self, cands: list[tuple]) -> list[DustRule]:
-        """``drop_param`` at the most general prefix that passes, else ``default_param``."""
+        """Per parameter, the most general prefix first: ``drop_param`` there, else ``default_param`` there,
+        then the next prefix. A default value before a narrower drop: where dropping ``lang`` merges
+        ``?lang=de`` under ``/``, ``?lang=en`` is the default under ``/``, not a drop under the few prefixes
+        where no translation happened to be fetched (nor a drop under a prefix a default was kept for: the
+        default says the other values are other pages)."""
         kept: list[DustRule] = []
-        # ("param", name, value or None, prefix): group by (name, value)
-        seen: dict[tuple[str, str | None], list[str]] = {}
-        for _, name, value, prefix in cands:
-            seen.setdefault((name, value), []).append(prefix)
+        # ("param", name, value or None, prefix) -> trials ordered by prefix length, the drop first
+        trials = sorted({(cand[1], cand[3], cand[2]) for cand in cands},
+                        key=lambda t: (t[0], len(t[1]), t[1], t[2] is not None, t[2] or ""))
         dropped: set[str] = set()
-        for (name, value), prefixes in sorted(seen.items(), key=lambda kv: kv[0][1] is not None):
-            if name in dropped:
+        defaults: set[tuple[str, str]] = set()
+        defaulted: dict[str, list[str]] = {}  # name -> prefixes of its kept defaults
+        for name, prefix, value in trials:
+            if name in dropped or (value is not None and (name, value) in defaults):
                 continue
-            for prefix in sorted(set(prefixes), key=len):
+            if value is None and any(prefix.startswith(p) for p in defaulted.get(name, ())):
+                continue
+            if value is None:
+                rule = DustRule("drop_param", param=name, prefix=prefix)
+            else:
+                rule = DustRule("default_param", param=name, value=value, prefix=prefix)
+            if rule.key in self.known:
                 if value is None:
-                    rule = DustRule("drop_param", param=name, prefix=prefix)
+                    dropped.add(name)
                 else:
-                    rule = DustRule("default_param", param=name, value=value, prefix=prefix)
-                if rule.key in self.known:
-                    break
-                verdict = self._judge(rule)
-                if verdict.kept:
-                    kept.append(verdict.rule)
-                    if value is None:
-                        dropped.add(name)
-                    break
+                    defaults.add((name, value))
+                continue
+            verdict = self._judge(rule)
+            if verdict.kept:
+                kept.append(verdict.rule)
+                if value is None:
+                    dropped.add(name)
+                else:
+                    defaults.add((name, value))
+                    defaulted.setdefault(name, []).append(prefix)
         return kept
 
     def _q2p_rules(self, cands: list[tuple]) -> list[DustRule]:
