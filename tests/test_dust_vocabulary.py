@@ -435,3 +435,22 @@ def test_a_default_locale_is_a_default_value_not_a_drop_where_no_translation_was
         ("default_param", "locale", "en", "/")]
     assert canonical(rules, "/all/new.html?locale=de") == "/all/new.html?locale=de"
     assert canonical(rules, "/all/new.html?locale=en") == "/all/new.html"
+
+
+def test_an_opaque_id_served_as_a_page_is_the_alias_not_the_page_a_redirect_leads_to(tmp_path):
+    """Generated site 54: ``/d/4928`` served as a page, ``/howto/x.html`` the same page, reached also by a
+    redirect from ``/docs-old/howto/x.html``. The two keys tied (one fetched URL each), the shorter, the
+    opaque id, was taken for the main key, and the alias of the other was already the redirect's: no alias
+    for ``/d/4928``, fetched again by the next crawl. A redirect into a key now counts for it."""
+    rng = random.Random(15)
+    lines = []
+    for i, name in enumerate(("intro", "setup", "usage", "faq")):
+        page = f"/howto/{name}.html"
+        lines += [_page(f"/d/{4928 + i}", page, rng, "exact"), _page(page, page, rng)]
+        lines.append({"kind": "redirect", "request_url": f"http://{H}/docs-old{page}", "status": 301,
+                      "url": f"http://{H}{page}"})
+    result = mine_logs([_write(tmp_path, lines)])
+    assert ("substitute", "/docs-old/") in _kinds(result)
+    host = result.rules.for_host(H)
+    assert [host.alias_of(f"/d/{4928 + i}", "") for i in range(4)] == [
+        (f"/howto/{name}.html", "") for name in ("intro", "setup", "usage", "faq")]

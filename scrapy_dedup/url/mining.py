@@ -445,14 +445,20 @@ class DustMiner:
         a form the vocabulary misses, and an alias table of it would hide a fault, not learn the site."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
+        redirecting = []
         for raw in sorted(urls, key=_url_order):  # the URL to request: the shortest, whatever the log's order
             cid = urls[raw]
             if raw in redirects:
-                continue  # a redirecting URL: the redirect evidence above
+                redirecting.append((raw, cid))  # never the URL to request (the redirect evidence above)
+                continue
             entry = pages.setdefault(representative(cid), {}).setdefault(rewritten(raw), [0, raw])
             entry[0] += 1
             if raw == rewritten(raw):
                 entry[1] = raw  # the URL that is its own key: the one to request
+        for raw, cid in redirecting:  # a redirect into a key says it is the page's main one (not an opaque id)
+            into = pages.get(representative(cid), {}).get(rewritten(raw))
+            if into is not None:
+                into[0] += 1
         for keys in pages.values():
             if len(keys) != 2:
                 continue
