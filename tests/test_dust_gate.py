@@ -63,12 +63,28 @@ def ungated(host_rules, path: str, query: str) -> tuple[str, str]:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_gated_rules_equal_the_ungated_passes(seed):
-    rng = random.Random(seed)
+    _compare(random.Random(seed), random_rule)
+
+
+def random_rule_with_leads(rng: random.Random) -> DustRule:
+    """As :func:`random_rule`, a segment token also after a literal lead segment (``/s1/<token>/``)."""
+    rule = random_rule(rng)
+    if rule.kind == "drop_segment" and rng.random() < 0.7:
+        return DustRule("drop_segment", shape=rule.shape, lead=rng.choice(["s1", "a", "story"]), prefix=rule.prefix)
+    return rule
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_gated_rules_with_lead_segments_equal_the_ungated_passes(seed):
+    _compare(random.Random(100 + seed), random_rule_with_leads)
+
+
+def _compare(rng: random.Random, make_rule) -> None:
     checked = fired = 0
     for _ in range(300):
         rules = []
         for _ in range(rng.randint(1, 25)):
-            rule = random_rule(rng)
+            rule = make_rule(rng)
             try:
                 rule.check()
             except ValueError:

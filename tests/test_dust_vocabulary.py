@@ -25,6 +25,7 @@ INDEX = DustRule("substitute", anchor="suffix", from_="/index.html", to="/")
 DIRFILE = DustRule("substitute", anchor="suffix", from_="/", to=".html")
 SLASH = DustRule("substitute", anchor="suffix", from_="/", to="")
 JSESSION = DustRule("drop_pathparam", param="jsessionid")
+SPATH = DustRule("drop_segment", shape="<alnum:24>", lead="s")  # /s/<token>/: the token after a fixed segment
 ALIASES = {"/item.php?id=4711": "/shoes/blue-runner", "/": "/wiki/Main_Page"}
 
 
@@ -54,6 +55,13 @@ def canonical(rules: RuleSet, path: str) -> str:
     (JSESSION, "/guide;jsessionid=a1b2/intro.html", "/guide/intro.html"),
     (JSESSION, "/guide/intro.html;jsessionid=x;v=2", "/guide/intro.html;v=2"),  # other parameters stay
     (JSESSION, "/guide/intro.html;jsessionidx=1", "/guide/intro.html;jsessionidx=1"),  # a whole name
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1l2/guide/intro.html", "/guide/intro.html"),
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1l2/", "/"),
+    (SPATH, "/en/s/a1b2c3d4e5f6g7h8i9j0k1l2/guide/", "/en/guide/"),
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1l2", "/s/a1b2c3d4e5f6g7h8i9j0k1l2"),  # never the last segment
+    (SPATH, "/s/a1b2c3d4e5f6g7h8i9j0k1/guide/", "/s/a1b2c3d4e5f6g7h8i9j0k1/guide/"),  # another length
+    (SPATH, "/ss/a1b2c3d4e5f6g7h8i9j0k1l2/guide/", "/ss/a1b2c3d4e5f6g7h8i9j0k1l2/guide/"),  # a whole segment
+    (SPATH, "/a1b2c3d4e5f6g7h8i9j0k1l2/guide/", "/a1b2c3d4e5f6g7h8i9j0k1l2/guide/"),  # only after its lead
 ])
 def test_rule_table(rule, url, expected):
     assert canonical(RuleSet({H: [rule]}), url) == expected
@@ -67,6 +75,7 @@ def test_rule_table(rule, url, expected):
     ([QUERYPATH, INDEX, JSESSION], ["/de/guide/intro.html", "/guide/intro.html"]),
     ([QUERYPATH, INDEX], ["/view.php?doc=guide/a.html", "/view.php?doc=guide/b.html"]),
     ([DIRFILE], ["/guide/", "/guide/index.html"]),
+    ([SPATH], ["/s/guide/a.html", "/guide/a.html", "/s/a1b2c3d4e5f6g7h8i9j0k1l2"]),
 ])
 def test_traps_stay_apart(rules, apart):
     ruleset = RuleSet({H: list(rules)})
@@ -93,6 +102,22 @@ def test_alias_table_is_looked_up_after_the_rules_and_stays_idempotent():
     for url in ("/", "/item.php?id=4711", "/shoes/blue-runner"):
         once = canonical(rules, url)
         assert canonical(rules, once) == once
+
+
+def test_an_alias_reached_through_a_rule_is_requested_at_its_target():
+    """Generated site 14: ``/node/3842?language=en`` (a default locale, then an opaque id that redirects) got
+    the alias's key but no alias target, so the second crawl fetched the redirect hop. The rules' second
+    pass looked the alias table up already (its result was the target's key, then no alias of it)."""
+    rules = RuleSet({H: [DustRule("default_param", param="language", value="en"),
+                         DustRule("drop_param", param="trk")]},
+                    aliases={H: {"/node/3842": "/recipes/intro.html", "/node/7": "/recipes/b.html?trk=top"}})
+    host = rules.for_host(H)
+    assert host.alias_of("/node/3842", "language=en") == ("/recipes/intro.html", "")
+    assert host.alias_of("/node/3842", "trk=rss&language=en") == ("/recipes/intro.html", "")
+    assert host.alias_of("/node/7", "trk=share") == ("/recipes/b.html", "trk=top")
+    assert host.alias_of("/node/3842", "language=de") is None  # another key: not the alias
+    assert canonical(rules, "/node/3842?language=en") == "/recipes/intro.html"
+    assert canonical(rules, "/node/7?trk=share") == "/recipes/b.html"
 
 
 def test_alias_table_round_trips_through_the_rules_file(tmp_path):
@@ -321,3 +346,111 @@ def test_the_miner_never_writes_substitutions_that_undo_each_other():
     RuleSet({H: [first, keep]}).dumps()  # loadable
     with pytest.raises(DustRulesError, match="undo each other"):
         RuleSet.from_json(RuleSet({H: [first, keep, undo]}).to_json())
+
+
+def test_one_wiki_title_rule_for_titles_of_every_shape(tmp_path):
+    """Generated site 9: MediaWiki titles of three shapes (``Git``, ``Main_Page``, ``Special:AllPages``) were
+    three candidates, each short of support, and no rule was kept. One rule now, at the widest shape seen,
+    with the support of all three; and no second target for the same parameter."""
+    rng = random.Random(10)
+    lines = []
+    for title in ("Git", "Main_Page", "Special:AllPages", "Help:Contents"):
+        lines.append(_page(f"/wiki/{title}", f"/wiki/{title}", rng))
+        lines.append(_page(f"/w/index.php?title={title}", f"/wiki/{title}", rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert [(r.kind, r.value, r.to) for r in rules.hosts[H]] == [("query_to_path", "path", "/wiki/{value}")]
+    assert canonical(rules, "/w/index.php?title=Special:Search") == "/wiki/Special:Search"
+
+
+def test_a_candidate_is_judged_with_the_rules_kept_before_it(tmp_path):
+    """Generated site 9: with paths case-insensitive (kept first), ``/w/index.php?title=Git`` -> ``/wiki/Git``
+    was compared with ``/wiki/Git``, which the URL set no longer held (it was ``/wiki/git``): no support."""
+    rng = random.Random(11)
+    lines = []
+    for title in ("Git", "Main_Page", "Rebase", "Merge"):
+        lines.append(_page(f"/wiki/{title}", f"/wiki/{title}", rng))
+        lines.append(_page(f"/WIKI/{title.upper()}", f"/wiki/{title}", rng, "exact"))
+        lines.append(_page(f"/w/index.php?title={title}", f"/wiki/{title}", rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert {r.kind for r in rules.hosts[H]} == {"case_insensitive", "query_to_path"}
+    assert canonical(rules, "/w/index.php?title=Other") == canonical(rules, "/wiki/Other")
+
+
+def test_one_target_per_path_piece_and_no_rule_the_kept_ones_explain(tmp_path):
+    """Generated sites 44 and 88: a locale prefix, a view prefix, their composition and an old prefix on a
+    case-insensitive server. All substitutions were judged on one URL set, so '/en/' -> '/', '/en/' -> '/Old/'
+    and '/en/' -> '/print/' were all kept (the crawl used whichever came last), with '/en/print/' -> '/en/'
+    beside them; on site 44 '/recipes/' -> '/old/Recipes/' was kept though the case rule and '/old/' -> '/'
+    lead it back to itself (a rewrite to itself counted as support)."""
+    rng = random.Random(12)
+    lines = []
+    for i in range(6):
+        page = f"/guide/p{i}.html"
+        lines.append(_page(page, page, rng))
+        lines += [_page(prefix + page, page, rng, "exact") for prefix in ("/en", "/print", "/en/print", "/Old")]
+        lines.append(_page(page.upper(), page, rng, "exact"))
+        lines.append(_page("/Old" + page.upper(), page, rng, "exact"))
+    rules = mine_logs([_write(tmp_path, lines)]).rules.hosts[H]
+    assert {(r.from_, r.to) for r in rules if r.kind == "substitute"} == {("/en/", "/"), ("/print/", "/"),
+                                                                          ("/old/", "/")}
+    ruleset = RuleSet({H: rules})
+    assert {canonical(ruleset, p + "/guide/x.html") for p in ("", "/en", "/print", "/en/print", "/OLD")} == \
+        {"/guide/x.html"}
+
+
+def test_a_session_token_after_a_fixed_segment_is_dropped_with_it(tmp_path):
+    """``/s/<token>/guide/p0.html`` is ``/guide/p0.html`` (generated sites 82 and 88): a token segment alone
+    left ``/s/`` behind, so the miner kept one prefix substitution per token seen, literal tokens a later
+    crawl (new sessions) never meets. One rule now, for any token of the shape."""
+    rng = random.Random(13)
+    lines = []
+    tokens = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24)) for _ in range(3)]
+    for i in range(6):
+        page = f"/guide/p{i}.html"
+        lines.append(_page(page, page, rng))
+        lines += [_page(f"/s/{token}{page}", page, rng, "exact") for token in tokens[: 1 + i % 3]]
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert [(r.kind, r.lead) for r in rules.hosts[H]] == [("drop_segment", "s")]
+    assert canonical(rules, "/s/zzzzyyyyxxxxwwww00001111/howto/new.html") == "/howto/new.html"
+    text = rules.dumps()
+    assert '"lead": "s"' in text and RuleSet.from_json(json.loads(text)).hosts == rules.hosts
+
+
+def test_a_default_locale_is_a_default_value_not_a_drop_where_no_translation_was_seen(tmp_path):
+    """Generated site 12: ``?locale=en`` is the page, ``?locale=de`` its translation. Dropping ``locale`` under
+    ``/`` was refused (it merges the translations); it was then tried, and kept, under ``/all/``, where no
+    translation happened to be fetched, which would merge the next crawl's ``/all/...?locale=de``; and
+    the default value was never tried."""
+    rng = random.Random(14)
+    lines = []
+    for i in range(5):
+        page = f"/docs/p{i}.html"
+        lines += [_page(page, page, rng), _page(page + "?locale=en", page, rng, "exact"),
+                  _page(page + "?locale=de", page + "?locale=de", rng)]
+    for i in range(3):
+        page = f"/all/p{i}.html"
+        lines += [_page(page, page, rng), _page(page + "?locale=en", page, rng, "exact")]
+    rules = mine_logs([_write(tmp_path, lines)]).rules
+    assert [(r.kind, r.param, r.value, r.prefix) for r in rules.hosts[H]] == [
+        ("default_param", "locale", "en", "/")]
+    assert canonical(rules, "/all/new.html?locale=de") == "/all/new.html?locale=de"
+    assert canonical(rules, "/all/new.html?locale=en") == "/all/new.html"
+
+
+def test_an_opaque_id_served_as_a_page_is_the_alias_not_the_page_a_redirect_leads_to(tmp_path):
+    """Generated site 54: ``/d/4928`` served as a page, ``/howto/x.html`` the same page, reached also by a
+    redirect from ``/docs-old/howto/x.html``. The two keys tied (one fetched URL each), the shorter, the
+    opaque id, was taken for the main key, and the alias of the other was already the redirect's: no alias
+    for ``/d/4928``, fetched again by the next crawl. A redirect into a key now counts for it."""
+    rng = random.Random(15)
+    lines = []
+    for i, name in enumerate(("intro", "setup", "usage", "faq")):
+        page = f"/howto/{name}.html"
+        lines += [_page(f"/d/{4928 + i}", page, rng, "exact"), _page(page, page, rng)]
+        lines.append({"kind": "redirect", "request_url": f"http://{H}/docs-old{page}", "status": 301,
+                      "url": f"http://{H}{page}"})
+    result = mine_logs([_write(tmp_path, lines)])
+    assert ("substitute", "/docs-old/") in _kinds(result)
+    host = result.rules.for_host(H)
+    assert [host.alias_of(f"/d/{4928 + i}", "") for i in range(4)] == [
+        (f"/howto/{name}.html", "") for name in ("intro", "setup", "usage", "faq")]

@@ -165,6 +165,8 @@ class DustRule:
     from_: str = ""
     anchor: str = ""
     shape: str = ""
+    #: ``drop_segment`` only: a literal segment before the token, dropped with it (``/s/<token>/``)
+    lead: str = ""
     support: int = 0
     support_pages: int = 0
     violations: int = 0
@@ -176,6 +178,8 @@ class DustRule:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": self.kind}
         for name in _FIELDS[self.kind]:
+            if name in _OPTIONAL and not getattr(self, name):
+                continue
             data["from" if name == "from_" else name] = getattr(self, name)
         data["support"] = self.support
         data["support_pages"] = self.support_pages
@@ -204,7 +208,7 @@ class DustRule:
         for name in _FIELDS[kind]:
             key = "from" if name == "from_" else name
             if key not in data:
-                if name == "prefix":
+                if name == "prefix" or name in _OPTIONAL:
                     continue
                 raise DustRulesError(f"{where}: a {kind} rule needs {key!r}")
             if not isinstance(data[key], str):
@@ -265,18 +269,22 @@ class DustRule:
                 raise ValueError(f"{self.from_!r} -> {self.to!r} would fire again on its own result")
         elif self.kind == "drop_segment":
             compile_shape(self.shape)
+            if self.lead and not _LEAD.fullmatch(self.lead):
+                raise ValueError(f"lead must be one literal path segment (letters, digits, '_.~-'), got {self.lead!r}")
 
     def describe(self) -> str:
         """One line for logs and reports."""
         if self.kind == "query_to_path":
             return f"{self.path}?{self.param}=<{self.value}> -> {self.to.replace('{value}', '<' + self.value + '>')}"
+        if self.kind == "drop_segment" and self.lead:
+            return f"drop path segments {self.lead}/{self.shape} under {self.prefix}"
         return _DESCRIPTIONS[self.kind].format(rule=self)
 
     @property
     def key(self) -> tuple:
         """Identity of the rule regardless of its evidence."""
         return (self.kind, self.param, self.value, self.prefix, self.path, self.to, self.from_, self.anchor,
-                self.shape)
+                self.shape, self.lead)
 
 
 _DESCRIPTIONS = {
@@ -288,9 +296,13 @@ _DESCRIPTIONS = {
     "case_insensitive": "paths are case-insensitive",
 }
 
+#: fields a rules file may leave out (and that are written only when set)
+_OPTIONAL = frozenset({"lead"})
+_LEAD = re.compile(r"[A-Za-z0-9_.~\-]{1,32}")
+
 _FIELDS: dict[str, tuple[str, ...]] = {
     "drop_pathparam": ("param", "prefix"),
-    "drop_segment": ("shape", "prefix"),
+    "drop_segment": ("shape", "lead", "prefix"),
     "case_insensitive": (),
     "drop_param": ("param", "prefix"),
     "default_param": ("param", "value", "prefix"),
@@ -308,14 +320,17 @@ class HostRules:
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_search",
                  "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
-                 "_once", "aliases", "_pathparams", "alias_of")
+                 "_once", "aliases", "_pathparams", "alias_of", "_lead_drops")
 
     def __init__(self, host: str, rules: Sequence[DustRule], aliases: Mapping[str, str] | None = None):
         self.host = host
         self.rules = tuple(rules)
         #: "path?query" -> "path?query" (after the rules), looked up once the rules reached their fixed point
         self.aliases: dict[str, str] = dict(aliases or {})
-        segments = [r for r in rules if r.kind == "drop_segment"]
+        segments = [r for r in rules if r.kind == "drop_segment" and not r.lead]
+        # a token after a literal segment (``/s/<token>/``): both go, by one regex per rule (literal escaped)
+        self._lead_drops = [(r.prefix, re.compile(f"/{re.escape(r.lead)}/{compile_shape(r.shape).pattern[:-2]}(?=/)"))
+                            for r in rules if r.kind == "drop_segment" and r.lead]
         self._segments = [(r.prefix, compile_shape(r.shape).match) for r in segments]
         # one matcher for every shape (each compiled from its typed tokens, literals escaped): one
         # regex call per segment however many shapes; prefixes are checked only on a match
@@ -382,7 +397,10 @@ class HostRules:
         rule, each family behind the same test.
         """
         segment_search, drops_segment = self._segment_search, self._drops_segment
-        segment_literal = _required_literal([r.shape for r in self.rules if r.kind == "drop_segment"])
+        segment_literal = _required_literal([r.shape for r in self.rules if r.kind == "drop_segment" and not r.lead])
+        lead_drops = self._lead_drops
+        lead_search = (re.compile("|".join(f"(?:{sub.pattern})" for _, sub in lead_drops)).search
+                       if lead_drops else None)
         lowercase = self._lowercase
         pathparams = self._pathparams
         pathparam_search = (re.compile(f";({_trie_pattern(pathparams)})=[^;/]*").search if pathparams else None)
@@ -419,6 +437,10 @@ class HostRules:
         tail_ends = frozenset(t[::-1][-tail_len:] for t in tails)
 
         def once(path: str, query: str) -> tuple[str, str]:
+            if lead_search is not None and lead_search(path) is not None:
+                for prefix, drop in lead_drops:
+                    if _under(path, prefix):
+                        path = drop.sub("", path)
             if pathparam_search is not None and ";" in path:
                 found = pathparam_search(path)
                 while found is not None:
@@ -477,11 +499,12 @@ class HostRules:
                     path = path[: len(path) - len(old)] + tails[old]
             return path, query
 
-        def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
+        def rule_changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
             """The rules to a fixed point (at most ``passes`` passes); None when the URL comes out unchanged."""
             # --- the gate
             if not ((segment_search is not None and (segment_literal is None or segment_literal in path)
                      and segment_search(path) is not None)
+                    or (lead_search is not None and lead_search(path) is not None)
                     or (pathparam_search is not None and ";" in path and pathparam_search(path) is not None)
                     or (lowercase and (path != path.lower() or "%" in path))
                     or (head_len and path[:head_len] in head_starts)
@@ -505,7 +528,8 @@ class HostRules:
             # --- a rule may fire: one pass, then again on its result while passes are left
             new_path, new_query = once(path, query)
             if passes > 1 and (new_path != path or new_query != query):
-                again = changes(new_path, new_query, passes - 1)  # None: the result is a fixed point
+                # the rules alone (never the alias table below: it is looked up once, on the fixed point)
+                again = rule_changes(new_path, new_query, passes - 1)  # None: the result is a fixed point
                 if again is not None:
                     new_path, new_query = again
             if new_path == path and new_query == query:
@@ -513,7 +537,7 @@ class HostRules:
             return new_path, new_query
 
         targets = {key: split_key(target) for key, target in self.aliases.items()}
-        rule_changes = changes
+        changes = rule_changes
         # the canonical key of each alias: its target through the rules
         keys = {key: (rule_changes(*target) or target) for key, target in targets.items()}
 
@@ -525,11 +549,13 @@ class HostRules:
             return targets.get(join_key(new_path, new_query))
 
         if targets:
-            def changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
+            def aliased_changes(path: str, query: str, passes: int = MAX_PASSES) -> tuple[str, str] | None:
                 """The rules, then one lookup of the result in the alias table."""
                 changed = rule_changes(path, query, passes)
                 new_path, new_query = changed or (path, query)
                 return keys.get(join_key(new_path, new_query), changed)
+
+            changes = aliased_changes
 
         def apply(path: str, query: str) -> tuple[str, str]:
             return changes(path, query) or (path, query)

@@ -81,7 +81,8 @@ class MiningConfig:
     hamming: int = 3
     #: pages with fewer words are degenerate and ignored (only when the log gives ``words``)
     min_words: int = 20
-    #: URLs of one page paired with each other for candidates (pairs grow quadratically)
+    #: the first (shortest) URLs of one page paired with each other for candidates (pairs grow quadratically);
+    #: the page's other URLs are paired with its shortest only
     max_pair_members: int = 8
     #: candidates examined per host and round, the most frequent first
     max_candidates: int = 300
@@ -444,13 +445,20 @@ class DustMiner:
         a form the vocabulary misses, and an alias table of it would hide a fault, not learn the site."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
-        for raw, cid in urls.items():
+        redirecting = []
+        for raw in sorted(urls, key=_url_order):  # the URL to request: the shortest, whatever the log's order
+            cid = urls[raw]
             if raw in redirects:
-                continue  # a redirecting URL: the redirect evidence above
+                redirecting.append((raw, cid))  # never the URL to request (the redirect evidence above)
+                continue
             entry = pages.setdefault(representative(cid), {}).setdefault(rewritten(raw), [0, raw])
             entry[0] += 1
             if raw == rewritten(raw):
                 entry[1] = raw  # the URL that is its own key: the one to request
+        for raw, cid in redirecting:  # a redirect into a key says it is the page's main one (not an opaque id)
+            into = pages.get(representative(cid), {}).get(rewritten(raw))
+            if into is not None:
+                into[0] += 1
         for keys in pages.values():
             if len(keys) != 2:
                 continue
@@ -508,9 +516,16 @@ class _HostMiner:
         self.result = result
         self.rules: list[DustRule] = []
         self.known = {r.key for r in base_rules}
+        # the rules in force (given and kept so far): a candidate's result is judged after them, as the
+        # crawl would apply them together (``/w/index.php?title=Git`` -> ``/wiki/Git`` -> ``/wiki/git``)
+        self.applied: list[DustRule] = list(base_rules)
+        self.in_force = HostRules(host, self.applied)
         representative = contents.representative
-        # content ids resolved to their near-duplicate cluster, once
-        resolved = {k: representative(c) for k, c in urls.items()}
+        # content ids resolved to their near-duplicate cluster, once; in a fixed order (shortest URL first),
+        # never the log's: every choice below that takes the first of equals (the URLs of one page paired,
+        # candidates of equal counts, the page two rewritten URLs collide on) is then the same for any
+        # crawl order
+        resolved = {k: representative(urls[k]) for k in sorted(urls, key=_url_order)}
         if base_rules:
             resolved = self._rewrite(resolved, HostRules(host, base_rules))
         self.urls = resolved
@@ -527,13 +542,20 @@ class _HostMiner:
 
     @staticmethod
     def _rewrite(urls: dict[str, int], rules: HostRules) -> dict[str, int]:
+        """The URL set under ``rules``, in the fixed order. Where URLs collide (a rule's rare violation), the
+        page of the URL that is its own rewrite wins, else the first in the fixed order."""
         out: dict[str, int] = {}
+        moved: list[tuple[str, int]] = []
         for key, cid in urls.items():
             path, query = split_key(key)
             new_path, new_query = rules.apply(path, query)
-            new_key = key if (new_path == path and new_query == query) else join_key(new_path, new_query)
+            if new_path == path and new_query == query:
+                out[key] = cid
+            else:
+                moved.append((join_key(new_path, new_query), cid))
+        for new_key, cid in moved:
             out.setdefault(new_key, cid)
-        return out
+        return {key: out[key] for key in sorted(out, key=_url_order)}
 
     # --- one round: candidates from same-content pairs, then validation kind by kind ---
 
@@ -544,22 +566,26 @@ class _HostMiner:
         members: dict[int, list[str]] = {}
         for key, cid in self.urls.items():
             if sizes[cid] > 1 and cid not in self.boilerplate:
-                group = members.setdefault(cid, [])
-                if len(group) < cfg.max_pair_members:
-                    group.append(key)
+                members.setdefault(cid, []).append(key)
         counts: Counter[tuple] = Counter()
         for keys in members.values():
+            # every pair of the first (shortest) URLs of the page, and the shortest with each of the others:
+            # a form only the page's later URLs carry is still seen (pairs grow linearly past the first ones)
             found: set[tuple] = set()
-            for i in range(len(keys)):
-                for j in range(i + 1, len(keys)):
+            head = min(len(keys), cfg.max_pair_members)
+            for i in range(head):
+                for j in range(i + 1, head):
                     _candidates(keys[i], keys[j], found)
+            for j in range(head, len(keys)):
+                _candidates(keys[0], keys[j], found)
             counts.update(found)
+        counts = _widen_values(counts)
         report = self.report
         report.pages_with_aliases = max(report.pages_with_aliases, len(members))
         report.candidates += len(counts)
         del members
         by_kind: dict[str, list[tuple]] = {}
-        for cand, n in counts.most_common():
+        for cand, n in sorted(counts.items(), key=_count_order):  # most frequent first, ties by the candidate
             if n < cfg.min_support:
                 if len(report.below_support) < 10:
                     report.below_support.append((_describe_candidate(cand), n))
@@ -569,9 +595,13 @@ class _HostMiner:
         self._index()
         for kind in ("drop_pathparam", "drop_segment", "case_insensitive", "param", "query_to_path", "substitute"):
             cands = by_kind.get(kind, [])[: cfg.max_candidates]
+            if kind == "drop_segment":  # a token with its literal segment first: dropped alone, '/s/' would stay
+                cands.sort(key=lambda cand: not cand[2])
             new: list[DustRule] = []
             if kind == "param":
                 new = self._param_rules(cands)
+            elif kind == "query_to_path":
+                new = self._q2p_rules(cands)
             elif kind == "substitute":
                 new = self._substitutions(cands)
             else:
@@ -581,12 +611,22 @@ class _HostMiner:
                         verdict = self._judge(rule)
                         if verdict.kept:
                             new.append(verdict.rule)
+                            if kind == "drop_segment":  # in force at once: the token alone is judged after it
+                                self._keep([verdict.rule])
             if new:  # later kinds are judged on the URLs these rules already rewrote (rules compose)
                 kept.extend(new)
-                self.known.update(r.key for r in new)
-                self.urls = self._rewrite(self.urls, HostRules(self.host, new))
-                self._index()
+                self._keep([r for r in new if r.key not in self.known])
         return kept
+
+    def _keep(self, rules: list[DustRule]) -> None:
+        """Put ``rules`` in force: the URL set is rewritten by every rule kept so far."""
+        if not rules:
+            return
+        self.known.update(r.key for r in rules)
+        self.applied.extend(rules)
+        self.in_force = HostRules(self.host, self.applied)
+        self.urls = self._rewrite(self.urls, self.in_force)
+        self._index()
 
     def _index(self) -> None:
         by_param: dict[str, list[str]] = {}
@@ -601,29 +641,59 @@ class _HostMiner:
         self.by_path = by_path
 
     def _param_rules(self, cands: list[tuple]) -> list[DustRule]:
-        """``drop_param`` at the most general prefix that passes, else ``default_param``."""
+        """Per parameter, the most general prefix first: ``drop_param`` there, else ``default_param`` there,
+        then the next prefix. A default value before a narrower drop: where dropping ``lang`` merges
+        ``?lang=de`` under ``/``, ``?lang=en`` is the default under ``/``, not a drop under the few prefixes
+        where no translation happened to be fetched (nor a drop under a prefix a default was kept for: the
+        default says the other values are other pages)."""
         kept: list[DustRule] = []
-        # ("param", name, value or None, prefix): group by (name, value)
-        seen: dict[tuple[str, str | None], list[str]] = {}
-        for _, name, value, prefix in cands:
-            seen.setdefault((name, value), []).append(prefix)
+        # ("param", name, value or None, prefix) -> trials ordered by prefix length, the drop first
+        trials = sorted({(cand[1], cand[3], cand[2]) for cand in cands},
+                        key=lambda t: (t[0], len(t[1]), t[1], t[2] is not None, t[2] or ""))
         dropped: set[str] = set()
-        for (name, value), prefixes in sorted(seen.items(), key=lambda kv: kv[0][1] is not None):
-            if name in dropped:
+        defaults: set[tuple[str, str]] = set()
+        defaulted: dict[str, list[str]] = {}  # name -> prefixes of its kept defaults
+        for name, prefix, value in trials:
+            if name in dropped or (value is not None and (name, value) in defaults):
                 continue
-            for prefix in sorted(set(prefixes), key=len):
+            if value is None and any(prefix.startswith(p) for p in defaulted.get(name, ())):
+                continue
+            if value is None:
+                rule = DustRule("drop_param", param=name, prefix=prefix)
+            else:
+                rule = DustRule("default_param", param=name, value=value, prefix=prefix)
+            if rule.key in self.known:
                 if value is None:
-                    rule = DustRule("drop_param", param=name, prefix=prefix)
+                    dropped.add(name)
                 else:
-                    rule = DustRule("default_param", param=name, value=value, prefix=prefix)
-                if rule.key in self.known:
+                    defaults.add((name, value))
+                continue
+            verdict = self._judge(rule)
+            if verdict.kept:
+                kept.append(verdict.rule)
+                if value is None:
+                    dropped.add(name)
+                else:
+                    defaults.add((name, value))
+                    defaulted.setdefault(name, []).append(prefix)
+        return kept
+
+    def _q2p_rules(self, cands: list[tuple]) -> list[DustRule]:
+        """One ``query_to_path`` per (path, parameter), the best supported target first: at the widest value
+        shape seen (:func:`_widen_values`), else narrower ones (a wider shape may merge more)."""
+        kept: list[DustRule] = []
+        done: set[tuple[str, str]] = set()
+        for _, path, param, widest, to in cands:
+            for shape in reversed(_VALUE_SHAPE_ORDER[: _VALUE_SHAPE_ORDER.index(widest) + 1]):
+                if (path, param) in done:
                     break
+                rule = _rule_of(("query_to_path", path, param, shape, to))
+                if rule is None or rule.key in self.known:
+                    continue
                 verdict = self._judge(rule)
                 if verdict.kept:
                     kept.append(verdict.rule)
-                    if value is None:
-                        dropped.add(name)
-                    break
+                    done.add((path, param))
         return kept
 
     def _substitutions(self, cands: list[tuple]) -> list[DustRule]:
@@ -655,7 +725,11 @@ class _HostMiner:
                     verdict.kept, verdict.reason = False, "the other direction is better supported"
                 self.validations[verdict.rule.key] = verdict
             if best is not None:
+                # kept one by one, the URL set rewritten at once: a later candidate (the same piece to
+                # another target, '/en/' -> '/mobile/' after '/en/' -> '/'; a longer piece a kept one
+                # explains, '/old/tools/' after '/old/') is judged on what is left and finds no support
                 kept.append(best.rule)
+                self._keep([best.rule])
         return kept
 
     def _affected(self, rule: DustRule) -> Iterable[str]:
@@ -674,6 +748,7 @@ class _HostMiner:
     def _judge(self, rule: DustRule, record: bool = True) -> RuleValidation:
         cfg = self.config
         compiled = HostRules(self.host, [rule])
+        in_force = self.in_force.apply
         urls = self.urls
         groups: dict[str, list[int]] = {}
         examples: list[tuple[str, str]] = []
@@ -682,7 +757,9 @@ class _HostMiner:
             new_path, new_query = compiled.apply(path, query)
             if new_path == path and new_query == query:
                 continue
-            target = join_key(new_path, new_query)
+            target = join_key(*in_force(new_path, new_query))
+            if target == key:  # the rules in force undo it ('/recipes/' -> '/old/Recipes/' -> '/recipes/')
+                continue
             groups.setdefault(target, []).append(urls[key])
             if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
                 examples.append((key, target))
@@ -753,6 +830,37 @@ def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: Min
                     validation.reason = "would rewrite the results of kept substitutions in a cycle"
 
 
+def _widen_values(counts: Counter[tuple]) -> Counter[tuple]:
+    """``query_to_path`` candidates that differ only in the value's shape become one, at the widest shape seen,
+    counted on all their pages: ``Special:AllPages`` is a ``path``, ``Main_Page`` a ``slug``, ``Git`` an
+    ``alnum`` (three candidates each short of support on a wiki, one rule of its titles)."""
+    widest: dict[tuple, str] = {}
+    total: Counter[tuple] = Counter()
+    out: Counter[tuple] = Counter()
+    for cand, n in counts.items():
+        if cand[0] != "query_to_path":
+            out[cand] = n
+            continue
+        _, path, param, shape, to = cand
+        group = (path, param, to)
+        total[group] += n
+        if _VALUE_SHAPE_ORDER.index(shape) > _VALUE_SHAPE_ORDER.index(widest.get(group, "digits")):
+            widest[group] = shape
+    for (path, param, to), n in total.items():
+        out["query_to_path", path, param, widest.get((path, param, to), "digits"), to] = n
+    return out
+
+
+def _url_order(key: str) -> tuple[int, str]:
+    """The miner's fixed order of a host's URLs (shortest first, then the text): never the crawl's."""
+    return len(key), key
+
+
+def _count_order(item: tuple[tuple, int]) -> tuple[int, str]:
+    """Candidates most frequent first, equal counts by the candidate's text (not by when it was found)."""
+    return -item[1], repr(item[0])
+
+
 def _preference(verdict: RuleValidation) -> tuple:
     """Between two directions of a substitution: more support, fewer violations, then the longer target
     (``.htm`` -> ``.html``, ``/~editors/`` -> ``/people/editors/``: the spelled-out form), then the text."""
@@ -766,7 +874,7 @@ def _rule_of(cand: tuple) -> DustRule | None:
         if kind == "drop_pathparam":
             rule = DustRule("drop_pathparam", param=cand[1], prefix="/")
         elif kind == "drop_segment":
-            rule = DustRule("drop_segment", shape=cand[1], prefix="/")
+            rule = DustRule("drop_segment", shape=cand[1], lead=cand[2], prefix="/")
         elif kind == "case_insensitive":
             rule = DustRule("case_insensitive")
         elif kind == "query_to_path":
@@ -793,6 +901,7 @@ def _describe_candidate(cand: tuple) -> str:
     return " ".join(map(str, cand))
 
 
+_LEAD_SEGMENT = re.compile(r"[A-Za-z_\-]{1,16}")
 _PATHPARAM = re.compile(r";([A-Za-z_][A-Za-z0-9_.\-]{0,63})=[^;/]*")
 
 
@@ -839,23 +948,34 @@ def _param_candidates(path: str, q1: str, q2: str, out: set[tuple]) -> None:
 
 
 def _segment_candidates(p1: str, p2: str, out: set[tuple]) -> None:
+    # ("drop_segment", shape, lead): a token segment, with the literal segment before it when that one goes
+    # too (``/s/<token>/guide/`` ~ ``/guide/``), or may (two tokens after the same ``/s/``)
     s1, s2 = p1.split("/"), p2.split("/")
     if len(s1) == len(s2):
         diff = [i for i in range(len(s1)) if s1[i] != s2[i]]
         if len(diff) == 1 and diff[0] < len(s1) - 1:
-            shape = shape_of_segment(s1[diff[0]])
-            if shape is not None and shape == shape_of_segment(s2[diff[0]]):
-                out.add(("drop_segment", shape))
+            i = diff[0]
+            shape = shape_of_segment(s1[i])
+            if shape is not None and shape == shape_of_segment(s2[i]):
+                out.add(("drop_segment", shape, ""))
+                if i > 1 and _is_lead(s1[i - 1]):
+                    out.add(("drop_segment", shape, s1[i - 1]))
         return
-    if abs(len(s1) - len(s2)) != 1:
+    if abs(len(s1) - len(s2)) not in (1, 2):
         return
     longer, shorter = (s1, s2) if len(s1) > len(s2) else (s2, s1)
-    for i in range(1, len(longer) - 1):
-        if longer[:i] + longer[i + 1:] == shorter:
-            shape = shape_of_segment(longer[i])
-            if shape is not None:
-                out.add(("drop_segment", shape))
+    width = len(longer) - len(shorter)
+    for i in range(1, len(longer) - width):
+        if longer[:i] + longer[i + width:] == shorter:
+            shape = shape_of_segment(longer[i + width - 1])
+            if shape is not None and (width == 1 or _is_lead(longer[i])):
+                out.add(("drop_segment", shape, longer[i] if width == 2 else ""))
             return
+
+
+def _is_lead(segment: str) -> bool:
+    """A literal segment a session token may follow (``s``, ``sid``, ``session``): a short word, no token."""
+    return bool(_LEAD_SEGMENT.fullmatch(segment)) and shape_of_segment(segment) is None
 
 
 def _q2p_candidates(path_q: str, query: str, path_p: str, other_query: str, out: set[tuple]) -> None:
