@@ -81,6 +81,7 @@ class OnlineDustLearner:
         #: requests for other forms of URLs already met, held back until the crawl runs dry
         self.deferral = VariantDeferral(self.miner.split_url, self.events)
         self._evidence_sent: Counter = Counter()  # (host, form class) -> parked URLs sent as its evidence
+        self._evidence_values: dict[tuple[str, tuple], set[str]] = {}  # (host, parameter class) -> values sent
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
 
@@ -307,9 +308,16 @@ class OnlineDustLearner:
                                     if (host, form) in fetched and fetched[(host, form)] is None), ("", None))
             pages = evidence.setdefault((host, klass), set()) if klass is not None else None
             sent = self._evidence_sent[(host, klass)]
-            if pages is not None and len(pages) < self.config.min_support and near not in pages \
-                    and sent < 2 * self.config.min_support:  # a form no rule came of: the rest wait for the end
+            # a value of the parameter not seen in its evidence yet: what may refute the rule (?lang=en agrees,
+            # ?lang=de is another page); parked, it was never fetched before the rule was mined from ?lang=en
+            value = _param_value(klass, query) if klass is not None else None
+            values = self._evidence_values.setdefault((host, klass or ()), set())
+            refuting = value is not None and value not in values
+            if pages is not None and sent < 2 * self.config.min_support and (  # else: wait for the end
+                    refuting or (len(pages) < self.config.min_support and near not in pages)):
                 pages.add(near)
+                if value is not None:
+                    values.add(value)
                 self._evidence_sent[(host, klass)] += 1
                 out.append(request)
                 self.events["deferred_evidence"] += 1
@@ -599,6 +607,18 @@ def _forms_of(path: str, query: str) -> list[tuple[str, tuple]]:
     if stem:
         out.append((join_key(stem, query), ("ending", ending)))
     return out
+
+
+def _param_value(klass: tuple, query: str) -> str | None:
+    """The value of the parameter a ``("param", name)`` form class drops, in ``query``; None for a generated
+    token (one session id says what another says) or another class."""
+    if klass[0] != "param":
+        return None
+    for part in query.split("&") if query else ():
+        name, _, value = part.partition("=")
+        if name == klass[1]:
+            return None if len(value) >= 8 and shape_of_segment(value) is not None else value
+    return None
 
 
 #: the rule kinds of a query parameter
