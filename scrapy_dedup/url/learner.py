@@ -344,7 +344,7 @@ class OnlineDustLearner:
         drops a parameter's value (or a path parameter's) is also checked on the first URL of each value
         it drops, until ``config.min_support`` values were checked: ``?lang=en`` agreeing says nothing of
         ``?lang=de``, ``?start=6`` nothing of ``?start=12`` (generated tokens of 8 characters or more
-        count by their shape: one session id says what another says); and only against a page fetched without
+        count as one value: one session id says what another says); and only against a page fetched without
         that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         """
@@ -617,7 +617,8 @@ def _param_value(klass: tuple, query: str) -> str | None:
     for part in query.split("&") if query else ():
         name, _, value = part.partition("=")
         if name == klass[1]:
-            return None if len(value) >= 8 and shape_of_segment(value) is not None else value
+            value_class = _value_class(value)
+            return None if value_class == "<token>" else value_class
     return None
 
 
@@ -638,12 +639,12 @@ class _Budget:
 
 
 def _value_class(value: str | None) -> str | None:
-    """A dropped value as exploration tells values apart: a generated token by its shape (one session id says
-    as much as another), a word or a small number by itself (``de`` is not ``en``, ``2`` not ``1``)."""
+    """A dropped value as exploration and deferral tell values apart: generated tokens (8 characters or more,
+    with a digit) all alike (one session id says as much as another), a word or a small number by itself
+    (``de`` is not ``en``, ``2`` not ``1``)."""
     if value is None:
         return None
-    shape = shape_of_segment(value)
-    return shape if shape is not None and len(value) >= 8 else value
+    return "<token>" if len(value) >= 8 and shape_of_segment(value) is not None else value
 
 
 def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
