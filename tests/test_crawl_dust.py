@@ -528,3 +528,45 @@ def test_deferred_requests_are_all_fetched_or_folded_by_a_learned_rule(monkeypat
         key = learner.key_of(url)
         assert learner.is_fetched(key), url  # folded by the rules onto a page fetched ...
         assert site.truth(path_qs(learner.first_url[key])).page == site.truth(path_qs(url)).page, url  # its own
+
+
+_LEGACY = tuple(f"page{i}" for i in range(10))
+
+
+def _legacy_site(host: str, path_qs: str):
+    """An old URL scheme: ``/legacy/<name>`` redirects (301) to ``/<name>``; the home page links every page by
+    its old URL only, and each page links the next one's old URL."""
+    from tests.support.localsite import Page
+
+    if path_qs.startswith("/legacy/") and path_qs[len("/legacy/"):] in _LEGACY:
+        return Page("", status=301, headers={"Location": path_qs[len("/legacy"):]})
+    if path_qs == "/":
+        name, links = "home", [f"/legacy/{n}" for n in _LEGACY]
+    elif path_qs.strip("/") in _LEGACY:
+        name = path_qs.strip("/")
+        links = [f"/legacy/{_LEGACY[(_LEGACY.index(name) + 1) % len(_LEGACY)]}"]
+    else:
+        return None
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
+    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_learning_turns_three_redirects_of_one_shape_into_a_rule_applied_before_download():
+    """Every ``/legacy/<name>`` link hopped (a fetch for nothing, then the page). Three redirects of one shape
+    make the rule ``/legacy/ -> /``; the server redirects by it, so later old URLs are requested rewritten,
+    without the hop; every page is fetched once, none lost."""
+    settings = {**ADDON, **LEARN_MIDDLEWARE, "DEDUP_DUST_LEARN": True, "CONCURRENT_REQUESTS": 1,
+                "DEPTH_PRIORITY": 1, "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue"}
+    with LocalSite(_legacy_site) as site:
+        crawler = yield run_crawl(SiteSpider, settings, start_urls=[site.url("legacy.test")])
+        fetched = [p for _, p in site.fetched()]
+    stats = crawler.stats.get_stats()
+    assert {f"/{n}" for n in _LEGACY} <= set(fetched)  # no page lost
+    pages = [p for p in fetched if not p.startswith("/legacy/") and p != "/"]
+    assert len(pages) == len(set(pages)), sorted(pages)  # each page once
+    hops = [p for p in fetched if p.startswith("/legacy/")]
+    assert stats.get("dedup/dust/redirect_rewritten", 0) >= 1, ({k: v for k, v in stats.items() if "dust" in k}, fetched)
+    assert len(hops) <= 4, hops  # the evidence (3 redirects, maybe one more in flight), then no hop
+    assert len(hops) + stats["dedup/dust/redirect_rewritten"] >= len(_LEGACY)

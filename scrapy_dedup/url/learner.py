@@ -108,8 +108,8 @@ class OnlineDustLearner:
             record.update(exact_hash=content, simhash=simhash)
         self.miner.add_record(record)  # the miner's own reading of a crawl-log line: one notion of evidence
         value = (content, simhash)
-        if simhash is None and content in self.pagess:
-            self._new_evidence += 1  # a page met again under another URL: what candidates are made of
+        if (simhash is None and content in self.pagess) or sources:
+            self._new_evidence += 1  # a page met again under another URL (or redirected to): what rules are made of
         self.pagess.add(content)
         for u in (url, *sources):
             self.fetched.setdefault(u, value)
