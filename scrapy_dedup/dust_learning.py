@@ -14,9 +14,18 @@ order 100: it sees responses after decompression and requests just before downlo
   host get the new canonical key (the dupefilter then drops them), and the alias table
   the run mined (redirects, a page under two keys) replaces the learned one. Each
   activation is logged at INFO with its support and counted (``dedup/dust/activated``);
+* a request for another form of a page already met (the same page name in its URL)
+  is parked at ``request_scheduled`` instead of scheduled (``dedup/dust/deferred``),
+  and sent back when the scheduler runs dry, by then mostly folded by the rules its
+  evidence taught (:class:`~scrapy_dedup.url.learner.VariantDeferral`,
+  ``dedup/dust/deferred_released``); a redirect is evidence as soon as the 3xx is
+  downloaded, and a learned rule the server itself redirects by rewrites a request's
+  URL before download (``dedup/dust/redirect_rewritten``);
 * a request queued before a rule was activated is checked again against the
   updated canonical key just before download and dropped if a page with that key
-  was already fetched or is being fetched (``dedup/dust/skipped_queued``);
+  was already fetched or is being fetched (``dedup/dust/skipped_queued``); one the
+  dupefilter drops under a learned rule for a key no page was fetched under (the key
+  a redirecting URL took) is sent again past it (``dedup/dust/resent_unfetched_key``);
 * an active rule hides its own violations, so of the distinct URLs a learned rule
   collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
   share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a

@@ -1,8 +1,10 @@
 """Online DUST learning: rules mined during a crawl from the pages fetched so far, checked as it goes.
 
 The miner is :class:`~scrapy_dedup.url.mining.DustMiner`, run again as same-page
-evidence arrives (at the latest every ``every`` pages); the Scrapy side is
-:mod:`scrapy_dedup.dust_learning`. This module imports nothing from Scrapy.
+evidence arrives (at the latest every ``every`` pages); requests for other forms of
+a page already met wait (:class:`VariantDeferral`) until the evidence they need has
+taught the rules that fold them; the Scrapy side is :mod:`scrapy_dedup.dust_learning`.
+This module imports nothing from Scrapy.
 """
 from __future__ import annotations
 
