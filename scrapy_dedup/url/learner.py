@@ -445,8 +445,22 @@ class OnlineDustLearner:
             return False
         return True
 
+    def _to_blame(self, url: str, host: str, path: str, query: str, page: tuple[Any, int | None]) -> set:
+        """The learned rules that fired on ``url`` (another page than its key's), less those proven innocent:
+        the rule alone rewrites the URL to a URL fetched with this very page (``?lang=de&sid=x`` is the page
+        of ``?lang=de``: dropping ``sid`` did not do it). All of them when none is left."""
+        fired = {ident for ident, single in self._single.items() if ident[0] == host and single.fired(path, query)}
+        prefix = url[: url.find("/", url.find("://") + 3)] if url.count("/") >= 3 else url
+        innocent = set()
+        for ident in fired if len(fired) > 1 else ():
+            alone = self.fetched.get(prefix + join_key(*self._single[ident].apply(path, query)))
+            if alone is not None and _same_content(alone, page, self.config.hamming):
+                innocent.add(ident)
+        return (fired - innocent) or fired
+
     def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
-        """An exploration page arrived: a different page than its key's deactivates the rules that fired."""
+        """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
+        but those proven innocent (:meth:`_to_blame`)."""
         key = self.exploring.pop(url, None)
         if key is None:
             return []
@@ -462,9 +476,10 @@ class OnlineDustLearner:
             return []
         host, path, query = parts
         removed = []
+        guilty = self._to_blame(url, host, path, query, (exact, simhash))
         for rule in list(self.rules.hosts.get(host, [])):
             ident = (host, rule.key)
-            if ident in self.learned and self._single[ident].fired(path, query):
+            if ident in guilty:
                 self.rules.remove(host, rule)
                 self.banned.add(ident)
                 if rule.kind in _PARAM_KINDS:  # a value of it proved to matter: no rule of that parameter now
