@@ -14,9 +14,18 @@ order 100: it sees responses after decompression and requests just before downlo
   host get the new canonical key (the dupefilter then drops them), and the alias table
   the run mined (redirects, a page under two keys) replaces the learned one. Each
   activation is logged at INFO with its support and counted (``dedup/dust/activated``);
+* a request for another form of a page already met (the same page name in its URL)
+  is parked at ``request_scheduled`` instead of scheduled (``dedup/dust/deferred``),
+  and sent back when the scheduler runs dry, by then mostly folded by the rules its
+  evidence taught (:class:`~scrapy_dedup.url.learner.VariantDeferral`,
+  ``dedup/dust/deferred_released``); a redirect is evidence as soon as the 3xx is
+  downloaded, and a learned rule the server itself redirects by rewrites a request's
+  URL before download (``dedup/dust/redirect_rewritten``);
 * a request queued before a rule was activated is checked again against the
   updated canonical key just before download and dropped if a page with that key
-  was already fetched or is being fetched (``dedup/dust/skipped_queued``);
+  was already fetched or is being fetched (``dedup/dust/skipped_queued``); one the
+  dupefilter drops under a learned rule for a key no page was fetched under (the key
+  a redirecting URL took) is sent again past it (``dedup/dust/resent_unfetched_key``);
 * an active rule hides its own violations, so of the distinct URLs a learned rule
   collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
   share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
@@ -36,8 +45,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.http import TextResponse
+from w3lib.url import safe_url_string
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.extensions import _declared_canonical as canonical_link_in_head
@@ -59,6 +69,10 @@ __all__ = ["DustLearningMiddleware"]
 
 #: request meta key of a request sent again after the rule that dropped it was deactivated
 RESENT_META = "dedup_dust_resent"
+#: request meta key of a request sent to the URL a learned redirect rule gives it (the URL it was for)
+REWRITTEN_META = "dedup_dust_rewritten_from"
+#: request meta key of a request that was deferred (another form of a URL already met), then released
+DEFERRED_META = "dedup_dust_deferred"
 
 
 class _ExploringCanonicalizer:
@@ -114,22 +128,68 @@ class DustLearningMiddleware:
         self.inflight: dict[str, int] = {}  # canonical key -> requests being downloaded
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)
+        crawler.signals.connect(self.request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         self.fingerprinter = fingerprinter
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DustLearningMiddleware:
         return cls(crawler)
 
-    # --- requests: the re-check of already queued requests ---
+    # --- requests: deferral of variants, the re-check of already queued requests ---
 
-    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+    def request_scheduled(self, request: Request, spider: Spider | None = None) -> None:
+        """Before the scheduler takes ``request``: a variant of a URL already met (another form of it) is
+        parked until the scheduler runs dry, beyond the few the rule of that form is learned from
+        (:class:`~scrapy_dedup.url.learner.VariantDeferral`); raising IgnoreRequest here keeps it out of
+        the scheduler (and its dupefilter) without calling the spider's errback."""
+        if request.meta.get("verbatim_url"):
+            return
+        # a redirect, a request sent again or released, or one the spider wants fetched: indexed, never parked
+        may_park = not (request.dont_filter or request.meta.get("redirect_urls") or request.meta.get(DEFERRED_META))
+        key = self.canonicalizer.canonicalize(request.url)
+        if self.learner.is_fetched(key) or self.inflight.get(key):
+            return  # the dupefilter, or the check before download, drops it
+        if self.learner.deferral.consider(request.url, key, request, may_park):
+            self.stats.inc_value("dedup/dust/deferred")
+            raise IgnoreRequest(f"DUST: {request.url} deferred (another form of a URL already met)")
+
+    def spider_idle(self, spider: Spider | None = None) -> None:
+        """The scheduler ran dry: the parked requests go to it (the dupefilter drops those a rule learned
+        meanwhile gave the key of a fetched page), and the crawl goes on."""
+        if not self.learner.deferral.parked:
+            return
+        self._activated(self.learner.mine_pending(), self.learner.pages)  # the evidence fetched since counts
+        parked = self.learner.release_deferred()
+        if not parked:
+            return
+        for request in parked:
+            request.meta[DEFERRED_META] = True
+            self.crawler.engine.crawl(request)
+        self.stats.inc_value("dedup/dust/deferred_released", len(parked))
+        raise DontCloseSpider
+
+    def response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
+        """A redirect is evidence at once (the redirected request may be dropped as already seen)."""
+        location = response.headers.get("Location") if 300 <= response.status < 400 else None
+        if not location:
+            return
+        try:
+            target = response.urljoin(safe_url_string(location.decode("latin-1")))
+        except ValueError:
+            return
+        self._activated(self.learner.redirected(request.url, target), self.learner.pages)
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
         # A request that carries a key came back: the redirect of a request this middleware let through (a
         # 3xx is answered by RedirectMiddleware before this one sees the response), or its replacement by a
         # later middleware (an alias target): the former download is over, its key no longer in flight.
         self._release(request)
         # dont_filter set by this add-on, not by the spider: sent again here, or the redirect of a request
         # within its key (a page fetched meanwhile under another URL of the key is not fetched again)
-        ours = request.meta.get(RESENT_META) or request.meta.get(SAME_KEY_REDIRECT_META)
+        ours = (request.meta.get(RESENT_META) or request.meta.get(SAME_KEY_REDIRECT_META)
+                or request.meta.get(REWRITTEN_META))
         if (request.dont_filter and not ours) or request.meta.get("verbatim_url"):
             return None
         if self.learner.take_exploration(request.url):
@@ -141,6 +201,12 @@ class DustLearningMiddleware:
             self.learner.hold(request.url, request)
             logger.debug("DUST: %s dropped before download: %s was already fetched", request.url, key)
             raise IgnoreRequest(f"DUST duplicate of {key}")
+        target = None if REWRITTEN_META in request.meta else self.learner.redirect_target(request.url)
+        if target is not None:
+            # the server would redirect it there: requested at once (its key is the one this request has)
+            self.stats.inc_value("dedup/dust/redirect_rewritten")
+            logger.debug("DUST: %s requested as %s (a learned rule the server redirects by)", request.url, target)
+            return request.replace(url=target, dont_filter=True, meta={**request.meta, REWRITTEN_META: request.url})
         self.inflight[key] = self.inflight.get(key, 0) + 1
         request.meta["dedup_dust_key"] = key
         return None
@@ -161,8 +227,18 @@ class DustLearningMiddleware:
         again if one of them is deactivated. A redirect of a request let through here, dropped because its
         target was seen, ends that download: its key is no longer in flight."""
         self._release(request)
-        if "dust" in self.fingerprinter.fired_switches(request):  # the key the dupefilter used (cached)
-            self.learner.hold(request.url, request)
+        if "dust" not in self.fingerprinter.fired_switches(request):  # the key the dupefilter used (cached)
+            return
+        key = self.canonicalizer.canonicalize(request.url)
+        if not (request.meta.get(RESENT_META) or self.learner.is_fetched(key) or self.inflight.get(key)):
+            # The dupefilter holds this key from a request that brought no page under it: a URL that
+            # redirected to another key before the rule gave both one key (/a -> /a/, then "'/' -> ''"), or
+            # an error. Dropped, the page of the key would be lost: sent again past the dupefilter, checked
+            # before download against the pages fetched by then.
+            self.stats.inc_value("dedup/dust/resent_unfetched_key")
+            self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
+            return
+        self.learner.hold(request.url, request)
 
     def _resend(self) -> None:
         """Requests a deactivated rule had made the crawl drop go to the scheduler again. Past the dupefilter,
@@ -175,10 +251,17 @@ class DustLearningMiddleware:
 
     # --- responses: learning and exploration ---
 
-    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+    def process_response(self, request: Request, response: Response,
+                         spider: Spider | None = None) -> Response | Request:
         self._release(request)
         if response.status >= 400:
             self.learner.canonicals.failed(response.url)  # refuses the canonicals that named it
+            original = request.meta.get(REWRITTEN_META)
+            if original and original != request.url:
+                # the rewritten URL does not answer: the URL as linked is requested after all (nothing lost)
+                self.stats.inc_value("dedup/dust/redirect_rewrite_failed")
+                meta = {k: v for k, v in request.meta.items() if k != "dedup_dust_key"}
+                return request.replace(url=original, dont_filter=True, meta={**meta, REWRITTEN_META: original})
         if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
             return response
         content, sim = self._content_of(response)
@@ -200,11 +283,7 @@ class DustLearningMiddleware:
             # narrower rule) is in force before the requests it dropped are checked again
             activated += self.learner.mine_now()
             self._resend()
-        for verdict in activated:
-            self.stats.inc_value("dedup/dust/activated")
-            logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
-                        before + 1, verdict.host, verdict.rule.describe(), verdict.support,
-                        verdict.support_pages, verdict.violations)
+        self._activated(activated, before + 1)
         canonical = _declared_canonical(response)
         if canonical is not None:
             self.learner.declared(response.url, canonical, content, sim)
@@ -218,6 +297,13 @@ class DustLearningMiddleware:
             if events[f"canonical_{name}"]:
                 self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
         return response
+
+    def _activated(self, activated: list, pages: int) -> None:
+        for verdict in activated:
+            self.stats.inc_value("dedup/dust/activated")
+            logger.info("DUST rule activated after %d pages: %s: %s (support %d from %d pages, %d violations)",
+                        pages, verdict.host, verdict.rule.describe(), verdict.support,
+                        verdict.support_pages, verdict.violations)
 
     def _canonical_changes(self) -> None:
         changes = self.learner.canonicals.changes

@@ -360,3 +360,29 @@ def test_the_rules_do_not_depend_on_the_order_of_the_log(seed):
         assert rules.hosts, "the generated site gives rules"
         outputs.add(rules.dumps())
     assert len(outputs) == 1
+
+
+def test_an_explored_violation_deactivates_only_the_rules_not_proven_innocent():
+    """``/b?lang=de&sid=x`` is the German page: ``drop ?lang=`` is wrong, ``drop ?sid=`` is not, and the fetched
+    ``/b?lang=de`` (the URL ``drop ?sid=`` alone gives) holds that very page. Both rules fired on the explored
+    URL; both were deactivated for good, and every session URL was fetched again for the rest of the crawl."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=100, explore=1.0)
+    activated = []
+    for i in range(3):
+        activated += learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        activated += learner.record(f"http://{HOST}/p{i}?lang=en", f"page{i}", None)
+        activated += learner.record(f"http://{HOST}/p{i}?sid=s{i}", f"page{i}", None)
+    activated += learner.mine_now()
+    assert sorted(v.rule.param for v in activated) == ["lang", "sid"]
+    learner.record(f"http://{HOST}/b", "b in English", None)
+    learner.record(f"http://{HOST}/b?lang=de", "b in German", None)
+    explored = f"http://{HOST}/b?lang=de&sid=s9"
+    assert learner.should_explore(explored, key_of(explored))
+    removed = learner.check_explored(explored, "b in German", None)
+    assert [r.param for r in removed] == ["lang"]
+    assert [r.param for r in rules.hosts[HOST]] == ["sid"]

@@ -1,8 +1,10 @@
 """Online DUST learning: rules mined during a crawl from the pages fetched so far, checked as it goes.
 
 The miner is :class:`~scrapy_dedup.url.mining.DustMiner`, run again as same-page
-evidence arrives (at the latest every ``every`` pages); the Scrapy side is
-:mod:`scrapy_dedup.dust_learning`. This module imports nothing from Scrapy.
+evidence arrives (at the latest every ``every`` pages); requests for other forms of
+a page already met wait (:class:`VariantDeferral`) until the evidence they need has
+taught the rules that fold them; the Scrapy side is :mod:`scrapy_dedup.dust_learning`.
+This module imports nothing from Scrapy.
 """
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from scrapy_dedup.content.simhash import hamming as hamming_distance
-from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet, join_key, split_key
-from scrapy_dedup.url.mining import DustMiner, MiningConfig, RuleValidation
+from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet, join_key, shape_of_segment, split_key
+from scrapy_dedup.url.mining import _PATHPARAM, DustMiner, MiningConfig, RuleValidation
 
-__all__ = ["DeclaredCanonicals", "OnlineDustLearner"]
+__all__ = ["DeclaredCanonicals", "OnlineDustLearner", "VariantDeferral"]
 
 
 class OnlineDustLearner:
@@ -42,6 +44,8 @@ class OnlineDustLearner:
     with the crawl; ``every`` trades activation delay against that cost.
     """
 
+    #: parked requests sent at a time when none is evidence (see :meth:`release_deferred`)
+    FLUSH = 12
     #: requests kept per learned rule to send again if it is deactivated (see :meth:`hold`)
     MAX_HELD = 10_000
 
@@ -58,12 +62,16 @@ class OnlineDustLearner:
         self._new_evidence = 0  # pages met again under another URL since the last mining
         self.pagess: set[Any] = set()  # the contents (clusters) recorded
         self.banned: set[tuple[str, tuple]] = set()
+        self._banned_params: set[tuple[str, str]] = set()  # (host, parameter) of a deactivated rule
         self.learned: dict[tuple[str, tuple], RuleValidation] = {}
+        #: learned rules the server redirects by: applied to a request's URL before download (no hop)
+        self.redirect_rules: set[tuple[str, tuple]] = set()
         self.fetched: dict[str, tuple[Any, int | None]] = {}  # fetched URL -> (exact, simhash)
         self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
         self.first_url: dict[str, str] = {}  # canonical key -> the URL that page was fetched at
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
+        self._explore_taken: set[str] = set()  # explorations whose request went to download
         self._budget: dict[tuple[str, tuple], _Budget] = {}  # learned rule -> its exploration so far
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self._held: dict[tuple[str, tuple], dict[str, Any]] = {}  # learned rule -> {URL: request it dropped}
@@ -72,6 +80,10 @@ class OnlineDustLearner:
         self.events: Counter = Counter()
         #: rel="canonical" declarations, trusted per host once fetched pairs confirm them
         self.canonicals = DeclaredCanonicals(self.miner, self.config, self.events)
+        #: requests for other forms of URLs already met, held back until the crawl runs dry
+        self.deferral = VariantDeferral(self.miner.split_url, self.events)
+        self._evidence_sent: Counter = Counter()  # (host, form class) -> parked URLs sent as its evidence
+        self._evidence_values: dict[tuple[str, tuple], set[str]] = {}  # (host, parameter class) -> values sent
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
 
@@ -98,8 +110,8 @@ class OnlineDustLearner:
             record.update(exact_hash=content, simhash=simhash)
         self.miner.add_record(record)  # the miner's own reading of a crawl-log line: one notion of evidence
         value = (content, simhash)
-        if simhash is None and content in self.pagess:
-            self._new_evidence += 1  # a page met again under another URL: what candidates are made of
+        if (simhash is None and content in self.pagess) or sources:
+            self._new_evidence += 1  # a page met again under another URL (or redirected to): what rules are made of
         self.pagess.add(content)
         for u in (url, *sources):
             self.fetched.setdefault(u, value)
@@ -108,10 +120,48 @@ class OnlineDustLearner:
                 self.content_of[key] = value
                 self.first_url[key] = u
             self.canonicals.fetched(u, value)
+        return self._mine_if_due()
+
+    def _mine_if_due(self) -> list[RuleValidation]:
         if self._since_mining >= self.every or (self._new_evidence >= self.config.min_support
                                                  and self._since_mining * 10 >= self.pages):
             return self.mine_now()
         return []
+
+    def mine_pending(self) -> list[RuleValidation]:
+        """Mine now if pages were recorded since the last mining; returns the rules activated."""
+        return self.mine_now() if self._since_mining else []
+
+    def redirected(self, source: str, target: str) -> list[RuleValidation]:
+        """``source`` answered a redirect to ``target``: evidence at once, not only if the redirected request
+        is fetched (the scheduler drops it when ``target``'s key was fetched: then its page is known, and
+        the pair ``source`` / ``target`` is what a rule of the old scheme is mined from). Returns the rules
+        activated now."""
+        self.miner.add_record({"kind": "redirect", "request_url": source, "url": target})
+        value = self.fetched.get(target)
+        if value is None:
+            value = self.content_of.get(self.key_of(target))
+            if value is None:
+                return []  # the redirected request is fetched, and recorded with its redirect_urls
+            # the target's key's page, under the rules in force (not marked fetched: should a rule prove
+            # wrong, the dropped redirected request is held, and sent again)
+            self._add_to_miner(target, value)
+        if source in self.fetched:
+            return []
+        self.fetched[source] = value
+        key = self.key_of(source)
+        if key not in self.content_of:  # the source's key answered that page (as record() has it)
+            self.content_of[key], self.first_url[key] = value, source
+        self._new_evidence += 1
+        return self._mine_if_due()
+
+    def _add_to_miner(self, url: str, value: tuple[Any, int | None]) -> None:
+        record: dict[str, Any] = {"url": url}
+        if value[1] is None:
+            record["cluster"] = str(value[0])
+        else:
+            record.update(exact_hash=value[0], simhash=value[1])
+        self.miner.add_record(record)
 
     def declared(self, url: str, canonical: str, content: str | int, simhash: int | None = None) -> None:
         """The page fetched at ``url`` (named as in :meth:`record`) declares ``rel="canonical"`` ``canonical``:
@@ -123,15 +173,18 @@ class OnlineDustLearner:
     def mine_now(self) -> list[RuleValidation]:
         self._since_mining = self._new_evidence = 0
         self.events["mining_runs"] += 1
-        result = self.miner.mine(existing=self.rules)
+        result = self.miner.mine(existing=self.rules, exclude=self.banned)
         activated = []
         for verdict in result.kept():
             ident = (verdict.host, verdict.rule.key)
-            if ident in self.banned or ident in self.learned:
+            if ident in self.banned or ident in self.learned or (
+                    verdict.rule.kind in _PARAM_KINDS and (verdict.host, verdict.rule.param) in self._banned_params):
                 continue
             if self.rules.add(verdict.host, verdict.rule):
                 self.learned[ident] = verdict
                 self._single[ident] = HostRules(verdict.host, [verdict.rule])
+                if self._redirect_backed(ident):
+                    self.redirect_rules.add(ident)
                 activated.append(verdict)
         aliased = self._take_aliases(result.rules.aliases)
         if activated:
@@ -139,6 +192,41 @@ class OnlineDustLearner:
         if activated or aliased:
             self._rekey()
         return activated
+
+    def _redirect_backed(self, ident: tuple[str, tuple]) -> bool:
+        """Does the server itself redirect by this rule? At least ``min_support`` redirects recorded whose
+        target is the source rewritten by the rule alone, and violations (a redirect the rule rewrites
+        elsewhere) within ``max_violation_rate``."""
+        single = self._single[ident]
+        agree = disagree = 0
+        for source, target in self.miner.redirects.get(ident[0], {}).items():
+            path, query = split_key(source)
+            if single.fired(path, query):
+                if join_key(*single.apply(path, query)) == target:
+                    agree += 1
+                else:
+                    disagree += 1
+        return agree >= self.config.min_support and disagree <= self.config.max_violation_rate * (agree + disagree)
+
+    def redirect_target(self, url: str) -> str | None:
+        """The URL ``url`` is rewritten to before its download by the learned rules the server redirects by
+        (:meth:`_redirect_backed`: an old URL scheme, an old extension), so that it is requested at once
+        instead of hopping; None when none of them rewrites it."""
+        if not self.redirect_rules:
+            return None
+        parts = self.miner.split_url(url)
+        if parts is None:
+            return None
+        host, path, query = parts
+        new_path, new_query = path, query
+        for ident in self.redirect_rules:
+            if ident[0] == host:
+                new_path, new_query = self._single[ident].apply(new_path, new_query)
+        if (new_path, new_query) == (path, query):
+            return None
+        scheme, _, rest = url.partition("://")
+        authority = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        return f"{scheme}://{authority}{join_key(new_path, new_query)}"
 
     def _take_aliases(self, mined: dict[str, dict[str, str]]) -> bool:
         """The alias table of this mining run (redirects, pages the rules leave under two keys), written under
@@ -183,6 +271,69 @@ class OnlineDustLearner:
         """Was a page with this canonical key (under the rules in force) fetched already?"""
         return key in self.content_of
 
+    # --- deferral ---
+
+    def release_deferred(self) -> list[Any]:
+        """The scheduler ran dry: the parked requests to schedule now (:class:`VariantDeferral`; the caller
+        mines first, :meth:`mine_pending`, so that the evidence fetched since counts): every parked request
+        whose key under the rules in force is a fetched page's (the dupefilter drops it, or explores it);
+        per form, up to
+        ``config.min_support`` parked URLs one step from a fetched page (of distinct pages: the evidence a
+        rule is mined from; at most twice per form); when there is none such, the next ``FLUSH`` of the
+        rest. The others stay parked."""
+        parked = self.deferral.parked
+        if not parked:
+            return []
+        fetched: dict[tuple[str, str], tuple | None] = {}  # (host, form) -> its class; a fetched key: None
+        for key in self.content_of:
+            parts = self.miner.split_url(key)
+            if parts is None:
+                continue
+            host, path, query = parts
+            fetched[(host, join_key(path, query))] = None
+            for form, form_class in variant_forms(path, query):
+                fetched.setdefault((host, form), form_class)
+        out: list[Any] = []
+        rest: dict[str, Any] = {}
+        evidence: dict[tuple[str, tuple], set[str]] = {}  # (host, form class) -> the pages of its evidence now
+        for url, request in parked.items():
+            key = self.key_of(url)
+            parts = self.miner.split_url(key)
+            if key in self.content_of or parts is None:
+                out.append(request)
+                continue
+            host, path, query = parts
+            own = join_key(path, query)
+            near, klass = own, fetched.get((host, own))
+            if klass is None:
+                near, klass = next(((form, k) for form, k in variant_forms(path, query)
+                                    if (host, form) in fetched and fetched[(host, form)] is None), ("", None))
+            pages = evidence.setdefault((host, klass), set()) if klass is not None else None
+            sent = self._evidence_sent[(host, klass)]
+            # a value of the parameter not seen in its evidence yet: what may refute the rule (?lang=en agrees,
+            # ?lang=de is another page); parked, it was never fetched before the rule was mined from ?lang=en
+            value = _param_value(klass, query) if klass is not None else None
+            values = self._evidence_values.setdefault((host, klass or ()), set())
+            refuting = value is not None and value not in values
+            if pages is not None and sent < 2 * self.config.min_support and (  # else: wait for the end
+                    refuting or (len(pages) < self.config.min_support and near not in pages)):
+                pages.add(near)
+                if value is not None:
+                    values.add(value)
+                self._evidence_sent[(host, klass)] += 1
+                out.append(request)
+                self.events["deferred_evidence"] += 1
+            else:
+                rest[url] = request
+        if not any(evidence.values()):
+            # no evidence left to fetch: the rest goes (nothing stays parked for ever), a few at a time, so
+            # that rules mined from the first ones fold the next ones before they are fetched
+            flush = list(rest)[: self.FLUSH]
+            out.extend(rest.pop(url) for url in flush)
+        self.deferral.parked = rest
+        self.events["deferred_released"] += len(out)
+        return out
+
     # --- exploration ---
 
     def should_explore(self, url: str, key: str) -> bool:
@@ -194,7 +345,8 @@ class OnlineDustLearner:
         now and then, and a densely linked site does not get every variant fetched once. A rule that
         drops a parameter's value (or a path parameter's) is also checked on the first URL of each value
         it drops, until ``config.min_support`` values were checked: ``?lang=en`` agreeing says nothing of
-        ``?lang=de``, ``?start=6`` nothing of ``?start=12``; and only against a page fetched without
+        ``?lang=de``, ``?start=6`` nothing of ``?start=12`` (generated tokens of 8 characters or more
+        count as one value: one session id says what another says); and only against a page fetched without
         that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         """
@@ -214,9 +366,10 @@ class OnlineDustLearner:
                 budget = self._budget[ident] = _Budget()
             budget.collapsed += 1
             rule = self._single[ident].rules[0]
-            value = _dropped_value(rule, parts[1], parts[2])
+            value = _value_class(_dropped_value(rule, parts[1], parts[2]))
             first = self.miner.split_url(self.first_url.get(key, ""))
-            if first is not None and value is not None and _dropped_value(rule, first[1], first[2]) == value:
+            if first is not None and value is not None \
+                    and _value_class(_dropped_value(rule, first[1], first[2])) == value:
                 value = None  # the key's page came with this very value: comparing says nothing of it
             if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
                 budget.values.add(value)
@@ -277,8 +430,9 @@ class OnlineDustLearner:
         """Is ``url`` (about to be downloaded) an exploration? Not any more once an alias of the table, learned
         since, sends it elsewhere: an alias is a fact (a redirect, a page under two keys), not a rule to check,
         and its target may have been fetched already."""
-        if url not in self.exploring:
-            return False
+        if url not in self.exploring or url in self._explore_taken:
+            return False  # (another request for the URL while it is explored: not an exploration)
+        self._explore_taken.add(url)
         parts = self.miner.split_url(url)
         if parts is None:
             return True
@@ -291,8 +445,22 @@ class OnlineDustLearner:
             return False
         return True
 
+    def _to_blame(self, url: str, host: str, path: str, query: str, page: tuple[Any, int | None]) -> set:
+        """The learned rules that fired on ``url`` (another page than its key's), less those proven innocent:
+        the rule alone rewrites the URL to a URL fetched with this very page (``?lang=de&sid=x`` is the page
+        of ``?lang=de``: dropping ``sid`` did not do it). All of them when none is left."""
+        fired = {ident for ident, single in self._single.items() if ident[0] == host and single.fired(path, query)}
+        prefix = url[: url.find("/", url.find("://") + 3)] if url.count("/") >= 3 else url
+        innocent = set()
+        for ident in fired if len(fired) > 1 else ():
+            alone = self.fetched.get(prefix + join_key(*self._single[ident].apply(path, query)))
+            if alone is not None and _same_content(alone, page, self.config.hamming):
+                innocent.add(ident)
+        return (fired - innocent) or fired
+
     def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
-        """An exploration page arrived: a different page than its key's deactivates the rules that fired."""
+        """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
+        but those proven innocent (:meth:`_to_blame`)."""
         key = self.exploring.pop(url, None)
         if key is None:
             return []
@@ -308,11 +476,15 @@ class OnlineDustLearner:
             return []
         host, path, query = parts
         removed = []
+        guilty = self._to_blame(url, host, path, query, (exact, simhash))
         for rule in list(self.rules.hosts.get(host, [])):
             ident = (host, rule.key)
-            if ident in self.learned and self._single[ident].fired(path, query):
+            if ident in guilty:
                 self.rules.remove(host, rule)
                 self.banned.add(ident)
+                if rule.kind in _PARAM_KINDS:  # a value of it proved to matter: no rule of that parameter now
+                    self._banned_params.add((host, rule.param))
+                self.redirect_rules.discard(ident)
                 del self.learned[ident], self._single[ident]
                 removed.append(rule)
         if removed:
@@ -320,6 +492,155 @@ class OnlineDustLearner:
             self._rekey()
             self.resend.extend(self.release((host, rule.key) for rule in removed))
         return removed
+
+
+class VariantDeferral:
+    """Requests for a URL that looks like another form of a page already met wait until the crawl runs dry.
+
+    A rule needs ``support`` pages fetched under two forms before it is mined; every other URL of that
+    form fetched before the rule is active is a fetch for nothing, and so is every pair of forms two
+    steps apart (``/en/a.html?ref=x`` beside ``/a.html?sid=y``: no rule explains it alone). So a request
+    whose URL names a page already met (the same *name*: the last path segment without its ending,
+    lower-cased, or the last segment of a path carried in a query value) is parked instead of scheduled.
+    When the scheduler runs dry, :meth:`OnlineDustLearner.release_deferred` sends back the parked
+    requests a rule learned meanwhile gave a fetched key (the dupefilter drops them, or explores), and
+    then the evidence the next rules need, cheapest first: per form (:func:`variant_forms`: which
+    parameter, segment or ending), ``support`` parked URLs one step from a fetched page; only when none
+    is one step from one are all the rest sent. A parked URL no rule explains (a trap: ``?page=2``, a
+    translation) is fetched then: nothing is lost, only delayed.
+
+    Bounded: at most ``MAX_NAMES`` names indexed and ``MAX_PARKED`` requests parked (beyond, requests
+    are scheduled as they come; counted in ``events["deferral_over_limit"]``).
+    """
+
+    MAX_NAMES = 2_000_000
+    MAX_PARKED = 100_000
+
+    def __init__(self, split_url: Any, events: Counter):
+        self.split_url = split_url
+        self.events = events
+        self._names: dict[str, set[str]] = {}  # host -> page names met
+        self._indexed = 0
+        self.parked: dict[str, Any] = {}  # URL -> its request, in the order parked
+
+    def consider(self, url: str, key: str, request: Any, may_park: bool = True) -> bool:
+        """``request`` for ``url`` (canonical key ``key``, not fetched yet) is about to be scheduled: index the
+        page name(s) it carries; True when it is parked (the caller does not schedule it)."""
+        if url in self.parked:
+            if may_park:
+                return True  # linked again while parked
+            del self.parked[url]  # requested by a redirect meanwhile: it goes on, the parked one is not needed
+        parts = self.split_url(key)
+        if parts is None:
+            return False
+        host, path, query = parts
+        names = self._names.setdefault(host, set())
+        carried = _page_names(path, query)
+        known = any(name in names for name in carried)
+        if self._indexed < self.MAX_NAMES:
+            new = carried - names
+            names |= new
+            self._indexed += len(new)
+        if not known or not may_park:
+            return False
+        if len(self.parked) >= self.MAX_PARKED:
+            self.events["deferral_over_limit"] += 1
+            return False
+        self.parked[url] = request
+        self.events["deferred"] += 1
+        return True
+
+
+def _page_names(path: str, query: str) -> set[str]:
+    """The names a URL gives its page: its last path segment without path parameters and ending, lower-cased
+    (``/en/Guide/Intro.html;jsessionid=x`` -> ``intro``), and the same of each path-shaped query value."""
+    out = set()
+    for value in (path, *(part.partition("=")[2] for part in query.split("&") if query)):
+        value = value.replace("%2F", "/").replace("%2f", "/")
+        if value is not path and "/" not in value and "." not in value:
+            continue
+        segments = [s.split(";", 1)[0] for s in value.split("/")]
+        segments = [s for s in segments if s]
+        while segments and (segments[-1].lower().startswith("index.") or segments[-1].lower() in _VIEW_WORDS):
+            segments.pop()
+        if segments:
+            name = segments[-1].lower()
+            out.add(name.rsplit(".", 1)[0] if "." in name[1:] else name)
+    return out
+
+
+#: last path segments that name a view of the page before them, not a page (/2024/05/slug/amp/)
+_VIEW_WORDS = frozenset({"amp", "print", "printable", "mobile", "m"})
+
+
+def variant_forms(path: str, query: str) -> list[tuple[str, tuple]]:
+    """``(form, class)`` of a URL (``path``, ``query``): what it would be under each one-step rewrite of the
+    miner's vocabulary, each with the class of that rewrite (``("param", name)``, ``("segment", word)``,
+    ``("case",)``...): a URL one of whose forms is another URL is one step from it."""
+    out = _forms_of(path, query)
+    lower = path.lower()
+    if lower != path:
+        out.append((join_key(lower, query), ("case",)))
+    return out
+
+
+def _forms_of(path: str, query: str) -> list[tuple[str, tuple]]:
+    out: list[tuple[str, tuple]] = []
+    params = query.split("&") if query else []
+    if len(params) <= 8:
+        for i, part in enumerate(params):
+            name, _, value = part.partition("=")
+            rest = "&".join(params[:i] + params[i + 1:])
+            out.append((join_key(path, rest), ("param", name)))
+            value = value.replace("%2F", "/").replace("%2f", "/")
+            if "/" in value or "." in value:  # a path in a query value (/view.php?doc=sec/slug.html)
+                out.append((join_key("/" + value.lstrip("/"), rest), ("query-path", name)))
+            elif value and path.endswith(".php"):  # MediaWiki's /w/index.php?title=Slug
+                out.append((join_key("/" + value, rest), ("query-path", name)))
+        ordered = "&".join(sorted(params))
+        if ordered != query:
+            out.append((join_key(path, ordered), ("order",)))
+    for match in _PATHPARAM.finditer(path):
+        out.append((join_key(path[:match.start()] + path[match.end():], query), ("path-param", match.group(1))))
+    segments = path.split("/")
+    for i in range(1, len(segments) - 1):  # [0] is "" (the leading "/"), the last is the file (or "")
+        segment = segments[i]
+        shape = shape_of_segment(segment)
+        out.append((join_key("/".join(segments[:i] + segments[i + 1:]), query),
+                    ("segment", shape if shape is not None else segment.lower())))
+        following = shape_of_segment(segments[i + 1]) if i + 1 < len(segments) - 1 else None
+        if shape is None and following is not None:  # a session under a word: /s/<token>/
+            out.append((join_key("/".join(segments[:i] + segments[i + 2:]), query),
+                        ("segment", f"{segment.lower()}/{following}")))
+    last = segments[-1]
+    if path.endswith("/") and len(path) > 1:
+        stem, ending = path[:-1], "/"
+    elif last.lower().startswith("index."):
+        stem, ending = path[: -len(last) - 1], "/" + last
+    elif "." in last:
+        stem, ending = path[: path.rfind(".")], last[last.rfind("."):]
+    else:
+        stem = ending = ""
+    if stem:
+        out.append((join_key(stem, query), ("ending", ending)))
+    return out
+
+
+def _param_value(klass: tuple, query: str) -> str | None:
+    """The value of the parameter a ``("param", name)`` form class drops, in ``query``; None for a generated
+    token (one session id says what another says) or another class."""
+    if klass[0] != "param":
+        return None
+    for part in query.split("&") if query else ():
+        name, _, value = part.partition("=")
+        if name == klass[1]:
+            value_class = _value_class(value)
+            return None if value_class == "<token>" else value_class
+    return None
+
+
+#: the rule kinds of a query parameter
+_PARAM_KINDS = ("drop_param", "default_param")
 
 
 class _Budget:
@@ -332,6 +653,15 @@ class _Budget:
         self.collapsed = 0
         self.explored = 0
         self.values: set[str] = set()
+
+
+def _value_class(value: str | None) -> str | None:
+    """A dropped value as exploration and deferral tell values apart: generated tokens (8 characters or more,
+    with a digit) all alike (one session id says as much as another), a word or a small number by itself
+    (``de`` is not ``en``, ``2`` not ``1``)."""
+    if value is None:
+        return None
+    return "<token>" if len(value) >= 8 and shape_of_segment(value) is not None else value
 
 
 def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:

@@ -415,8 +415,13 @@ class DustMiner:
 
     # --- mining ---
 
-    def mine(self, existing: RuleSet | None = None) -> MiningResult:
-        """Mine every host; ``existing`` rules are applied first and never proposed again."""
+    def mine(self, existing: RuleSet | None = None, exclude: Iterable[tuple[str, tuple]] = ()) -> MiningResult:
+        """Mine every host; ``existing`` rules are applied first and never proposed again; nor are the rules
+        ``exclude`` names (``(host, rule.key)``: the online learner's deactivated rules, which would
+        otherwise keep the place of the rule that explains the same pairs)."""
+        excluded: dict[str, set[tuple]] = {}
+        for host, key in exclude:
+            excluded.setdefault(host, set()).add(key)
         thresholds = {key: value for key, value in asdict(self.config).items() if key != "extraction"}
         result = MiningResult(RuleSet(meta={"generated_by": "scrapy-dedup mine-dust", "thresholds": thresholds}))
         self._resolve_redirects()
@@ -424,7 +429,9 @@ class DustMiner:
         for host in sorted(self.hosts):
             base = list(existing.hosts.get(host, [])) if existing is not None else []
             report = result.hosts[host] = HostReport(host, urls=len(self.hosts[host]))
-            kept = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report).run()
+            miner = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report)
+            miner.known |= excluded.get(host, set())
+            kept = miner.run()
             kept = _loadable(host, base, kept, result)
             for rule in kept:
                 result.rules.add(host, rule)
