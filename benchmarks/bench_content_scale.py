@@ -47,6 +47,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+import numpy as np  # noqa: E402
+
 from scrapy_dedup.content.sketch import Sketch  # noqa: E402
 
 SKETCH_VALUES = 256
@@ -58,9 +60,15 @@ def rss_bytes() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def pages(n: int, seed: int, exact: float, near: float) -> Iterator[tuple[str, SimpleNamespace]]:
-    """``n`` (url, fingerprint) pairs; a share repeat an earlier page exactly or as a near copy."""
+def pages(n: int, seed: int, exact: float, near: float,
+          sketches: bool = True) -> Iterator[tuple[str, SimpleNamespace]]:
+    """``n`` (url, fingerprint) pairs; a share repeat an earlier page exactly or as a near copy.
+
+    ``sketches=False``: fingerprints without a sketch (for a store without the verification
+    stage; drawing 256 values a page was most of the time of a 10^7 run).
+    """
     rng = random.Random(seed)
+    values_rng = np.random.default_rng(seed)  # sketch values: 256 draws a page, vectorized
     kept: deque[SimpleNamespace] = deque(maxlen=1000)  # recent kept pages, to copy (not counted as the store's)
     for i in range(n):
         url = f"https://site{i % 97}.example/items/{seed}-{i:09d}"
@@ -73,16 +81,20 @@ def pages(n: int, seed: int, exact: float, near: float) -> Iterator[tuple[str, S
             simhash = base.simhash
             for bit in rng.sample(range(64), rng.randint(1, 3)):
                 simhash ^= 1 << bit
-            values = list(base.sketch.ints)
-            for pos in rng.sample(range(len(values)), 8):
-                values[pos] = rng.getrandbits(32)
-            fp = SimpleNamespace(simhash=simhash, exact=rng.randbytes(16),
-                                 sketch=Sketch.from_ints(sorted(set(values)), SHINGLES), words=SHINGLES)
+            sketch = None
+            if sketches:
+                values = list(base.sketch.ints)
+                for pos in rng.sample(range(len(values)), 8):
+                    values[pos] = rng.getrandbits(32)
+                sketch = Sketch.from_ints(sorted(set(values)), SHINGLES)
+            fp = SimpleNamespace(simhash=simhash, exact=rng.randbytes(16), sketch=sketch, words=SHINGLES)
             yield url, fp
             continue
-        values = sorted(set(rng.getrandbits(32) for _ in range(SKETCH_VALUES + 8)))[:SKETCH_VALUES]
-        fp = SimpleNamespace(simhash=rng.getrandbits(64), exact=rng.randbytes(16),
-                             sketch=Sketch.from_ints(values, SHINGLES), words=SHINGLES)
+        sketch = None
+        if sketches:
+            values = np.unique(values_rng.integers(0, 2**32, SKETCH_VALUES + 8, dtype=np.uint32))[:SKETCH_VALUES]
+            sketch = Sketch(values.astype(">u4").tobytes(), SHINGLES)
+        fp = SimpleNamespace(simhash=rng.getrandbits(64), exact=rng.randbytes(16), sketch=sketch, words=SHINGLES)
         kept.append(fp)
         yield url, fp
 
@@ -93,7 +105,7 @@ def measure_memory(args: argparse.Namespace) -> dict[str, Any]:
     from scrapy_dedup.content.sketch import VerifyRule
 
     store: Any = MemoryContentStore(verify=None if args.no_sketches else VerifyRule())  # synthetic fingerprints
-    gen = pages(args.pages, 1, args.exact, args.near)
+    gen = pages(args.pages, 1, args.exact, args.near, sketches=not args.no_sketches)
     start = rss_bytes()
     t0 = time.perf_counter()
     kinds: dict[str, int] = {}

@@ -25,6 +25,9 @@ def test_memory_mode_counts_every_decision():
     assert result["kept"] == result["kinds"]["unique"]
     assert result["kinds"]["exact"] > 0 and result["kinds"]["near"] > 0
     assert result["nbytes_total_per_kept"] > result["nbytes_per_kept"]["sketches"] > 0
+    plain = run("memory", "--pages", "3000", "--no-sketches")  # the pages carry no sketch at all
+    assert sum(plain["kinds"].values()) == 3000 and plain["kinds"]["near"] > 0
+    assert plain["nbytes_per_kept"]["sketches"] == 0
 
 
 @pytest.mark.redis

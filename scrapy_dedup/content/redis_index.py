@@ -13,16 +13,23 @@ carries the hash tag ``{P}``):
                         ``seq`` (last page id handed out)
 ``{P}:keys``            hash: page id -> the caller's key (URL, or tagged int)
 ``{P}:exact``           hash: exact hash of the normalized text -> page id
-``{P}:b<i>:<hex>``      string: band bucket ``i`` for block value ``hex``; a
-                        concatenation of fixed-size entries, each the whole
-                        fingerprint (8 or 16 bytes, big-endian) and the page id
-                        (4 bytes, big-endian). Appending is O(1), and verifying a
-                        candidate needs no second lookup.
+``{P}:b<i>:<hex>``      hash: the band buckets ``i`` whose block value starts with the
+                        :data:`BUCKET_KEY_BITS` (9) bits ``hex``; field: the value's other
+                        bits (decimal), value: a concatenation of fixed-size entries, each
+                        the whole fingerprint (8 or 16 bytes, big-endian) and the page id
+                        (4 bytes, big-endian). Verifying a candidate needs no second lookup.
+                        512 keys a band instead of one per block value: a Redis key costs
+                        about 50 bytes of its own, a field of a small hash (a listpack)
+                        a few (``docs/scaling.md``).
 
-``{P}:sketch``          hash: page id -> the page's verification sketch (4-byte shingle
-                        count, then sorted 4-byte values; :mod:`scrapy_dedup.content.sketch`)
-``{P}:m<t>:<hex>``      string: LSH bucket of table ``t`` (16 bits of the sketch's key),
-                        entries as in the band buckets
+``{P}:sketch``          hash: the verification sketches of pages ``31 k + 1`` to ``31 k + 31``
+                        in field ``k``, in id order, each a 2-byte length and the sketch
+                        (4-byte shingle count, then sorted 4-byte values;
+                        :mod:`scrapy_dedup.content.sketch`); length 0 for a page without one.
+                        31 sketches of 1,030 bytes fill one 32 KB allocation (a field per
+                        page cost about 300 bytes of its own).
+``{P}:m<t>:<hex>``      hash: LSH buckets of table ``t`` (16 bits of the sketch's key),
+                        keys, fields and entries as in the band buckets
 
 With a sketch, every candidate within the verify radius is decided in the same
 script by the rule of :mod:`scrapy_dedup.content.sketch` (the same arithmetic in
@@ -63,8 +70,13 @@ if TYPE_CHECKING:
 
 Key = Union[str, int]
 
-#: bump when the layout of the Redis keys changes (part of the stored config)
-LAYOUT_VERSION = 1
+#: bump when the layout of the Redis keys changes (part of the stored config);
+#: 2: buckets grouped in hashes of :data:`BUCKET_KEY_BITS`, sketches packed 31 to a field
+LAYOUT_VERSION = 2
+#: top bits of a bucket value that name its key; the other bits name the field
+BUCKET_KEY_BITS = 9
+#: sketches per field of the sketch hash (31 x 1,030 bytes fit a 32 KB allocation)
+SKETCHES_PER_FIELD = 31
 #: bytes of the page id stored in each bucket entry
 ID_BYTES = 4
 MAX_ID = 2 ** (8 * ID_BYTES) - 1
@@ -75,7 +87,8 @@ MAX_ID = 2 ** (8 * ID_BYTES) - 1
 # ARGV[5] exact hash bytes ("" for none)   ARGV[6] ttl seconds (0: none)
 # ARGV[7] config string (bits, bands, layout version, sketch size)
 # ARGV[8] sketch of the page ("" for none: plain threshold rule)   ARGV[9] radius
-# ARGV[10] jaccard   ARGV[11] max_diff   ARGV[12] min_jaccard   ARGV[13] sketch size   ARGV[14] long_page
+# ARGV[10] jaccard   ARGV[11] max_diff   ARGV[12] min_jaccard   ARGV[13] sketch size (0: sketches not stored)
+# ARGV[14] long_page   ARGV[15..] the field of each bucket key, in the order of KEYS[5..]
 # Returns {kind, kept_key or false, distance or false}; kind "unique", "exact", "near".
 LUA_CHECK_AND_ADD = r"""
 local meta, keyhash, exacthash, sketchhash = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -141,8 +154,46 @@ local function near(kept_blob)
   return jac >= low_j and math.min(only_a, only_b) <= max_diff + 1e-9
 end
 
+local PER = SKETCHES_PER_FIELD
+local function u16(s, p)
+  local a, b = string.byte(s, p, p + 1)
+  return a * 256 + b
+end
+-- the sketch record of page id (nil: none), from field floor((id - 1) / PER), cached per call
+local fields = {}
+local function get_sketch(id)
+  local field = tostring(math.floor((id - 1) / PER))
+  local v = fields[field]
+  if v == nil then
+    v = redis.call('HGET', sketchhash, field) or ''
+    fields[field] = v
+  end
+  local o = 1
+  for _ = 1, (id - 1) % PER do
+    if o > #v then return nil end
+    o = o + 2 + u16(v, o)
+  end
+  if o > #v or u16(v, o) == 0 then return nil end
+  return string.sub(v, o + 2, o + 1 + u16(v, o))
+end
+-- append page id's record (ids are handed out in order; a missing one before it is left empty)
+local function put_sketch(id, blob)
+  local field = tostring(math.floor((id - 1) / PER))
+  local v = redis.call('HGET', sketchhash, field) or ''
+  local n, o = 0, 1
+  while o <= #v do
+    o = o + 2 + u16(v, o)
+    n = n + 1
+  end
+  local slot = (id - 1) % PER
+  if n > slot then return end
+  redis.call('HSET', sketchhash, field, v .. string.rep('\0\0', slot - n) ..
+             string.char(math.floor(#blob / 256), #blob % 256) .. blob)
+end
+
 local W = #fp
 local E = W + 4
+local buckets = {}  -- bucket contents read, by KEYS index
 local halves = W / 4
 local q = {}
 for h = 0, halves - 1 do q[h + 1] = u32(fp, 4 * h + 1) end
@@ -166,7 +217,8 @@ if mode ~= 'a' then
   local bxor, band = bit.bxor, bit.band
   local cand, list = {}, {}
   for i = 5, #KEYS do
-    local s = redis.call('GET', KEYS[i])
+    local s = redis.call('HGET', KEYS[i], ARGV[10 + i])
+    buckets[i] = s or ''
     if s then
       for o = 1, #s, E do
         local dist = 0
@@ -198,7 +250,7 @@ if mode ~= 'a' then
     if sketch == '' then
       ok = d <= threshold
     else
-      local kept = redis.call('HGET', sketchhash, tostring(id))
+      local kept = get_sketch(id)
       if kept then ok = near(kept) else ok = d <= threshold end
     end
     if ok then
@@ -224,16 +276,18 @@ redis.call('HSET', keyhash, tostring(id), ukey)
 if mode == 'c' and exact ~= '' then
   redis.call('HSET', exacthash, exact, id)
 end
-if sketch ~= '' then
-  redis.call('HSET', sketchhash, tostring(id), sketch)
+if size > 0 then
+  put_sketch(id, sketch)
 end
 local entry = fp .. idbytes
 for i = 5, #KEYS do
-  redis.call('APPEND', KEYS[i], entry)
+  local old = buckets[i]
+  if old == nil then old = redis.call('HGET', KEYS[i], ARGV[10 + i]) or '' end
+  redis.call('HSET', KEYS[i], ARGV[10 + i], old .. entry)
 end
 touch()
 return {'unique', false, false}
-""".replace("MAX_ID", str(MAX_ID))
+""".replace("MAX_ID", str(MAX_ID)).replace("SKETCHES_PER_FIELD", str(SKETCHES_PER_FIELD))
 
 
 def _popcount(x: int) -> int:
@@ -268,13 +322,30 @@ def band_widths(bits: int, bands: int) -> list[int]:
 
 
 def band_slices(bits: int, bands: int) -> list[tuple[int, int, int]]:
-    """``(shift, mask, hex digits)`` of each band of a ``bits``-bit fingerprint, top band first."""
+    """``(shift, mask, width)`` of each band of a ``bits``-bit fingerprint, top band first."""
     slices = []
     shift = bits
     for width in band_widths(bits, bands):
         shift -= width
-        slices.append((shift, (1 << width) - 1, (width + 3) // 4))
+        slices.append((shift, (1 << width) - 1, width))
     return slices
+
+
+def bucket_slot(value: int, width: int) -> tuple[str, str]:
+    """``(hex, field)`` of a ``width``-bit bucket value: its top :data:`BUCKET_KEY_BITS` bits name
+    the key (a small hash of at most ``2**(width - BUCKET_KEY_BITS)`` fields), the rest the field."""
+    low = max(width - BUCKET_KEY_BITS, 0)
+    return f"{value >> low:x}", str(value & ((1 << low) - 1))
+
+
+def band_bucket_slots(fp: int, bands: list[tuple[int, int, int]]) -> list[tuple[int, str, str]]:
+    """``(band, hex, field)`` of the band buckets of ``fp`` (see :func:`bucket_slot`)."""
+    return [(i, *bucket_slot((fp >> shift) & mask, width)) for i, (shift, mask, width) in enumerate(bands)]
+
+
+def lsh_bucket_slots(sketch: Sketch) -> list[tuple[int, str, str]]:
+    """``(table, hex, field)`` of the LSH buckets of a sketch (16 bits of each table key)."""
+    return [(t, *bucket_slot(key >> 16, 16)) for t, key in enumerate(lsh_keys(sketch))]
 
 
 def check_index_config(prefix: str, *, threshold: int, bands: int, bits: int, ttl: Optional[int],
@@ -362,9 +433,9 @@ class RedisSimhashIndex:
                    allow_approximate=allow_approximate)
 
     # -- the index interface ------------------------------------------------
-    def bucket_keys(self, fp: int) -> list[str]:
-        """Names of the band buckets of ``fp`` (all share the index's hash tag)."""
-        return [f"{self._tag}:b{i}:{(fp >> shift) & mask:0{hw}x}" for i, (shift, mask, hw) in enumerate(self._bands)]
+    def bucket_keys(self, fp: int) -> list[tuple[str, str]]:
+        """``(key, field)`` of the band buckets of ``fp`` (all keys share the index's hash tag)."""
+        return [(f"{self._tag}:b{i}:{hx}", field) for i, hx, field in band_bucket_slots(fp, self._bands)]
 
     def _fp_to_bytes(self, fp: int) -> bytes:
         if isinstance(fp, bool) or not isinstance(fp, int):
@@ -373,25 +444,26 @@ class RedisSimhashIndex:
             raise ValueError(f"fingerprint does not fit in {self.bits} bits: {fp!r}")
         return fp.to_bytes(self._fp_bytes, "big")
 
-    def lsh_bucket_keys(self, sketch: Sketch) -> list[str]:
-        """Names of the LSH buckets of a page's sketch (16 bits of each table key; same hash tag)."""
-        return [f"{self._tag}:m{t}:{key >> 16:04x}" for t, key in enumerate(lsh_keys(sketch))]
+    def lsh_bucket_keys(self, sketch: Sketch) -> list[tuple[str, str]]:
+        """``(key, field)`` of the LSH buckets of a page's sketch (same hash tag)."""
+        return [(f"{self._tag}:m{t}:{hx}", field) for t, hx, field in lsh_bucket_slots(sketch)]
 
     def _call(self, mode: str, key: Key, fp: int, exact: bytes = b"", threshold: Optional[int] = None,
               sketch: Optional[Sketch] = None, verify: Optional[VerifyRule] = None,
               sketch_size: int = 0) -> tuple[str, Optional[Key], Optional[int]]:
-        keys = [self.meta_key, self.keys_key, self.exact_key, self.sketch_key, *self.bucket_keys(fp)]
+        buckets = self.bucket_keys(fp)
         config = self._config
         verify_args: list[Any] = ["", 0, 1.0, 0, 0.0, 0, 0]
         if verify is not None and sketch_size:
             config = f"{config};sketch={sketch_size}"
-            if sketch is not None:
-                keys.extend(self.lsh_bucket_keys(sketch))
-                verify_args = [sketch.to_bytes(), verify.radius, repr(float(verify.jaccard)),
-                               repr(float(verify.max_diff)), repr(float(verify.min_jaccard)), sketch_size,
-                               verify.long_page]
+            verify_args = ["", verify.radius, repr(float(verify.jaccard)), repr(float(verify.max_diff)),
+                           repr(float(verify.min_jaccard)), sketch_size, verify.long_page]
+            if sketch is not None:  # (none: the page's record is stored empty, its id keeps its place)
+                buckets.extend(self.lsh_bucket_keys(sketch))
+                verify_args[0] = sketch.to_bytes()
+        keys = [self.meta_key, self.keys_key, self.exact_key, self.sketch_key, *(name for name, _ in buckets)]
         args = [mode, self._fp_to_bytes(fp), self.threshold if threshold is None else threshold,
-                encode_key(key), exact, self.ttl or 0, config, *verify_args]
+                encode_key(key), exact, self.ttl or 0, config, *verify_args, *(field for _, field in buckets)]
         try:
             kind, kept, distance = self._script(keys=keys, args=args)
         except Exception as exc:  # redis.exceptions.ResponseError; redis is imported lazily
@@ -416,7 +488,10 @@ class RedisSimhashIndex:
     def query(self, fp: int) -> list[tuple[Key, int]]:
         """Every stored ``(key, distance)`` within the threshold of ``fp``, closest first."""
         self._fp_to_bytes(fp)  # validates
-        buckets = self.client.mget(self.bucket_keys(fp))
+        pipe = self.client.pipeline(transaction=False)
+        for name, field in self.bucket_keys(fp):
+            pipe.hget(name, field)
+        buckets = pipe.execute()
         width = self._fp_bytes + ID_BYTES
         found: dict[int, int] = {}
         for blob in buckets:

@@ -16,9 +16,10 @@ Layout (``P`` is the key prefix; the part in braces decides the slot):
                         both kept because they were decided at the same moment
 ``{P:x:<hhhh>}``        hash: exact hash (its last 14 bytes) -> page id (4 bytes); the first
                         2 bytes of the exact hash name the key (65,536 keys)
-``{P:b<i>:<hex>}``      string: band bucket ``i`` for block value ``hex``, entries as in
-                        the one-slot layout (fingerprint, then the 4-byte page id)
-``{P:m<t>:<hhhh>}``     string: LSH bucket of table ``t``, same entries
+``{P:b<i>:<hex>}``      hash: band buckets ``i`` grouped as in the one-slot layout (the top 9
+                        bits of the block value name the key, the other bits the field),
+                        entries as there (fingerprint, then the 4-byte page id)
+``{P:m<t>:<hex>}``      hash: LSH buckets of table ``t``, same grouping and entries
 ``{P:r:<hex>}``         hash: the records of pages ``128 * hex`` to ``128 * hex + 127``:
                         field ``id % 128`` -> 2-byte sketch length, sketch, encoded URL
                         (many pages per key: a Redis key costs about 50 bytes of its own)
@@ -37,7 +38,8 @@ One decision (:meth:`ShardedRedisContentStore.check_and_add`):
    ``HSETNX``; a process that loses the claim answers ``exact`` (the winner's record
    was written before its claim, so the winner's URL is there to name) and
    deletes its record;
-4. append the page to its buckets and read the buckets back in the same pipeline.
+4. append the page to its buckets and read the buckets back (one small script per
+   bucket key, :data:`LUA_APPEND_FIELD`: a hash field has no ``APPEND``), in one pipeline.
 
 Guarantees, across every process on every machine:
 
@@ -71,15 +73,15 @@ import threading
 from typing import Any, Iterator, Optional
 
 from scrapy_dedup.content.redis_index import (
-    ID_BYTES, MAX_ID, band_slices, check_index_config, decode_key, encode_key,
+    ID_BYTES, MAX_ID, band_bucket_slots, band_slices, check_index_config, decode_key, encode_key, lsh_bucket_slots,
 )
-from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
+from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape
 
 logger = logging.getLogger(__name__)
 
-#: bump when the layout of the sharded keys changes (part of the stored config)
-SHARDED_LAYOUT_VERSION = 1
+#: bump when the layout of the sharded keys changes (part of the stored config); 2: buckets grouped in hashes
+SHARDED_LAYOUT_VERSION = 2
 #: pages per record key (a small hash; see the module doc)
 RECORDS_PER_KEY = 128
 #: page ids a process takes at a time (one HINCRBY per block; at most this many left unused per process)
@@ -88,6 +90,13 @@ ID_BLOCK = 64
 EXACT_KEY_BYTES = 2
 
 StoreAnswer = tuple[str, Optional[str], Optional[int]]
+
+#: append ARGV[2] to field ARGV[1] of hash KEYS[1] and return the field's new value (atomic on its node)
+LUA_APPEND_FIELD = """
+local v = (redis.call('HGET', KEYS[1], ARGV[1]) or '') .. ARGV[2]
+redis.call('HSET', KEYS[1], ARGV[1], v)
+return v
+"""
 
 
 def _popcount(x: int) -> int:
@@ -135,12 +144,12 @@ class ShardedRedisContentStore:
         self._lock = threading.Lock()
 
     # -- key names ------------------------------------------------------------
-    def bucket_keys(self, fp: int, sketch: Optional[Sketch]) -> list[str]:
-        """Names of the page's buckets: its simhash bands, then (with verification) its LSH tables."""
+    def bucket_keys(self, fp: int, sketch: Optional[Sketch]) -> list[tuple[str, str]]:
+        """``(key, field)`` of the page's buckets: its simhash bands, then (with verification) its LSH tables."""
         p = self.prefix
-        names = [f"{{{p}:b{i}:{(fp >> shift) & mask:0{hw}x}}}" for i, (shift, mask, hw) in enumerate(self._bands)]
+        names = [(f"{{{p}:b{i}:{hx}}}", field) for i, hx, field in band_bucket_slots(fp, self._bands)]
         if sketch is not None and self.verify is not None:
-            names += [f"{{{p}:m{t}:{key >> 16:04x}}}" for t, key in enumerate(lsh_keys(sketch))]
+            names += [(f"{{{p}:m{t}:{hx}}}", field) for t, hx, field in lsh_bucket_slots(sketch)]
         return names
 
     def _record_slot(self, page_id: int) -> tuple[str, str]:
@@ -170,12 +179,12 @@ class ShardedRedisContentStore:
         buckets = self.bucket_keys(simhash, sketch)
         exact_key, exact_field = self._exact_slot(exact)
         limit = self.threshold if sketch is None or self.verify is None else max(self.threshold, self.verify.radius)
-        touched = [self.meta_key, exact_key, *buckets]
+        touched = [self.meta_key, exact_key, *(name for name, _ in buckets)]
 
         pipe = self.client.pipeline(transaction=False)
         pipe.hget(exact_key, exact_field)
-        for name in buckets:
-            pipe.get(name)
+        for name, field in buckets:
+            pipe.hget(name, field)
         found, *blobs = pipe.execute()
         if found is not None:
             kept_url = self._url_of(int.from_bytes(found, "big"), touched)
@@ -207,11 +216,10 @@ class ShardedRedisContentStore:
 
         entry = simhash.to_bytes(self._fp_bytes, "big") + id_bytes
         pipe = self.client.pipeline(transaction=False)
-        for name in buckets:
-            pipe.append(name, entry)
-            pipe.get(name)  # the same key, the same connection: read after this append
+        for name, field in buckets:
+            pipe.execute_command("EVAL", LUA_APPEND_FIELD, 1, name, field, entry)  # the bucket after this append
         pipe.hincrby(self.meta_key, "kept", 1)
-        after = pipe.execute()[1:2 * len(buckets):2]
+        after = pipe.execute()[:len(buckets)]
         concurrent = {pid: d for pid, d in self._candidates(after, simhash, limit).items()
                       if pid != page_id and pid not in seen}
         if concurrent:
