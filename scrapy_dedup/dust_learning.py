@@ -20,7 +20,10 @@ order 100: it sees responses after decompression and requests just before downlo
   evidence taught (:class:`~scrapy_dedup.url.learner.VariantDeferral`,
   ``dedup/dust/deferred_released``); a redirect is evidence as soon as the 3xx is
   downloaded, and a learned rule the server itself redirects by rewrites a request's
-  URL before download (``dedup/dust/redirect_rewritten``);
+  URL before download (``dedup/dust/redirect_rewritten``). Parked requests are in this
+  process's memory only, so nothing is parked with ``JOBDIR`` or a scheduler not Scrapy's
+  own (one INFO line at start, ``dedup/dust/deferral_off``): a pause or a kill would lose
+  them, and one process's idle is not a shared queue's end;
 * a request queued before a rule was activated is checked again against the
   updated canonical key just before download and dropped if a page with that key
   was already fetched or is being fetched (``dedup/dust/skipped_queued``); one the
@@ -51,6 +54,7 @@ from w3lib.url import safe_url_string
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.extensions import _declared_canonical as canonical_link_in_head
+from scrapy_dedup.jobdir import uses_scrapys_scheduler
 from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
 from scrapy_dedup.pipelines import _middleware_enabled
 from scrapy_dedup.settings import read_settings
@@ -132,6 +136,17 @@ class DustLearningMiddleware:
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         self.fingerprinter = fingerprinter
+        #: parked requests live in this process's memory only: where the frontier must outlive it (a JOBDIR
+        #: to resume from; a scheduler not Scrapy's own, e.g. a shared Redis queue whose end one process's
+        #: idle does not mark) a pause or a kill would lose them, so variants are scheduled as they come
+        self.defer_off_reason = _deferral_off_reason(crawler)
+        if self.defer_off_reason:
+            logger.info("DUST learning: variant deferral off (%s: a parked request would be lost at a pause "
+                        "or a kill); learning stays on", self.defer_off_reason)
+            crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+
+    def spider_opened(self, spider: Spider | None = None) -> None:
+        self.stats.set_value("dedup/dust/deferral_off", 1)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DustLearningMiddleware:
@@ -144,7 +159,7 @@ class DustLearningMiddleware:
         parked until the scheduler runs dry, beyond the few the rule of that form is learned from
         (:class:`~scrapy_dedup.url.learner.VariantDeferral`); raising IgnoreRequest here keeps it out of
         the scheduler (and its dupefilter) without calling the spider's errback."""
-        if request.meta.get("verbatim_url"):
+        if self.defer_off_reason or request.meta.get("verbatim_url"):
             return
         # a redirect, a request sent again or released, or one the spider wants fetched: indexed, never parked
         may_park = not (request.dont_filter or request.meta.get("redirect_urls") or request.meta.get(DEFERRED_META))
@@ -347,6 +362,15 @@ class DustLearningMiddleware:
                 logger.info("DUST rules written to %s (%d rule(s))", self.cfg.dust_rules_out, len(rules))
             except OSError as exc:
                 logger.error("Could not write DEDUP_DUST_RULES_OUT %s: %s", self.cfg.dust_rules_out, exc)
+
+
+def _deferral_off_reason(crawler: Crawler) -> str | None:
+    """Why parking variant requests in memory is not safe in this crawl (None: it is)."""
+    if crawler.settings.get("JOBDIR"):
+        return "JOBDIR is set"
+    if not uses_scrapys_scheduler(crawler):
+        return f"SCHEDULER {crawler.settings.get('SCHEDULER')} is not Scrapy's own"
+    return None
 
 
 def _declared_canonical(response: TextResponse) -> str | None:

@@ -51,7 +51,9 @@ def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
         scheduler = load_object(crawler.settings["SCHEDULER"])
     except (ImportError, AttributeError, ValueError, NameError):
         return False
-    return isinstance(scheduler, type) and issubclass(scheduler, Scheduler)
+    # the MRO, not issubclass: Scrapy's BaseScheduler metaclass makes any class with the three scheduler
+    # methods a "subclass" of Scheduler, scrapy-redis's scheduler (its queue in Redis, not JOBDIR) among them
+    return isinstance(scheduler, type) and Scheduler in scheduler.__mro__
 
 
 class JobdirFrontier:

@@ -570,3 +570,66 @@ def test_learning_turns_three_redirects_of_one_shape_into_a_rule_applied_before_
     assert stats.get("dedup/dust/redirect_rewritten", 0) >= 1, ({k: v for k, v in stats.items() if "dust" in k}, fetched)
     assert len(hops) <= 4, hops  # the evidence (3 redirects, maybe one more in flight), then no hop
     assert len(hops) + stats["dedup/dust/redirect_rewritten"] >= len(_LEGACY)
+
+
+
+def _translated_site(host: str, path_qs: str):
+    """The home page links every page but ``/de/guide.html`` (the German guide: another page under the name of
+    ``/guide.html``, so a variant the learner would park), which only ``/about.html`` links."""
+    from tests.support.localsite import Page
+
+    links = {"/": ["/guide.html", "/a.html", "/b.html", "/c.html", "/about.html"], "/about.html": ["/de/guide.html"]}
+    names = {"/": "home", "/guide.html": "guide", "/de/guide.html": "guide-de", "/a.html": "a", "/b.html": "b",
+             "/c.html": "c", "/about.html": "about"}
+    if path_qs not in names:
+        return None
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links.get(path_qs, ()))
+    return Page(f"<html><body><main><p>{dustsite.text_of(names[path_qs])}</p></main><aside>{anchors}</aside>"
+                "</body></html>")
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_a_learning_crawl_paused_and_resumed_with_jobdir_fetches_every_page(tmp_path):
+    """Learning on, JOBDIR, stopped part-way (CLOSESPIDER_PAGECOUNT) and resumed with the same JOBDIR: every
+    page is fetched across the two runs. A request parked in memory until the crawl runs dry never reached
+    the JOBDIR queue (nor the seen set): the stop lost ``/de/guide.html``, parked when ``/about.html`` (the
+    second page fetched, the queue being LIFO) linked it, and linked nowhere else."""
+    settings = {**ADDON, "DEDUP_DUST_LEARN": True, "JOBDIR": str(tmp_path / "job"), "CONCURRENT_REQUESTS": 1}
+    with LocalSite(_translated_site) as site:
+        first = yield run_crawl(SiteSpider, {**settings, "CLOSESPIDER_PAGECOUNT": 3},
+                                start_urls=[site.url("site.test")])
+        fetched_first = {path for _, path in site.fetched()}
+        resumed = yield run_crawl(SiteSpider, settings, start_urls=[site.url("site.test")])
+        fetched = {path for _, path in site.fetched()}
+    assert first.stats.get_value("finish_reason") == "closespider_pagecount"
+    assert "/about.html" in fetched_first and "/de/guide.html" not in fetched_first  # stopped with it pending
+    assert fetched == {"/", "/guide.html", "/de/guide.html", "/a.html", "/b.html", "/c.html", "/about.html"}
+    assert first.stats.get_value("dedup/dust/deferral_off") == resumed.stats.get_value("dedup/dust/deferral_off") == 1
+    assert not first.stats.get_value("dedup/dust/deferred")
+
+
+@pytest.mark.parametrize(("settings", "parks"), [
+    ({}, True),
+    ({"JOBDIR": "job"}, False),
+    ({"SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, False),  # one process's idle is not the shared queue's end
+])
+def test_variants_are_parked_only_where_the_frontier_is_this_process_s_memory(settings, parks, caplog, tmp_path,
+                                                                              monkeypatch):
+    from scrapy import Request
+    from scrapy.exceptions import IgnoreRequest
+
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
+        _, dust, _ = _learning_setup(**settings)
+    assert dust.request_scheduled(Request("http://shop.test/guide.html")) is None
+    variant = Request("http://shop.test/de/guide.html")
+    if parks:
+        with pytest.raises(IgnoreRequest):
+            dust.request_scheduled(variant)
+    else:
+        assert dust.request_scheduled(variant) is None
+        assert not dust.learner.deferral.parked
+    said = [r.getMessage() for r in caplog.records if "deferral off" in r.getMessage()]
+    assert len(said) == (0 if parks else 1)
+    assert not said or next(iter(settings)) in said[0]

@@ -19,8 +19,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from scrapy.core.scheduler import Scheduler
 
-from scrapy_dedup.jobdir import JOURNAL_FILE, QUEUE_DIR
+from scrapy_dedup.jobdir import JOURNAL_FILE, QUEUE_DIR, uses_scrapys_scheduler
 from scrapy_dedup.seen.journal import FrontierJournal
 from tests.faultcrawl import ResumeSite
 from tests.support.localsite import LocalSite
@@ -190,3 +191,23 @@ def test_sigkill_at_random_moments_over_many_runs(tmp_path, seed):
     with LocalSite(scenario.design.route) as site:
         last = scenario.run(site, stops)
         scenario.check(site, last)
+
+
+class SchedulerSubclass(Scheduler):
+    """A project's own scheduler built on Scrapy's (its disk queue the same)."""
+
+
+@pytest.mark.parametrize(("scheduler", "scrapys"), [
+    ("scrapy.core.scheduler.Scheduler", True),
+    ("tests.test_fault_jobdir_kills.SchedulerSubclass", True),
+    ("scrapy_redis.scheduler.Scheduler", False),  # its queue is in Redis: no JOBDIR queue to make kill-safe
+    ("scrapy_dedup.redis_queue.AckScheduler", False),
+    ("no.such.Scheduler", False),
+])
+def test_only_scrapys_scheduler_and_its_subclasses_count_as_scrapys(scheduler, scrapys):
+    """Scrapy's BaseScheduler metaclass makes any class with the scheduler methods pass issubclass(); the
+    frontier journal (and DUST learning's deferral) took scrapy-redis's scheduler for Scrapy's own."""
+    from scrapy.utils.test import get_crawler
+
+    assert uses_scrapys_scheduler(get_crawler(settings_dict={"SCHEDULER": scheduler})) is scrapys
+
