@@ -651,30 +651,29 @@ class _HostMiner:
         a value on two pages of one path neither."""
         urls = self.urls
         boilerplate = self.boilerplate
-        # (path, page) -> [values of ``name`` its URLs at that path carry (None: without it), URL count]
-        seen: dict[tuple[str, int], list] = {}
+        values_of: dict[tuple[str, int], set[str | None]] = {}  # (path, page) -> its values (None: without)
+        fetched: Counter[tuple[str, int]] = Counter()  # (path, page) -> its URLs ``dropped`` rewrites
         pages_of: dict[tuple[str, str | None], set[int]] = {}  # (path, value) -> pages
         for path, query in dropped:
             cid = urls[join_key(path, query)]
             if cid in boilerplate:
                 continue
             value = _value_of(query, name)
-            entry = seen.setdefault((path, cid), [set(), 0])
-            entry[0].add(value)
-            entry[1] += 1
+            values_of.setdefault((path, cid), set()).add(value)
+            fetched[path, cid] += 1
             pages_of.setdefault((path, value), set()).add(cid)
-        for path in {path for path, _ in seen}:  # the same pages without the parameter
+        for path in {path for path, _ in values_of}:  # the same pages without the parameter
             for key in (*self.by_path.get(path, ()), *((path,) if path in urls else ())):
-                entry = seen.get((path, urls[key]))
-                if entry is not None and _value_of(split_key(key)[1], name) is None:
-                    entry[0].add(None)
-        free = {value for values, _ in seen.values() if len(values) > 1 for value in values}
+                values = values_of.get((path, urls[key]))
+                if values is not None and _value_of(split_key(key)[1], name) is None:
+                    values.add(None)
+        free = {value for values in values_of.values() if len(values) > 1 for value in values}
         values_at: dict[str, list[set[str | None]]] = {}  # path -> the value sets of its pages
-        for (path, _), (values, _) in seen.items():
+        for (path, _), values in values_of.items():
             values_at.setdefault(path, []).append(values)
         named = 0
-        for (path, _), (values, count) in seen.items():
-            if count < 2 or len(values) != 1:
+        for (path, cid), values in values_of.items():
+            if fetched[path, cid] < 2 or len(values) != 1:
                 continue
             value = next(iter(values))
             if (value is not None and value not in free and len(pages_of[path, value]) == 1
