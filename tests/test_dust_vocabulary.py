@@ -454,3 +454,29 @@ def test_an_opaque_id_served_as_a_page_is_the_alias_not_the_page_a_redirect_lead
     host = result.rules.for_host(H)
     assert [host.alias_of(f"/d/{4928 + i}", "") for i in range(4)] == [
         (f"/howto/{name}.html", "") for name in ("intro", "setup", "usage", "faq")]
+
+
+def test_a_page_number_seen_only_beside_a_session_is_not_dropped(tmp_path):
+    """Generated site 324: ``?pagenum=1`` is the list itself (the support of dropping ``pagenum``), while page
+    2 and page 3 were only ever fetched with a session (``?pagenum=2&sid=...``). Dropped, ``pagenum`` left
+    each page under its own session's URL, so no two pages collided in the evidence, and the drop was kept
+    beside the drop of ``sid``: together they give page 2, page 3 and the list one URL. A value every URL of
+    a page carries, whatever rides along, names the page."""
+    rng = random.Random(16)
+    lines = []
+    for section in ("news", "blog", "docs"):
+        lines += [_page(f"/{section}/", f"/{section}/", rng), _page(f"/{section}/?pagenum=1", f"/{section}/", rng)]
+        for n in (2, 3):
+            page = f"/{section}/?pagenum={n}&sid={rng.getrandbits(40):010x}"
+            lines += [_page(page, page, rng),
+                      _page(f"/{section}/?pagenum={n}&sid={rng.getrandbits(40):010x}", page, rng, "exact")]
+    for i in range(4):
+        page = f"/story/{i}.html"
+        lines += [_page(page, page, rng), _page(f"{page}?sid={rng.getrandbits(40):010x}", page, rng, "exact")]
+    result = mine_logs([_write(tmp_path, lines)])
+    rules = result.rules
+    assert ("drop_param", "pagenum") not in _kinds(result)
+    assert ("drop_param", "sid") in _kinds(result)
+    pages = {canonical(rules, f"/news/?pagenum={n}&sid=feedc0ffee") for n in (2, 3)} | {canonical(rules, "/news/")}
+    assert len(pages) == 3
+    assert canonical(rules, "/news/?pagenum=1") == "/news/"

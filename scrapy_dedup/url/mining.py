@@ -647,6 +647,47 @@ class _HostMiner:
         self.by_param = by_param
         self.by_path = by_path
 
+    def _pages_named_by(self, name: str, dropped: list[tuple[str, str]]) -> int:
+        """Pages whose URLs all carry one value of ``name``, whatever other parameters ride along, on a path
+        where another page is seen with another value or none: what a drop of ``name`` merges (``dropped``:
+        the (path, query) it rewrites).
+
+        The rewritten URLs may never collide: page 2 of a list seen only as ``?pagenum=2&sid=...`` variants
+        and page 3 only as ``?pagenum=3&cmp=...``, while ``?pagenum=1`` is the list itself (the support).
+        A value seen on a page beside another value or none (a tracking or session value) names nothing;
+        a value on two pages of one path neither."""
+        urls = self.urls
+        boilerplate = self.boilerplate
+        values_of: dict[tuple[str, int], set[str | None]] = {}  # (path, page) -> its values (None: without)
+        fetched: Counter[tuple[str, int]] = Counter()  # (path, page) -> its URLs ``dropped`` rewrites
+        pages_of: dict[tuple[str, str | None], set[int]] = {}  # (path, value) -> pages
+        for path, query in dropped:
+            cid = urls[join_key(path, query)]
+            if cid in boilerplate:
+                continue
+            value = _value_of(query, name)
+            values_of.setdefault((path, cid), set()).add(value)
+            fetched[path, cid] += 1
+            pages_of.setdefault((path, value), set()).add(cid)
+        for path in {path for path, _ in values_of}:  # the same pages without the parameter
+            for key in (*self.by_path.get(path, ()), *((path,) if path in urls else ())):
+                values = values_of.get((path, urls[key]))
+                if values is not None and _value_of(split_key(key)[1], name) is None:
+                    values.add(None)
+        free = {value for values in values_of.values() if len(values) > 1 for value in values}
+        values_at: dict[str, list[set[str | None]]] = {}  # path -> the value sets of its pages
+        for (path, _), values in values_of.items():
+            values_at.setdefault(path, []).append(values)
+        named = 0
+        for (path, cid), values in values_of.items():
+            if fetched[path, cid] < 2 or len(values) != 1:
+                continue
+            value = next(iter(values))
+            if (value is not None and value not in free and len(pages_of[path, value]) == 1
+                    and any(other != values for other in values_at[path])):
+                named += 1
+        return named
+
     def _param_rules(self, cands: list[tuple]) -> list[DustRule]:
         """Per parameter, the most general prefix first: ``drop_param`` there, else ``default_param`` there,
         then the next prefix. A default value before a narrower drop: where dropping ``lang`` merges
@@ -759,6 +800,7 @@ class _HostMiner:
         urls = self.urls
         groups: dict[str, list[int]] = {}
         examples: list[tuple[str, str]] = []
+        named: list[tuple[str, str]] | None = [] if rule.kind == "drop_param" else None
         for key in self._affected(rule):
             path, query = split_key(key)
             new_path, new_query = compiled.apply(path, query)
@@ -770,6 +812,8 @@ class _HostMiner:
             groups.setdefault(target, []).append(urls[key])
             if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
                 examples.append((key, target))
+            if named is not None:
+                named.append((path, query))
         support = violations = 0
         agreeing: dict[int, int] = {}  # reference page -> agreeing URLs
         targets_of: Counter[int] = Counter()  # reference page -> distinct rewritten URLs it stands for
@@ -795,6 +839,8 @@ class _HostMiner:
         repeated = {c for c, n in targets_of.items() if n > 2} | (set(agreeing) & boilerplate)
         pages = set(agreeing) - repeated
         support = sum(agreeing[c] for c in pages)
+        if named:
+            violations += self._pages_named_by(rule.param, named)
         rate = violations / (support + violations) if support + violations else 0.0
         if len(pages) < cfg.min_support:
             reason = f"support from {len(pages)} distinct page(s) < {cfg.min_support}"
@@ -814,6 +860,10 @@ class _HostMiner:
         if record:
             self.validations[rule.key] = verdict
         return verdict
+
+
+def _value_of(query: str, name: str) -> str | None:
+    return next((value for n, value in _params(query) if n == name), None)
 
 
 def _loadable(host: str, base: list[DustRule], kept: list[DustRule], result: MiningResult) -> list[DustRule]:
