@@ -9,7 +9,8 @@ time, and the check and the insert happen inside the same script.
 Layout (``P`` is the key prefix, e.g. ``dedup:myspider:content``; every key
 carries the hash tag ``{P}``):
 
-``{P}:meta``            hash: ``config`` (bits and bands; a mismatch is refused),
+``{P}:meta``            hash: ``config`` (bits, bands, layout, sketch size; a mismatch is refused, by
+                        :meth:`RedisContentStore.check_config` when a crawl opens the store),
                         ``seq`` (last page id handed out)
 ``{P}:keys``            hash: page id -> the caller's key (URL, or tagged int)
 ``{P}:exact``           hash: exact hash of the normalized text -> page id
