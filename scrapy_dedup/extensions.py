@@ -297,6 +297,7 @@ class DedupExtension:
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
         self._check_redis(policy, cfg)
+        self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
 
@@ -317,6 +318,33 @@ class DedupExtension:
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+
+    def _check_index(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
+        """An index written with another config (an earlier version's key layout, other bits, bands or
+        sketch size) stops the crawl now, naming what to change; judged page by page, every page would
+        fail and be kept unjudged. Redis down at start: the first page's call checks it."""
+        from scrapy_dedup.content.redis_index import ContentIndexMismatch, config_fields
+
+        try:
+            policy.call(self.store.check_config)
+        except RedisUnavailable:
+            return
+        except ContentIndexMismatch as exc:
+            stored, wanted = config_fields(exc.stored), config_fields(exc.wanted)
+            where = f"DEDUP_REDIS_INDEX_KEY {exc.prefix!r} at {mask_url(cfg.redis_url)}"
+            if stored.get("layout") != wanted.get("layout"):
+                why = (f"its keys are in layout {stored.get('layout')} (written by an earlier scrapy-dedup, or by the "
+                       f"other store: one slot or sharded over a cluster), this crawl reads and writes layout "
+                       f"{wanted.get('layout')}{exc.hint}")
+            else:
+                why = ("use the DEDUP_FINGERPRINT_BITS, DEDUP_BANDS and DEDUP_SKETCH_SIZE of the processes "
+                       "that wrote it")
+            raise DedupConfigError(
+                f"Content index: {where} holds an index written with {exc.stored}; this crawl needs {exc.wanted}: "
+                f"{why}. To start over, delete the index's keys (RedisContentStore.from_url(<DEDUP_REDIS_URL>, "
+                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.redis_index; "
+                "DEDUP_REDIS_FLUSH_ON_START deletes the dupefilter's keys, not these), or set DEDUP_REDIS_INDEX_KEY "
+                "to a new key (the pages of the old index are then not found)") from None
 
     def _spider_opened(self, spider: "Spider") -> None:
         if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:

@@ -9,7 +9,8 @@ time, and the check and the insert happen inside the same script.
 Layout (``P`` is the key prefix, e.g. ``dedup:myspider:content``; every key
 carries the hash tag ``{P}``):
 
-``{P}:meta``            hash: ``config`` (bits and bands; a mismatch is refused),
+``{P}:meta``            hash: ``config`` (bits, bands, layout, sketch size; a mismatch is refused, by
+                        :meth:`RedisContentStore.check_config` when a crawl opens the store),
                         ``seq`` (last page id handed out)
 ``{P}:keys``            hash: page id -> the caller's key (URL, or tagged int)
 ``{P}:exact``           hash: exact hash of the normalized text -> page id
@@ -69,6 +70,23 @@ if TYPE_CHECKING:
     from scrapy_dedup.content.redis_sharded import ShardedRedisContentStore
 
 Key = Union[str, int]
+
+
+class ContentIndexMismatch(ValueError):
+    """The key prefix holds a content index written with another config: bits, bands, key layout or sketch size.
+
+    Raised by ``check_config`` (one read of ``{P}:meta`` when a crawl opens the store) and by
+    the sharded store's first decision; ``hint`` is what to do when the layouts differ in kind.
+    """
+
+    def __init__(self, prefix: str, stored: str, wanted: str, hint: str = ""):
+        super().__init__(f"content index {prefix!r}: DEDUPCONFIG index was created with {stored}, not {wanted}{hint}")
+        self.prefix, self.stored, self.wanted, self.hint = prefix, stored, wanted, hint
+
+
+def config_fields(config: str) -> dict[str, str]:
+    """``"bits=64;bands=4;layout=2"`` -> ``{"bits": "64", "bands": "4", "layout": "2"}``."""
+    return dict(part.partition("=")[::2] for part in config.split(";") if part)
 
 #: bump when the layout of the Redis keys changes (part of the stored config);
 #: 2: buckets grouped in hashes of :data:`BUCKET_KEY_BITS`, sketches packed 31 to a field
@@ -432,6 +450,23 @@ class RedisSimhashIndex:
         return cls(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
                    allow_approximate=allow_approximate)
 
+    def config_for(self, sketch_size: int = 0) -> str:
+        """The config string stored in ``{P}:meta`` by a store with sketches of ``sketch_size`` (0: none)."""
+        return f"{self._config};sketch={sketch_size}" if sketch_size else self._config
+
+    def check_config(self, sketch_size: int = 0) -> None:
+        """Refuse an index written with another config (:class:`ContentIndexMismatch`): one read of ``{P}:meta``.
+
+        Why at open: the script refuses it too, but only when a page is judged, and then every
+        page (the caller fails open: each kept unjudged). An empty index passes; its first
+        page writes the config.
+        """
+        stored = self.client.hget(self.meta_key, "config")
+        stored = stored.decode() if isinstance(stored, bytes) else stored
+        wanted = self.config_for(sketch_size)
+        if stored is not None and stored != wanted:
+            raise ContentIndexMismatch(self.prefix, stored, wanted)
+
     # -- the index interface ------------------------------------------------
     def bucket_keys(self, fp: int) -> list[tuple[str, str]]:
         """``(key, field)`` of the band buckets of ``fp`` (all keys share the index's hash tag)."""
@@ -452,10 +487,9 @@ class RedisSimhashIndex:
               sketch: Optional[Sketch] = None, verify: Optional[VerifyRule] = None,
               sketch_size: int = 0) -> tuple[str, Optional[Key], Optional[int]]:
         buckets = self.bucket_keys(fp)
-        config = self._config
+        config = self.config_for(sketch_size if verify is not None else 0)
         verify_args: list[Any] = ["", 0, 1.0, 0, 0.0, 0, 0]
         if verify is not None and sketch_size:
-            config = f"{config};sketch={sketch_size}"
             verify_args = ["", verify.radius, repr(float(verify.jaccard)), repr(float(verify.max_diff)),
                            repr(float(verify.min_jaccard)), sketch_size, verify.long_page]
             if sketch is not None:  # (none: the page's record is stored empty, its id keeps its place)
@@ -596,6 +630,10 @@ class RedisContentStore:
                                                 sketch=getattr(fp, "sketch", None), verify=self.verify,
                                                 sketch_size=self.sketch_size)
         return kind, (None if kept is None else str(kept)), distance
+
+    def check_config(self) -> None:
+        """Refuse an index written with another config (:class:`ContentIndexMismatch`): one read at open."""
+        self.index.check_config(self.sketch_size)
 
     def __len__(self) -> int:
         return len(self.index)

@@ -73,7 +73,8 @@ import threading
 from typing import Any, Iterator, Optional
 
 from scrapy_dedup.content.redis_index import (
-    ID_BYTES, MAX_ID, band_bucket_slots, band_slices, check_index_config, decode_key, encode_key, lsh_bucket_slots,
+    ID_BYTES, MAX_ID, ContentIndexMismatch, band_bucket_slots, band_slices, check_index_config, decode_key,
+    encode_key, lsh_bucket_slots,
 )
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape
@@ -238,20 +239,28 @@ class ShardedRedisContentStore:
             page_id = next(self._ids)
         return page_id
 
+    def check_config(self) -> None:
+        """Refuse an index written with another config (:class:`ContentIndexMismatch`): one read of ``{P}:meta``
+        when the crawl opens the store, so a mismatch stops it before any page is judged (an empty index passes)."""
+        stored = self.client.hget(self.meta_key, "config")
+        if stored is not None:
+            self._refuse_other(stored)
+
     def _check_config(self) -> None:
         if self._config_checked:
             return
         self.client.hsetnx(self.meta_key, "config", self._config)
-        stored = self.client.hget(self.meta_key, "config")
+        self._refuse_other(self.client.hget(self.meta_key, "config"))
+        self._config_checked = True
+
+    def _refuse_other(self, stored: Any) -> None:
         stored = stored.decode() if isinstance(stored, bytes) else stored
         if stored != self._config:
             hint = ""
             if stored is not None and "layout=sharded" not in stored:
                 hint = (f"; it is a one-slot index: to go on using it on this cluster, name its hash tag in "
                         f"DEDUP_REDIS_INDEX_KEY ('{{{self.prefix}}}'), or choose another key")
-            raise ValueError(f"content index {self.prefix!r}: DEDUPCONFIG index was created with {stored}, "
-                             f"not {self._config}{hint}")
-        self._config_checked = True
+            raise ContentIndexMismatch(self.prefix, str(stored), self._config, hint)
 
     def _candidates(self, blobs: list[Optional[bytes]], fp: int, limit: int) -> dict[int, int]:
         """Page id -> simhash distance of every bucket entry within ``limit`` bits."""
