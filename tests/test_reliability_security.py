@@ -589,6 +589,8 @@ def test_rediss_without_the_ca_fails_at_start_up_at_once(tls_redis):
 # --- Lua scripts ------------------------------------------------------------------------------------
 
 SCRIPT_CALLS = {"register_script", "eval", "evalsha", "script_load", "eval_ro", "evalsha_ro", "fcall"}
+#: the same commands sent raw, ``execute_command("EVAL", script, ...)`` (a pipeline's way to run a script)
+RAW_SCRIPT_COMMANDS = {"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"}
 
 
 def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
@@ -601,16 +603,22 @@ def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
     return found
 
 
-def script_sources() -> list[tuple[str, ast.Call, dict[str, ast.expr]]]:
-    """Every call in the package that hands a script to Redis, with its module's top-level assignments."""
+def script_sources() -> list[tuple[str, list[ast.expr], dict[str, ast.expr]]]:
+    """Every call in the package that hands a script to Redis (its arguments from the script on), with its
+    module's top-level assignments. Raw ``execute_command("EVAL", ...)`` calls count too."""
     calls = []
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         constants = _module_constants(tree)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in SCRIPT_CALLS):
-                calls.append((f"{path.relative_to(PACKAGE)}:{node.lineno}", node, constants))
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+            if node.func.attr in SCRIPT_CALLS:
+                calls.append((where, list(node.args), constants))
+            elif (node.func.attr == "execute_command" and node.args and isinstance(node.args[0], ast.Constant)
+                  and str(node.args[0].value).upper() in RAW_SCRIPT_COMMANDS):
+                calls.append((where, list(node.args[1:]), constants))
     return calls
 
 
@@ -645,9 +653,9 @@ def lua_constants() -> dict[str, str]:
     import importlib
 
     texts = {}
-    for where, call, constants in script_sources():
-        assert call.args, f"{where}: script passed by keyword"
-        arg = call.args[0]
+    for where, args, constants in script_sources():
+        assert args, f"{where}: script passed by keyword"
+        arg = args[0]
         assert isinstance(arg, ast.Name), f"{where}: the script must be a module constant, got {ast.dump(arg)}"
         assert arg.id in constants and _is_static(constants[arg.id], constants), (
             f"{where}: {arg.id} must be a module-level constant fixed at import time")

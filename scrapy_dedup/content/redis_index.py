@@ -205,8 +205,8 @@ local function put_sketch(id, blob)
   end
   local slot = (id - 1) % PER
   if n > slot then return end
-  redis.call('HSET', sketchhash, field, v .. string.rep('\0\0', slot - n) ..
-             string.char(math.floor(#blob / 256), #blob % 256) .. blob)
+  local packed = v .. string.rep('\0\0', slot - n) .. string.char(math.floor(#blob / 256), #blob % 256) .. blob
+  redis.call('HSET', sketchhash, field, packed)
 end
 
 local W = #fp
@@ -301,7 +301,8 @@ local entry = fp .. idbytes
 for i = 5, #KEYS do
   local old = buckets[i]
   if old == nil then old = redis.call('HGET', KEYS[i], ARGV[10 + i]) or '' end
-  redis.call('HSET', KEYS[i], ARGV[10 + i], old .. entry)
+  local appended = old .. entry
+  redis.call('HSET', KEYS[i], ARGV[10 + i], appended)
 end
 touch()
 return {'unique', false, false}

@@ -94,7 +94,8 @@ StoreAnswer = tuple[str, Optional[str], Optional[int]]
 
 #: append ARGV[2] to field ARGV[1] of hash KEYS[1] and return the field's new value (atomic on its node)
 LUA_APPEND_FIELD = """
-local v = (redis.call('HGET', KEYS[1], ARGV[1]) or '') .. ARGV[2]
+local old = redis.call('HGET', KEYS[1], ARGV[1]) or ''
+local v = old .. ARGV[2]
 redis.call('HSET', KEYS[1], ARGV[1], v)
 return v
 """
