@@ -78,19 +78,37 @@ __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJu
 _NORMAL = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
 _PUNCTUATION = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) in " \n"))
 _ZEROS = re.compile(rb"00+")
+# What else a per-fetch line varies in, to the digits' placeholder too, in a block that holds a number: English
+# weekday and month names (full or short: "Tue, 03 Mar 2026"), and hexadecimal ids (a word of 6+ hexadecimal
+# characters with a digit: a request id "a3f9c2e1-b2c4", its dash deleted). A content block holding one of them
+# is a block still: it hashes alike only with a block the same in every other word.
+_DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
+               "january february march april may june july august september october november december "
+               "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + b"|".join(
+    sorted((name.encode() for name in _DATE_NAMES), key=len, reverse=True)) + rb")\b")
 _TOP_BIT = 1 << 63
 
 
-def _normal_bytes(text: str) -> bytes:
-    return _ZEROS.sub(b"0", text.encode("utf-8", "surrogatepass").translate(_NORMAL, _PUNCTUATION))
+def _normal_lines(text: str) -> list[bytes]:
+    """The normal form of each line of ``text`` (blocks joined by newlines), as UTF-8: one translation of all."""
+    data = text.encode("utf-8", "surrogatepass").translate(_NORMAL, _PUNCTUATION)
+    lines = data.split(b"\n")
+    if b"0" not in data:
+        return lines
+    # names and ids only in a block that holds a number (a per-fetch line does): the regular expressions run
+    # over a few lines, not the page
+    return [_ZEROS.sub(b"0", _VARYING.sub(b"0", line)) if b"0" in line else line for line in lines]
 
 
 def normalize_block(block: str) -> str:
     """The CCNet-style normal form that is hashed: ASCII letters lowercased, ASCII punctuation deleted,
-    every run of digits one ``0`` (whitespace as in the block: :func:`~scrapy_dedup.content.text.page_blocks`
-    collapsed it; a lone punctuation mark deleted leaves its two spaces). ``"Generated 2026-01-05 12:00
-    by app-07"`` and ``"generated 2025-12-31 09:41 by app-3"`` both give ``"generated 0 0 by app0"``."""
-    return _normal_bytes(block).decode("utf-8", "surrogatepass")
+    every run of digits one ``0``, and so are, in a block with a number, weekday and month names and
+    hexadecimal ids (whitespace as in
+    the block: :func:`~scrapy_dedup.content.text.page_blocks` collapsed it; a lone punctuation mark deleted
+    leaves its two spaces). ``"Generated 2026-01-05 12:00 by app-07"`` and ``"generated 2025-12-31 09:41 by
+    app-3"`` both give ``"generated 0 0 by app0"``; ``"Tue, 03 Mar"`` and ``"Fri, 12 Jun"`` ``"0 0 0"``."""
+    return b"\n".join(_normal_lines(block)).decode("utf-8", "surrogatepass")
 
 
 #: blocks longer than this (characters) are content, never boilerplate: a cookie banner or a footer is
@@ -116,7 +134,7 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     # Python's hash of bytes: SipHash in C, keyed per process (no page can aim at another block's hash;
     # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
-    normalized = _normal_bytes("\n".join(picked)).split(b"\n")
+    normalized = _normal_lines("\n".join(picked))
     if key is None:
         values = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
     else:
