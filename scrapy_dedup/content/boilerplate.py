@@ -85,8 +85,8 @@ _ZEROS = re.compile(rb"00+")
 _DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
                "january february march april may june july august september october november december "
                "jan feb mar apr jun jul aug sep sept oct nov dec").split()
-_VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + b"|".join(
-    sorted((name.encode() for name in _DATE_NAMES), key=len, reverse=True)) + rb")\b")
+_VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
+    sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
 
 
