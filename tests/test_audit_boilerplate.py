@@ -29,7 +29,7 @@ def _report(args: list[str], capsys) -> dict:
 
 
 def _learning(tmp_path) -> list[str]:
-    """The flags of a report with boilerplate learning on (off by default)."""
+    """The flags of a report with boilerplate learning on (the default, said explicitly)."""
     config = tmp_path / "learning.json"
     config.write_text(json.dumps({"boilerplate": True}))
     return ["--config", str(config)]

@@ -66,6 +66,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, Verdict
+from scrapy_dedup.content.simhash import exact_hash
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -77,19 +78,37 @@ __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJu
 _NORMAL = bytes(c + 32 if 65 <= c <= 90 else 48 if 48 <= c <= 57 else c for c in range(256))
 _PUNCTUATION = bytes(c for c in range(128) if not (chr(c).isalnum() or chr(c) in " \n"))
 _ZEROS = re.compile(rb"00+")
+# What else a per-fetch line varies in, to the digits' placeholder too, in a block that holds a number: English
+# weekday and month names (full or short: "Tue, 03 Mar 2026"), and hexadecimal ids (a word of 6+ hexadecimal
+# characters with a digit: a request id "a3f9c2e1-b2c4", its dash deleted). A content block holding one of them
+# is a block still: it hashes alike only with a block the same in every other word.
+_DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
+               "january february march april may june july august september october november december "
+               "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
+    sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
 
 
-def _normal_bytes(text: str) -> bytes:
-    return _ZEROS.sub(b"0", text.encode("utf-8", "surrogatepass").translate(_NORMAL, _PUNCTUATION))
+def _normal_lines(text: str) -> list[bytes]:
+    """The normal form of each line of ``text`` (blocks joined by newlines), as UTF-8: one translation of all."""
+    data = text.encode("utf-8", "surrogatepass").translate(_NORMAL, _PUNCTUATION)
+    lines = data.split(b"\n")
+    if b"0" not in data:
+        return lines
+    # names and ids only in a block that holds a number (a per-fetch line does): the regular expressions run
+    # over a few lines, not the page
+    return [_ZEROS.sub(b"0", _VARYING.sub(b"0", line)) if b"0" in line else line for line in lines]
 
 
 def normalize_block(block: str) -> str:
     """The CCNet-style normal form that is hashed: ASCII letters lowercased, ASCII punctuation deleted,
-    every run of digits one ``0`` (whitespace as in the block: :func:`~scrapy_dedup.content.text.page_blocks`
-    collapsed it; a lone punctuation mark deleted leaves its two spaces). ``"Generated 2026-01-05 12:00
-    by app-07"`` and ``"generated 2025-12-31 09:41 by app-3"`` both give ``"generated 0 0 by app0"``."""
-    return _normal_bytes(block).decode("utf-8", "surrogatepass")
+    every run of digits one ``0``, and so are, in a block with a number, weekday and month names and
+    hexadecimal ids (whitespace as in
+    the block: :func:`~scrapy_dedup.content.text.page_blocks` collapsed it; a lone punctuation mark deleted
+    leaves its two spaces). ``"Generated 2026-01-05 12:00 by app-07"`` and ``"generated 2025-12-31 09:41 by
+    app-3"`` both give ``"generated 0 0 by app0"``; ``"Tue, 03 Mar"`` and ``"Fri, 12 Jun"`` ``"0 0 0"``."""
+    return b"\n".join(_normal_lines(block)).decode("utf-8", "surrogatepass")
 
 
 #: blocks longer than this (characters) are content, never boilerplate: a cookie banner or a footer is
@@ -115,7 +134,7 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     # Python's hash of bytes: SipHash in C, keyed per process (no page can aim at another block's hash;
     # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
-    normalized = _normal_bytes("\n".join(picked)).split(b"\n")
+    normalized = _normal_lines("\n".join(picked))
     if key is None:
         values = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
     else:
@@ -373,6 +392,13 @@ class Judgement:
     rechecked: int = 0
 
 
+def second_key(exact: bytes) -> bytes:
+    """The exact-layer key of a page's other entries in the store (its whole text when its reduced text came
+    first, a re-checked text): derived from their exact hash, so that no exact hash of a page's whole text
+    finds one of them (an exact match means the same whole text, nothing less)."""
+    return blake2b(exact, digest_size=16, person=b"boilerplate-2nd").digest()
+
+
 def host_of(url: str) -> str:
     """The host a page's blocks are counted under (lowercase; "" for a URL without one)."""
     try:
@@ -386,25 +412,29 @@ class BoilerplateJudge:
 
     For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`):
 
-    1. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`) is checked, when
-       anything was left out; a match counts only with a page of the same host (once a host's
-       template is gone, what is left may be a paragraph another site also shows). An exact match
-       is the verdict.
-    2. Else its whole text is checked: an exact match is the verdict (the same blocks: no template
-       tells the two apart; so a copy of a page kept during the warm-up is an exact duplicate, not a
-       near one of its whole text); then a near match of step 1. The whole text is also what finds a
-       page kept before its host learnt a block (that block is in its stored fingerprint: its
+    1. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`), when anything was
+       left out, is checked first, under the exact hash of the page's *whole* text: the page's first
+       entry in the store. An exact match is the verdict: the same whole text, whatever the host's
+       template did since the kept page was stored (an exact copy is always counted exact; a page
+       whose text differs from it only in its boilerplate is a near duplicate at distance 0). A near
+       match is the verdict when it is with a page of the same host (once a host's template is gone,
+       what is left may be a paragraph another site also shows) and rests on at least ``min_words``
+       words of the page's own (:meth:`_own_words`: not in blocks counted on two pages or more, so
+       not the post teasers a blog's index page shares with its archive and tag pages).
+    2. Else its whole text is checked (stored under a key derived from its exact hash when step 1
+       stored that hash): an exact match is the verdict, then a near match. The whole text is what
+       finds a page kept before its host learnt a block (that block is in its stored fingerprint: its
        re-fetch, judged on the reduced text alone, would be missed); in the warm-up it is the only one.
-    3. Else a near match of the whole text is the verdict, but for the guard: it is a decision taken
-       without the host's (whole) template. When the kept page is one of the last ``recheck_pages``
-       kept pages of the same host (its blocks at hand), both pages are compared again less what
-       may become the template (:meth:`_template_undoes`), even in the warm-up; if that undoes the
-       match, the page is kept (``Judgement.guarded``). A kept page older than that is judged as
-       without learning.
+    3. A near match of the whole text is a decision taken without the host's (whole) template: the
+       guard. When the kept page is one of the last ``recheck_pages`` kept pages of the same host (its
+       blocks at hand), both pages are compared again less what may become the template
+       (:meth:`_template_undoes`), even in the warm-up; if that undoes the match, the page is kept
+       (``Judgement.guarded``). A kept page older than that is judged as without learning.
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
-       stored again under their URLs (the re-check). Each text that was new is stored (a page whose
-       reduced text differs from its whole text has two entries), so one that is then judged a
-       duplicate on its other text may stay in the store under its URL.
+       stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
+       text that was new is stored (a page whose reduced text differs from its whole text has two
+       entries), so one that is then judged a duplicate on its other text may stay in the store under
+       its URL.
 
     Thread-safe (one lock around the learner and the two store calls of a page).
     """
@@ -433,33 +463,37 @@ class BoilerplateJudge:
         degenerate = degenerate or engine.fingerprinter.is_degenerate
         with self._lock:
             reduction = learner.prepare(host, blocks)
+            text = " ".join(blocks)
             if whole is None and reduction.state != "reduced":
-                whole = fingerprint(reduction.text)
+                whole = fingerprint(text)
             if whole is not None and degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
             reduced = fingerprint(reduction.text) if reduction.state == "reduced" else None
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
-                reduction = replace(reduction, text=" ".join(blocks), state="whole", removed=0)
+                reduction = replace(reduction, text=text, state="whole", removed=0)
                 reduced = None
-                whole = whole or fingerprint(reduction.text)
+                whole = whole or fingerprint(text)
                 if degenerate(whole):
                     return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
-            by_reduced, reduced_stored = None, False
+            reduced_stored = False
             if reduced is not None:
+                # the page's first entry: its reduced text's simhash and sketch under its whole text's exact
+                # hash, so that an exact copy is found exact whatever its host's template did since
+                reduced = replace(reduced, exact=whole.exact if whole is not None else exact_hash(text))
                 answer = store.check_and_add(url, reduced)
+                if answer[0] == "exact":
+                    return Judgement(record(url, answer), reduced, reduction)
+                if (answer[0] == "near" and self.host_of(answer[1] or "") == host
+                        and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)):
+                    return Judgement(record(url, answer), reduced, reduction)
                 reduced_stored = answer[0] == "unique"
-                if answer[0] != "unique" and self.host_of(answer[1] or "") == host:
-                    if answer[0] == "exact":
-                        return Judgement(record(url, answer), reduced, reduction)
-                    by_reduced = answer
-            if whole is None:  # not needed when the reduced text matched exactly (the common re-fetch)
-                whole = fingerprint(" ".join(blocks))
-            answer = store.check_and_add(url, whole)
-            if answer[0] == "exact":  # the same blocks: whatever the template, the same page
+            whole = whole or fingerprint(text)
+            # a page whose first entry holds its whole text's exact hash stores its whole text under another key
+            answer = store.check_and_add(url, replace(whole, exact=second_key(whole.exact)) if reduced_stored
+                                         else whole)
+            if answer[0] == "exact":  # the same words: whatever the template, the same page
                 return Judgement(record(url, answer), whole, reduction)
-            if by_reduced is not None:
-                return Judgement(record(url, by_reduced), reduced or whole, reduction)
             if answer[0] == "near" and answer[1] == url and reduced_stored:
                 answer = ("unique", None, None)  # its own reduced text, stored a moment ago
             guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
@@ -468,12 +502,25 @@ class BoilerplateJudge:
                 return Judgement(record(url, answer), whole, reduction)
             verdict = record(url, ("unique", None, None))
             rechecked = 0
-            for kept_url, text in learner.learn(host, url, reduction):
-                fp = fingerprint(text)
+            for kept_url, again in learner.learn(host, url, reduction):
+                fp = fingerprint(again)
                 if not degenerate(fp):
-                    store.check_and_add(kept_url, fp)
+                    store.check_and_add(kept_url, replace(fp, exact=second_key(fp.exact)))
                     rechecked += 1
             return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
+
+    def _own_words(self, host: str, page: Reduction) -> int:
+        """Words of the page's reduced text in blocks of its own: neither boilerplate nor counted on two
+        pages of ``host`` or more (a block too long to count is its own). A match of the reduced text that
+        rests on fewer than ``min_words`` of them rests on text other pages show too (the post teasers of
+        a blog's index page, all on its archive page): it is not taken, the whole text decides. Not asked
+        of a frozen learner (the audit's second pass): its template is the whole dump's, and what is left is
+        content (its first pass counted a re-fetch missed before the template was known as a page)."""
+        table = self.learner.table(host)
+        lengths = np.fromiter(map(len, page.blocks), dtype=np.int64, count=len(page.blocks))
+        own = ~table.is_boilerplate(page.hashes) & np.where(page.hashes == 0, lengths > MAX_BLOCK_CHARS,
+                                                             table.counts(page.hashes) <= 1)
+        return sum(block.count(" ") + 1 for block, mine in zip(page.blocks, own.tolist()) if mine)
 
     def _template_undoes(self, host: str, page: Reduction, kept_url: str,
                          fingerprint: Callable[[str], ContentFingerprint],
