@@ -37,6 +37,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
+from scrapy_dedup.audit.mine_dust import mine_logs
+from scrapy_dedup.audit.records import DumpError
 from scrapy_dedup.url.canonical import Canonicalizer, looks_like_session_token
 from scrapy_dedup.url.dust import RuleSet
 from scrapy_dedup.url.mining import DustMiner, MiningConfig, MiningResult
@@ -270,11 +272,15 @@ def _query_values(query: str) -> dict[str, str]:
 
 def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int, int]],
                     usable: Callable[[int], bool], *, command: tuple[Optional[str], str] = (None, ""),
-                    note: str = "", mining: Optional[MiningConfig] = None) -> MirrorReport:
+                    note: str = "", mining: Optional[MiningConfig] = None,
+                    mine_from: Optional[str] = None) -> MirrorReport:
     """Explain the mirror pairs among ``pairs`` (kept index, flagged index) of pages ``urls``.
 
     ``roots[i]``: the audit's cluster of page ``i`` (distinct clusters are distinct pages);
-    ``usable(i)``: whether page ``i`` is evidence (degenerate pages are not).
+    ``usable(i)``: whether page ``i`` is evidence (degenerate pages are not). ``mine_from``: the file the
+    printed ``mine-dust`` command reads: the rules are then mined from it exactly as that command mines
+    them (its own judgement of sameness, which may differ from the audit's), so that what the report says
+    the rules remove is what the command's rules remove; without it, from the audit's clusters.
     """
     report = MirrorReport(note=note)
     report.command, report.command_note = command
@@ -325,10 +331,17 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
 
     # --- 3. and 4. the miner on the dump's evidence: URLs, and the audit's clusters as pages
     if rest:
-        for i in range(len(urls)):
-            if usable(i) and urls[i]:
-                miner.add_page(urls[i], ("audit", roots[i]))  # counts what it cannot parse
-        mined = miner.mine()
+        mined = None
+        if mine_from is not None:  # a regular file: read a second time, as the command will
+            try:
+                mined = mine_logs([mine_from], mining)  # the command's own path, not a copy of it
+            except (OSError, DumpError):  # changed or gone since the audit read it: the audit's clusters
+                mined = None
+        if mined is None:
+            for i in range(len(urls)):
+                if usable(i) and urls[i]:
+                    miner.add_page(urls[i], ("audit", roots[i]))  # counts what it cannot parse
+            mined = miner.mine()
         policies = PolicyMap.from_settings_values({}, report.url_policies)
         rules_only = RuleSet({h: list(r) for h, r in mined.rules.hosts.items()})
         by_rules = _Evaluator(policies, rules_only)

@@ -59,6 +59,7 @@ from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.content.paragraphs import text_blocks
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
+from scrapy_dedup.url.mining import MiningConfig
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
     from tqdm import tqdm
@@ -489,10 +490,13 @@ def mirror_report(pages: _Pages, cfg: AuditConfig, source: str, input_format: st
     command = mine_dust_command(source, input_format=input_format, url_field=cfg.url_field,
                                 html_field=cfg.html_field, text_field=cfg.text_field, min_words=cfg.min_words,
                                 other_engine=other_engine)
+    # the --min-words the printed command carries (other thresholds are mine-dust's defaults, as the command's)
+    mining = {"mining": MiningConfig(min_words=cfg.min_words)} if cfg.min_words != MiningConfig().min_words else {}
     note = ("method lshbloom names the page an exact duplicate matched only: near-duplicate mirrors are not "
             "explained" if cfg.method == "lshbloom" else "")
     return explain_mirrors(pages.urls, _cluster_roots(pages), pairs, lambda i: pages.kinds[i] != degenerate,
-                           command=command, note=note)
+                           command=command, note=note, **mining,
+                           mine_from=source if command[0] is not None and os.path.isfile(source) else None)
 
 
 def fill_sample_texts(result: AuditResult, pages: _Pages, path: str, decider: Any = None) -> None:

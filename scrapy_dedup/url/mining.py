@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
@@ -241,6 +242,8 @@ class DustMiner:
         self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
         self._simhashes: SimhashIndex | None = None
         self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
+        self._judge: BoilerplateJudge | None = None  # for records with html, when the crawl learns boilerplate
+        self._boilerplate = bool(next(p.default for p in ENGINE_PARAMS if p.key == "boilerplate"))
         self.stats: Counter = Counter()
         no_switch: dict[str, Any] = {name: False for name in SWITCHES}
         self._canonicalizer = Canonicalizer(UrlPolicy(**no_switch))
@@ -297,6 +300,16 @@ class DustMiner:
             self._engine = ContentDeduplicator(fingerprinter, store)
         return self._engine
 
+    def judge(self) -> BoilerplateJudge | None:
+        """The crawl's per-host boilerplate judge in front of :meth:`engine` when the crawl's defaults learn
+        boilerplate (``content/params.py``), else None: a page's HTML is judged as a crawl would judge it."""
+        if self._judge is None and self._boilerplate:
+            p: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
+            rule = BoilerplateRule(min_pages=p.boilerplate_min_pages, warmup_pages=p.boilerplate_warmup_pages,
+                                   capacity=p.boilerplate_capacity)
+            self._judge = BoilerplateJudge(self.engine(), BoilerplateLearner(rule))
+        return self._judge
+
     def add_record(self, record: Any) -> bool:
         """One log line (a parsed JSON object); returns False (and counts why) when it is unusable.
 
@@ -345,16 +358,20 @@ class DustMiner:
         if exact is None:
             text = record.get("text")
             html = record.get("html")
+            blocks: list[str] | None = None
             if not isinstance(text, str) and isinstance(html, str):
                 try:
-                    text = extract_text(html, self.config.extraction).text
+                    extraction = extract_text(html, self.config.extraction, blocks=self._boilerplate)
                 except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
                     self.stats["bad_lines"] += 1
                     return False
+                text, blocks = extraction.text, extraction.blocks
             if not isinstance(text, str):
                 self.stats["lines_without_content"] += 1
                 return False
-            verdict = self.engine().check(url, text)
+            judge = self.judge() if blocks is not None else None
+            verdict = judge.check(url, blocks).verdict if judge is not None and blocks is not None \
+                else self.engine().check(url, text)
             if verdict.kind == "degenerate" or verdict.cluster is None:
                 self.stats["degenerate_pages"] += 1
                 return False
