@@ -262,6 +262,28 @@ def test_online_learner_activates_explores_and_deactivates():
     assert learner2.events["explore_agreed"] == 1
 
 
+def test_a_version_segment_rule_learned_online_keeps_translations_apart():
+    """Generated site 17 (tuning), one learn crawl in about six: ``/v1/topics/x.html`` (an old scheme) is the
+    page of ``/topics/x.html``, so "drop path segment <alnum:2>" was learned; it also dropped ``/de/`` (a
+    translation, another page: ``de`` is a word, not a token), and the crawl's first explorations of it were
+    ``/v1/`` URLs, which agreed: every German page was lost. A shape matches the segments it was mined from."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.0)
+    for name in ("start", "update", "modify"):
+        learner.record(f"http://{HOST}/topics/{name}.html", name, None)
+        learner.record(f"http://{HOST}/v1/topics/{name}.html", name, None)
+    assert [(r.kind, r.shape) for r in rules.hosts[HOST]] == [("drop_segment", "<alnum:2>")]
+    assert learner.is_fetched(key_of(f"http://{HOST}/v1/topics/start.html"))
+    assert key_of(f"http://{HOST}/v2/topics/start.html") == f"http://{HOST}/topics/start.html"
+    for lang in ("de", "fr", "en"):
+        key = key_of(f"http://{HOST}/{lang}/topics/start.html")
+        assert key == f"http://{HOST}/{lang}/topics/start.html" and not learner.is_fetched(key)
+
+
 def test_requests_a_learned_rule_dropped_are_given_back_when_it_is_deactivated():
     """A wrong rule delays pages, never loses them: what it made the crawl drop is handed back, each URL once,
     never a URL fetched since (it would be fetched twice), nothing for loaded rules (not learned here)."""
