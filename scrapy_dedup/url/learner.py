@@ -8,13 +8,22 @@ This module imports nothing from Scrapy.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from scrapy_dedup.content.simhash import hamming as hamming_distance
-from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet, join_key, shape_of_segment, split_key
+from scrapy_dedup.url.dust import (
+    DustRule,
+    HostRules,
+    RuleSet,
+    compile_shape,
+    join_key,
+    shape_of_segment,
+    split_key,
+)
 from scrapy_dedup.url.mining import _PATHPARAM, DustMiner, MiningConfig, RuleValidation
 
 __all__ = ["DeclaredCanonicals", "OnlineDustLearner", "VariantDeferral"]
@@ -343,10 +352,11 @@ class OnlineDustLearner:
         Budget per rule: of the distinct URLs a learned rule collapses, the first and then a share
         ``explore`` are fetched (``ceil(collapsed * explore)``), so a rule is checked at once and then
         now and then, and a densely linked site does not get every variant fetched once. A rule that
-        drops a parameter's value (or a path parameter's) is also checked on the first URL of each value
-        it drops, until ``config.min_support`` values were checked: ``?lang=en`` agreeing says nothing of
-        ``?lang=de``, ``?start=6`` nothing of ``?start=12`` (generated tokens of 8 characters or more
-        count as one value: one session id says what another says); and only against a page fetched without
+        drops a parameter's value (or a path parameter's, or a path segment of its shape) is also checked
+        on the first URL of each value it drops, until ``config.min_support`` values were checked:
+        ``?lang=en`` agreeing says nothing of ``?lang=de``, ``?start=6`` nothing of ``?start=12``,
+        ``/v1/`` nothing of ``/v2/`` (generated tokens of 8 characters or more count as one value: one
+        session id says what another says); and only against a page fetched without
         that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         """
@@ -665,7 +675,8 @@ def _value_class(value: str | None) -> str | None:
 
 
 def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
-    """The value ``rule`` drops from this URL (a query or path parameter's), None for other kinds."""
+    """The value ``rule`` drops from this URL (a query or path parameter's, a path segment's), None for other
+    kinds."""
     if rule.kind == "drop_param":
         for part in query.split("&") if query else ():
             name, _, value = part.partition("=")
@@ -676,7 +687,18 @@ def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
         at = path.find(marker)
         if at != -1:
             return path[at + len(marker):].split("/", 1)[0].split(";", 1)[0]
+    elif rule.kind == "drop_segment":  # the segment of its shape (/v1/ says nothing of /v2/)
+        segments = path.split("/")[1:-1]  # a segment with one after it (the rule never drops the file)
+        matches = _shape_matcher(rule.shape)
+        for i, segment in enumerate(segments):
+            if matches(segment) and (not rule.lead or (i and segments[i - 1] == rule.lead)):
+                return segment
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _shape_matcher(shape: str) -> Any:
+    return compile_shape(shape).match
 
 
 class DeclaredCanonicals:
