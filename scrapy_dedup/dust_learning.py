@@ -172,18 +172,26 @@ class DustLearningMiddleware:
 
     def spider_idle(self, spider: Spider | None = None) -> None:
         """The scheduler ran dry: the parked requests go to it (the dupefilter drops those a rule learned
-        meanwhile gave the key of a fetched page), and the crawl goes on."""
+        meanwhile gave the key of a fetched page), and the crawl goes on. So do the explorations of requests
+        a learned rule dropped before their key's page was fetched (never judged then)."""
+        explore = self.learner.explore_held()
+        for request in explore:
+            self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
+        if explore:
+            self.stats.inc_value("dedup/dust/explored_held", len(explore))
         if not self.learner.deferral.parked:
+            if explore:
+                raise DontCloseSpider
             return
         self._activated(self.learner.mine_pending(), self.learner.pages)  # the evidence fetched since counts
         parked = self.learner.release_deferred()
-        if not parked:
-            return
         for request in parked:
             request.meta[DEFERRED_META] = True
             self.crawler.engine.crawl(request)
-        self.stats.inc_value("dedup/dust/deferred_released", len(parked))
-        raise DontCloseSpider
+        if parked:
+            self.stats.inc_value("dedup/dust/deferred_released", len(parked))
+        if parked or explore:
+            raise DontCloseSpider
 
     def response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
         """A redirect is evidence at once (the redirected request may be dropped as already seen)."""

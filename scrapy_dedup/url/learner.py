@@ -81,6 +81,7 @@ class OnlineDustLearner:
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
+        self._explore_checks: dict[str, list] = {}  # exploration not taken yet -> [(rule, value it checks)]
         self._budget: dict[tuple[str, tuple], _Budget] = {}  # learned rule -> its exploration so far
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self._held: dict[tuple[str, tuple], dict[str, Any]] = {}  # learned rule -> {URL: request it dropped}
@@ -345,7 +346,7 @@ class OnlineDustLearner:
 
     # --- exploration ---
 
-    def should_explore(self, url: str, key: str) -> bool:
+    def should_explore(self, url: str, key: str, *, new_values_only: bool = False) -> bool:
         """Would ``url`` be collapsed by learned rules onto an already fetched ``key``? Then fetch it anyway
         when a rule that collapses it has exploration budget left.
 
@@ -359,6 +360,7 @@ class OnlineDustLearner:
         session id says what another says); and only against a page fetched without
         that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
+        ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
         if self.explore <= 0 or key not in self.content_of or url in self._decided or url in self.fetched:
             return False
@@ -370,6 +372,7 @@ class OnlineDustLearner:
             return False  # collapsed by loaded rules only: those were reviewed, not learned here
         self._decided.add(url)
         explore = False
+        checks: list[tuple[tuple[str, tuple], str | None]] = []  # (rule, the value it checks here)
         for ident in rules:
             budget = self._budget.get(ident)
             if budget is None:
@@ -383,13 +386,18 @@ class OnlineDustLearner:
                 value = None  # the key's page came with this very value: comparing says nothing of it
             if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
                 budget.values.add(value)
+                checks.append((ident, value))
                 explore = True
-            explore = explore or budget.explored < math.ceil(budget.collapsed * self.explore)
+            else:
+                checks.append((ident, None))
+            explore = explore or (not new_values_only
+                                  and budget.explored < math.ceil(budget.collapsed * self.explore))
         if not explore:
             return False
         for ident in rules:
             self._budget[ident].explored += 1
         self.exploring[url] = key
+        self._explore_checks[url] = checks
         self.events["explored"] += 1
         return True
 
@@ -402,6 +410,24 @@ class OnlineDustLearner:
             return firing
         together = HostRules(host, [single.rules[0] for _, single in learned])
         return [ident for ident, _ in learned] if together.fired(path, query) else []
+
+    def explore_held(self) -> list[Any]:
+        """Held requests (:meth:`hold`) no exploration decision was taken for, judged now: a request dropped while
+        its key's page was only being fetched (in flight, or queued under another URL) met no fetched key
+        then, so it was never explored, and a wrong rule that only such requests would refute stayed in
+        force for good. The caller sends those that carry a value of a dropped parameter or segment not
+        checked yet (:meth:`should_explore`; the share of the budget is not spent on them: each would be a
+        fetch of a page met already), past the dupefilter; called when the crawl runs dry."""
+        out: dict[str, Any] = {}
+        for bucket in self._held.values():
+            for url, request in bucket.items():
+                if url in out or url in self._decided or url in self.fetched:
+                    continue
+                key = self.key_of(url)
+                if key in self.content_of and self.should_explore(url, key, new_values_only=True):
+                    out[url] = request
+        self.events["explored_held"] += len(out)
+        return list(out.values())
 
     def hold(self, url: str, request: Any) -> bool:
         """``request`` (for ``url``) was dropped as a duplicate because learned rules collapse it: keep it,
@@ -439,10 +465,14 @@ class OnlineDustLearner:
     def take_exploration(self, url: str) -> bool:
         """Is ``url`` (about to be downloaded) an exploration? Not any more once an alias of the table, learned
         since, sends it elsewhere: an alias is a fact (a redirect, a page under two keys), not a rule to check,
-        and its target may have been fetched already."""
+        and its target may have been fetched already. A cancelled exploration checked nothing: the values it
+        was to check go back to its rules' budgets, for the next URL that carries them (generated site 19:
+        the only exploration of ``drop ?sort=`` on ``sort=title`` was cancelled so, ``title`` counted as
+        checked, and the eight pages of the listing sorted by title were lost)."""
         if url not in self.exploring or url in self._explore_taken:
             return False  # (another request for the URL while it is explored: not an exploration)
         self._explore_taken.add(url)
+        checks = self._explore_checks.pop(url, [])
         parts = self.miner.split_url(url)
         if parts is None:
             return True
@@ -452,6 +482,11 @@ class OnlineDustLearner:
         if target is not None and target != (path, query):
             del self.exploring[url]
             self.events["explore_cancelled"] += 1
+            for ident, value in checks:
+                budget = self._budget.get(ident)
+                if budget is not None:
+                    budget.explored -= 1
+                    budget.values.discard(value)
             return False
         return True
 
