@@ -32,8 +32,10 @@ order 100: it sees responses after decompression and requests just before downlo
 * an active rule hides its own violations, so of the distinct URLs a learned rule
   collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
   share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
-  URL already fetched never); an explored page that differs from its key's page
-  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``).
+  URL already fetched never; a request dropped while its key's page was still being
+  fetched is judged when the crawl runs dry, ``dedup/dust/explored_held``); an explored
+  page that differs from its key's page deactivates the learned rules that fired for it
+  (logged, ``dedup/dust/deactivated``).
   An explored page that is the same page is a duplicate like any other: its items go
   the way of ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
