@@ -4,6 +4,8 @@ generated crawl log; canonicalization cost with 100 rules on the host.
     python benchmarks/bench_dust.py --sites-only          # 20 generated sites, held-out seeds 1000..1019
     python benchmarks/bench_dust.py --sites-only --seeds tuning   # the tuning seeds 0..19
     python benchmarks/bench_dust.py --sites-only --quick  # 2 small sites (the smoke test runs this)
+    python benchmarks/bench_dust.py --sites-only --seeds 19 --contenders learn --repeat 30 --shuffle-links
+                                                          # one contender again and again, in varied crawl orders
     python benchmarks/bench_dust.py --no-sites            # mining: 1,000,000-line log; 100,000 URLs canonicalized
     python benchmarks/bench_dust.py --no-sites --quick    # a few seconds (the smoke test runs this)
     python benchmarks/bench_dust.py --canonicalize-only   # only the canonicalization figure (no log, no mining)
@@ -209,6 +211,13 @@ def main() -> None:
     parser.add_argument("--keep", metavar="DIR",
                         help="keep each generated site's crawl log, mined rules and `mine-dust -v` output in "
                              "DIR/<seed>/ (to study the miner on the tuning seeds)")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help="generated sites: the contenders to run, comma-separated (mined needs addon)")
+    parser.add_argument("--repeat", type=int, default=1, help="generated sites: crawl each site this many times")
+    parser.add_argument("--shuffle-links", action="store_true",
+                        help="generated sites: the spider follows each page's links in a random order (another "
+                             "crawl order in each run, as concurrency and server timing give on a real site)")
+    parser.add_argument("--concurrency", type=int, default=8, help="generated sites: CONCURRENT_REQUESTS")
     parser.add_argument("--mine-child", metavar="LOG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mine_child:
@@ -216,7 +225,12 @@ def main() -> None:
         return
     if not args.canonicalize_only and not args.no_sites:
         seeds = parse_seeds(args.seeds or ("0,1" if args.quick else "report"))
-        bench_sites(seeds, args.docs or (10 if args.quick else 30), args.json, args.keep)
+        contenders = tuple(c for c in args.contenders.split(",") if c)
+        unknown = set(contenders) - set(CONTENDERS)
+        if unknown or ("mined" in contenders and "addon" not in contenders):
+            parser.error(f"--contenders: one or more of {', '.join(CONTENDERS)} (mined needs addon)")
+        bench_sites(seeds * max(1, args.repeat), args.docs or (10 if args.quick else 30), args.json, args.keep,
+                    contenders, args.shuffle_links, args.concurrency)
         if args.sites_only:
             return
     lines = args.lines or (20_000 if args.quick else 1_000_000)
@@ -228,7 +242,8 @@ def main() -> None:
 
 # ------------------------------------------------------------------------------------ generated sites
 
-def bench_sites(seeds: list[int], docs: int, json_out: str | None, keep: str | None = None) -> None:
+def bench_sites(seeds: list[int], docs: int, json_out: str | None, keep: str | None = None,
+                contenders: tuple[str, ...] = CONTENDERS, shuffle_links: bool = False, concurrency: int = 8) -> None:
     """Crawl every generated site with every contender (one reactor, crawls one after the other)."""
     from scrapy.utils.reactor import install_reactor
 
@@ -250,7 +265,7 @@ def bench_sites(seeds: list[int], docs: int, json_out: str | None, keep: str | N
         try:
             for site in sites:
                 started = time.perf_counter()
-                result = yield crawl_site(site, keep)
+                result = yield crawl_site(site, keep, contenders, shuffle_links, concurrency)
                 result["seconds"] = time.perf_counter() - started
                 results.append(result)
                 print_site(site, result)
@@ -269,35 +284,40 @@ def bench_sites(seeds: list[int], docs: int, json_out: str | None, keep: str | N
             json.dump(results, f, indent=1)
 
 
-def _spider_class():
+def _spider_class(shuffle_links: bool = False):
     import scrapy
 
     class DustSiteSpider(scrapy.Spider):
-        """Follows every link of the site; one item per page response."""
+        """Follows every link of the site (in page order, or shuffled); one item per page response."""
 
         name = "dustgen"
 
         def parse(self, response):
             yield {"url": response.url}
-            for href in response.css("a::attr(href)").getall():
+            hrefs = response.css("a::attr(href)").getall()
+            if shuffle_links:
+                random.shuffle(hrefs)
+            for href in hrefs:
                 yield response.follow(href)
 
     return DustSiteSpider
 
 
-def crawl_site(site, keep: str | None = None):
-    """Deferred: the four contenders' figures on ``site`` (a dict, JSON-ready)."""
+def crawl_site(site, keep: str | None = None, contenders: tuple[str, ...] = CONTENDERS, shuffle_links: bool = False,
+               concurrency: int = 8):
+    """Deferred: the contenders' figures on ``site`` (a dict, JSON-ready)."""
     from twisted.internet import defer
 
-    return defer.ensureDeferred(_crawl_site(site, keep))
+    return defer.ensureDeferred(_crawl_site(site, keep, contenders, shuffle_links, concurrency))
 
 
-async def _crawl_site(site, keep: str | None) -> dict:
+async def _crawl_site(site, keep: str | None, contenders: tuple[str, ...] = CONTENDERS, shuffle_links: bool = False,
+                      concurrency: int = 8) -> dict:
     from tests import dustgen
     from tests.support.crawl import run_crawl
     from tests.support.localsite import LocalSite
 
-    spider = _spider_class()
+    spider = _spider_class(shuffle_links)
     addon = {"ADDONS": {"scrapy_dedup.Addon": 0}}
     out: dict = {"seed": site.seed, "host": site.host, "scheme": site.scheme, "families": list(site.families),
                  "traps": list(site.traps), "noise_in_main": site.noise_in_main,
@@ -314,9 +334,12 @@ async def _crawl_site(site, keep: str | None) -> dict:
                 os.remove(stale)
 
         async def crawl(name: str, settings: dict) -> None:
+            if name not in contenders:
+                return
             site.reset_log()
             with LocalSite(site.router) as local:
-                crawler = await run_crawl(spider, {**settings, "LOG_LEVEL": "ERROR"},
+                crawler = await run_crawl(spider, {**settings, "LOG_LEVEL": "ERROR",
+                                                   "CONCURRENT_REQUESTS": concurrency},
                                           start_urls=[local.url(site.host)], allowed_domains=[site.host])
                 fetched = list(site.log)
             s = dustgen.score(site, fetched, [item["url"] for item in crawler.items])
@@ -335,6 +358,10 @@ async def _crawl_site(site, keep: str | None) -> dict:
 
         await crawl("scrapy", {})
         await crawl("addon", {**addon, "DEDUP_LOG_FILE": log})
+        if "mined" not in contenders:
+            await crawl("learn", {**addon, "DEDUP_DUST_LEARN": True})
+            out["mine_dust"] = {"returncode": 0, "stderr_tail": []}
+            return out
         mined = subprocess.run([sys.executable, "-m", "scrapy_dedup", "mine-dust", log, "-o", rules]
                                + (["-v"] if keep else []), capture_output=True, text=True)
         if keep:
@@ -362,7 +389,8 @@ def print_site(site, result: dict) -> None:
           + ("; per-fetch noise in the main text" if site.noise_in_main else ""))
     for name in CONTENDERS:
         if name not in c:
-            print(f"  {name:7} (not run: mine-dust exited {result['mine_dust']['returncode']})")
+            if name == "mined" and result["mine_dust"]["returncode"]:
+                print(f"  {name:7} (not run: mine-dust exited {result['mine_dust']['returncode']})")
             continue
         r = c[name]
         print(f"  {name:7} fetches {r['fetches']:5}  waste {_pct(r['waste']):>4}  "
@@ -390,7 +418,7 @@ def print_summary(sites, results: list[dict]) -> None:
         if not rows:
             continue
         ratios = [r["contenders"][name]["fetches"] / r["contenders"]["scrapy"]["fetches"] for r in results
-                  if name in r["contenders"]]
+                  if name in r["contenders"] and "scrapy" in r["contenders"]] or [float("nan")]
         waste = [x["waste"] for x in rows]
         rpp = [x["requests_per_page"] for x in rows]
         recall = [x["recall"] for x in rows]

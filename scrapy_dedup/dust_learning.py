@@ -32,8 +32,10 @@ order 100: it sees responses after decompression and requests just before downlo
 * an active rule hides its own violations, so of the distinct URLs a learned rule
   collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
   share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
-  URL already fetched never); an explored page that differs from its key's page
-  deactivates the learned rules that fired for it (logged, ``dedup/dust/deactivated``).
+  URL already fetched never; a request dropped while its key's page was still being
+  fetched is judged when the crawl runs dry, ``dedup/dust/explored_held``); an explored
+  page that differs from its key's page deactivates the learned rules that fired for it
+  (logged, ``dedup/dust/deactivated``).
   An explored page that is the same page is a duplicate like any other: its items go
   the way of ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
@@ -172,18 +174,26 @@ class DustLearningMiddleware:
 
     def spider_idle(self, spider: Spider | None = None) -> None:
         """The scheduler ran dry: the parked requests go to it (the dupefilter drops those a rule learned
-        meanwhile gave the key of a fetched page), and the crawl goes on."""
+        meanwhile gave the key of a fetched page), and the crawl goes on. So do the explorations of requests
+        a learned rule dropped before their key's page was fetched (never judged then)."""
+        explore = self.learner.explore_held()
+        for request in explore:
+            self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
+        if explore:
+            self.stats.inc_value("dedup/dust/explored_held", len(explore))
         if not self.learner.deferral.parked:
+            if explore:
+                raise DontCloseSpider
             return
         self._activated(self.learner.mine_pending(), self.learner.pages)  # the evidence fetched since counts
         parked = self.learner.release_deferred()
-        if not parked:
-            return
         for request in parked:
             request.meta[DEFERRED_META] = True
             self.crawler.engine.crawl(request)
-        self.stats.inc_value("dedup/dust/deferred_released", len(parked))
-        raise DontCloseSpider
+        if parked:
+            self.stats.inc_value("dedup/dust/deferred_released", len(parked))
+        if parked or explore:
+            raise DontCloseSpider
 
     def response_downloaded(self, response: Response, request: Request, spider: Spider | None = None) -> None:
         """A redirect is evidence at once (the redirected request may be dropped as already seen)."""

@@ -262,6 +262,109 @@ def test_online_learner_activates_explores_and_deactivates():
     assert learner2.events["explore_agreed"] == 1
 
 
+def test_a_version_segment_rule_learned_online_keeps_translations_apart():
+    """Generated site 17 (tuning), one learn crawl in about six: ``/v1/topics/x.html`` (an old scheme) is the
+    page of ``/topics/x.html``, so "drop path segment <alnum:2>" was learned; it also dropped ``/de/`` (a
+    translation, another page: ``de`` is a word, not a token), and the crawl's first explorations of it were
+    ``/v1/`` URLs, which agreed: every German page was lost. A shape matches the segments it was mined from."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.0)
+    for name in ("start", "update", "modify"):
+        learner.record(f"http://{HOST}/topics/{name}.html", name, None)
+        learner.record(f"http://{HOST}/v1/topics/{name}.html", name, None)
+    assert [(r.kind, r.shape) for r in rules.hosts[HOST]] == [("drop_segment", "<alnum:2>")]
+    assert learner.is_fetched(key_of(f"http://{HOST}/v1/topics/start.html"))
+    assert key_of(f"http://{HOST}/v2/topics/start.html") == f"http://{HOST}/topics/start.html"
+    for lang in ("de", "fr", "en"):
+        key = key_of(f"http://{HOST}/{lang}/topics/start.html")
+        assert key == f"http://{HOST}/{lang}/topics/start.html" and not learner.is_fetched(key)
+
+
+def test_exploration_checks_each_value_of_a_dropped_segment():
+    """A rule that drops a path segment of a shape is explored on the first URL of each segment it drops (up to
+    ``min_support`` of them), as a dropped parameter's values are: ``/v1/`` agreeing says nothing of ``/v2/``
+    (on generated site 17 the first explorations of "drop path segment <alnum:2>" were all ``/v1/`` URLs,
+    while the rule also dropped ``/de/``). Generated tokens all count as one value."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.01)
+    for name in ("start", "update", "modify"):
+        learner.record(f"http://{HOST}/topics/{name}.html", name, None)
+        learner.record(f"http://{HOST}/v1/topics/{name}.html", name, None)
+    assert [(r.kind, r.shape) for r in rules.hosts[HOST]] == [("drop_segment", "<alnum:2>")]
+
+    def explored(url: str) -> bool:
+        return learner.should_explore(url, key_of(url))
+
+    for name in "abcd":
+        learner.record(f"http://{HOST}/topics/{name}.html", name, None)
+    assert explored(f"http://{HOST}/v1/topics/a.html")  # the rule's first collapsed URL
+    assert not explored(f"http://{HOST}/v1/topics/b.html")  # v1 checked already, the budget spent
+    assert explored(f"http://{HOST}/v2/topics/b.html")  # another segment: checked too
+    assert not explored(f"http://{HOST}/v2/topics/c.html")
+    assert explored(f"http://{HOST}/v3/topics/c.html")
+    assert not explored(f"http://{HOST}/v4/topics/d.html")  # min_support segments checked: enough
+
+
+def test_a_cancelled_exploration_gives_its_value_back_to_the_rule():
+    """Generated site 19 (tuning; one learn crawl in about four before the deferral, 84% recall): ``drop ?sort=``
+    (learned from the default ``sort=date``) was explored on ``/browse?sort=title&start=0``, whose key is an
+    alias of ``/browse``: the exploration was cancelled (an alias sends it elsewhere), but ``title`` counted
+    as checked, no other URL sorted by title was explored, and the eight pages sorted by title were lost."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.01)
+    for i in range(3):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?ref=home", f"page{i}", None)
+    assert [r.param for r in rules.hosts[HOST]] == ["ref"]
+    learner.record(f"http://{HOST}/browse", "browse", None)
+    rules.aliases[HOST] = {"/browse?start=0": "/browse"}
+    rules.recompile()
+    url = f"http://{HOST}/browse?ref=mail&start=0"
+    assert key_of(url) == f"http://{HOST}/browse"
+    assert learner.should_explore(url, key_of(url)) and not learner.take_exploration(url)  # cancelled
+    assert learner.should_explore(f"http://{HOST}/p1?ref=mail", f"http://{HOST}/p1")  # mail: still to check
+    assert not learner.should_explore(f"http://{HOST}/p2?ref=mail", f"http://{HOST}/p2")  # checked now
+
+
+def test_a_request_dropped_before_its_key_was_fetched_is_explored_when_the_crawl_runs_dry():
+    """A request a learned rule dropped while its key's page was only being fetched met no fetched key, so no
+    exploration decision was ever taken for it; held, it came back only if the rule was deactivated, which
+    nothing would do when such requests are all a wrong rule drops of a value. Judged once the key is fetched."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.01)
+    for i in range(3):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?sort=date", f"page{i}", None)
+    assert [r.param for r in rules.hosts[HOST]] == ["sort"]
+    url = f"http://{HOST}/list?sort=title"
+    assert not learner.should_explore(url, key_of(url))  # /list is not fetched yet (in flight)
+    request = object()
+    assert learner.hold(url, request)  # dropped: its key is in flight
+    assert learner.explore_held() == []  # the key's page not fetched yet: nothing to compare with
+    learner.record(f"http://{HOST}/list", "list by date", None)
+    assert learner.explore_held() == [request] and url in learner.exploring
+    assert learner.explore_held() == []  # decided once
+    assert learner.take_exploration(url)
+    assert [r.param for r in learner.check_explored(url, "list by title", None)] == ["sort"]
+    assert learner.resend == [request]  # sent again (checked before download, fetched by then)
+
+
 def test_requests_a_learned_rule_dropped_are_given_back_when_it_is_deactivated():
     """A wrong rule delays pages, never loses them: what it made the crawl drop is handed back, each URL once,
     never a URL fetched since (it would be fetched twice), nothing for loaded rules (not learned here)."""

@@ -99,6 +99,10 @@ def test_shapes():
     assert compile_shape("(S(<alnum:24>))").match("(S(abcdefghijklmnopqrstuv12))")
     assert not compile_shape("(S(<alnum:24>))").match("(S(abcdefghijklmnopqrstuv1))")
     assert compile_shape("a.b").match("a.b") and not compile_shape("a.b").match("axb")  # literals escaped
+    # a short token has a digit (shape_of_segment): the shape of v1 is not that of the word de
+    assert compile_shape("<alnum:2>").match("v1") and compile_shape("<hex:4>").match("00ff")
+    assert not compile_shape("<alnum:2>").match("de") and not compile_shape("<hex:4>").match("dead")
+    assert compile_shape("<alnum:16>").match("abcdefghijklmnop")  # 16 letters and more: a token as it is
     with pytest.raises(ValueError, match="unknown token"):
         compile_shape("<regex:.*>")
 

@@ -78,6 +78,9 @@ class DustRulesError(ValueError):
 def compile_shape(shape: str) -> re.Pattern[str]:
     """The matcher of a segment shape: literal characters and ``<class[:length]>`` tokens.
 
+    A token matches what :func:`shape_of_segment` gives that shape: ``<alnum:N>`` and ``<hex:N>`` of fewer
+    than 16 characters only a run with a digit in it (``v1``, never the word ``de``).
+
     The regex is built by us from the typed tokens, never taken from input:
     every literal is escaped. Raises ``ValueError`` on an unknown token.
     """
@@ -85,8 +88,13 @@ def compile_shape(shape: str) -> re.Pattern[str]:
     pos = 0
     for match in _TOKEN.finditer(shape):
         parts.append(re.escape(shape[pos:match.start()]))
-        chars = _TOKEN_CLASSES[match.group(1)]
-        parts.append(f"[{chars}]{{{int(match.group(2))}}}" if match.group(2) else f"[{chars}]+")
+        klass, chars = match.group(1), _TOKEN_CLASSES[match.group(1)]
+        length = int(match.group(2)) if match.group(2) else 0
+        if klass in ("alnum", "hex") and 0 < length < _WORD_LENGTH:
+            # a run shorter than a word's limit is a token only with a digit in it (shape_of_segment): the
+            # shape of the version segment v1 must not match the word de (a translation, another page)
+            parts.append(f"(?=[{chars}]{{0,{length - 1}}}[0-9])")
+        parts.append(f"[{chars}]{{{length}}}" if length else f"[{chars}]+")
         pos = match.end()
     rest = shape[pos:]
     if "<" in rest or ">" in rest:
@@ -98,6 +106,8 @@ def compile_shape(shape: str) -> re.Pattern[str]:
 
 
 _RUN = re.compile(r"[A-Za-z0-9]+")
+#: a run of letters this long or longer is a token without a digit (shorter: a word, kept literal)
+_WORD_LENGTH = 16
 
 
 def shape_of_segment(segment: str) -> str | None:
@@ -117,7 +127,7 @@ def shape_of_segment(segment: str) -> str | None:
         if run.isdigit():
             out.append(f"<digits:{len(run)}>")
             tokens += 1
-        elif any(c.isdigit() for c in run) or len(run) >= 16:
+        elif any(c.isdigit() for c in run) or len(run) >= _WORD_LENGTH:
             klass = "hex" if all(c in "0123456789abcdef" for c in run) or all(
                 c in "0123456789ABCDEF" for c in run) else "alnum"
             out.append(f"<{klass}:{len(run)}>")

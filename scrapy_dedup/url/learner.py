@@ -8,13 +8,22 @@ This module imports nothing from Scrapy.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from scrapy_dedup.content.simhash import hamming as hamming_distance
-from scrapy_dedup.url.dust import DustRule, HostRules, RuleSet, join_key, shape_of_segment, split_key
+from scrapy_dedup.url.dust import (
+    DustRule,
+    HostRules,
+    RuleSet,
+    compile_shape,
+    join_key,
+    shape_of_segment,
+    split_key,
+)
 from scrapy_dedup.url.mining import _PATHPARAM, DustMiner, MiningConfig, RuleValidation
 
 __all__ = ["DeclaredCanonicals", "OnlineDustLearner", "VariantDeferral"]
@@ -72,6 +81,7 @@ class OnlineDustLearner:
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
+        self._explore_checks: dict[str, list] = {}  # exploration not taken yet -> [(rule, value it checks)]
         self._budget: dict[tuple[str, tuple], _Budget] = {}  # learned rule -> its exploration so far
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self._held: dict[tuple[str, tuple], dict[str, Any]] = {}  # learned rule -> {URL: request it dropped}
@@ -336,19 +346,21 @@ class OnlineDustLearner:
 
     # --- exploration ---
 
-    def should_explore(self, url: str, key: str) -> bool:
+    def should_explore(self, url: str, key: str, *, new_values_only: bool = False) -> bool:
         """Would ``url`` be collapsed by learned rules onto an already fetched ``key``? Then fetch it anyway
         when a rule that collapses it has exploration budget left.
 
         Budget per rule: of the distinct URLs a learned rule collapses, the first and then a share
         ``explore`` are fetched (``ceil(collapsed * explore)``), so a rule is checked at once and then
         now and then, and a densely linked site does not get every variant fetched once. A rule that
-        drops a parameter's value (or a path parameter's) is also checked on the first URL of each value
-        it drops, until ``config.min_support`` values were checked: ``?lang=en`` agreeing says nothing of
-        ``?lang=de``, ``?start=6`` nothing of ``?start=12`` (generated tokens of 8 characters or more
-        count as one value: one session id says what another says); and only against a page fetched without
+        drops a parameter's value (or a path parameter's, or a path segment of its shape) is also checked
+        on the first URL of each value it drops, until ``config.min_support`` values were checked:
+        ``?lang=en`` agreeing says nothing of ``?lang=de``, ``?start=6`` nothing of ``?start=12``,
+        ``/v1/`` nothing of ``/v2/`` (generated tokens of 8 characters or more count as one value: one
+        session id says what another says); and only against a page fetched without
         that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
+        ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
         if self.explore <= 0 or key not in self.content_of or url in self._decided or url in self.fetched:
             return False
@@ -360,6 +372,7 @@ class OnlineDustLearner:
             return False  # collapsed by loaded rules only: those were reviewed, not learned here
         self._decided.add(url)
         explore = False
+        checks: list[tuple[tuple[str, tuple], str | None]] = []  # (rule, the value it checks here)
         for ident in rules:
             budget = self._budget.get(ident)
             if budget is None:
@@ -373,13 +386,18 @@ class OnlineDustLearner:
                 value = None  # the key's page came with this very value: comparing says nothing of it
             if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
                 budget.values.add(value)
+                checks.append((ident, value))
                 explore = True
-            explore = explore or budget.explored < math.ceil(budget.collapsed * self.explore)
+            else:
+                checks.append((ident, None))
+            explore = explore or (not new_values_only
+                                  and budget.explored < math.ceil(budget.collapsed * self.explore))
         if not explore:
             return False
         for ident in rules:
             self._budget[ident].explored += 1
         self.exploring[url] = key
+        self._explore_checks[url] = checks
         self.events["explored"] += 1
         return True
 
@@ -392,6 +410,24 @@ class OnlineDustLearner:
             return firing
         together = HostRules(host, [single.rules[0] for _, single in learned])
         return [ident for ident, _ in learned] if together.fired(path, query) else []
+
+    def explore_held(self) -> list[Any]:
+        """Held requests (:meth:`hold`) no exploration decision was taken for, judged now: a request dropped while
+        its key's page was only being fetched (in flight, or queued under another URL) met no fetched key
+        then, so it was never explored, and a wrong rule that only such requests would refute stayed in
+        force for good. The caller sends those that carry a value of a dropped parameter or segment not
+        checked yet (:meth:`should_explore`; the share of the budget is not spent on them: each would be a
+        fetch of a page met already), past the dupefilter; called when the crawl runs dry."""
+        out: dict[str, Any] = {}
+        for bucket in self._held.values():
+            for url, request in bucket.items():
+                if url in out or url in self._decided or url in self.fetched:
+                    continue
+                key = self.key_of(url)
+                if key in self.content_of and self.should_explore(url, key, new_values_only=True):
+                    out[url] = request
+        self.events["explored_held"] += len(out)
+        return list(out.values())
 
     def hold(self, url: str, request: Any) -> bool:
         """``request`` (for ``url``) was dropped as a duplicate because learned rules collapse it: keep it,
@@ -429,10 +465,14 @@ class OnlineDustLearner:
     def take_exploration(self, url: str) -> bool:
         """Is ``url`` (about to be downloaded) an exploration? Not any more once an alias of the table, learned
         since, sends it elsewhere: an alias is a fact (a redirect, a page under two keys), not a rule to check,
-        and its target may have been fetched already."""
+        and its target may have been fetched already. A cancelled exploration checked nothing: the values it
+        was to check go back to its rules' budgets, for the next URL that carries them (generated site 19:
+        the only exploration of ``drop ?sort=`` on ``sort=title`` was cancelled so, ``title`` counted as
+        checked, and the eight pages of the listing sorted by title were lost)."""
         if url not in self.exploring or url in self._explore_taken:
             return False  # (another request for the URL while it is explored: not an exploration)
         self._explore_taken.add(url)
+        checks = self._explore_checks.pop(url, [])
         parts = self.miner.split_url(url)
         if parts is None:
             return True
@@ -442,6 +482,11 @@ class OnlineDustLearner:
         if target is not None and target != (path, query):
             del self.exploring[url]
             self.events["explore_cancelled"] += 1
+            for ident, value in checks:
+                budget = self._budget.get(ident)
+                if budget is not None:
+                    budget.explored -= 1
+                    budget.values.discard(value)
             return False
         return True
 
@@ -665,7 +710,8 @@ def _value_class(value: str | None) -> str | None:
 
 
 def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
-    """The value ``rule`` drops from this URL (a query or path parameter's), None for other kinds."""
+    """The value ``rule`` drops from this URL (a query or path parameter's, a path segment's), None for other
+    kinds."""
     if rule.kind == "drop_param":
         for part in query.split("&") if query else ():
             name, _, value = part.partition("=")
@@ -676,7 +722,18 @@ def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
         at = path.find(marker)
         if at != -1:
             return path[at + len(marker):].split("/", 1)[0].split(";", 1)[0]
+    elif rule.kind == "drop_segment":  # the segment of its shape (/v1/ says nothing of /v2/)
+        segments = path.split("/")[1:-1]  # a segment with one after it (the rule never drops the file)
+        matches = _shape_matcher(rule.shape)
+        for i, segment in enumerate(segments):
+            if matches(segment) and (not rule.lead or (i and segments[i - 1] == rule.lead)):
+                return segment
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _shape_matcher(shape: str) -> Any:
+    return compile_shape(shape).match
 
 
 class DeclaredCanonicals:
