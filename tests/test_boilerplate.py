@@ -248,3 +248,32 @@ def test_judge_counts_a_copy_of_a_warm_up_page_as_exact_and_matches_reduced_text
                         + [_own(7, 40)])
     assert other.verdict.kind == "unique"
     assert judge.engine.counts() == {"unique": 5, "exact": 1, "near": 0, "degenerate": 0}
+
+
+_BLOCK_TEXT = st.lists(st.sampled_from(list("ab0f9 -_.,:ΣσςÇé—\u00a0İ") + ["Tue", "March", "a3f9c2", "ΑΣ ", "x"]),
+                       max_size=20).map("".join)
+
+
+@given(st.lists(_BLOCK_TEXT, max_size=8))
+def test_block_hashes_of_a_page_are_each_blocks_own(blocks):
+    # the normal form runs over all of a page's blocks at once; a block's hash must not depend on its neighbours
+    blocks = [" ".join(b.split()) for b in blocks]
+    together = block_hashes(blocks, 1)
+    assert together.tolist() == [block_hashes([b], 1)[0] for b in blocks]
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(_BLOCK_TEXT, st.booleans()), max_size=10))
+def test_both_texts_of_a_page_fingerprint_as_the_fingerprinter_does(page):
+    # the judge tokenizes a page once for its whole text and its text less the dropped blocks: the same
+    # fingerprints (exact hash, simhash, words, sketch) as fingerprinting each text on its own
+    from scrapy_dedup.content.boilerplate import _TwoTexts
+    from scrapy_dedup.content.engine import ContentFingerprinter
+
+    fingerprinter = ContentFingerprinter(shingle_size=3, min_words=3)
+    blocks = [b for b, _ in page]
+    dropped = np.array([d for _, d in page], dtype=bool)
+    two = _TwoTexts(fingerprinter, blocks, dropped)
+    assert two.whole() == fingerprinter.fingerprint(" ".join(blocks))
+    assert two.exact() == fingerprinter.fingerprint(" ".join(blocks)).exact
+    assert two.reduced() == fingerprinter.fingerprint(" ".join(b for b, d in page if not d))

@@ -51,12 +51,12 @@ def test_words_match_the_regex_definition_on_any_text(text):
 def test_word_hashes_are_the_definition_and_survive_cache_clearing(monkeypatch):
     tokens = S.words("the same words the same words and a few new ones " * 3 + " ".join(map(str, range(50))))
     expected = [int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little") for t in tokens]
-    assert S._word_hashes(tokens).tolist() == expected
+    assert S.token_hashes(tokens).tolist() == expected
     monkeypatch.setattr(S, "_WORD_CACHE_LIMIT", 10)
-    assert S._word_hashes(tokens).tolist() == expected  # clears the cache first
+    assert S.token_hashes(tokens).tolist() == expected  # clears the cache first
     assert len(S._WORD_CACHE) <= len(set(tokens))
-    assert S._word_hashes(tokens).tolist() == expected
-    assert S._word_hashes(["\ud800"]).tolist() == [S.word_hash("\ud800")]
+    assert S.token_hashes(tokens).tolist() == expected
+    assert S.token_hashes(["\ud800"]).tolist() == [S.word_hash("\ud800")]
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 64, 391, 5000])

@@ -59,14 +59,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from hashlib import blake2b
-from itertools import repeat
+from itertools import groupby, repeat
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, Verdict
-from scrapy_dedup.content.simhash import exact_hash
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
+from scrapy_dedup.content.simhash import exact_hash, exact_hash_words, token_hashes, words
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -97,8 +97,13 @@ def _normal_lines(text: str) -> list[bytes]:
     if b"0" not in data:
         return lines
     # names and ids only in a block that holds a number (a per-fetch line does): the regular expressions run
-    # over a few lines, not the page
-    return [_ZEROS.sub(b"0", _VARYING.sub(b"0", line)) if b"0" in line else line for line in lines]
+    # once over those lines joined (no match crosses a newline: it is neither a word nor a hexadecimal
+    # character, and it is a word boundary), not over the page
+    numbered = [i for i, line in enumerate(lines) if b"0" in line]
+    done = _ZEROS.sub(b"0", _VARYING.sub(b"0", b"\n".join([lines[i] for i in numbered]))).split(b"\n")
+    for i, line in zip(numbered, done):
+        lines[i] = line
+    return lines
 
 
 def normalize_block(block: str) -> str:
@@ -407,6 +412,47 @@ def host_of(url: str) -> str:
         return ""
 
 
+class _TwoTexts:
+    """A page's whole text and its text less the blocks in ``dropped``, fingerprinted from one tokenization.
+
+    The words of blocks joined by spaces are the blocks' words one after the other (a space is no word
+    character, and lowercasing is the same on either side of one), so each maximal run of kept or of dropped
+    blocks is tokenized once and each word hashed once for both texts: both fingerprints are the
+    fingerprinter's own of ``" ".join(blocks)`` and of the kept blocks joined (the shingles of each text
+    are formed from its own word sequence, across the places where dropped blocks were)."""
+
+    __slots__ = ("fingerprinter", "tokens", "kept_tokens", "hashes", "kept")
+
+    def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str], dropped: np.ndarray):
+        self.fingerprinter = fingerprinter
+        tokens: list[str] = []
+        kept_tokens: list[str] = []
+        runs: list[tuple[bool, int]] = []
+        at = 0
+        for drop, run in groupby(range(len(blocks)), key=dropped.__getitem__):
+            n = len(list(run))
+            part = words(" ".join(blocks[at:at + n]))
+            at += n
+            tokens.extend(part)
+            if not drop:
+                kept_tokens.extend(part)
+            runs.append((bool(drop), len(part)))
+        self.tokens, self.kept_tokens = tokens, kept_tokens
+        self.hashes = token_hashes(tokens)
+        self.kept = np.repeat(np.array([not drop for drop, _ in runs], dtype=bool),
+                              np.array([n for _, n in runs], dtype=np.int64))
+
+    def exact(self) -> bytes:
+        """The whole text's exact hash."""
+        return exact_hash_words(self.tokens)
+
+    def whole(self) -> ContentFingerprint:
+        return self.fingerprinter.fingerprint_words(self.tokens, self.hashes)
+
+    def reduced(self) -> ContentFingerprint:
+        return self.fingerprinter.fingerprint_words(self.kept_tokens, self.hashes[self.kept])
+
+
 class BoilerplateJudge:
     """The decision rule of boilerplate learning, one for the crawl, the audit and the quality benchmark.
 
@@ -459,6 +505,7 @@ class BoilerplateJudge:
         engine, learner = self.engine, self.learner
         record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
         host = self.host_of(url) if host is None else host
+        own_fingerprints = fingerprint is None  # the engine's: both texts of a page from one tokenization
         fingerprint = fingerprint or engine.fingerprint
         degenerate = degenerate or engine.fingerprinter.is_degenerate
         with self._lock:
@@ -469,18 +516,23 @@ class BoilerplateJudge:
             if whole is not None and degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
-            reduced = fingerprint(reduction.text) if reduction.state == "reduced" else None
+            two = None
+            if reduction.state == "reduced" and own_fingerprints:
+                two = _TwoTexts(engine.fingerprinter, blocks, learner.table(host).is_boilerplate(reduction.hashes))
+            reduced = ((two.reduced() if two is not None else fingerprint(reduction.text))
+                       if reduction.state == "reduced" else None)
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
                 reduction = replace(reduction, text=text, state="whole", removed=0)
                 reduced = None
-                whole = whole or fingerprint(text)
+                whole = whole or (two.whole() if two is not None else fingerprint(text))
                 if degenerate(whole):
                     return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             reduced_stored = False
             if reduced is not None:
                 # the page's first entry: its reduced text's simhash and sketch under its whole text's exact
                 # hash, so that an exact copy is found exact whatever its host's template did since
-                reduced = replace(reduced, exact=whole.exact if whole is not None else exact_hash(text))
+                exact = whole.exact if whole is not None else two.exact() if two is not None else exact_hash(text)
+                reduced = replace(reduced, exact=exact)
                 answer = store.check_and_add(url, reduced)
                 if answer[0] == "exact":
                     return Judgement(record(url, answer), reduced, reduction)
@@ -488,7 +540,7 @@ class BoilerplateJudge:
                         and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)):
                     return Judgement(record(url, answer), reduced, reduction)
                 reduced_stored = answer[0] == "unique"
-            whole = whole or fingerprint(text)
+            whole = whole or (two.whole() if two is not None else fingerprint(text))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key
             answer = store.check_and_add(url, replace(whole, exact=second_key(whole.exact)) if reduced_stored
                                          else whole)

@@ -115,11 +115,15 @@ class ContentFingerprinter:
 
         Simhash and sketch come from one pass over the shingle hashes.
         """
-        tokens = words(text)
+        return self.fingerprint_words(words(text))
+
+    def fingerprint_words(self, tokens: list[str], word_hashes: np.ndarray | None = None) -> ContentFingerprint:
+        """The fingerprint of a text of ``tokens`` (its :func:`~scrapy_dedup.content.simhash.words`), the
+        same as :meth:`fingerprint`'s; ``word_hashes``: their hashes if at hand (``token_hashes``)."""
         if not self.sketch_size or not tokens:
             simhash, sketch = simhash_words(tokens, self.shingle_size, self.bits), None
         else:
-            simhash, hashes = simhash_and_shingle_hashes(tokens, self.shingle_size, self.bits)
+            simhash, hashes = simhash_and_shingle_hashes(tokens, self.shingle_size, self.bits, word_hashes)
             sketch = make_sketch(hashes, self.sketch_size)
         return ContentFingerprint(exact=exact_hash_words(tokens), simhash=simhash, words=len(tokens), sketch=sketch)
 

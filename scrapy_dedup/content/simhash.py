@@ -90,7 +90,8 @@ def word_hash(word: str) -> int:
     return int.from_bytes(_blake2b(word.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
 
 
-def _word_hashes(tokens: Sequence[str]) -> np.ndarray:
+def token_hashes(tokens: Sequence[str]) -> np.ndarray:
+    """The :func:`word_hash` of each of ``tokens`` (uint64), through the per-process cache."""
     cache = _WORD_CACHE
     if len(cache) > _WORD_CACHE_LIMIT:
         cache.clear()
@@ -107,8 +108,8 @@ def _fmix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _shingle_states(tokens: Sequence[str], shingle_size: int) -> np.ndarray:
-    hashes = _word_hashes(tokens)
+def _shingle_states(hashes: np.ndarray, shingle_size: int) -> np.ndarray:
+    """The combined state of each shingle of ``shingle_size`` words, from the words' hashes."""
     k = min(shingle_size, len(hashes))
     count = len(hashes) - k + 1
     state = hashes[:count].copy()
@@ -192,8 +193,13 @@ else:  # pragma: no cover - Python 3.9
         return bin(a ^ b).count("1")
 
 
-def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64) -> tuple[int, np.ndarray]:
+def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64,
+                               word_hashes: np.ndarray | None = None) -> tuple[int, np.ndarray]:
     """``(simhash_words(tokens, ...), distinct shingle hashes)`` from one pass over the shingles.
+
+    ``word_hashes``: the hashes of ``tokens`` (:func:`token_hashes`) if already at hand: a caller that
+    fingerprints two texts of one page (boilerplate learning: the whole text and the text less the
+    host's template) hashes each word once.
 
     The hashes are the 64-bit ``fmix64`` values that vote (low half of a 128-bit
     fingerprint), distinct, in no particular order: the verification sketch
@@ -204,7 +210,8 @@ def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bit
     if not tokens:
         return 0, np.zeros(0, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        states = _distinct(_shingle_states(tokens, shingle_size))
+        hashes = token_hashes(tokens) if word_hashes is None else word_hashes
+        states = _distinct(_shingle_states(hashes, shingle_size))
         mixed = _fmix64(states.copy())
         fp = _vote(mixed)
         if bits == 128:
