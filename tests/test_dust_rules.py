@@ -102,6 +102,10 @@ def test_shapes():
     # a short token has a digit (shape_of_segment): the shape of v1 is not that of the word de
     assert compile_shape("<alnum:2>").match("v1") and compile_shape("<hex:4>").match("00ff")
     assert not compile_shape("<alnum:2>").match("de") and not compile_shape("<hex:4>").match("dead")
+    # nor that of a number (its shape is <digits:N>): a rule learned from /v1/x must keep /2015/01/x, a
+    # dated permalink's month (on a generated site the mined rule moved month pages onto other URLs)
+    assert not compile_shape("<alnum:2>").match("01") and not compile_shape("<hex:4>").match("2024")
+    assert shape_of_segment("01") == "<digits:2>" and shape_of_segment("v1") == "<alnum:2>"
     assert compile_shape("<alnum:16>").match("abcdefghijklmnop")  # 16 letters and more: a token as it is
     with pytest.raises(ValueError, match="unknown token"):
         compile_shape("<regex:.*>")

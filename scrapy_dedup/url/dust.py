@@ -79,7 +79,8 @@ def compile_shape(shape: str) -> re.Pattern[str]:
     """The matcher of a segment shape: literal characters and ``<class[:length]>`` tokens.
 
     A token matches what :func:`shape_of_segment` gives that shape: ``<alnum:N>`` and ``<hex:N>`` of fewer
-    than 16 characters only a run with a digit in it (``v1``, never the word ``de``).
+    than 16 characters only a run with a digit and a letter in it (``v1``, never the word ``de`` nor the
+    month ``01``, whose shape is ``<digits:2>``).
 
     The regex is built by us from the typed tokens, never taken from input:
     every literal is escaped. Raises ``ValueError`` on an unknown token.
@@ -91,9 +92,10 @@ def compile_shape(shape: str) -> re.Pattern[str]:
         klass, chars = match.group(1), _TOKEN_CLASSES[match.group(1)]
         length = int(match.group(2)) if match.group(2) else 0
         if klass in ("alnum", "hex") and 0 < length < _WORD_LENGTH:
-            # a run shorter than a word's limit is a token only with a digit in it (shape_of_segment): the
-            # shape of the version segment v1 must not match the word de (a translation, another page)
-            parts.append(f"(?=[{chars}]{{0,{length - 1}}}[0-9])")
+            # a run shorter than a word's limit is a token only with a digit in it, and an all-digit run is
+            # <digits:N> (shape_of_segment): the shape of the version segment v1 must match neither the word
+            # de (a translation, another page) nor the month 01 of a dated permalink (another page)
+            parts.append(f"(?=[{chars}]{{0,{length - 1}}}[0-9])(?=[{chars}]{{0,{length - 1}}}[A-Za-z])")
         parts.append(f"[{chars}]{{{length}}}" if length else f"[{chars}]+")
         pos = match.end()
     rest = shape[pos:]
