@@ -21,7 +21,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 import weakref
@@ -50,6 +49,7 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
+from scrapy_dedup._util.files import set_aside
 from scrapy_dedup._util.redis_conn import mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
@@ -357,11 +357,7 @@ class DedupExtension:
                 self.stats.set_value("dedup/content/restored", len(self.store))
                 self._saved_pages = len(self.store)
             except Exception as exc:  # a corrupt checkpoint must not pass silently
-                kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-                try:  # keep the bad file for inspection: the next checkpoint must not overwrite it
-                    os.replace(path, kept)
-                except OSError:
-                    kept = path
+                kept = set_aside(path)
                 logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
                              "content index; near duplicates of pages from the previous run will be kept "
                              "(the bad file is kept as %s)", path, exc, kept)
@@ -406,11 +402,7 @@ class DedupExtension:
         try:
             self.paragraphs.seen = BloomSeenSet.load(path)
         except CheckpointError as exc:
-            kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
-            try:
-                os.replace(path, kept)
-            except OSError:
-                kept = path
+            kept = set_aside(path)
             logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
                          "(the bad file is kept as %s)", exc, kept)
             self.stats.inc_value("dedup/paragraphs/checkpoint_errors")

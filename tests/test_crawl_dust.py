@@ -15,9 +15,15 @@ from scrapy_dedup.url.dust import DustRule, RuleSet
 from scrapy_dedup.cli import mine_dust_main as cli_main
 from tests import dustsite
 from tests.support.crawl import run_crawl
-from tests.support.localsite import LocalSite
+from tests.support.localsite import LocalSite, Page
 
 ADDON = {"ADDONS": {"scrapy_dedup.Addon": 0}, "CONCURRENT_REQUESTS": 4}
+
+
+def _linking_page(name: str, links) -> Page:
+    """A page of the local test sites: the text of ``name`` as its main text, ``links`` in an aside."""
+    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
+    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
 
 
 class SiteSpider(scrapy.Spider):
@@ -116,8 +122,6 @@ def _lang_site(host: str, path_qs: str):
     """``?lang=en`` is chrome on the a-pages, but ``?lang=de`` is another page (German) on the b-pages."""
     from urllib.parse import parse_qsl, urlsplit
 
-    from tests.support.localsite import Page
-
     parts = urlsplit(path_qs)
     lang = dict(parse_qsl(parts.query)).get("lang", "en")
     name = parts.path.strip("/") or "home"
@@ -131,8 +135,7 @@ def _lang_site(host: str, path_qs: str):
             name = f"{name}-{lang}"
     else:
         return None
-    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
-    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+    return _linking_page(name, links)
 
 
 @pytest.mark.crawl
@@ -259,8 +262,6 @@ _SHOES = {4711: "blue-runner", 4712: "red-trail", 4713: "green-walker", 4714: "b
 def _shoe_site(host: str, path_qs: str):
     """Opaque ids that redirect: ``/item.php?id=4711`` -> 301 ``/shoes/blue-runner``; nothing in the two URLs
     says they are one page, only the redirect does. Every page links to the others by id first."""
-    from tests.support.localsite import Page
-
     ids = sorted(_SHOES)
     if path_qs.startswith("/item.php?id="):
         slug = _SHOES.get(int(path_qs.rpartition("=")[2]) if path_qs.rpartition("=")[2].isdigit() else 0)
@@ -272,8 +273,7 @@ def _shoe_site(host: str, path_qs: str):
         links = [f"/item.php?id={i}" for i in ids] + [f"/shoes/{s}" for s in _SHOES.values()]
     else:
         return None
-    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
-    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+    return _linking_page(name, links)
 
 
 @pytest.mark.crawl
@@ -307,8 +307,6 @@ def test_a_url_that_redirected_is_not_fetched_again_with_the_mined_alias_table(t
 
 def _old_prefix_site(host: str, path_qs: str):
     """``/old/<name>`` redirects (301) to ``/<name>``; the home page links to the old URLs only."""
-    from tests.support.localsite import Page
-
     names = ("alpha", "beta", "gamma")
     if path_qs.startswith("/old/") and path_qs[len("/old/"):] in names:
         return Page("", status=301, headers={"Location": path_qs[len("/old"):]})
@@ -318,8 +316,7 @@ def _old_prefix_site(host: str, path_qs: str):
         name, links = path_qs.strip("/"), []
     else:
         return None
-    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
-    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+    return _linking_page(name, links)
 
 
 @pytest.mark.crawl
@@ -343,8 +340,6 @@ def _ref_site(host: str, path_qs: str, canonical: str | None = None):
     for ``drop ?ref=``), then ``/next`` links the q-pages only as ``?ref=a``: the first fetch of each
     q-page is such a URL. Every q-page links every q-page again as ``?ref=a`` and ``?ref=b``."""
     from urllib.parse import urlsplit
-
-    from tests.support.localsite import Page
 
     name = urlsplit(path_qs).path.strip("/") or "home"
     queue = [f"/q{i}?ref={ref}" for i in range(6) for ref in ("a", "b")]
@@ -536,8 +531,6 @@ _LEGACY = tuple(f"page{i}" for i in range(10))
 def _legacy_site(host: str, path_qs: str):
     """An old URL scheme: ``/legacy/<name>`` redirects (301) to ``/<name>``; the home page links every page by
     its old URL only, and each page links the next one's old URL."""
-    from tests.support.localsite import Page
-
     if path_qs.startswith("/legacy/") and path_qs[len("/legacy/"):] in _LEGACY:
         return Page("", status=301, headers={"Location": path_qs[len("/legacy"):]})
     if path_qs == "/":
@@ -547,8 +540,7 @@ def _legacy_site(host: str, path_qs: str):
         links = [f"/legacy/{_LEGACY[(_LEGACY.index(name) + 1) % len(_LEGACY)]}"]
     else:
         return None
-    anchors = "".join(f'<a href="{href}">x</a> ' for href in links)
-    return Page(f"<html><body><main><p>{dustsite.text_of(name)}</p></main><aside>{anchors}</aside></body></html>")
+    return _linking_page(name, links)
 
 
 @pytest.mark.crawl
@@ -577,17 +569,13 @@ def _translated_site(host: str, path_qs: str):
     """A chain, so that no crawl order changes which page links what when: the home page links only
     ``/guide.html``, which links ``/de/guide.html`` (the German guide: another page under the name of
     ``/guide.html``, so a variant the learner would park) and ``/a.html``, which links the rest."""
-    from tests.support.localsite import Page
-
     links = {"/": ["/guide.html"], "/guide.html": ["/de/guide.html", "/a.html"],
              "/a.html": ["/b.html", "/c.html", "/about.html"]}
     names = {"/": "home", "/guide.html": "guide", "/de/guide.html": "guide-de", "/a.html": "a", "/b.html": "b",
              "/c.html": "c", "/about.html": "about"}
     if path_qs not in names:
         return None
-    anchors = "".join(f'<a href="{href}">x</a> ' for href in links.get(path_qs, ()))
-    return Page(f"<html><body><main><p>{dustsite.text_of(names[path_qs])}</p></main><aside>{anchors}</aside>"
-                "</body></html>")
+    return _linking_page(names[path_qs], links.get(path_qs, ()))
 
 
 @pytest.mark.crawl

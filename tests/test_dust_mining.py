@@ -262,21 +262,27 @@ def test_online_learner_activates_explores_and_deactivates():
     assert learner2.events["explore_agreed"] == 1
 
 
-def test_a_version_segment_rule_learned_online_keeps_translations_apart():
-    """Generated site 17 (tuning), one learn crawl in about six: ``/v1/topics/x.html`` (an old scheme) is the
-    page of ``/topics/x.html``, so "drop path segment <alnum:2>" was learned; it also dropped ``/de/`` (a
-    translation, another page: ``de`` is a word, not a token), and the crawl's first explorations of it were
-    ``/v1/`` URLs, which agreed: every German page was lost. A shape matches the segments it was mined from."""
+def _learner_with_a_version_segment_rule(explore: float):
+    """An online learner that has learned "drop path segment <alnum:2>" from three pages under ``/v1/``."""
     from scrapy_dedup.url.canonical import Canonicalizer
     from scrapy_dedup.url.learner import OnlineDustLearner
 
     rules = RuleSet()
     key_of = Canonicalizer(dust_rules=rules).canonicalize
-    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.0)
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=explore)
     for name in ("start", "update", "modify"):
         learner.record(f"http://{HOST}/topics/{name}.html", name, None)
         learner.record(f"http://{HOST}/v1/topics/{name}.html", name, None)
     assert [(r.kind, r.shape) for r in rules.hosts[HOST]] == [("drop_segment", "<alnum:2>")]
+    return learner, key_of
+
+
+def test_a_version_segment_rule_learned_online_keeps_translations_apart():
+    """Generated site 17 (tuning), one learn crawl in about six: ``/v1/topics/x.html`` (an old scheme) is the
+    page of ``/topics/x.html``, so "drop path segment <alnum:2>" was learned; it also dropped ``/de/`` (a
+    translation, another page: ``de`` is a word, not a token), and the crawl's first explorations of it were
+    ``/v1/`` URLs, which agreed: every German page was lost. A shape matches the segments it was mined from."""
+    learner, key_of = _learner_with_a_version_segment_rule(explore=0.0)
     assert learner.is_fetched(key_of(f"http://{HOST}/v1/topics/start.html"))
     assert key_of(f"http://{HOST}/v2/topics/start.html") == f"http://{HOST}/topics/start.html"
     for lang in ("de", "fr", "en"):
@@ -289,16 +295,7 @@ def test_exploration_checks_each_value_of_a_dropped_segment():
     ``min_support`` of them), as a dropped parameter's values are: ``/v1/`` agreeing says nothing of ``/v2/``
     (on generated site 17 the first explorations of "drop path segment <alnum:2>" were all ``/v1/`` URLs,
     while the rule also dropped ``/de/``). Generated tokens all count as one value."""
-    from scrapy_dedup.url.canonical import Canonicalizer
-    from scrapy_dedup.url.learner import OnlineDustLearner
-
-    rules = RuleSet()
-    key_of = Canonicalizer(dust_rules=rules).canonicalize
-    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.01)
-    for name in ("start", "update", "modify"):
-        learner.record(f"http://{HOST}/topics/{name}.html", name, None)
-        learner.record(f"http://{HOST}/v1/topics/{name}.html", name, None)
-    assert [(r.kind, r.shape) for r in rules.hosts[HOST]] == [("drop_segment", "<alnum:2>")]
+    learner, key_of = _learner_with_a_version_segment_rule(explore=0.01)
 
     def explored(url: str) -> bool:
         return learner.should_explore(url, key_of(url))

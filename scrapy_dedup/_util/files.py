@@ -14,10 +14,22 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Callable
 
 _TEMPORARY = re.compile(r"^(?P<name>.+)\.tmp-(?P<pid>\d+)-[A-Za-z0-9_]+$")
+
+
+def set_aside(path: Path) -> Path:
+    """Rename an unreadable checkpoint to ``<name>.corrupt-<time>`` (kept for inspection: the next checkpoint
+    must not overwrite it); the new path, or ``path`` itself when it cannot be renamed."""
+    kept = path.with_name(f"{path.name}.corrupt-{int(time.time())}")
+    try:
+        os.replace(path, kept)
+    except OSError:
+        return path
+    return kept
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> None:
