@@ -50,7 +50,7 @@ from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup._util.files import set_aside
-from scrapy_dedup._util.redis_conn import mask_url
+from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
@@ -239,7 +239,7 @@ class DedupExtension:
         if cfg.content_backend != "redis":
             return ParagraphDeduplicator(BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate),
                                          cfg.paragraphs_min_chars)
-        key = f"{self.store.index.prefix}:paragraphs"
+        key = self._paragraph_key()
         try:
             seen = RedisBloomSeenSet(self.store.index.client, key, cfg.paragraphs_capacity, cfg.paragraphs_error_rate,
                                      ttl=cfg.redis_ttl)
@@ -261,6 +261,10 @@ class DedupExtension:
         logger.info("Paragraph dedup: blocks of at least %d characters in a Redis Bloom filter, key %r",
                     cfg.paragraphs_min_chars, key)
         return ParagraphDeduplicator(seen, cfg.paragraphs_min_chars)
+
+    def _paragraph_key(self) -> str:
+        """The Redis key of the paragraph seen set: beside the content index's keys (not under its hash tag)."""
+        return f"{self.store.index.prefix}:paragraphs"
 
     def _build_store(self, cfg: DedupSettings) -> Any:
         verify = verify_rule_from_settings(cfg)
@@ -297,6 +301,8 @@ class DedupExtension:
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
         self._check_redis(policy, cfg)
+        if cfg.redis_flush_on_start:
+            self._flush_content_state(policy, cfg)
         self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
@@ -318,6 +324,34 @@ class DedupExtension:
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+
+    def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
+        """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.
+
+        That is the content index (with the boilerplate tables and their salt, under its hash tag)
+        and the paragraph seen set, found with SCAN on every node of a cluster. Redis unreachable
+        now: the start is refused, since pages judged against the previous crawl's index would be
+        dropped as its duplicates, the opposite of the fresh crawl asked for.
+        """
+        from scrapy_dedup.dupefilters import RedisStartupError
+
+        paragraphs = glob_escape(self._paragraph_key())
+        client = self.store.index.client
+
+        def flush() -> None:
+            self.store.clear()
+            # the filter's key, its layout, or its shards (each under a hash tag of its own): any layout left
+            delete_matching(client, (paragraphs, paragraphs + ":*", f"\\{{{paragraphs}:*"))
+
+        try:
+            policy.call(flush)
+        except RedisUnavailable as exc:
+            raise RedisStartupError(
+                f"DEDUP_REDIS_FLUSH_ON_START: cannot delete the content index {self.store.index.prefix!r} at "
+                f"{mask_url(cfg.redis_url)} ({exc}); the crawl would judge its pages against the previous "
+                "crawl's: start it again once Redis is back") from None
+        logger.info("Content index %r, its boilerplate tables and paragraph seen set at %s deleted at start "
+                    "(DEDUP_REDIS_FLUSH_ON_START)", self.store.index.prefix, mask_url(cfg.redis_url))
 
     def _check_index(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """An index written with another config (an earlier version's key layout, other bits, bands or
@@ -342,8 +376,8 @@ class DedupExtension:
             raise DedupConfigError(
                 f"Content index: {where} holds an index written with {exc.stored}; this crawl needs {exc.wanted}: "
                 f"{why}. To start over, delete the index's keys (RedisContentStore.from_url(<DEDUP_REDIS_URL>, "
-                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.redis_index; "
-                "DEDUP_REDIS_FLUSH_ON_START deletes the dupefilter's keys, not these), or set DEDUP_REDIS_INDEX_KEY "
+                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.redis_index, or "
+                "DEDUP_REDIS_FLUSH_ON_START=True for one start), or set DEDUP_REDIS_INDEX_KEY "
                 "to a new key (the pages of the old index are then not found)") from None
 
     def _spider_opened(self, spider: "Spider") -> None:

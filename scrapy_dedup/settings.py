@@ -252,7 +252,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_REDIS_PERSIST", True, to_bool, "redis",
        "Keep the Redis keys after the crawl (False: delete them at close)."),
     _s("DEDUP_REDIS_FLUSH_ON_START", False, to_bool, "redis",
-       "Delete the Redis keys when the crawl opens (start fresh)."),
+       "Delete the crawl's Redis state when it opens (start fresh): the Redis dupefilter's keys "
+       "(`DEDUP_REDIS_KEY`) and, with `DEDUP_CONTENT_BACKEND = 'redis'`, the content index's "
+       "(`DEDUP_REDIS_INDEX_KEY`: its pages, the boilerplate tables, the paragraph seen set), on every node "
+       "of a cluster. Every process started with it deletes them: set it on the first one only. Not the "
+       "scrapy-redis queue (`SCHEDULER_FLUSH_ON_START`)."),
     _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, optional=True), "redis",
        "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
     _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
