@@ -59,8 +59,9 @@ def pipeline_enabled(crawler: "Crawler") -> bool:
     return _component_enabled(crawler, "ITEM_PIPELINES", NearDuplicatePipeline)
 
 
-def _middleware_enabled(crawler: "Crawler") -> bool:
-    from scrapy_dedup.middlewares import ContentFingerprintMiddleware
+def middleware_enabled(crawler: "Crawler") -> bool:
+    """Whether ``ContentFingerprintMiddleware`` is in the crawl's ``SPIDER_MIDDLEWARES`` (it judges responses)."""
+    from scrapy_dedup.middlewares import ContentFingerprintMiddleware  # it imports this module
 
     return _component_enabled(crawler, "SPIDER_MIDDLEWARES", ContentFingerprintMiddleware)
 
@@ -170,7 +171,7 @@ class NearDuplicatePipeline:
         cfg = read_settings(crawler.settings)
         self.content_field = cfg.content_field
         self.timestamp_field = cfg.timestamp_field if cfg.representative == "newest" else None
-        if not self.content_field and not _middleware_enabled(crawler):
+        if not self.content_field and not middleware_enabled(crawler):
             raise DedupConfigError(
                 "NearDuplicatePipeline needs the responses' content fingerprints: add "
                 f"SPIDER_MIDDLEWARES = {{'{MIDDLEWARE_PATH}': 950}} (or use ADDONS = "
