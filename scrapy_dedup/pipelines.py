@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
-from scrapy.utils.misc import load_object
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry
-from scrapy_dedup.settings import DedupConfigError, read_settings
+from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -71,9 +70,9 @@ def _component_enabled(crawler: "Crawler", setting: str, component: type) -> boo
         if order is None:
             continue
         try:
-            if (load_object(path) if isinstance(path, str) else path) is component:
+            if load_setting_object(path, setting) is component:
                 return True
-        except (ImportError, AttributeError, ValueError, NameError):
+        except DedupConfigError:  # a path of another component that does not load: Scrapy names it at start
             continue
     return False
 

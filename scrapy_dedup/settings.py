@@ -24,6 +24,17 @@ class DedupConfigError(ParamError):
     """A ``DEDUP_*`` setting has a value that cannot work; raised at start-up."""
 
 
+def load_setting_object(value: Any, setting: str) -> Any:
+    """The class (or other object) a setting names by import path, or holds itself; a start-up error
+    naming the setting when it cannot be loaded (Scrapy's own error names only the path)."""
+    from scrapy.utils.misc import load_object  # accepts the object itself as well as its path
+
+    try:
+        return load_object(value)
+    except (ImportError, AttributeError, NameError, ValueError, TypeError) as exc:
+        raise DedupConfigError(f"{setting}: cannot load {value!r}: {exc}") from None
+
+
 # --- converters: (value, setting name) -> normalized value, or DedupConfigError ---
 
 Converter = Callable[[Any, str], Any]
