@@ -49,7 +49,7 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
-from scrapy_dedup._util.files import set_aside
+from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
@@ -391,10 +391,9 @@ class DedupExtension:
                 self.stats.set_value("dedup/content/restored", len(self.store))
                 self._saved_pages = len(self.store)
             except Exception as exc:  # a corrupt checkpoint must not pass silently
-                kept = set_aside(path)
                 logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
                              "content index; near duplicates of pages from the previous run will be kept "
-                             "(the bad file is kept as %s)", path, exc, kept)
+                             "(%s)", path, exc, where_kept(path, set_aside(path)))
                 self.stats.inc_value("dedup/content/checkpoint_errors")
         self._restore_paragraphs()
         if self.cfg.checkpoint_seconds:
@@ -436,9 +435,8 @@ class DedupExtension:
         try:
             self.paragraphs.seen = BloomSeenSet.load(path)
         except CheckpointError as exc:
-            kept = set_aside(path)
             logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
-                         "(the bad file is kept as %s)", exc, kept)
+                         "(%s)", exc, where_kept(path, set_aside(path)))
             self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
             return
         logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(self.paragraphs.seen))
