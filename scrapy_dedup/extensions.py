@@ -426,21 +426,33 @@ class DedupExtension:
 
     def _restore_paragraphs(self) -> None:
         """The paragraph Bloom filter of the previous run from ``JOBDIR``; a bad file: logged, counted, kept
-        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost)."""
+        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost).
+
+        A filter saved with another DEDUP_PARAGRAPHS_CAPACITY or DEDUP_PARAGRAPHS_ERROR_RATE is resumed
+        with its own sizing, and a WARNING says so (as BloomDupeFilter does with its checkpoint): a Bloom
+        filter cannot be resized without its blocks, and one that started anew would count every block
+        of the previous run as new. It grows past its capacity, its error rate still bounded.
+        """
         from scrapy_dedup.seen import BloomSeenSet, CheckpointError
 
         path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
         if self.paragraphs is None or not path.exists():
             return
         try:
-            self.paragraphs.seen = BloomSeenSet.load(path)
+            seen = self.paragraphs.seen = BloomSeenSet.load(path)
         except CheckpointError as exc:
             logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
                          "(%s)", exc, where_kept(path, set_aside(path)))
             self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
             return
-        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(self.paragraphs.seen))
-        self.stats.set_value("dedup/paragraphs/restored", len(self.paragraphs.seen))
+        if (seen.capacity, seen.error_rate) != (self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate):
+            logger.warning("Paragraph seen set: the checkpoint %s was made with DEDUP_PARAGRAPHS_CAPACITY=%d and "
+                           "DEDUP_PARAGRAPHS_ERROR_RATE=%g; continuing with those (a Bloom filter cannot be resized "
+                           "without its blocks), not with the configured %d and %g; delete the file to start anew "
+                           "(the previous run's blocks then count as new)", path, seen.capacity, seen.error_rate,
+                           self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate)
+        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(seen))
+        self.stats.set_value("dedup/paragraphs/restored", len(seen))
 
     def _save_paragraphs(self) -> None:
         """Checkpoint the local paragraph Bloom filter into ``JOBDIR`` if it changed (atomic); errors logged."""

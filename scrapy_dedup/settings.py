@@ -334,10 +334,12 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_PARAGRAPHS`: the item field filled with the page's main text less its repeated blocks "
        "(blocks joined by a space); unset, items are left as they are."),
     _s("DEDUP_PARAGRAPHS_CAPACITY", 10_000_000, _number(int, minimum=1), "content",
-       "Blocks the paragraph seen set is sized for, allocated at start (about 3.75 MB per million blocks at "
-       "1e-6: 37.5 MB at the default): a local Bloom filter that grows past it (its error rate still bounded), "
+       "Blocks the paragraph seen set is sized for, allocated at start when paragraph dedup is on for a host "
+       "(at 1e-6 about 3.7 MiB per million blocks: the default costs 37.4 MiB of resident memory, measured, and "
+       "as much in `JOBDIR`): a local Bloom filter that grows past it (its error rate still bounded), "
        "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
-       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises)."),
+       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises). A local filter "
+       "resumed from `JOBDIR` keeps the capacity and error rate it was saved with (a WARNING names them)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
