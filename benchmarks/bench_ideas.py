@@ -29,9 +29,10 @@ Decider = Callable[[str, bytes], Optional[str]]
 
 
 def _shingle_hashes(tokens: list[str], k: int = 5) -> np.ndarray:
+    from scrapy_dedup._util.mix import fmix64_array
     from scrapy_dedup.content import simhash as sh
 
-    return np.unique(sh._fmix64(sh._shingle_states(sh.token_hashes(tokens), k)))
+    return np.unique(fmix64_array(sh._shingle_states(sh.token_hashes(tokens), k)))
 
 
 def simhash_variant(shingle: int = 5, threshold: int = 3, verify_radius: int = 0,

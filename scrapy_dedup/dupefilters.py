@@ -15,7 +15,6 @@ on ``spider_closed`` too (the README's "Seen-URL stores" compares them).
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, runtime_checkable
@@ -28,7 +27,7 @@ from scrapy.utils.request import referer_str
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
-from scrapy_dedup._util.files import atomic_write
+from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
 from scrapy_dedup._util.redis_conn import connect, mask_url
 from scrapy_dedup._util.redis_policy import (
     CLOSE_REASON,
@@ -255,7 +254,8 @@ class BloomDupeFilter(_SeenDupeFilter):
     ERROR, counted in ``dedup/seen/checkpoint_errors`` and, by
     ``DEDUP_BLOOM_ON_CORRUPT``, either stops the start-up (``fail``, the
     default: an empty filter would silently refetch the whole crawl) or
-    starts empty with the bad file kept aside (``empty``).
+    starts empty with the bad file kept aside (``empty``; left in place, as the log line says, where it
+    cannot be renamed: the next checkpoint replaces it).
     """
 
     kind = "BloomDupeFilter"
@@ -296,11 +296,9 @@ class BloomDupeFilter(_SeenDupeFilter):
         except CheckpointError as exc:
             self._count("dedup/seen/checkpoint_errors")
             if on_corrupt == "empty":
-                kept = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-                os.replace(self.path, kept)
                 logger.error("%s; starting with an EMPTY filter as DEDUP_BLOOM_ON_CORRUPT='empty' says "
-                             "(pages already crawled will be fetched again); the bad file is kept as %s",
-                             exc, kept)
+                             "(pages already crawled will be fetched again); %s", exc,
+                             where_kept(self.path, set_aside(self.path)))
                 return BloomSeenSet(capacity, error_rate)
             logger.error("%s. Refusing to start with an empty filter, which would fetch every page of "
                          "the crawl again: restore the file, or delete it or set "

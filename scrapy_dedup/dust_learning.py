@@ -58,7 +58,7 @@ from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.extensions import _declared_canonical as canonical_link_in_head
 from scrapy_dedup.jobdir import uses_scrapys_scheduler
 from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
-from scrapy_dedup.pipelines import _middleware_enabled
+from scrapy_dedup.pipelines import middleware_enabled
 from scrapy_dedup.settings import read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
 from scrapy_dedup.url.mining import MiningConfig
@@ -130,7 +130,7 @@ class DustLearningMiddleware:
         )
         fingerprinter.canonicalizer = _ExploringCanonicalizer(canonicalizer, self.learner)
         #: responses are judged by ContentFingerprintMiddleware: the learner reads the same verdict
-        self.judge_responses = not cfg.content_field and _middleware_enabled(crawler)
+        self.judge_responses = not cfg.content_field and middleware_enabled(crawler)
         self.inflight: dict[str, int] = {}  # canonical key -> requests being downloaded
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.request_dropped, signal=signals.request_dropped)

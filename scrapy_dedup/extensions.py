@@ -49,8 +49,8 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
-from scrapy_dedup._util.files import set_aside
-from scrapy_dedup._util.redis_conn import mask_url
+from scrapy_dedup._util.files import set_aside, where_kept
+from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
@@ -239,7 +239,7 @@ class DedupExtension:
         if cfg.content_backend != "redis":
             return ParagraphDeduplicator(BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate),
                                          cfg.paragraphs_min_chars)
-        key = f"{self.store.index.prefix}:paragraphs"
+        key = self._paragraph_key()
         try:
             seen = RedisBloomSeenSet(self.store.index.client, key, cfg.paragraphs_capacity, cfg.paragraphs_error_rate,
                                      ttl=cfg.redis_ttl)
@@ -261,6 +261,10 @@ class DedupExtension:
         logger.info("Paragraph dedup: blocks of at least %d characters in a Redis Bloom filter, key %r",
                     cfg.paragraphs_min_chars, key)
         return ParagraphDeduplicator(seen, cfg.paragraphs_min_chars)
+
+    def _paragraph_key(self) -> str:
+        """The Redis key of the paragraph seen set: beside the content index's keys (not under its hash tag)."""
+        return f"{self.store.index.prefix}:paragraphs"
 
     def _build_store(self, cfg: DedupSettings) -> Any:
         verify = verify_rule_from_settings(cfg)
@@ -297,6 +301,8 @@ class DedupExtension:
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
         self._check_redis(policy, cfg)
+        if cfg.redis_flush_on_start:
+            self._flush_content_state(policy, cfg)
         self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
@@ -318,6 +324,34 @@ class DedupExtension:
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+
+    def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
+        """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.
+
+        That is the content index (with the boilerplate tables and their salt, under its hash tag)
+        and the paragraph seen set, found with SCAN on every node of a cluster. Redis unreachable
+        now: the start is refused, since pages judged against the previous crawl's index would be
+        dropped as its duplicates, the opposite of the fresh crawl asked for.
+        """
+        from scrapy_dedup.dupefilters import RedisStartupError
+
+        paragraphs = glob_escape(self._paragraph_key())
+        client = self.store.index.client
+
+        def flush() -> None:
+            self.store.clear()
+            # the filter's key, its layout, or its shards (each under a hash tag of its own): any layout left
+            delete_matching(client, (paragraphs, paragraphs + ":*", f"\\{{{paragraphs}:*"))
+
+        try:
+            policy.call(flush)
+        except RedisUnavailable as exc:
+            raise RedisStartupError(
+                f"DEDUP_REDIS_FLUSH_ON_START: cannot delete the content index {self.store.index.prefix!r} at "
+                f"{mask_url(cfg.redis_url)} ({exc}); the crawl would judge its pages against the previous "
+                "crawl's: start it again once Redis is back") from None
+        logger.info("Content index %r, its boilerplate tables and paragraph seen set at %s deleted at start "
+                    "(DEDUP_REDIS_FLUSH_ON_START)", self.store.index.prefix, mask_url(cfg.redis_url))
 
     def _check_index(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """An index written with another config (an earlier version's key layout, other bits, bands or
@@ -342,8 +376,8 @@ class DedupExtension:
             raise DedupConfigError(
                 f"Content index: {where} holds an index written with {exc.stored}; this crawl needs {exc.wanted}: "
                 f"{why}. To start over, delete the index's keys (RedisContentStore.from_url(<DEDUP_REDIS_URL>, "
-                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.redis_index; "
-                "DEDUP_REDIS_FLUSH_ON_START deletes the dupefilter's keys, not these), or set DEDUP_REDIS_INDEX_KEY "
+                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.redis_index, or "
+                "DEDUP_REDIS_FLUSH_ON_START=True for one start), or set DEDUP_REDIS_INDEX_KEY "
                 "to a new key (the pages of the old index are then not found)") from None
 
     def _spider_opened(self, spider: "Spider") -> None:
@@ -357,10 +391,9 @@ class DedupExtension:
                 self.stats.set_value("dedup/content/restored", len(self.store))
                 self._saved_pages = len(self.store)
             except Exception as exc:  # a corrupt checkpoint must not pass silently
-                kept = set_aside(path)
                 logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
                              "content index; near duplicates of pages from the previous run will be kept "
-                             "(the bad file is kept as %s)", path, exc, kept)
+                             "(%s)", path, exc, where_kept(path, set_aside(path)))
                 self.stats.inc_value("dedup/content/checkpoint_errors")
         self._restore_paragraphs()
         if self.cfg.checkpoint_seconds:
@@ -393,22 +426,33 @@ class DedupExtension:
 
     def _restore_paragraphs(self) -> None:
         """The paragraph Bloom filter of the previous run from ``JOBDIR``; a bad file: logged, counted, kept
-        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost)."""
+        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost).
+
+        A filter saved with another DEDUP_PARAGRAPHS_CAPACITY or DEDUP_PARAGRAPHS_ERROR_RATE is resumed
+        with its own sizing, and a WARNING says so (as BloomDupeFilter does with its checkpoint): a Bloom
+        filter cannot be resized without its blocks, and one that started anew would count every block
+        of the previous run as new. It grows past its capacity, its error rate still bounded.
+        """
         from scrapy_dedup.seen import BloomSeenSet, CheckpointError
 
         path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
         if self.paragraphs is None or not path.exists():
             return
         try:
-            self.paragraphs.seen = BloomSeenSet.load(path)
+            seen = self.paragraphs.seen = BloomSeenSet.load(path)
         except CheckpointError as exc:
-            kept = set_aside(path)
             logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
-                         "(the bad file is kept as %s)", exc, kept)
+                         "(%s)", exc, where_kept(path, set_aside(path)))
             self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
             return
-        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(self.paragraphs.seen))
-        self.stats.set_value("dedup/paragraphs/restored", len(self.paragraphs.seen))
+        if (seen.capacity, seen.error_rate) != (self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate):
+            logger.warning("Paragraph seen set: the checkpoint %s was made with DEDUP_PARAGRAPHS_CAPACITY=%d and "
+                           "DEDUP_PARAGRAPHS_ERROR_RATE=%g; continuing with those (a Bloom filter cannot be resized "
+                           "without its blocks), not with the configured %d and %g; delete the file to start anew "
+                           "(the previous run's blocks then count as new)", path, seen.capacity, seen.error_rate,
+                           self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate)
+        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(seen))
+        self.stats.set_value("dedup/paragraphs/restored", len(seen))
 
     def _save_paragraphs(self) -> None:
         """Checkpoint the local paragraph Bloom filter into ``JOBDIR`` if it changed (atomic); errors logged."""

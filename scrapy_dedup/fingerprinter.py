@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary, WeakSet
 
-from scrapy_dedup.settings import DedupConfigError, read_settings
+from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
 from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.policy import PolicyMap
 
@@ -69,9 +69,7 @@ def scrapy_shape_fingerprint(method: str, url: str, body: bytes | None) -> bytes
 
 
 def _build_fallback(path: Any, crawler: Crawler) -> Any:
-    from scrapy.utils.misc import load_object
-
-    fallback_cls = load_object(path)
+    fallback_cls = load_setting_object(path, "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS")
     if isinstance(fallback_cls, type) and issubclass(fallback_cls, CanonicalRequestFingerprinter):
         raise DedupConfigError(
             "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "

@@ -14,11 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
-from scrapy.utils.misc import load_object
 
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.logformatter import duplicate_log_entry
-from scrapy_dedup.settings import DedupConfigError, read_settings
+from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,8 +58,9 @@ def pipeline_enabled(crawler: "Crawler") -> bool:
     return _component_enabled(crawler, "ITEM_PIPELINES", NearDuplicatePipeline)
 
 
-def _middleware_enabled(crawler: "Crawler") -> bool:
-    from scrapy_dedup.middlewares import ContentFingerprintMiddleware
+def middleware_enabled(crawler: "Crawler") -> bool:
+    """Whether ``ContentFingerprintMiddleware`` is in the crawl's ``SPIDER_MIDDLEWARES`` (it judges responses)."""
+    from scrapy_dedup.middlewares import ContentFingerprintMiddleware  # it imports this module
 
     return _component_enabled(crawler, "SPIDER_MIDDLEWARES", ContentFingerprintMiddleware)
 
@@ -70,9 +70,9 @@ def _component_enabled(crawler: "Crawler", setting: str, component: type) -> boo
         if order is None:
             continue
         try:
-            if (load_object(path) if isinstance(path, str) else path) is component:
+            if load_setting_object(path, setting) is component:
                 return True
-        except (ImportError, AttributeError, ValueError, NameError):
+        except DedupConfigError:  # a path of another component that does not load: Scrapy names it at start
             continue
     return False
 
@@ -170,7 +170,7 @@ class NearDuplicatePipeline:
         cfg = read_settings(crawler.settings)
         self.content_field = cfg.content_field
         self.timestamp_field = cfg.timestamp_field if cfg.representative == "newest" else None
-        if not self.content_field and not _middleware_enabled(crawler):
+        if not self.content_field and not middleware_enabled(crawler):
             raise DedupConfigError(
                 "NearDuplicatePipeline needs the responses' content fingerprints: add "
                 f"SPIDER_MIDDLEWARES = {{'{MIDDLEWARE_PATH}': 950}} (or use ADDONS = "

@@ -24,6 +24,17 @@ class DedupConfigError(ParamError):
     """A ``DEDUP_*`` setting has a value that cannot work; raised at start-up."""
 
 
+def load_setting_object(value: Any, setting: str) -> Any:
+    """The class (or other object) a setting names by import path, or holds itself; a start-up error
+    naming the setting when it cannot be loaded (Scrapy's own error names only the path)."""
+    from scrapy.utils.misc import load_object  # accepts the object itself as well as its path
+
+    try:
+        return load_object(value)
+    except (ImportError, AttributeError, NameError, ValueError, TypeError) as exc:
+        raise DedupConfigError(f"{setting}: cannot load {value!r}: {exc}") from None
+
+
 # --- converters: (value, setting name) -> normalized value, or DedupConfigError ---
 
 Converter = Callable[[Any, str], Any]
@@ -252,7 +263,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_REDIS_PERSIST", True, to_bool, "redis",
        "Keep the Redis keys after the crawl (False: delete them at close)."),
     _s("DEDUP_REDIS_FLUSH_ON_START", False, to_bool, "redis",
-       "Delete the Redis keys when the crawl opens (start fresh)."),
+       "Delete the crawl's Redis state when it opens (start fresh): the Redis dupefilter's keys "
+       "(`DEDUP_REDIS_KEY`) and, with `DEDUP_CONTENT_BACKEND = 'redis'`, the content index's "
+       "(`DEDUP_REDIS_INDEX_KEY`: its pages, the boilerplate tables, the paragraph seen set), on every node "
+       "of a cluster. Every process started with it deletes them: set it on the first one only. Not the "
+       "scrapy-redis queue (`SCHEDULER_FLUSH_ON_START`)."),
     _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, optional=True), "redis",
        "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
     _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
@@ -319,10 +334,12 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_PARAGRAPHS`: the item field filled with the page's main text less its repeated blocks "
        "(blocks joined by a space); unset, items are left as they are."),
     _s("DEDUP_PARAGRAPHS_CAPACITY", 10_000_000, _number(int, minimum=1), "content",
-       "Blocks the paragraph seen set is sized for, allocated at start (about 3.75 MB per million blocks at "
-       "1e-6: 37.5 MB at the default): a local Bloom filter that grows past it (its error rate still bounded), "
+       "Blocks the paragraph seen set is sized for, allocated at start when paragraph dedup is on for a host "
+       "(at 1e-6 about 3.7 MiB per million blocks: the default costs 37.4 MiB of resident memory, measured, and "
+       "as much in `JOBDIR`): a local Bloom filter that grows past it (its error rate still bounded), "
        "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
-       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises)."),
+       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises). A local filter "
+       "resumed from `JOBDIR` keeps the capacity and error rate it was saved with (a WARNING names them)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",

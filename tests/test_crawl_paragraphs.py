@@ -259,6 +259,26 @@ def test_a_corrupt_checkpoint_starts_empty_and_says_so(tmp_path, caplog):
     assert list(job.glob("dedup-paragraphs.bloom.corrupt-*"))
 
 
+@inlineCallbacks
+def test_a_checkpoint_of_another_capacity_is_resumed_with_its_own_and_says_so(tmp_path, caplog):
+    """DEDUP_PARAGRAPHS_CAPACITY changed between two runs of a JOBDIR: the saved filter (and its blocks) is kept."""
+    settings = {**ADDON, "DEDUP_PARAGRAPHS": True, "DEDUP_PARAGRAPHS_FIELD": FIELD, "CONCURRENT_REQUESTS": 1,
+                "DEDUP_PARAGRAPHS_CAPACITY": 10_000, "JOBDIR": str(tmp_path / "job")}
+    with LocalSite(SITE) as site:
+        first = yield run_crawl(PagesSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES if h == "a.test"])
+        with caplog.at_level(logging.WARNING, logger="scrapy_dedup.extensions"):
+            second = yield run_crawl(PagesSpider, {**settings, "DEDUP_PARAGRAPHS_CAPACITY": 20_000},
+                                     start_urls=[site.url(h, p) for h, p in PAGES if h == "b.test"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "Paragraph" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "DEDUP_PARAGRAPHS_CAPACITY=10000" in warnings[0] and "configured 20000" in warnings[0]
+    seen: set = set()
+    expected_fields([host_path(i["url"]) for i in first.items], seen)
+    expected = expected_fields([host_path(i["url"]) for i in second.items], seen)
+    assert {host_path(i["url"]): i[FIELD] for i in second.items} == expected  # the first run's blocks kept
+    assert "dedup/paragraphs/checkpoint_errors" not in second.stats.get_stats()
+
+
 class ContentFieldSpider(PagesSpider):
     """Items carry their page's content (``DEDUP_CONTENT_FIELD``): its HTML, or its blocks as lines of text."""
 

@@ -6,8 +6,12 @@ Scrapy does: through the scheduler, from a crawler.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
+import shutil
+import subprocess
 
 import pytest
 import pytest_twisted
@@ -22,6 +26,7 @@ from twisted.internet.task import deferLater
 
 from scrapy_dedup.dupefilters import BloomDupeFilter, RedisBloomDupeFilter, RedisDupeFilter
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
+from scrapy_dedup.seen.journal import MAGIC
 from scrapy_dedup.settings import DedupConfigError
 from tests.support.lossy_proxy import LossyProxy
 from tests.support.redis_server import RedisServer
@@ -265,13 +270,18 @@ def test_corrupt_checkpoint_refuses_to_start_by_default(tmp_path, caplog, damage
     assert path.exists()  # left alone for the user to restore
 
 
-def test_corrupt_checkpoint_starts_empty_when_allowed(tmp_path, caplog):
+@pytest.mark.parametrize("damage", ["truncate", "unreadable"])
+def test_corrupt_checkpoint_starts_empty_when_allowed(tmp_path, caplog, damage):
     _bloom_jobdir(tmp_path, ["http://a.test/1"])
     # Without the frontier journal (a JOBDIR from before it existed): with it, the request, still pending
     # in the queue of the run that admitted it, would stay seen (tests/test_fault_jobdir_kills.py).
     (tmp_path / "dedup-frontier.journal").unlink()
     path = tmp_path / "seen.bloom"
-    path.write_bytes(path.read_bytes()[:100])
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[:100])
+    else:  # open() fails (a directory in its place: unreadable even for root, unlike a file of mode 000)
+        path.unlink()
+        path.mkdir()
     crawler = get_crawler(SimpleSpider, settings_dict={"DUPEFILTER_CLASS": BloomDupeFilter, "JOBDIR": str(tmp_path),
                                                        "DEDUP_BLOOM_CAPACITY": 10_000,
                                                        "DEDUP_BLOOM_ON_CORRUPT": "empty"})
@@ -283,6 +293,56 @@ def test_corrupt_checkpoint_starts_empty_when_allowed(tmp_path, caplog):
     assert len(list(tmp_path.glob("seen.bloom.corrupt-*"))) == 1
     df.close("finished")
     assert len(BloomSeenSet.load(path)) == 1  # the new checkpoint is good again
+
+
+@contextlib.contextmanager
+def unrenamable(directory):
+    """``directory`` with nothing renamable in it: read-only for a user, immutable (``chattr +i``) for root,
+    who may rename in a read-only directory; skipped where neither holds."""
+    probe = directory / "probe"
+    probe.write_bytes(b"")
+    if os.geteuid() == 0:
+        locked = shutil.which("chattr") and subprocess.run(["chattr", "+i", str(directory)]).returncode == 0
+        unlock = ["chattr", "-i", str(directory)]
+    else:
+        directory.chmod(0o555)
+        locked, unlock = True, None
+    try:
+        try:
+            os.replace(probe, directory / "probe2")
+        except OSError:
+            pass
+        else:
+            locked = False
+        if not locked:
+            pytest.skip("cannot make a directory whose files cannot be renamed here")
+        yield directory
+    finally:
+        if unlock:
+            subprocess.run(unlock)
+        directory.chmod(0o755)
+
+
+def test_corrupt_checkpoint_in_a_read_only_directory_starts_empty_when_allowed(tmp_path, caplog):
+    """The bad file cannot be set aside: logged, counted, the start goes on (the next checkpoint replaces it)."""
+    _bloom_jobdir(tmp_path, ["http://a.test/1"])
+    # as in the test above, a journal without the request; one there, since none can be created in the directory
+    (tmp_path / "dedup-frontier.journal").write_bytes(MAGIC)
+    path = tmp_path / "seen.bloom"
+    path.write_bytes(path.read_bytes()[:100])
+    crawler = get_crawler(SimpleSpider, settings_dict={"DUPEFILTER_CLASS": BloomDupeFilter, "JOBDIR": str(tmp_path),
+                                                       "DEDUP_BLOOM_CAPACITY": 10_000,
+                                                       "DEDUP_BLOOM_ON_CORRUPT": "empty"})
+    with unrenamable(tmp_path), caplog.at_level(logging.ERROR, logger=LOGGER):
+        df = get_dupefilter(crawler=crawler)
+        assert not df.request_seen(Request("http://a.test/1"))  # empty: seen again as new
+        assert path.exists() and not list(tmp_path.glob("seen.bloom.corrupt-*"))
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "EMPTY" in errors[0] and f"cannot be renamed (a read-only directory?): it stays as " \
+        f"{path}" in errors[0]
+    assert crawler.stats.get_value("dedup/seen/checkpoint_errors") == 1
+    df.close("finished")
+    assert len(BloomSeenSet.load(path)) == 1  # the directory writable again: the checkpoint replaced the bad file
 
 
 def test_resumed_checkpoint_keeps_its_own_sizing(tmp_path, caplog):

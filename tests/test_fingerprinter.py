@@ -154,6 +154,11 @@ def test_fallback_cannot_be_itself():
         make({"DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS": FP_PATH})
 
 
+def test_a_fallback_that_does_not_load_fails_at_start_naming_the_setting():
+    with pytest.raises(DedupConfigError, match="DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS.*no_such_module"):
+        make({"DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS": "no_such_module.Fingerprinter"})
+
+
 def test_bad_policy_fails_at_start_up_naming_setting_and_key():
     with pytest.raises(DedupConfigError, match=r"DEDUP_URL_POLICY.*strip_wwww"):
         make({"DEDUP_URL_POLICY": {"strip_wwww": True}})

@@ -32,6 +32,14 @@ def set_aside(path: Path) -> Path:
     return kept
 
 
+def where_kept(path: Path, kept: Path) -> str:
+    """What became of the bad file ``path`` that :func:`set_aside` returned ``kept`` for, for the log line."""
+    if kept != path:
+        return f"the bad file is kept as {kept}"
+    return (f"the bad file cannot be renamed (a read-only directory?): it stays as {path}, which the next "
+            "checkpoint replaces")
+
+
 def atomic_write(path: str | os.PathLike, write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` through ``write(fileobj)``: temporary file, fsync, rename over ``path``, fsync the directory."""
     path = os.fspath(path)

@@ -40,6 +40,7 @@ from typing import Any, Optional
 import numpy as np
 from pybloom_live import BloomFilter
 
+from scrapy_dedup._util.mix import fmix64_array
 from scrapy_dedup.audit.records import Decision, SketchDecider, SketchFingerprint, sketch_fingerprint
 from scrapy_dedup.content.compact import DigestTable
 from scrapy_dedup.content.simhash import simhash_and_shingle_hashes
@@ -50,15 +51,6 @@ logger = logging.getLogger(__name__)
 
 _U64 = np.uint64
 _MIX = _U64(0x9E3779B97F4A7C15)
-
-
-def _fmix64(x: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finalizer, vectorized (wrapping arithmetic)."""
-    x = x ^ (x >> _U64(33))
-    x = x * _U64(0xFF51AFD7ED558CCD)
-    x = x ^ (x >> _U64(33))
-    x = x * _U64(0xC4CEB9FE1A85EC53)
-    return x ^ (x >> _U64(33))
 
 
 def _permutations(count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -90,8 +82,8 @@ def band_keys(shingle_hashes: np.ndarray, bands: int, rows: int) -> np.ndarray:
         keys = np.zeros(bands, dtype=_U64)
         grid = signature.reshape(bands, rows)
         for r in range(rows):
-            keys = _fmix64(keys ^ grid[:, r])
-        return _fmix64(keys ^ np.arange(bands, dtype=_U64) * _MIX)
+            keys = fmix64_array(keys ^ grid[:, r])
+        return fmix64_array(keys ^ np.arange(bands, dtype=_U64) * _MIX)
 
 
 def bloom_bytes(capacity: int, bands: int, error_rate: float) -> int:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scrapy_dedup._util.files import atomic_write
+from scrapy_dedup._util.mix import fmix64, fmix64_array
 from scrapy_dedup.content.simhash import SUPPORTED_BITS
 
 if TYPE_CHECKING:  # typeshed's "has .read(n)" / ".write(b)" protocols: the files may be CRC-keeping wrappers
@@ -64,23 +65,6 @@ _popcount = getattr(int, "bit_count", None) or (lambda x: bin(x).count("1"))  # 
 
 class IndexFileError(ValueError):
     """A saved index file is missing pieces, corrupt, or of another version."""
-
-
-def _fmix64(h: int) -> int:
-    h ^= h >> 33
-    h = (h * 0xFF51AFD7ED558CCD) & _M64
-    h ^= h >> 33
-    h = (h * 0xC4CEB9FE1A85EC53) & _M64
-    return h ^ (h >> 33)
-
-
-def _np_fmix64(h: np.ndarray) -> np.ndarray:
-    shift = np.uint64(33)
-    h = h ^ (h >> shift)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> shift
-    h *= np.uint64(0xC4CEB9FE1A85EC53)
-    return h ^ (h >> shift)
 
 
 class _Table:
@@ -117,7 +101,7 @@ class _Table:
             if value > _M64:  # a block wider than 64 bits (1 band of 128): fold it
                 value = (value & _M64) ^ (value >> 64)
             h = (h * _MULT + value) & _M64
-        return _fmix64(h) >> self.shift
+        return fmix64(h) >> self.shift
 
     def _np_buckets(self, lo: np.ndarray, hi: np.ndarray | None) -> np.ndarray:
         """The same as :meth:`bucket`, for all entries at once."""
@@ -144,7 +128,7 @@ class _Table:
         with np.errstate(over="ignore"):
             for value, _ in values:
                 h = h * np.uint64(_MULT) + value
-            return _np_fmix64(h) >> np.uint64(self.shift)
+            return fmix64_array(h) >> np.uint64(self.shift)
 
     def rebuild(self, head_bits: int, lo: np.ndarray, hi: np.ndarray | None) -> None:
         """Rebuild head/next for all entries, chains newest -> oldest, vectorized."""

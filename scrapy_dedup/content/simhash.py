@@ -37,6 +37,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from scrapy_dedup._util.mix import fmix64_array as _fmix64
+
 __all__ = ["words", "simhash", "simhash_words", "exact_hash", "exact_hash_words", "hamming", "word_hash",
            "SUPPORTED_BITS"]
 
@@ -45,9 +47,6 @@ SUPPORTED_BITS = (64, 128)
 _WORD = re.compile(r"\w+")
 _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _HIGH_SALT = np.uint64(0x5851F42D4C957F2D)
-_FMIX_C1 = np.uint64(0xFF51AFD7ED558CCD)
-_FMIX_C2 = np.uint64(0xC4CEB9FE1A85EC53)
-_SHIFT = np.uint64(33)
 _LITTLE_U64 = np.dtype("<u8")
 
 class _WordHashCache(dict):
@@ -96,16 +95,6 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     if len(cache) > _WORD_CACHE_LIMIT:
         cache.clear()
     return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
-
-
-def _fmix64(x: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 64-bit finalizer, in place (full avalanche of the combined shingle state)."""
-    x ^= x >> _SHIFT
-    x *= _FMIX_C1
-    x ^= x >> _SHIFT
-    x *= _FMIX_C2
-    x ^= x >> _SHIFT
-    return x
 
 
 def _shingle_states(hashes: np.ndarray, shingle_size: int) -> np.ndarray:

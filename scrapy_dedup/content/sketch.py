@@ -74,6 +74,8 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, NamedTuple, Opti
 
 import numpy as np
 
+from scrapy_dedup._util.mix import fmix64, fmix64_array
+
 if TYPE_CHECKING:  # typeshed's "has .read(n)" / ".write(b)" protocols: the files may be CRC-keeping wrappers
     from _typeshed import SupportsRead, SupportsWrite
 
@@ -97,7 +99,6 @@ MAX_SKETCH_SIZE = 1024
 LSH_TABLES = 4
 _BINS = 2 * LSH_TABLES
 _EMPTY_BIN = 0xFFFFFFFF
-_M64 = (1 << 64) - 1
 _M32 = 0xFFFFFFFF
 _MIN_HEAD_BITS = 10
 _MAX_LOAD = 4
@@ -221,14 +222,6 @@ class VerifyRule:
         return self.accepts(resemblance(a, b, size), a.shingles, b.shingles)
 
 
-def _mix64(x: int) -> int:
-    x ^= x >> 33
-    x = (x * 0xFF51AFD7ED558CCD) & _M64
-    x ^= x >> 33
-    x = (x * 0xC4CEB9FE1A85EC53) & _M64
-    return x ^ (x >> 33)
-
-
 def lsh_keys(sketch: Sketch) -> list[int]:
     """``LSH_TABLES`` 32-bit keys: table ``t`` combines the minimum of bins ``2t`` and ``2t + 1``.
 
@@ -243,7 +236,7 @@ def lsh_keys(sketch: Sketch) -> list[int]:
             missing -= 1
             if not missing:
                 break
-    return [_mix64((bins[2 * t] << 32) | bins[2 * t + 1]) >> 32 for t in range(LSH_TABLES)]
+    return [fmix64((bins[2 * t] << 32) | bins[2 * t + 1]) >> 32 for t in range(LSH_TABLES)]
 
 
 def _np_lsh_keys(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -265,16 +258,10 @@ def _np_lsh_keys(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         del slot
     bins = bins.reshape(n, _BINS).astype(np.uint64)
     out = np.empty((n, LSH_TABLES), dtype=np.uint64)
-    shift = np.uint64(33)
     with np.errstate(over="ignore"):
         for t in range(LSH_TABLES):
             x = (bins[:, 2 * t] << np.uint64(32)) | bins[:, 2 * t + 1]
-            x ^= x >> shift
-            x *= np.uint64(0xFF51AFD7ED558CCD)
-            x ^= x >> shift
-            x *= np.uint64(0xC4CEB9FE1A85EC53)
-            x ^= x >> shift
-            out[:, t] = x >> np.uint64(32)
+            out[:, t] = fmix64_array(x) >> np.uint64(32)
     return out
 
 

@@ -504,10 +504,6 @@ class Canonicalizer:
         for plan in compiled.values():
             plan.dust = self.dust
 
-    def policy_for(self, host: str) -> UrlPolicy:
-        """The policy that applies to ``host``."""
-        return self.policies.lookup(host)
-
     def canonicalize(self, url: str) -> str:
         """The canonical form of ``url``; unparsable URLs come back stripped."""
         return self.canonicalize_with_info(url).url
