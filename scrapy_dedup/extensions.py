@@ -335,16 +335,8 @@ class DedupExtension:
         """
         from scrapy_dedup.dupefilters import RedisStartupError
 
-        paragraphs = glob_escape(self._paragraph_key())
-        client = self.store.index.client
-
-        def flush() -> None:
-            self.store.clear()
-            # the filter's key, its layout, or its shards (each under a hash tag of its own): any layout left
-            delete_matching(client, (paragraphs, paragraphs + ":*", f"\\{{{paragraphs}:*"))
-
         try:
-            policy.call(flush)
+            policy.call(self._delete_content_state)
         except RedisUnavailable as exc:
             raise RedisStartupError(
                 f"DEDUP_REDIS_FLUSH_ON_START: cannot delete the content index {self.store.index.prefix!r} at "
@@ -352,6 +344,14 @@ class DedupExtension:
                 "crawl's: start it again once Redis is back") from None
         logger.info("Content index %r, its boilerplate tables and paragraph seen set at %s deleted at start "
                     "(DEDUP_REDIS_FLUSH_ON_START)", self.store.index.prefix, mask_url(cfg.redis_url))
+
+    def _delete_content_state(self) -> None:
+        """Delete the crawl's content state in Redis: the content index (with the boilerplate tables and their
+        salt, under its hash tag) and the paragraph seen set, SCAN on every node of a cluster."""
+        paragraphs = glob_escape(self._paragraph_key())
+        self.store.clear()
+        # the filter's key, its layout, or its shards (each under a hash tag of its own): any layout left
+        delete_matching(self.store.index.client, (paragraphs, paragraphs + ":*", f"\\{{{paragraphs}:*"))
 
     def _check_index(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """An index written with another config (an earlier version's key layout, other bits, bands or
@@ -924,7 +924,23 @@ class DedupExtension:
                 sink.close()
         if self.paragraphs is not None:
             self.paragraphs.seen.close()  # gives back a Redis filter's pinned connection, before the client closes
+        if self.cfg.content_backend == "redis" and not self.cfg.redis_persist:
+            self._delete_content_state_at_close()
         self.store.close()
+
+    def _delete_content_state_at_close(self) -> None:
+        """DEDUP_REDIS_PERSIST=False: the content state goes with the crawl, as the dupefilter's keys do. Redis
+        away now: a WARNING (the keys stay; nothing of this crawl is lost by that), counted by the policy in
+        ``dedup/content/redis_errors``."""
+        assert self._redis_policy is not None  # the Redis backend has one
+        try:
+            self._redis_policy.call(self._delete_content_state)
+        except RedisUnavailable as exc:
+            logger.warning("Content index %r: could not delete it at close (DEDUP_REDIS_PERSIST=False): %s; "
+                           "its keys stay", self.store.index.prefix, exc)
+            return
+        logger.info("Content index %r, its boilerplate tables and paragraph seen set at %s deleted at close "
+                    "(DEDUP_REDIS_PERSIST=False)", self.store.index.prefix, mask_url(self.cfg.redis_url))
 
 
 #: the former name, kept for ``EXTENSIONS`` entries that use it (the same class: one instance per crawl)

@@ -261,7 +261,9 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
        "Key of the shared seen set; `%(spider)s` is the spider name, so all processes of a spider share it."),
     _s("DEDUP_REDIS_PERSIST", True, to_bool, "redis",
-       "Keep the Redis keys after the crawl (False: delete them at close)."),
+       "Keep the Redis keys after the crawl (False: delete them at close: the Redis dupefilter's keys and, with "
+       "`DEDUP_CONTENT_BACKEND = 'redis'`, the content state that `DEDUP_REDIS_FLUSH_ON_START` lists). Every "
+       "process closing with it deletes them: with several processes on one crawl, leave it True."),
     _s("DEDUP_REDIS_FLUSH_ON_START", False, to_bool, "redis",
        "Delete the crawl's Redis state when it opens (start fresh): the Redis dupefilter's keys "
        "(`DEDUP_REDIS_KEY`) and, with `DEDUP_CONTENT_BACKEND = 'redis'`, the content index's "

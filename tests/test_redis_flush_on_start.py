@@ -129,3 +129,39 @@ def test_flush_on_start_with_redis_away_refuses_to_start_naming_the_setting():
     with pytest.raises(RedisStartupError, match="DEDUP_REDIS_FLUSH_ON_START") as raised:
         DedupExtension(get_crawler(PagesSpider, settings)).open_content()
     assert "s3cret" not in str(raised.value)
+
+
+def test_persist_false_deletes_the_content_state_at_close(redis_url, redis_client):
+    """DEDUP_REDIS_PERSIST=False deletes the content state with the crawl, as it deletes the dupefilter's keys."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+
+    settings = {**settings_for(redis_url, cluster=False), "DEDUP_REDIS_PERSIST": False}
+    for key in OTHERS:
+        redis_client.set(key, b"kept")
+    extension = DedupExtension(get_crawler(PagesSpider, settings)).open_content()
+    extension.paragraphs.seen.add(b"a block digest of twenty bytes")
+    redis_client.hset(f"{{{PREFIX}}}:keys", "1", "http://a.test/1")  # a kept page
+    assert any(PREFIX in k.decode() for k in redis_client.keys("*"))
+    extension.close()
+    assert not [k for k in redis_client.keys("*") if PREFIX in k.decode() and k.decode() not in OTHERS]
+    assert all(redis_client.get(key) == b"kept" for key in OTHERS)
+
+
+def test_persist_false_with_redis_gone_at_close_warns_and_keeps_the_keys(redis_server, caplog):
+    """Redis gone by the close: one WARNING, the policy's error counter, no exception out of the close."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+    from tests.support.redis_server import RedisServer
+
+    server = RedisServer().start()
+    try:
+        settings = {**settings_for(server.url, cluster=False), "DEDUP_REDIS_PERSIST": False}
+        extension = DedupExtension(get_crawler(PagesSpider, settings)).open_content()
+    finally:
+        server.stop()
+    extension.close()
+    assert "could not delete it at close (DEDUP_REDIS_PERSIST=False)" in caplog.text
+    assert extension.crawler.stats.get_value("dedup/content/redis_errors", 0) >= 1
