@@ -252,7 +252,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_BLOOM_ON_CORRUPT", "fail", _choice("fail", "empty"), "seen",
        "What `BloomDupeFilter` does when its JOBDIR checkpoint is truncated or corrupt: `fail` (refuse "
        "to start: an empty filter would refetch the whole crawl) or `empty` (start empty, keep the bad "
-       "file as `seen.bloom.corrupt-<time>`)."),
+       "file as `seen.bloom.corrupt-<time>`, or in place when it cannot be renamed: the next checkpoint replaces "
+       "it; logged and counted in `dedup/seen/checkpoint_errors`)."),
     _s("DEDUP_REDIS_URL", "redis://localhost:6379/0", _redis_url, "redis",
        "Redis server of the shared stores: redis://, rediss:// or unix://. Unset, scrapy-redis's `REDIS_URL`, "
        "then `REDIS_HOST`/`REDIS_PORT`, is used (with the `db` of the client parameters, as scrapy-redis does). "
