@@ -18,10 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_dedup.dust_learning import DustLearningMiddleware
 from scrapy_dedup.extensions import DedupExtension
-from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, _class_path
+from scrapy_dedup.fingerprinter import (
+    CanonicalRequestFingerprinter,
+    OutermostCanonicalFingerprinter,
+    _class_path,
+    load_setting_object,
+)
 from scrapy_dedup.middlewares import ContentFingerprintMiddleware, CanonicalRedirectMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
-from scrapy_dedup.settings import DedupConfigError, to_bool
+from scrapy_dedup.settings import to_bool
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -67,29 +72,20 @@ def compose_fingerprinter(settings: "BaseSettings") -> None:
     current: Any = settings.get(name)
     priority = settings.getpriority(name) or 0
     if priority > SETTINGS_PRIORITIES["default"] and current:
-        current_cls = _load(current, name)
+        current_cls = load_setting_object(current, name)
         if isinstance(current_cls, type) and issubclass(current_cls, CanonicalRequestFingerprinter):
             return  # ours already, or the project's own subclass of it
         if current_cls is not load_object(SCRAPY_DEFAULT):
             explicit = settings.get(FALLBACK_SETTING)
             if not explicit:
                 settings.set(FALLBACK_SETTING, current, "addon")
-            elif _load(explicit, FALLBACK_SETTING) is not current_cls:
+            elif load_setting_object(explicit, FALLBACK_SETTING) is not current_cls:
                 logger.warning(
                     "%s is %s, so the %s %s is not used; set %s to it to keep it",
-                    FALLBACK_SETTING, _class_path(_load(explicit, FALLBACK_SETTING)), name,
+                    FALLBACK_SETTING, _class_path(load_setting_object(explicit, FALLBACK_SETTING)), name,
                     _class_path(current_cls), FALLBACK_SETTING)
     # at the priority of the value it replaces (as scrapy-zyte-api's add-on does), at least "addon"
     settings.set(name, FINGERPRINTER, max(priority, SETTINGS_PRIORITIES["addon"]))
-
-
-def _load(value: Any, setting: str) -> Any:
-    from scrapy.utils.misc import load_object
-
-    try:
-        return load_object(value)
-    except (ImportError, AttributeError, NameError, ValueError, TypeError) as exc:
-        raise DedupConfigError(f"{setting}: cannot load {value!r}: {exc}") from None
 
 
 class Addon:

@@ -68,10 +68,18 @@ def scrapy_shape_fingerprint(method: str, url: str, body: bytes | None) -> bytes
     return hashlib.sha1(document.encode()).digest()  # noqa: S324 - Scrapy's fingerprint shape, not security
 
 
-def _build_fallback(path: Any, crawler: Crawler) -> Any:
+def load_setting_object(value: Any, setting: str) -> Any:
+    """``load_object(value)``; a path that does not load fails at start-up naming ``setting``."""
     from scrapy.utils.misc import load_object
 
-    fallback_cls = load_object(path)
+    try:
+        return load_object(value)
+    except (ImportError, AttributeError, NameError, ValueError, TypeError) as exc:
+        raise DedupConfigError(f"{setting}: cannot load {value!r}: {exc}") from None
+
+
+def _build_fallback(path: Any, crawler: Crawler) -> Any:
+    fallback_cls = load_setting_object(path, "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS")
     if isinstance(fallback_cls, type) and issubclass(fallback_cls, CanonicalRequestFingerprinter):
         raise DedupConfigError(
             "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "

@@ -14,7 +14,7 @@ import pytest
 import scrapy
 from pytest_twisted import inlineCallbacks
 
-from scrapy_dedup.settings import SETTINGS, DedupConfigError, read_settings
+from scrapy_dedup.settings import SETTINGS, DedupConfigError
 from tests.contentsite import product_text, template
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
