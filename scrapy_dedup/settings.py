@@ -160,12 +160,29 @@ def _per_domain(validate_one: Converter) -> Converter:
         for domain, overrides in to_dict(value, name).items():
             if not isinstance(domain, str) or not domain.strip(".").strip():
                 raise DedupConfigError(f"{name}: keys must be domain names, got {domain!r}")
+            if not _could_be_host(domain.strip()):  # it would match no URL: its policy silently never applied
+                raise DedupConfigError(f"{name}: key {domain!r} is not a domain name; write the host alone, "
+                                       "without scheme, port, path or wildcard ('example.com' covers its subdomains)")
             key = f"{name}[{domain!r}]"
             validate_one(overrides, key)
             result[domain.strip().strip(".").lower()] = to_dict(overrides, key)
         return result
 
     return convert
+
+
+def _could_be_host(domain: str) -> bool:
+    """Whether ``domain`` may be the host of a URL: a name, or an IP address (IPv6 bracketed or not)."""
+    import ipaddress
+
+    literal = domain[1:-1] if domain.startswith("[") and domain.endswith("]") else domain
+    if ":" in literal:  # only an IPv6 address holds a colon; else it is a port or a scheme
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return False
+        return True
+    return not any(c in literal for c in "/?#@*[]") and not any(c.isspace() for c in literal)
 
 
 def _raw_url_policy(value: Any, name: str) -> dict:
