@@ -129,6 +129,18 @@ def _redis_url(value: Any, name: str) -> str:
         raise DedupConfigError(str(exc)) from None
 
 
+def _key_template(value: Any, name: str) -> str:
+    """A Redis key, ``%(spider)s`` replaced by the spider's name; any other ``%`` directive is refused now
+    (it would fail when the store opens, with a KeyError or a TypeError naming nothing)."""
+    template = to_str(value, name)
+    try:
+        template % {"spider": "spider"}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise DedupConfigError(f"{name} must be a key template using only %(spider)s (write a literal % as %%), "
+                               f"got {template!r} ({type(exc).__name__}: {exc})") from None
+    return template
+
+
 def _redis_params(value: Any, name: str) -> dict:
     """A dict of client parameters; a string that is not JSON is not shown (it may hold a password)."""
     if isinstance(value, str) and value.strip():
@@ -138,7 +150,11 @@ def _redis_params(value: Any, name: str) -> dict:
             raise DedupConfigError(f"{name} must be a dict (or a JSON object string); the string given is not "
                                    f"JSON ({exc.__class__.__name__} at character {getattr(exc, 'pos', '?')}; "
                                    "not shown, it may hold a password)") from None
-    return to_dict(value, name)
+    params = to_dict(value, name)
+    for key in params:
+        if not isinstance(key, str):  # the client's keyword arguments
+            raise DedupConfigError(f"{name}: keys must be the Redis client's parameter names, got {key!r}")
+    return params
 
 
 def _url_policy(value: Any, name: str) -> Any:
@@ -264,14 +280,15 @@ SETTINGS: tuple[Setting, ...] = (
        "then `REDIS_HOST`/`REDIS_PORT`, is used (with the `db` of the client parameters, as scrapy-redis does). "
        "The password is masked in logs; "
        "percent-escape `/ ? # @` in it (`urllib.parse.quote(password, safe='')`)."),
-    _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
+    _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", _key_template, "redis",
        "Key of the shared seen set; `%(spider)s` is the spider name, so all processes of a spider share it."),
     _s("DEDUP_REDIS_PERSIST", True, to_bool, "redis",
        "Keep the Redis keys after the crawl (False: delete them at close)."),
     _s("DEDUP_REDIS_FLUSH_ON_START", False, to_bool, "redis",
        "Delete the Redis keys when the crawl opens (start fresh)."),
-    _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, optional=True), "redis",
-       "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
+    _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, maximum=10**15, optional=True), "redis",
+       "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs (at most 10**15: "
+       "Redis refuses an expiry past its clock's range)."),
     _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
        "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`); "
        "unset, scrapy-redis's `REDIS_PARAMS` is used. `socket_timeout`, `socket_connect_timeout` and `retry` "
@@ -292,12 +309,12 @@ SETTINGS: tuple[Setting, ...] = (
        "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
        "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`. Each call's socket "
        "timeouts default to a third of it (at least 1 s, at most 30 s, 10 s to connect); under `fail_open` to 1 s."),
-    _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1), "redis",
+    _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1, maximum=365 * 86_400), "redis",
        "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (the Redis "
        "dupefilters under `DEDUP_REDIS_ON_ERROR = 'retry'`, and `AckPriorityQueue`): then one ERROR line names "
        "the server (no password) and the setting its URL came from, and the spider is closed with reason "
        "`dedup_redis_unavailable` before fetching anything."),
-    _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
+    _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", _key_template, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`). On a Redis Cluster the index "
        "is sharded over the slots unless the prefix names its own hash tag (`{...}`: one slot, one script per page)."),
     # --- content layer ---

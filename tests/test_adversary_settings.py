@@ -8,6 +8,7 @@ leaves the user guessing which setting it was.
 from __future__ import annotations
 
 import logging
+import random
 from typing import Any
 
 import pytest
@@ -15,7 +16,8 @@ import scrapy
 from pytest_twisted import inlineCallbacks
 
 from scrapy_dedup.settings import SETTINGS, DedupConfigError
-from tests.contentsite import product_text, template
+from tests import textgen
+from tests.contentsite import template
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
 
@@ -53,9 +55,15 @@ def test_a_converter_refuses_with_the_settings_name_or_accepts(setting):
 
 # --- real crawls: an accepted value works, a refused one stops the crawl at start-up naming the setting ---
 
-UNIQUE_PATHS = ("/a", "/b", "/c")
-PAGES = {path: Page(template(product_text(i), title=f"Product {i}")) for i, path in enumerate(UNIQUE_PATHS)}
-PAGES["/copy"] = Page(template(product_text(0), title="Product 0 again"))
+def _article(seed: int) -> str:
+    return " ".join(textgen.article_words(random.Random(seed), 300))
+
+
+#: three unique pages and an exact copy of the first (whichever of the two comes first is kept)
+UNIQUE_PATHS = ("/b", "/c")
+PAIR = ("/a", "/copy")
+PAGES = {path: Page(template(_article(i), title=f"Article {i}")) for i, path in enumerate(("/a", *UNIQUE_PATHS))}
+PAGES["/copy"] = Page(template(_article(0), title="Article 0 again"))
 
 
 class OneItemPerPageSpider(scrapy.Spider):
@@ -129,7 +137,7 @@ def check_outcome(setting, value, outcome) -> None:
     _, kept, error_lines, reason = outcome
     assert reason == "finished", f"{setting.name}={value!r}: crawl ended {reason!r}, errors {error_lines}"
     assert not error_lines, f"{setting.name}={value!r}: ERROR lines mid-crawl: {error_lines}"
-    assert set(UNIQUE_PATHS) <= set(kept), f"{setting.name}={value!r}: unique pages lost: {kept}"
+    assert set(UNIQUE_PATHS) <= set(kept) and set(PAIR) & set(kept), f"{setting.name}={value!r}: pages lost: {kept}"
 
 
 def _accepted(setting, value) -> bool:
@@ -155,5 +163,24 @@ def _cases():
 @inlineCallbacks
 def test_an_odd_value_works_or_fails_at_start_up_naming_the_setting(setting, value, request, tmp_path):
     redis_url = request.getfixturevalue("redis_url") if request.node.get_closest_marker("redis") else None
+    outcome = yield crawl_with(setting, value, redis_url, tmp_path)
+    check_outcome(setting, value, outcome)
+
+
+#: the values of the matrix above that found a defect (each failed before its fix), in the default run
+FOUND = [("DEDUP_BLOOM_CAPACITY", float("inf")), ("DEDUP_BLOOM_CAPACITY", 10**30),
+         ("DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS", "nonsense"), ("DEDUP_REDIS_TTL", 10**30),
+         ("DEDUP_REDIS_PARAMS", {1: 2}), ("DEDUP_REDIS_STARTUP_SECONDS", 1e300),
+         ("DEDUP_REDIS_INDEX_KEY", "%(foo)s"), ("DEDUP_REDIS_INDEX_KEY", "100%")]
+
+
+@pytest.mark.crawl
+@pytest.mark.parametrize(("name", "value"), FOUND, ids=[f"{n}={v!r}" for n, v in FOUND])
+@inlineCallbacks
+def test_the_values_that_found_defects_fail_at_start_up_naming_the_setting(name, value, request, tmp_path):
+    from scrapy_dedup.settings import BY_NAME
+
+    setting = BY_NAME[name]
+    redis_url = request.getfixturevalue("redis_url") if setting.group == "redis" else None
     outcome = yield crawl_with(setting, value, redis_url, tmp_path)
     check_outcome(setting, value, outcome)
