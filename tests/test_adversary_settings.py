@@ -84,8 +84,15 @@ def _context(setting, redis_url: str | None) -> dict[str, Any]:
         return {**REDIS_CONTEXT, "DEDUP_REDIS_URL": redis_url}
     if setting.name == "DEDUP_TIMESTAMP_FIELD":
         return {"DEDUP_REPRESENTATIVE": "newest", "DEDUP_CONTENT_FIELD": "html"}
-    if setting.name == "DEDUP_PARAGRAPHS_FIELD":
+    # the setting's feature switched on, so that its value is used
+    if setting.name.startswith("DEDUP_PARAGRAPHS_"):
         return {"DEDUP_PARAGRAPHS": True}
+    if setting.name.startswith("DEDUP_BOILERPLATE_"):
+        return {"DEDUP_BOILERPLATE": True}
+    if setting.name.startswith("DEDUP_DUST_") and setting.name != "DEDUP_DUST_RULES":
+        return {"DEDUP_DUST_LEARN": True}
+    if setting.group == "seen":
+        return {"JOBDIR": "jobdir"}
     return {}
 
 
@@ -114,6 +121,8 @@ def crawl_with(setting, value, redis_url: str | None, tmp_path):
     settings = {"ADDONS": {"scrapy_dedup.Addon": 0}, **_context(setting, redis_url), setting.name: value}
     if isinstance(value, str) and setting.name.endswith(("_FILE", "_OUT")) and value.strip():
         settings[setting.name] = str(tmp_path / value)  # a name, not a place anywhere on the machine
+    if "JOBDIR" in settings:
+        settings["JOBDIR"] = str(tmp_path / settings["JOBDIR"])
     errors = _ErrorLines()
     logging.getLogger().addHandler(errors)
     try:
@@ -148,6 +157,15 @@ def _accepted(setting, value) -> bool:
     return True
 
 
+#: defects the matrix found in code others own, reported rather than fixed here: each fails until fixed
+#: (keyed by the value's repr: the values include unhashable ones)
+KNOWN = {
+    # the local paragraph seen set (extensions.py's content path) is allocated with no guard: OverflowError
+    ("DEDUP_PARAGRAPHS_CAPACITY", repr(10**30)): "a paragraph Bloom filter too large to allocate crashes unnamed",
+    ("DEDUP_PARAGRAPHS_CAPACITY", repr(1e300)): "a paragraph Bloom filter too large to allocate crashes unnamed",
+}
+
+
 def _cases():
     """Each value the setting's converter accepts (it must then work), and its first refused one (the refusal
     must reach the user from a real start-up: the converter test has the others)."""
@@ -155,6 +173,9 @@ def _cases():
         refused = [v for v in ODD_VALUES if not _accepted(setting, v)]
         for value in [v for v in ODD_VALUES if _accepted(setting, v)] + refused[:1]:
             marks = [pytest.mark.redis] if setting.group == "redis" or setting.name == "DEDUP_CONTENT_BACKEND" else []
+            known = KNOWN.get((setting.name, repr(value)))
+            if known:
+                marks.append(pytest.mark.xfail(strict=True, reason=known))
             yield pytest.param(setting, value, id=f"{setting.name}={value!r}", marks=[*marks, pytest.mark.slow])
 
 
