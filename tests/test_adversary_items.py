@@ -200,8 +200,15 @@ SLOW_CASES = [(t, m, c) for t in ITEM_TYPES for m in ("drop", "tag", "tag+conten
               if c != "none"]
 
 
+def _marks(companions: str) -> list:
+    marks = [pytest.mark.slow]
+    if companions == "deferred-after":  # a Deferred from process_item is deprecated from Scrapy 2.14 on, still run
+        marks.append(pytest.mark.filterwarnings("ignore::scrapy.exceptions.ScrapyDeprecationWarning"))
+    return marks
+
+
 @pytest.mark.parametrize(("item_type", "mode", "companions"),
-                         CASES + [pytest.param(*case, marks=pytest.mark.slow) for case in SLOW_CASES],
+                         CASES + [pytest.param(*case, marks=_marks(case[2])) for case in SLOW_CASES],
                          ids=lambda v: str(v))
 @inlineCallbacks
 def test_every_item_type_keeps_unique_pages_and_gets_its_pages_decision(item_type, mode, companions):
