@@ -69,7 +69,7 @@ def _log_level(value: Any, name: str) -> str:
 
 
 def to_optional_str(value: Any, name: str) -> str | None:
-    if value is None or value == "":
+    if value is None or (isinstance(value, str) and not value.strip()):  # " " names no file or field
         return None
     if isinstance(value, str):
         return value

@@ -53,6 +53,18 @@ def test_a_converter_refuses_with_the_settings_name_or_accepts(setting):
     assert "refused" in outcomes.values() or setting.name in ("DEDUP_REDIS_PARAMS",), outcomes
 
 
+@pytest.mark.parametrize("setting", [s for s in SETTINGS if _converter_outcome(s, "x") == "accepted"
+                                     and s.convert("x", s.name) == "x"], ids=lambda s: s.name)
+def test_a_blank_string_is_no_path_or_field_name(setting):
+    """DEDUP_AUDIT_FILE = " " wrote a file named " " in the working directory; a blank name is unset (or refused)."""
+    try:
+        value = setting.convert("  ", setting.name)
+    except DedupConfigError as exc:
+        assert setting.name in str(exc)
+        return
+    assert value in (None, (), setting.default)
+
+
 # --- real crawls: an accepted value works, a refused one stops the crawl at start-up naming the setting ---
 
 def _article(seed: int) -> str:
