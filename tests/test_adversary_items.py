@@ -143,17 +143,23 @@ MODES = {
                              "DEDUP_PARAGRAPHS_FIELD": "paragraphs"},
     "tag+content-field": {"DEDUP_CONTENT_ACTION": "tag", "DEDUP_CONTENT_FIELD": "html"},
     "drop+content-field": {"DEDUP_CONTENT_ACTION": "drop", "DEDUP_CONTENT_FIELD": "html"},
+    # the shared content index (DEDUP_REDIS_URL added from the test's redis-server)
+    "drop+redis": {"DEDUP_CONTENT_ACTION": "drop", "DEDUP_CONTENT_BACKEND": "redis"},
+    "tag+paragraphs-field+redis": {"DEDUP_CONTENT_ACTION": "tag", "DEDUP_CONTENT_BACKEND": "redis",
+                                   "DEDUP_PARAGRAPHS": True, "DEDUP_PARAGRAPHS_FIELD": "paragraphs"},
 }
 
 
 @inlineCallbacks
-def crawl_items(item_type: str, mode: str, companions: str):
+def crawl_items(item_type: str, mode: str, companions: str, redis_url: str | None = None):
     site_def = ContentSite(products=4, copies=2, edits=1, siblings=2, denied=1)
     pipelines = {path.strip(): order for path, order in COMPANIONS[companions].items()}
     if companions == "copying-before-and-after":  # one class at two orders: a subclass for the second
         pipelines = {f"{__name__}.CopyingPipeline": 100, f"{__name__}.CopyingAgainPipeline": 300}
     spider = type("Spider", (TypedItemSpider,), {"item_type": ITEM_TYPES[item_type]})
     settings = {"ADDONS": {"scrapy_dedup.Addon": 0}, "ITEM_PIPELINES": pipelines, **MODES[mode]}
+    if redis_url:
+        settings["DEDUP_REDIS_URL"] = redis_url
     with LocalSite(site_def) as site:
         crawler = yield run_crawl(spider, settings, start_urls=site_def.urls(site, "shop.test"))
     return site_def, crawler
@@ -190,27 +196,28 @@ def check_truth(site_def: ContentSite, crawler, item_type: str, mode: str) -> No
         assert not tagged and stats.get("dedup/items/untaggable") == len(duplicates)
     else:
         assert not tagged
-    if mode == "tag+paragraphs-field":
+    if mode.startswith("tag+paragraphs-field"):
         filled = {p for p, items in exported.items() if items[0].get("paragraphs")}
         assert bool(filled) == (item_type in TAKES_FIELDS)
 
 
-CASES = [(t, m, "none") for t in ITEM_TYPES for m in MODES]
+CASES = [(t, m, "none") for t in ITEM_TYPES for m in MODES if "redis" not in m]
 SLOW_CASES = [(t, m, c) for t in ITEM_TYPES for m in ("drop", "tag", "tag+content-field") for c in COMPANIONS
-              if c != "none"]
+              if c != "none"] + [(t, m, "none") for t in ITEM_TYPES for m in MODES if "redis" in m]
 
 
-def _marks(companions: str) -> list:
-    marks = [pytest.mark.slow]
+def _marks(mode: str, companions: str) -> list:
+    marks = [pytest.mark.slow] + ([pytest.mark.redis] if "redis" in mode else [])
     if companions == "deferred-after":  # a Deferred from process_item is deprecated from Scrapy 2.14 on, still run
         marks.append(pytest.mark.filterwarnings("ignore::scrapy.exceptions.ScrapyDeprecationWarning"))
     return marks
 
 
 @pytest.mark.parametrize(("item_type", "mode", "companions"),
-                         CASES + [pytest.param(*case, marks=_marks(case[2])) for case in SLOW_CASES],
+                         CASES + [pytest.param(*case, marks=_marks(case[1], case[2])) for case in SLOW_CASES],
                          ids=lambda v: str(v))
 @inlineCallbacks
-def test_every_item_type_keeps_unique_pages_and_gets_its_pages_decision(item_type, mode, companions):
-    site_def, crawler = yield crawl_items(item_type, mode, companions)
+def test_every_item_type_keeps_unique_pages_and_gets_its_pages_decision(item_type, mode, companions, request):
+    redis_url = request.getfixturevalue("redis_url") if "redis" in mode else None
+    site_def, crawler = yield crawl_items(item_type, mode, companions, redis_url)
     check_truth(site_def, crawler, item_type, mode)
