@@ -40,7 +40,7 @@ from scrapy_dedup._util.redis_policy import (
     secrets_of,
     wait_until_reachable,
 )
-from scrapy_dedup.seen.base import SeenSet
+from scrapy_dedup.seen.base import SeenSet, bloom_size
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
@@ -283,10 +283,16 @@ class BloomDupeFilter(_SeenDupeFilter):
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> "BloomDupeFilter":
         jobdir = job_dir(crawler.settings)
         frontier = _frontier(crawler)  # compacted after each checkpoint (the filter holds what the journal drops)
-        return cls(jobdir, crawler.settings.getbool("DUPEFILTER_DEBUG"),
-                   capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
-                   checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
-                   fingerprinter=crawler.request_fingerprinter, stats=crawler.stats, frontier=frontier)
+        try:
+            return cls(jobdir, crawler.settings.getbool("DUPEFILTER_DEBUG"),
+                       capacity=cfg.bloom_capacity, error_rate=cfg.bloom_error_rate,
+                       checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
+                       fingerprinter=crawler.request_fingerprinter, stats=crawler.stats, frontier=frontier)
+        except (MemoryError, OverflowError):  # the filter is allocated whole at start: too large for this machine
+            raise DedupConfigError(
+                f"DEDUP_BLOOM_CAPACITY ({cfg.bloom_capacity}) at DEDUP_BLOOM_ERROR_RATE ({cfg.bloom_error_rate}) "
+                f"needs a Bloom filter of {bloom_size(cfg.bloom_capacity, cfg.bloom_error_rate)[0] // 8:,} bytes, "
+                "more than can be allocated: lower the capacity (the filter grows past it)") from None
 
     def _load(self, capacity: int, error_rate: float, on_corrupt: str) -> BloomSeenSet:
         if self.path is None or not self.path.exists():
@@ -448,12 +454,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def _redis_key(crawler: Crawler, cfg: DedupSettings) -> str:
         spider = getattr(crawler, "spider", None)
         name = getattr(spider, "name", None) or getattr(crawler.spidercls, "name", None) or "default"
-        try:
-            return cfg.redis_key % {"spider": name}
-        except (KeyError, ValueError, TypeError) as exc:
-            raise DedupConfigError(
-                f"DEDUP_REDIS_KEY must be a key template using only %(spider)s, got {cfg.redis_key!r} ({exc})"
-            ) from None
+        return cfg.redis_key % {"spider": name}  # a template settings.py checked
 
     def _secrets(self) -> tuple[str, ...]:
         return self.policy.secrets

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: what setting a field of an item may raise: KeyError (a scrapy.Item without it declared, a dataclass or
+#: attrs class without it), TypeError (an unknown item type, an attrs validator), AttributeError (a frozen
+#: dataclass or attrs class), ValueError (a pydantic model's validation). The item is passed on as it is.
+UNSETTABLE_FIELD = (KeyError, TypeError, AttributeError, ValueError)
+
 MIDDLEWARE_PATH = "scrapy_dedup.middlewares.ContentFingerprintMiddleware"
 
 
@@ -120,13 +125,13 @@ class DuplicateAction:
                "representative": verdict.representative, "distance": verdict.distance}
         try:
             ItemAdapter(item)[self.tag_field] = tag
-        except (KeyError, TypeError):  # a scrapy.Item without that field declared; an unknown item type
+        except UNSETTABLE_FIELD as exc:
             if not self._tag_warned:
                 self._tag_warned = True
                 logger.warning(
-                    "Cannot tag items of class %s: field %r is not declared (declare it, or set "
-                    "DEDUP_TAG_FIELD to a declared field); items are kept untagged",
-                    type(item).__name__, self.tag_field,
+                    "Cannot tag items of class %s: field %r cannot be set (%s: %s; declare it, make the class "
+                    "mutable, or set DEDUP_TAG_FIELD to a field it takes); items are kept untagged",
+                    type(item).__name__, self.tag_field, type(exc).__name__, exc,
                 )
             self.stats.inc_value("dedup/items/untaggable")
 
@@ -154,11 +159,12 @@ class ParagraphsField:
             return
         try:
             ItemAdapter(item)[self.name] = text
-        except (KeyError, TypeError):  # a scrapy.Item without that field declared; an unknown item type
+        except UNSETTABLE_FIELD as exc:
             if not self._warned:
                 self._warned = True
-                logger.warning("Cannot set DEDUP_PARAGRAPHS_FIELD %r on items of class %s (declare the field); "
-                               "items are kept without it", self.name, type(item).__name__)
+                logger.warning("Cannot set DEDUP_PARAGRAPHS_FIELD %r on items of class %s (%s: %s; declare the "
+                               "field, or make the class mutable); items are kept without it",
+                               self.name, type(item).__name__, type(exc).__name__, exc)
             self.stats.inc_value("dedup/paragraphs/unfillable_items")
 
 

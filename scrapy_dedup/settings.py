@@ -80,7 +80,7 @@ def _log_level(value: Any, name: str) -> str:
 
 
 def to_optional_str(value: Any, name: str) -> str | None:
-    if value is None or value == "":
+    if value is None or (isinstance(value, str) and not value.strip()):  # " " names no file or field
         return None
     if isinstance(value, str):
         return value
@@ -140,6 +140,18 @@ def _redis_url(value: Any, name: str) -> str:
         raise DedupConfigError(str(exc)) from None
 
 
+def _key_template(value: Any, name: str) -> str:
+    """A Redis key, ``%(spider)s`` replaced by the spider's name; any other ``%`` directive is refused now
+    (it would fail when the store opens, with a KeyError or a TypeError naming nothing)."""
+    template = to_str(value, name)
+    try:
+        template % {"spider": "spider"}
+    except (KeyError, ValueError, TypeError) as exc:
+        raise DedupConfigError(f"{name} must be a key template using only %(spider)s (write a literal % as %%), "
+                               f"got {template!r} ({type(exc).__name__}: {exc})") from None
+    return template
+
+
 def _redis_params(value: Any, name: str) -> dict:
     """A dict of client parameters; a string that is not JSON is not shown (it may hold a password)."""
     if isinstance(value, str) and value.strip():
@@ -149,7 +161,11 @@ def _redis_params(value: Any, name: str) -> dict:
             raise DedupConfigError(f"{name} must be a dict (or a JSON object string); the string given is not "
                                    f"JSON ({exc.__class__.__name__} at character {getattr(exc, 'pos', '?')}; "
                                    "not shown, it may hold a password)") from None
-    return to_dict(value, name)
+    params = to_dict(value, name)
+    for key in params:
+        if not isinstance(key, str):  # the client's keyword arguments
+            raise DedupConfigError(f"{name}: keys must be the Redis client's parameter names, got {key!r}")
+    return params
 
 
 def _url_policy(value: Any, name: str) -> Any:
@@ -171,12 +187,29 @@ def _per_domain(validate_one: Converter) -> Converter:
         for domain, overrides in to_dict(value, name).items():
             if not isinstance(domain, str) or not domain.strip(".").strip():
                 raise DedupConfigError(f"{name}: keys must be domain names, got {domain!r}")
+            if not _could_be_host(domain.strip()):  # it would match no URL: its policy silently never applied
+                raise DedupConfigError(f"{name}: key {domain!r} is not a domain name; write the host alone, "
+                                       "without scheme, port, path or wildcard ('example.com' covers its subdomains)")
             key = f"{name}[{domain!r}]"
             validate_one(overrides, key)
             result[domain.strip().strip(".").lower()] = to_dict(overrides, key)
         return result
 
     return convert
+
+
+def _could_be_host(domain: str) -> bool:
+    """Whether ``domain`` may be the host of a URL: a name, or an IP address (IPv6 bracketed or not)."""
+    import ipaddress
+
+    literal = domain[1:-1] if domain.startswith("[") and domain.endswith("]") else domain
+    if ":" in literal:  # only an IPv6 address holds a colon; else it is a port or a scheme
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            return False
+        return True
+    return not any(c in literal for c in "/?#@*[]") and not any(c.isspace() for c in literal)
 
 
 def _raw_url_policy(value: Any, name: str) -> dict:
@@ -259,7 +292,7 @@ SETTINGS: tuple[Setting, ...] = (
        "then `REDIS_HOST`/`REDIS_PORT`, is used (with the `db` of the client parameters, as scrapy-redis does). "
        "The password is masked in logs; "
        "percent-escape `/ ? # @` in it (`urllib.parse.quote(password, safe='')`)."),
-    _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", to_str, "redis",
+    _s("DEDUP_REDIS_KEY", "dedup:%(spider)s:seen", _key_template, "redis",
        "Key of the shared seen set; `%(spider)s` is the spider name, so all processes of a spider share it."),
     _s("DEDUP_REDIS_PERSIST", True, to_bool, "redis",
        "Keep the Redis keys after the crawl (False: delete them at close: the Redis dupefilter's keys and, with "
@@ -271,8 +304,9 @@ SETTINGS: tuple[Setting, ...] = (
        "(`DEDUP_REDIS_INDEX_KEY`: its pages, the boilerplate tables, the paragraph seen set), on every node "
        "of a cluster. Every process started with it deletes them: set it on the first one only. Not the "
        "scrapy-redis queue (`SCHEDULER_FLUSH_ON_START`)."),
-    _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, optional=True), "redis",
-       "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs."),
+    _s("DEDUP_REDIS_TTL", None, _number(int, minimum=1, maximum=10**15, optional=True), "redis",
+       "Optional expiry, in seconds, of the whole Redis key, refreshed while the crawl runs (at most 10**15: "
+       "Redis refuses an expiry past its clock's range)."),
     _s("DEDUP_REDIS_PARAMS", {}, _redis_params, "redis",
        "Keyword arguments for the Redis client (`redis_cls` picks the class, e.g. `redis.cluster.RedisCluster`); "
        "unset, scrapy-redis's `REDIS_PARAMS` is used. `socket_timeout`, `socket_connect_timeout` and `retry` "
@@ -293,12 +327,12 @@ SETTINGS: tuple[Setting, ...] = (
        "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
        "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`. Each call's socket "
        "timeouts default to a third of it (at least 1 s, at most 30 s, 10 s to connect); under `fail_open` to 1 s."),
-    _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1), "redis",
+    _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1, maximum=365 * 86_400), "redis",
        "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (the Redis "
        "dupefilters under `DEDUP_REDIS_ON_ERROR = 'retry'`, and `AckPriorityQueue`): then one ERROR line names "
        "the server (no password) and the setting its URL came from, and the spider is closed with reason "
        "`dedup_redis_unavailable` before fetching anything."),
-    _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", to_str, "redis",
+    _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", _key_template, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`). On a Redis Cluster the index "
        "is sharded over the slots unless the prefix names its own hash tag (`{...}`: one slot, one script per page)."),
     # --- content layer ---

@@ -43,7 +43,7 @@ def number(kind: type, *, minimum: float | None = None, maximum: float | None = 
             raise ParamError(f"{name} must be a number, got {value!r}")
         try:
             result = kind(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: int(float("inf"))
             raise ParamError(f"{name} must be {'an integer' if kind is int else 'a number'}, got {value!r}") from None
         if kind is int and isinstance(value, float) and value != result:
             raise ParamError(f"{name} must be an integer, got {value!r}")
