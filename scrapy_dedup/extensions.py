@@ -235,10 +235,18 @@ class DedupExtension:
         """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
         shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
         from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet, RedisBloomSeenSet
+        from scrapy_dedup.seen.base import bloom_size
 
         if cfg.content_backend != "redis":
-            return ParagraphDeduplicator(BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate),
-                                         cfg.paragraphs_min_chars)
+            try:
+                seen_blocks = BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate)
+            except (MemoryError, OverflowError):  # allocated whole at start: too large for this machine
+                raise DedupConfigError(
+                    f"DEDUP_PARAGRAPHS_CAPACITY ({cfg.paragraphs_capacity}) at DEDUP_PARAGRAPHS_ERROR_RATE "
+                    f"({cfg.paragraphs_error_rate}) needs a Bloom filter of "
+                    f"{bloom_size(cfg.paragraphs_capacity, cfg.paragraphs_error_rate)[0] // 8:,} bytes, more than "
+                    "can be allocated: lower the capacity (the filter grows past it)") from None
+            return ParagraphDeduplicator(seen_blocks, cfg.paragraphs_min_chars)
         key = self._paragraph_key()
         try:
             seen = RedisBloomSeenSet(self.store.index.client, key, cfg.paragraphs_capacity, cfg.paragraphs_error_rate,
