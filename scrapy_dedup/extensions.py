@@ -606,6 +606,8 @@ class DedupExtension:
         dating: dict[str, Any] = {}
         if self.cfg.representative == "newest" and self.cfg.timestamp_field:
             dating = {"timestamp": self._timestamp_of(url, timestamp), "dated": True}
+        if isinstance(value, (bytearray, memoryview)):  # bytes by another type: its bytes, not its repr
+            value = bytes(value)
         if isinstance(value, (bytes, str)) and _looks_like_html(value):
             try:
                 extraction = extract_text(value, policy, blocks=policy.needs_blocks)

@@ -221,3 +221,19 @@ def test_every_item_type_keeps_unique_pages_and_gets_its_pages_decision(item_typ
     redis_url = request.getfixturevalue("redis_url") if "redis" in mode else None
     site_def, crawler = yield crawl_items(item_type, mode, companions, redis_url)
     check_truth(site_def, crawler, item_type, mode)
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_a_content_field_of_bytes_by_any_type_is_judged_by_its_bytes(kind):
+    """``DEDUP_CONTENT_FIELD`` given a bytearray or a memoryview: the same verdicts as for the same bytes (before,
+    its repr was fingerprinted: ``bytearray(b'...')``, so an exact copy given as bytes was not found)."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+
+    html = b"<html><body><main><p>" + b" ".join(b"word%d" % i for i in range(80)) + b"</p></main></body></html>"
+    extension = DedupExtension(get_crawler(scrapy.Spider, {"DEDUP_CONTENT_FIELD": "html"})).open_content()
+    first, _ = extension.judge_content("http://a.test/1", kind(html))
+    second, _ = extension.judge_content("http://a.test/2", html)
+    assert first.kind == "unique"
+    assert (second.kind, second.kept_url) == ("exact", "http://a.test/1")
