@@ -81,7 +81,7 @@ class OnlineDustLearner:
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
-        self._explore_checks: dict[str, list] = {}  # exploration not taken yet -> [(rule, value it checks)]
+        self._explore_checks: dict[str, list] = {}  # exploration not judged yet -> [(rule, value it checks)]
         self._budget: dict[tuple[str, tuple], _Budget] = {}  # learned rule -> its exploration so far
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self._held: dict[tuple[str, tuple], dict[str, Any]] = {}  # learned rule -> {URL: request it dropped}
@@ -148,6 +148,8 @@ class OnlineDustLearner:
         the pair ``source`` / ``target`` is what a rule of the old scheme is mined from). Returns the rules
         activated now."""
         self.miner.add_record({"kind": "redirect", "request_url": source, "url": target})
+        if source in self._explore_taken:
+            return []  # an exploration: the target's own page is what it checks (follow_exploration), not its key's
         value = self.fetched.get(target)
         if value is None:
             value = self.content_of.get(self.key_of(target))
@@ -472,7 +474,6 @@ class OnlineDustLearner:
         if url not in self.exploring or url in self._explore_taken:
             return False  # (another request for the URL while it is explored: not an exploration)
         self._explore_taken.add(url)
-        checks = self._explore_checks.pop(url, [])
         parts = self.miner.split_url(url)
         if parts is None:
             return True
@@ -480,14 +481,42 @@ class OnlineDustLearner:
         host_rules = self.rules.for_host(host)
         target = host_rules.alias_of(path, query) if host_rules is not None and host_rules.aliases else None
         if target is not None and target != (path, query):
-            del self.exploring[url]
+            self.abandon_exploration(url)
             self.events["explore_cancelled"] += 1
-            for ident, value in checks:
-                budget = self._budget.get(ident)
-                if budget is not None:
-                    budget.explored -= 1
-                    budget.values.discard(value)
             return False
+        return True
+
+    def abandon_exploration(self, url: str) -> None:
+        """The exploration of ``url`` brings no page to compare (cancelled, an error, no readable page): it
+        checked nothing, so the values it was to check go back to its rules' budgets, for the next URL that
+        carries them."""
+        if self.exploring.pop(url, None) is None:
+            return
+        for ident, value in self._explore_checks.pop(url, []):
+            budget = self._budget.get(ident)
+            if budget is not None:
+                budget.explored -= 1
+                budget.values.discard(value)
+
+    def follow_exploration(self, source: str, target: str) -> bool:
+        """The exploration of ``source`` answered a redirect to ``target``: the page it checks is the target's,
+        so the exploration goes on there (the redirected request is downloaded, not dropped under the rules
+        it checks, and judged by :meth:`check_explored`). True when ``source`` was an exploration; when
+        ``target`` was fetched already the caller judges it at once (``fetched[target]``) instead.
+
+        Generated site 5009: ``/guide/start?lang=de`` explored ``drop ?lang=``, answered a redirect to
+        ``/guide/start/?lang=de``, whose key (the English page's) was fetched: the redirected request was
+        dropped, ``de`` counted as checked, and no German page was fetched again under the wrong rule."""
+        if source not in self._explore_taken:
+            return False
+        key = self.exploring.pop(source, None)
+        if key is None:
+            return False
+        checks = self._explore_checks.pop(source, [])
+        if target not in self.exploring and target not in self._explore_taken:
+            self.exploring[target] = key
+            self._explore_checks[target] = checks
+            self._decided.add(target)
         return True
 
     def _to_blame(self, url: str, host: str, path: str, query: str, page: tuple[Any, int | None]) -> set:
@@ -506,12 +535,15 @@ class OnlineDustLearner:
     def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
         """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
         but those proven innocent (:meth:`_to_blame`)."""
-        key = self.exploring.pop(url, None)
+        key = self.exploring.get(url)
         if key is None:
             return []
         known = self.content_of.get(key)
         if known is None:
+            self.abandon_exploration(url)  # nothing to compare with: nothing checked
             return []
+        del self.exploring[url]
+        self._explore_checks.pop(url, None)
         if _same_content(known, (exact, simhash), self.config.hamming):
             self.events["explore_agreed"] += 1
             return []
