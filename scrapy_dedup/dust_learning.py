@@ -29,17 +29,17 @@ order 100: it sees responses after decompression and requests just before downlo
   was already fetched or is being fetched (``dedup/dust/skipped_queued``); one the
   dupefilter drops under a learned rule for a key no page was fetched under (the key
   a redirecting URL took) is sent again past it (``dedup/dust/resent_unfetched_key``);
-* an active rule hides its own violations, so of the distinct URLs a learned rule
-  collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
-  share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
-  URL already fetched never; a request dropped while its key's page was still being
-  fetched is judged when the crawl runs dry, ``dedup/dust/explored_held``); an explored
-  page that differs from its key's page deactivates the learned rules that fired for it
+* an active rule hides its own violations, so of the distinct URLs a learned rule collapses onto
+  an already fetched page the first, the first of each value it drops that its evidence did not
+  show, and then a ``DEDUP_DUST_EXPLORE`` share are still fetched (``dedup/dust/explored``; a URL
+  is explored at most once, a URL already fetched never; a request dropped while its key's page
+  was still being fetched is judged when the crawl runs dry, ``dedup/dust/explored_held``); an
+  explored page that differs from its key's page deactivates the learned rules that fired for it
   (logged, ``dedup/dust/deactivated``). An exploration answered by a redirect is judged on the
   page the redirect leads to (its request is not dropped under the rules it checks); one that
   brings no page (an error) checked nothing, and the values it was to check wait for another URL.
-  An explored page that is the same page is a duplicate like any other: its items go
-  the way of ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
+  An explored page that is the same page is a duplicate like any other: its items go the way of
+  ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
 
 It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,

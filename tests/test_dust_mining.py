@@ -310,6 +310,31 @@ def test_exploration_checks_each_value_of_a_dropped_segment():
     assert not explored(f"http://{HOST}/v4/topics/d.html")  # min_support segments checked: enough
 
 
+def test_the_values_a_rule_was_learned_from_are_not_explored_again():
+    """Exploration checks what the evidence did not show: ``drop ?lang=`` learned from pages fetched with and
+    without ``lang=en`` has ``en`` checked already, so a URL with ``lang=en`` is not fetched to check it again
+    (past the rule's first collapsed URL and its share), while ``de`` still is."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.01)
+    for i in range(3):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?lang=en", f"page{i}", None)
+    assert [(r.kind, r.param) for r in rules.hosts[HOST]] == [("drop_param", "lang")]
+    for i in range(3, 6):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+
+    def explored(url: str) -> bool:
+        return learner.should_explore(url, key_of(url))
+
+    assert explored(f"http://{HOST}/p3?lang=fr")  # the rule's first collapsed URL (and a value not seen)
+    assert not explored(f"http://{HOST}/p4?lang=en")  # en: in the evidence already
+    assert explored(f"http://{HOST}/p5?lang=de")
+
+
 def test_a_cancelled_exploration_gives_its_value_back_to_the_rule():
     """Generated site 19 (tuning; one learn crawl in about four before the deferral, 84% recall): ``drop ?sort=``
     (learned from the default ``sort=date``) was explored on ``/browse?sort=title&start=0``, whose key is an

@@ -203,7 +203,40 @@ class OnlineDustLearner:
             self.events["activated"] += len(activated)
         if activated or aliased:
             self._rekey()
+        for verdict in activated:
+            self._credit_evidence((verdict.host, verdict.rule.key))
         return activated
+
+    def _credit_evidence(self, ident: tuple[str, tuple]) -> None:
+        """The values a rule was just activated on count as checked: a pair of fetched URLs of one page that
+        only this rule joins (the other rules in force leave them under two keys), whose values of what the
+        rule drops differ, shows what an exploration of that value would (``?lang=en`` beside no ``lang``:
+        ``en`` is checked, ``de`` is not). Value explorations then go to what the evidence did not show;
+        the rule's first collapsed URL and its share are explored as before."""
+        host = ident[0]
+        single = self._single[ident]
+        rule = single.rules[0]
+        if rule.kind not in _VALUE_KINDS:
+            return
+        others = HostRules(host, [r for r in self.rules.hosts.get(host, []) if r.key != rule.key])
+        budget = self._budget.setdefault(ident, _Budget())
+        for url, value in self.fetched.items():
+            if len(budget.values) >= self.config.min_support:
+                return
+            parts = self.miner.split_url(url)
+            if parts is None or parts[0] != host or not single.fired(parts[1], parts[2]):
+                continue
+            key = self.key_of(url)
+            first = self.first_url.get(key)
+            first_parts = self.miner.split_url(first) if first and first != url else None
+            if first_parts is None or not _same_content(self.content_of[key], value, self.config.hamming):
+                continue
+            if join_key(*others.apply(*parts[1:])) == join_key(*others.apply(*first_parts[1:])):
+                continue  # joined without this rule: says nothing of it
+            mine = _value_class(_dropped_value(rule, parts[1], parts[2]))
+            theirs = _value_class(_dropped_value(rule, first_parts[1], first_parts[2]))
+            if mine != theirs:
+                budget.values.update(v for v in (mine, theirs) if v is not None)
 
     def _redirect_backed(self, ident: tuple[str, tuple]) -> bool:
         """Does the server itself redirect by this rule? At least ``min_support`` redirects recorded whose
@@ -360,7 +393,8 @@ class OnlineDustLearner:
         ``?lang=en`` agreeing says nothing of ``?lang=de``, ``?start=6`` nothing of ``?start=12``,
         ``/v1/`` nothing of ``/v2/`` (generated tokens of 8 characters or more count as one value: one
         session id says what another says); and only against a page fetched without
-        that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
+        that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``); the values of the
+        pages the rule was learned from count as checked (:meth:`_credit_evidence`). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
@@ -718,6 +752,8 @@ def _param_value(klass: tuple, query: str) -> str | None:
 
 #: the rule kinds of a query parameter
 _PARAM_KINDS = ("drop_param", "default_param")
+#: the rule kinds that drop a value (:func:`_dropped_value`), explored per value
+_VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment")
 
 
 class _Budget:
