@@ -335,6 +335,34 @@ def test_the_values_a_rule_was_learned_from_are_not_explored_again():
     assert explored(f"http://{HOST}/p5?lang=de")
 
 
+def test_a_rule_confirmed_on_parked_requests_counts_them_as_its_first_explorations():
+    """Requests for other forms of pages met are parked, not dropped, and a few are fetched as evidence: the
+    rule mined from them was confirmed on requests it would have dropped, which is what its first
+    explorations would do. They count as explored; a value they did not show is still explored."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=50, explore=0.01)
+    for i in range(5):
+        page = f"http://{HOST}/p{i}"
+        assert not learner.deferral.consider(page, key_of(page), page)  # scheduled (its name is new) ...
+        learner.record(page, f"page{i}", None)  # ... and fetched
+    for i in range(5):
+        url = f"http://{HOST}/p{i}?ref=home"
+        assert learner.deferral.consider(url, key_of(url), url)  # parked: its page's name was met
+    evidence = learner.release_deferred()
+    assert len(evidence) == 3 and learner.deferral.parked  # min_support of them; the rest stays parked
+    for url in evidence:
+        learner.record(url, f"page{url.split('/p')[1][0]}", None)
+    assert [(r.kind, r.param) for r in rules.hosts[HOST]] == [("drop_param", "ref")]
+    rest = list(learner.deferral.parked)
+    assert all(learner.is_fetched(key_of(url)) for url in rest)  # folded now
+    assert not any(learner.should_explore(url, key_of(url)) for url in rest)  # confirmed on three already
+    assert learner.should_explore(f"http://{HOST}/p0?ref=mail", f"http://{HOST}/p0")  # mail: not shown
+
+
 def test_a_cancelled_exploration_gives_its_value_back_to_the_rule():
     """Generated site 19 (tuning; one learn crawl in about four before the deferral, 84% recall): ``drop ?sort=``
     (learned from the default ``sort=date``) was explored on ``/browse?sort=title&start=0``, whose key is an

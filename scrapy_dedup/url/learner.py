@@ -94,6 +94,7 @@ class OnlineDustLearner:
         self.deferral = VariantDeferral(self.miner.split_url, self.events)
         self._evidence_sent: Counter = Counter()  # (host, form class) -> parked URLs sent as its evidence
         self._evidence_values: dict[tuple[str, tuple], set[str]] = {}  # (host, parameter class) -> values sent
+        self._evidence_urls: set[str] = set()  # parked URLs sent to be fetched (a later rule's confirmations)
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
 
@@ -208,21 +209,20 @@ class OnlineDustLearner:
         return activated
 
     def _credit_evidence(self, ident: tuple[str, tuple]) -> None:
-        """The values a rule was just activated on count as checked: a pair of fetched URLs of one page that
-        only this rule joins (the other rules in force leave them under two keys), whose values of what the
-        rule drops differ, shows what an exploration of that value would (``?lang=en`` beside no ``lang``:
-        ``en`` is checked, ``de`` is not). Value explorations then go to what the evidence did not show;
-        the rule's first collapsed URL and its share are explored as before."""
+        """What a rule was just activated on counts toward its exploration. A pair of fetched URLs of one page
+        that only this rule joins (the other rules in force leave them under two keys) shows what exploring
+        one of them would: when the values of what the rule drops differ (``?lang=en`` beside no ``lang``)
+        those values are checked (``de`` is not). When the pair's URL was a parked request sent to be fetched
+        (:meth:`release_deferred`: a request the rule would fold, held back, not dropped, and fetched as
+        evidence or at the end) it also counts as one of the rule's explorations, as collapsed and explored:
+        the rule was confirmed on requests it would have dropped, which is what its first explorations do.
+        A rule met only on pages fetched as they came is explored from its first collapsed URL on."""
         host = ident[0]
         single = self._single[ident]
         rule = single.rules[0]
-        if rule.kind not in _VALUE_KINDS:
-            return
         others = HostRules(host, [r for r in self.rules.hosts.get(host, []) if r.key != rule.key])
         budget = self._budget.setdefault(ident, _Budget())
         for url, value in self.fetched.items():
-            if len(budget.values) >= self.config.min_support:
-                return
             parts = self.miner.split_url(url)
             if parts is None or parts[0] != host or not single.fired(parts[1], parts[2]):
                 continue
@@ -233,10 +233,17 @@ class OnlineDustLearner:
                 continue
             if join_key(*others.apply(*parts[1:])) == join_key(*others.apply(*first_parts[1:])):
                 continue  # joined without this rule: says nothing of it
+            if url in self._evidence_urls:
+                budget.collapsed += 1
+                budget.explored += 1
+            if rule.kind not in _VALUE_KINDS:
+                continue
             mine = _value_class(_dropped_value(rule, parts[1], parts[2]))
             theirs = _value_class(_dropped_value(rule, first_parts[1], first_parts[2]))
             if mine != theirs:
-                budget.values.update(v for v in (mine, theirs) if v is not None)
+                for checked in (mine, theirs):
+                    if checked is not None and len(budget.values) < self.config.min_support:
+                        budget.values.add(checked)
 
     def _redirect_backed(self, ident: tuple[str, tuple]) -> bool:
         """Does the server itself redirect by this rule? At least ``min_support`` redirects recorded whose
@@ -366,6 +373,7 @@ class OnlineDustLearner:
                 if value is not None:
                     values.add(value)
                 self._evidence_sent[(host, klass)] += 1
+                self._evidence_urls.add(url)
                 out.append(request)
                 self.events["deferred_evidence"] += 1
             else:
@@ -375,6 +383,7 @@ class OnlineDustLearner:
             # that rules mined from the first ones fold the next ones before they are fetched
             flush = list(rest)[: self.FLUSH]
             out.extend(rest.pop(url) for url in flush)
+            self._evidence_urls.update(flush)
         self.deferral.parked = rest
         self.events["deferred_released"] += len(out)
         return out
