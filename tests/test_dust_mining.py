@@ -363,6 +363,24 @@ def test_a_rule_confirmed_on_parked_requests_counts_them_as_its_first_exploratio
     assert learner.should_explore(f"http://{HOST}/p0?ref=mail", f"http://{HOST}/p0")  # mail: not shown
 
 
+def test_a_rule_learned_from_redirects_counts_them_as_its_first_explorations():
+    """A URL that redirected to a page fetched is that page by the server's own word: a rule learned from such
+    pairs (``/a`` answers a redirect to ``/a/``: ``'/' -> ''``) was confirmed on them, and its first collapsed
+    URL is not fetched once more to check it."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=3, explore=0.01)
+    for i in range(3):
+        learner.record(f"http://{HOST}/a{i}/", f"page{i}", None, redirect_urls=[f"http://{HOST}/a{i}"])
+    assert rules.hosts[HOST], "a rule joining /aN and /aN/"
+    learner.record(f"http://{HOST}/b", "page b", None)
+    assert learner.is_fetched(key_of(f"http://{HOST}/b/"))  # /b/ is collapsed onto /b ...
+    assert not learner.should_explore(f"http://{HOST}/b/", key_of(f"http://{HOST}/b/"))  # ... not explored
+
+
 def test_a_cancelled_exploration_gives_its_value_back_to_the_rule():
     """Generated site 19 (tuning; one learn crawl in about four before the deferral, 84% recall): ``drop ?sort=``
     (learned from the default ``sort=date``) was explored on ``/browse?sort=title&start=0``, whose key is an

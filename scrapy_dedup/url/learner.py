@@ -95,6 +95,7 @@ class OnlineDustLearner:
         self._evidence_sent: Counter = Counter()  # (host, form class) -> parked URLs sent as its evidence
         self._evidence_values: dict[tuple[str, tuple], set[str]] = {}  # (host, parameter class) -> values sent
         self._evidence_urls: set[str] = set()  # parked URLs sent to be fetched (a later rule's confirmations)
+        self._redirected: set[str] = set()  # URLs that redirected to a page fetched (the server's own word)
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
 
@@ -124,6 +125,7 @@ class OnlineDustLearner:
         if (simhash is None and content in self.pagess) or sources:
             self._new_evidence += 1  # a page met again under another URL (or redirected to): what rules are made of
         self.pagess.add(content)
+        self._redirected.update(sources)
         for u in (url, *sources):
             self.fetched.setdefault(u, value)
             key = self.key_of(u)
@@ -214,8 +216,9 @@ class OnlineDustLearner:
         one of them would: when the values of what the rule drops differ (``?lang=en`` beside no ``lang``)
         those values are checked (``de`` is not). When the pair's URL was a parked request sent to be fetched
         (:meth:`release_deferred`: a request the rule would fold, held back, not dropped, and fetched as
-        evidence or at the end) it also counts as one of the rule's explorations, as collapsed and explored:
-        the rule was confirmed on requests it would have dropped, which is what its first explorations do.
+        evidence or at the end), or a URL that answered a redirect to the page (the server's own word), it
+        also counts as one of the rule's explorations, as collapsed and explored: the rule was confirmed on
+        requests it would have dropped, which is what its first explorations do.
         A rule met only on pages fetched as they came is explored from its first collapsed URL on."""
         host = ident[0]
         single = self._single[ident]
@@ -224,16 +227,17 @@ class OnlineDustLearner:
         budget = self._budget.setdefault(ident, _Budget())
         for url, value in self.fetched.items():
             parts = self.miner.split_url(url)
-            if parts is None or parts[0] != host or not single.fired(parts[1], parts[2]):
+            if parts is None or parts[0] != host:
                 continue
             key = self.key_of(url)
             first = self.first_url.get(key)
             first_parts = self.miner.split_url(first) if first and first != url else None
-            if first_parts is None or not _same_content(self.content_of[key], value, self.config.hamming):
+            if first_parts is None or not (single.fired(parts[1], parts[2]) or single.fired(*first_parts[1:])) \
+                    or not _same_content(self.content_of[key], value, self.config.hamming):
                 continue
             if join_key(*others.apply(*parts[1:])) == join_key(*others.apply(*first_parts[1:])):
                 continue  # joined without this rule: says nothing of it
-            if url in self._evidence_urls:
+            if url in self._evidence_urls or url in self._redirected:
                 budget.collapsed += 1
                 budget.explored += 1
             if rule.kind not in _VALUE_KINDS:
