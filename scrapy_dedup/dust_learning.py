@@ -29,15 +29,17 @@ order 100: it sees responses after decompression and requests just before downlo
   was already fetched or is being fetched (``dedup/dust/skipped_queued``); one the
   dupefilter drops under a learned rule for a key no page was fetched under (the key
   a redirecting URL took) is sent again past it (``dedup/dust/resent_unfetched_key``);
-* an active rule hides its own violations, so of the distinct URLs a learned rule
-  collapses onto an already fetched page the first and then a ``DEDUP_DUST_EXPLORE``
-  share are still fetched (``dedup/dust/explored``; a URL is explored at most once, a
-  URL already fetched never; a request dropped while its key's page was still being
-  fetched is judged when the crawl runs dry, ``dedup/dust/explored_held``); an explored
-  page that differs from its key's page deactivates the learned rules that fired for it
-  (logged, ``dedup/dust/deactivated``).
-  An explored page that is the same page is a duplicate like any other: its items go
-  the way of ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
+* an active rule hides its own violations, so of the distinct URLs a learned rule collapses onto
+  an already fetched page the first, the first of each value it drops that its evidence did not
+  show, and then a ``DEDUP_DUST_EXPLORE`` share are still fetched (``dedup/dust/explored``; a URL
+  is explored at most once, a URL already fetched never; a request dropped while its key's page
+  was still being fetched is judged when the crawl runs dry, ``dedup/dust/explored_held``); an
+  explored page that differs from its key's page deactivates the learned rules that fired for it
+  (logged, ``dedup/dust/deactivated``). An exploration answered by a redirect is judged on the
+  page the redirect leads to (its request is not dropped under the rules it checks); one that
+  brings no page (an error) checked nothing, and the values it was to check wait for another URL.
+  An explored page that is the same page is a duplicate like any other: its items go the way of
+  ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
 
 It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,
@@ -204,6 +206,11 @@ class DustLearningMiddleware:
             target = response.urljoin(safe_url_string(location.decode("latin-1")))
         except ValueError:
             return
+        if self.learner.follow_exploration(request.url, target) and target in self.learner.fetched:
+            # the exploration's page is known already: judged now, not fetched again
+            if self._judge_exploration(target, *self.learner.fetched[target]):
+                self._activated(self.learner.mine_now(), self.learner.pages)
+                self._resend()
         self._activated(self.learner.redirected(request.url, target), self.learner.pages)
 
     def process_request(self, request: Request, spider: Spider | None = None) -> Request | None:
@@ -245,6 +252,7 @@ class DustLearningMiddleware:
 
     def process_exception(self, request: Request, exception: BaseException, spider: Spider | None = None) -> None:
         self._release(request)
+        self.learner.abandon_exploration(request.url)
         return None
 
     def request_dropped(self, request: Request, spider: Spider | None = None) -> None:
@@ -288,17 +296,13 @@ class DustLearningMiddleware:
                 meta = {k: v for k, v in request.meta.items() if k != "dedup_dust_key"}
                 return request.replace(url=original, dont_filter=True, meta={**meta, REWRITTEN_META: original})
         if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
+            self.learner.abandon_exploration(request.url)  # no page to compare: it checked nothing
             return response
         content, sim = self._content_of(response)
         if content is None:  # not a page, unreadable, too short, or the content index away
+            self.learner.abandon_exploration(request.url)
             return response
-        deactivated = False
-        if request.url in self.learner.exploring:
-            for rule in self.learner.check_explored(request.url, content, sim):
-                deactivated = True
-                self.stats.inc_value("dedup/dust/deactivated")
-                logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
-                            _host(request.url), rule.describe(), request.url)
+        deactivated = self._judge_exploration(request.url, content, sim)
         before = self.learner.pages
         redirects = request.meta.get("redirect_urls") or ()
         activated = self.learner.record(response.url, content, sim, request_url=request.url,
@@ -322,6 +326,19 @@ class DustLearningMiddleware:
             if events[f"canonical_{name}"]:
                 self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
         return response
+
+    def _judge_exploration(self, url: str, content: Any, sim: int | None) -> bool:
+        """``url``'s page, when it is an exploration, judged against its key's page; True when rules were
+        deactivated (the caller mines again and sends back what they dropped)."""
+        if url not in self.learner.exploring:
+            return False
+        deactivated = False
+        for rule in self.learner.check_explored(url, content, sim):
+            deactivated = True
+            self.stats.inc_value("dedup/dust/deactivated")
+            logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
+                        _host(url), rule.describe(), url)
+        return deactivated
 
     def _activated(self, activated: list, pages: int) -> None:
         for verdict in activated:

@@ -310,6 +310,77 @@ def test_exploration_checks_each_value_of_a_dropped_segment():
     assert not explored(f"http://{HOST}/v4/topics/d.html")  # min_support segments checked: enough
 
 
+def test_the_values_a_rule_was_learned_from_are_not_explored_again():
+    """Exploration checks what the evidence did not show: ``drop ?lang=`` learned from pages fetched with and
+    without ``lang=en`` has ``en`` checked already, so a URL with ``lang=en`` is not fetched to check it again
+    (past the rule's first collapsed URL and its share), while ``de`` still is."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=6, explore=0.01)
+    for i in range(3):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+        learner.record(f"http://{HOST}/p{i}?lang=en", f"page{i}", None)
+    assert [(r.kind, r.param) for r in rules.hosts[HOST]] == [("drop_param", "lang")]
+    for i in range(3, 6):
+        learner.record(f"http://{HOST}/p{i}", f"page{i}", None)
+
+    def explored(url: str) -> bool:
+        return learner.should_explore(url, key_of(url))
+
+    assert explored(f"http://{HOST}/p3?lang=fr")  # the rule's first collapsed URL (and a value not seen)
+    assert not explored(f"http://{HOST}/p4?lang=en")  # en: in the evidence already
+    assert explored(f"http://{HOST}/p5?lang=de")
+
+
+def test_a_rule_confirmed_on_parked_requests_counts_them_as_its_first_explorations():
+    """Requests for other forms of pages met are parked, not dropped, and a few are fetched as evidence: the
+    rule mined from them was confirmed on requests it would have dropped, which is what its first
+    explorations would do. They count as explored; a value they did not show is still explored."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=50, explore=0.01)
+    for i in range(5):
+        page = f"http://{HOST}/p{i}"
+        assert not learner.deferral.consider(page, key_of(page), page)  # scheduled (its name is new) ...
+        learner.record(page, f"page{i}", None)  # ... and fetched
+    for i in range(5):
+        url = f"http://{HOST}/p{i}?ref=home"
+        assert learner.deferral.consider(url, key_of(url), url)  # parked: its page's name was met
+    evidence = learner.release_deferred()
+    assert len(evidence) == 3 and learner.deferral.parked  # min_support of them; the rest stays parked
+    for url in evidence:
+        learner.record(url, f"page{url.split('/p')[1][0]}", None)
+    assert [(r.kind, r.param) for r in rules.hosts[HOST]] == [("drop_param", "ref")]
+    rest = list(learner.deferral.parked)
+    assert all(learner.is_fetched(key_of(url)) for url in rest)  # folded now
+    assert not any(learner.should_explore(url, key_of(url)) for url in rest)  # confirmed on three already
+    assert learner.should_explore(f"http://{HOST}/p0?ref=mail", f"http://{HOST}/p0")  # mail: not shown
+
+
+def test_a_rule_learned_from_redirects_counts_them_as_its_first_explorations():
+    """A URL that redirected to a page fetched is that page by the server's own word: a rule learned from such
+    pairs (``/a`` answers a redirect to ``/a/``: ``'/' -> ''``) was confirmed on them, and its first collapsed
+    URL is not fetched once more to check it."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet()
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, every=3, explore=0.01)
+    for i in range(3):
+        learner.record(f"http://{HOST}/a{i}/", f"page{i}", None, redirect_urls=[f"http://{HOST}/a{i}"])
+    assert rules.hosts[HOST], "a rule joining /aN and /aN/"
+    learner.record(f"http://{HOST}/b", "page b", None)
+    assert learner.is_fetched(key_of(f"http://{HOST}/b/"))  # /b/ is collapsed onto /b ...
+    assert not learner.should_explore(f"http://{HOST}/b/", key_of(f"http://{HOST}/b/"))  # ... not explored
+
+
 def test_a_cancelled_exploration_gives_its_value_back_to_the_rule():
     """Generated site 19 (tuning; one learn crawl in about four before the deferral, 84% recall): ``drop ?sort=``
     (learned from the default ``sort=date``) was explored on ``/browse?sort=title&start=0``, whose key is an

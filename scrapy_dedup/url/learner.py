@@ -81,7 +81,7 @@ class OnlineDustLearner:
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
-        self._explore_checks: dict[str, list] = {}  # exploration not taken yet -> [(rule, value it checks)]
+        self._explore_checks: dict[str, list] = {}  # exploration not judged yet -> [(rule, value it checks)]
         self._budget: dict[tuple[str, tuple], _Budget] = {}  # learned rule -> its exploration so far
         self._single: dict[tuple[str, tuple], HostRules] = {}  # learned rule -> itself, compiled alone
         self._held: dict[tuple[str, tuple], dict[str, Any]] = {}  # learned rule -> {URL: request it dropped}
@@ -94,6 +94,8 @@ class OnlineDustLearner:
         self.deferral = VariantDeferral(self.miner.split_url, self.events)
         self._evidence_sent: Counter = Counter()  # (host, form class) -> parked URLs sent as its evidence
         self._evidence_values: dict[tuple[str, tuple], set[str]] = {}  # (host, parameter class) -> values sent
+        self._evidence_urls: set[str] = set()  # parked URLs sent to be fetched (a later rule's confirmations)
+        self._redirected: set[str] = set()  # URLs that redirected to a page fetched (the server's own word)
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
 
@@ -123,6 +125,7 @@ class OnlineDustLearner:
         if (simhash is None and content in self.pagess) or sources:
             self._new_evidence += 1  # a page met again under another URL (or redirected to): what rules are made of
         self.pagess.add(content)
+        self._redirected.update(sources)
         for u in (url, *sources):
             self.fetched.setdefault(u, value)
             key = self.key_of(u)
@@ -148,6 +151,8 @@ class OnlineDustLearner:
         the pair ``source`` / ``target`` is what a rule of the old scheme is mined from). Returns the rules
         activated now."""
         self.miner.add_record({"kind": "redirect", "request_url": source, "url": target})
+        if source in self._explore_taken:
+            return []  # an exploration: the target's own page is what it checks (follow_exploration), not its key's
         value = self.fetched.get(target)
         if value is None:
             value = self.content_of.get(self.key_of(target))
@@ -201,7 +206,48 @@ class OnlineDustLearner:
             self.events["activated"] += len(activated)
         if activated or aliased:
             self._rekey()
+        for verdict in activated:
+            self._credit_evidence((verdict.host, verdict.rule.key))
         return activated
+
+    def _credit_evidence(self, ident: tuple[str, tuple]) -> None:
+        """What a rule was just activated on counts toward its exploration. A pair of fetched URLs of one page
+        that only this rule joins (the other rules in force leave them under two keys) shows what exploring
+        one of them would: when the values of what the rule drops differ (``?lang=en`` beside no ``lang``)
+        those values are checked (``de`` is not). When the pair's URL was a parked request sent to be fetched
+        (:meth:`release_deferred`: a request the rule would fold, held back, not dropped, and fetched as
+        evidence or at the end), or a URL that answered a redirect to the page (the server's own word), it
+        also counts as one of the rule's explorations, as collapsed and explored: the rule was confirmed on
+        requests it would have dropped, which is what its first explorations do.
+        A rule met only on pages fetched as they came is explored from its first collapsed URL on."""
+        host = ident[0]
+        single = self._single[ident]
+        rule = single.rules[0]
+        others = HostRules(host, [r for r in self.rules.hosts.get(host, []) if r.key != rule.key])
+        budget = self._budget.setdefault(ident, _Budget())
+        for url, value in self.fetched.items():
+            parts = self.miner.split_url(url)
+            if parts is None or parts[0] != host:
+                continue
+            key = self.key_of(url)
+            first = self.first_url.get(key)
+            first_parts = self.miner.split_url(first) if first and first != url else None
+            if first_parts is None or not (single.fired(parts[1], parts[2]) or single.fired(*first_parts[1:])) \
+                    or not _same_content(self.content_of[key], value, self.config.hamming):
+                continue
+            if join_key(*others.apply(*parts[1:])) == join_key(*others.apply(*first_parts[1:])):
+                continue  # joined without this rule: says nothing of it
+            if url in self._evidence_urls or url in self._redirected:
+                budget.collapsed += 1
+                budget.explored += 1
+            if rule.kind not in _VALUE_KINDS:
+                continue
+            mine = _value_class(_dropped_value(rule, parts[1], parts[2]))
+            theirs = _value_class(_dropped_value(rule, first_parts[1], first_parts[2]))
+            if mine != theirs:
+                for checked in (mine, theirs):
+                    if checked is not None and len(budget.values) < self.config.min_support:
+                        budget.values.add(checked)
 
     def _redirect_backed(self, ident: tuple[str, tuple]) -> bool:
         """Does the server itself redirect by this rule? At least ``min_support`` redirects recorded whose
@@ -331,6 +377,7 @@ class OnlineDustLearner:
                 if value is not None:
                     values.add(value)
                 self._evidence_sent[(host, klass)] += 1
+                self._evidence_urls.add(url)
                 out.append(request)
                 self.events["deferred_evidence"] += 1
             else:
@@ -340,6 +387,7 @@ class OnlineDustLearner:
             # that rules mined from the first ones fold the next ones before they are fetched
             flush = list(rest)[: self.FLUSH]
             out.extend(rest.pop(url) for url in flush)
+            self._evidence_urls.update(flush)
         self.deferral.parked = rest
         self.events["deferred_released"] += len(out)
         return out
@@ -358,7 +406,8 @@ class OnlineDustLearner:
         ``?lang=en`` agreeing says nothing of ``?lang=de``, ``?start=6`` nothing of ``?start=12``,
         ``/v1/`` nothing of ``/v2/`` (generated tokens of 8 characters or more count as one value: one
         session id says what another says); and only against a page fetched without
-        that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``). Decided once
+        that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``); the values of the
+        pages the rule was learned from count as checked (:meth:`_credit_evidence`). Decided once
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
@@ -472,7 +521,6 @@ class OnlineDustLearner:
         if url not in self.exploring or url in self._explore_taken:
             return False  # (another request for the URL while it is explored: not an exploration)
         self._explore_taken.add(url)
-        checks = self._explore_checks.pop(url, [])
         parts = self.miner.split_url(url)
         if parts is None:
             return True
@@ -480,14 +528,42 @@ class OnlineDustLearner:
         host_rules = self.rules.for_host(host)
         target = host_rules.alias_of(path, query) if host_rules is not None and host_rules.aliases else None
         if target is not None and target != (path, query):
-            del self.exploring[url]
+            self.abandon_exploration(url)
             self.events["explore_cancelled"] += 1
-            for ident, value in checks:
-                budget = self._budget.get(ident)
-                if budget is not None:
-                    budget.explored -= 1
-                    budget.values.discard(value)
             return False
+        return True
+
+    def abandon_exploration(self, url: str) -> None:
+        """The exploration of ``url`` brings no page to compare (cancelled, an error, no readable page): it
+        checked nothing, so the values it was to check go back to its rules' budgets, for the next URL that
+        carries them."""
+        if self.exploring.pop(url, None) is None:
+            return
+        for ident, value in self._explore_checks.pop(url, []):
+            budget = self._budget.get(ident)
+            if budget is not None:
+                budget.explored -= 1
+                budget.values.discard(value)
+
+    def follow_exploration(self, source: str, target: str) -> bool:
+        """The exploration of ``source`` answered a redirect to ``target``: the page it checks is the target's,
+        so the exploration goes on there (the redirected request is downloaded, not dropped under the rules
+        it checks, and judged by :meth:`check_explored`). True when ``source`` was an exploration; when
+        ``target`` was fetched already the caller judges it at once (``fetched[target]``) instead.
+
+        Generated site 5009: ``/guide/start?lang=de`` explored ``drop ?lang=``, answered a redirect to
+        ``/guide/start/?lang=de``, whose key (the English page's) was fetched: the redirected request was
+        dropped, ``de`` counted as checked, and no German page was fetched again under the wrong rule."""
+        if source not in self._explore_taken:
+            return False
+        key = self.exploring.pop(source, None)
+        if key is None:
+            return False
+        checks = self._explore_checks.pop(source, [])
+        if target not in self.exploring and target not in self._explore_taken:
+            self.exploring[target] = key
+            self._explore_checks[target] = checks
+            self._decided.add(target)
         return True
 
     def _to_blame(self, url: str, host: str, path: str, query: str, page: tuple[Any, int | None]) -> set:
@@ -506,12 +582,15 @@ class OnlineDustLearner:
     def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
         """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
         but those proven innocent (:meth:`_to_blame`)."""
-        key = self.exploring.pop(url, None)
+        key = self.exploring.get(url)
         if key is None:
             return []
         known = self.content_of.get(key)
         if known is None:
+            self.abandon_exploration(url)  # nothing to compare with: nothing checked
             return []
+        del self.exploring[url]
+        self._explore_checks.pop(url, None)
         if _same_content(known, (exact, simhash), self.config.hamming):
             self.events["explore_agreed"] += 1
             return []
@@ -686,6 +765,8 @@ def _param_value(klass: tuple, query: str) -> str | None:
 
 #: the rule kinds of a query parameter
 _PARAM_KINDS = ("drop_param", "default_param")
+#: the rule kinds that drop a value (:func:`_dropped_value`), explored per value
+_VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment")
 
 
 class _Budget:
