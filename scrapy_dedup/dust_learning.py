@@ -61,7 +61,7 @@ from scrapy_dedup.extensions import _declared_canonical as canonical_link_in_hea
 from scrapy_dedup.jobdir import uses_scrapys_scheduler
 from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
 from scrapy_dedup.pipelines import middleware_enabled
-from scrapy_dedup.settings import read_settings
+from scrapy_dedup.settings import DedupConfigError, read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
 from scrapy_dedup.url.mining import MiningConfig
 
@@ -118,8 +118,10 @@ class DustLearningMiddleware:
         fingerprinter: Any = getattr(crawler, "request_fingerprinter", None)  # has a canonicalizer if ours
         canonicalizer = getattr(fingerprinter, "canonicalizer", None)
         if fingerprinter is None or canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
-            raise NotConfigured("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
-                                "'scrapy_dedup.CanonicalRequestFingerprinter'")
+            # asked for and impossible: a configuration error, not a component quietly switched off
+            raise DedupConfigError("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
+                                   "'scrapy_dedup.CanonicalRequestFingerprinter' (the learned rules act through "
+                                   "it): add it, or use ADDONS = {'scrapy_dedup.Addon': 0}")
         #: the content extension fingerprints each response once, for this and for its verdict
         self.content = DedupExtension.of(crawler, "DustLearningMiddleware (DEDUP_DUST_LEARN)")
         self.crawler = crawler
