@@ -55,6 +55,7 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, 
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.url.mining import REDUCED_BASIS, same_page_evidence
 from scrapy_dedup.url.policy import DomainMap
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ class _ResponsePage:
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
+    #: its verdict is a near match only of the texts less boilerplate: no evidence that URLs are one page
+    reduced_match: bool = False
     #: its blocks checked for repeats (paragraph dedup on for its host), once judged
     paragraphs: ParagraphCheck | None = None
 
@@ -475,6 +478,16 @@ class DedupExtension:
 
     # --- verdicts ---
 
+    def same_page_cluster(self, response: Response) -> str | None:
+        """The cluster of ``response``'s verdict as evidence of which page its URL serves (DUST learning);
+        None where the verdict is none (not judged, or ``url/mining.py``'s ``same_page_evidence`` refuses it:
+        a match only of the texts less boilerplate)."""
+        verdict = self.verdict_for_response(response)
+        if verdict is None or not same_page_evidence(
+                verdict.kind, REDUCED_BASIS if self._page_of(response).reduced_match else None):
+            return None
+        return verdict.cluster
+
     def verdict_for_response(self, response: Response) -> Verdict | None:
         """The verdict of ``response``, taken once (None for what is not judged: not a page, unreadable,
         the store away)."""
@@ -500,7 +513,7 @@ class DedupExtension:
             declares = (_declared_canonical(response, page.policy.max_bytes)
                         if self.cfg.representative == "canonical" else None)
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
-                                       declares=declares)
+                                       declares=declares, page=page)
             if page.policy.paragraphs and page.blocks is not None:
                 page.paragraphs = self._check_paragraphs(page.url, page.blocks)
         return page.verdict
@@ -602,10 +615,11 @@ class DedupExtension:
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
                request: Request | None, blocks: list[str] | None = None, *, timestamp: float | None = None,
-               dated: bool = False, declares: str | None = None) -> Verdict | None:
+               dated: bool = False, declares: str | None = None, page: _ResponsePage | None = None) -> Verdict | None:
         """The verdict of a page (``fp``: of its whole text); with its ``blocks`` and a host that learns
         boilerplate, taken by the boilerplate rule (``content/boilerplate.py``: ``BoilerplateJudge``).
-        ``timestamp``/``dated``/``declares``: what the representative policy may look at (``check_text``)."""
+        ``timestamp``/``dated``/``declares``: what the representative policy may look at (``check_text``);
+        ``page``: the response's state, told whether the verdict rests on the text less boilerplate."""
         engine = self.open_content().engine
         assert engine is not None  # open_content() built it
         fingerprinter = self._fingerprinter_for(policy)
@@ -613,13 +627,14 @@ class DedupExtension:
         if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
         check = functools.partial(engine.check_fingerprint, timestamp=timestamp, declares=declares)
+        reduced_match = False
         try:
             if blocks is not None and policy.boilerplate and self.boilerplate is not None and not degenerate:
                 judgement = self._call_store(self.boilerplate.check, url, blocks,
                                              fingerprint=lambda text: self._fingerprint(fingerprinter, text),
                                              degenerate=fingerprinter.is_degenerate, whole=fp,
                                              timestamp=timestamp, declares=declares)
-                verdict, fp = judgement.verdict, judgement.fingerprint
+                verdict, fp, reduced_match = judgement.verdict, judgement.fingerprint, judgement.reduced_match
                 self._count_boilerplate(url, judgement)
             elif self._redis_policy is not None and not degenerate:
                 verdict = self._redis_policy.call(check, url, fp, degenerate)
@@ -631,7 +646,9 @@ class DedupExtension:
         except Exception as exc:  # any other failure of the store: fail open too
             self._store_error(exc)
             return None
-        self._record(verdict, fp, request)
+        if page is not None:
+            page.reduced_match = reduced_match
+        self._record(verdict, fp, request, reduced_match)
         return verdict
 
     def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -687,7 +704,8 @@ class DedupExtension:
                          "check until it is back (counted in dedup/content/store_errors)",
                          describe(exc, self._secrets))
 
-    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None) -> None:
+    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None,
+                reduced_match: bool = False) -> None:
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
@@ -707,6 +725,8 @@ class DedupExtension:
                 # the engine's own sameness (exact, or near after verification): mine-dust judges by it
                 "cluster": verdict.cluster,
             }
+            if reduced_match:  # a near match only of the texts less boilerplate: no URL evidence (mine-dust)
+                record["basis"] = REDUCED_BASIS
             # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust
             redirects = request.meta.get("redirect_urls") if request is not None else None
             if redirects:

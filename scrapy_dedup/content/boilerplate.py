@@ -395,6 +395,9 @@ class Judgement:
     reduction: Reduction
     guarded: bool = False
     rechecked: int = 0
+    #: the verdict is a near match of the two pages' texts less boilerplate (step 1): enough to drop an
+    #: item, not to call two URLs one page (``url/mining.py``: ``same_page_evidence``)
+    reduced_match: bool = False
 
 
 def second_key(exact: bytes) -> bytes:
@@ -538,7 +541,7 @@ class BoilerplateJudge:
                     return Judgement(record(url, answer), reduced, reduction)
                 if (answer[0] == "near" and self.host_of(answer[1] or "") == host
                         and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)):
-                    return Judgement(record(url, answer), reduced, reduction)
+                    return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
             whole = whole or (two.whole() if two is not None else fingerprint(text))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key

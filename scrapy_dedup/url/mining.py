@@ -58,12 +58,28 @@ from scrapy_dedup.url.dust import (
 )
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
-__all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation"]
+__all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation", "REDUCED_BASIS", "same_page_evidence"]
 
 HASH_FIELDS = ("exact_hash", "content_hash", "hash", "sha1", "md5", "fingerprint")
 _VALUE_SHAPE_ORDER = ("digits", "alnum", "slug", "path")
 #: redirects followed from a redirecting URL to the page it ends at, for the alias table
 MAX_REDIRECT_HOPS = 20
+#: a crawl log's ``basis`` of a verdict taken on the pages' texts less their host's boilerplate
+REDUCED_BASIS = "reduced"
+
+
+def same_page_evidence(kind: Any, basis: Any = None) -> bool:
+    """Whether a content verdict (``kind``; ``basis``: :data:`REDUCED_BASIS` when the match was of the two
+    pages' texts less boilerplate) may tell URL-level learning (a mined rule, an alias, an online-learned
+    rule) that two URLs are one page.
+
+    Dropping a near-duplicate item only forgoes the item; not fetching a URL also forgoes the page's
+    links, so a URL merge needs a stronger "same page" than an item drop. An exact match (the same whole
+    text) or a near match of the whole texts is that; a near match that only holds once boilerplate is
+    removed is not: two listing pages that show the same posts under other indexes (page 8 of all posts,
+    page 4 of a tag) have the same text less their headings and "page N of M", yet each links to pages
+    the other does not. Such a verdict is no evidence either way (neither support nor violation)."""
+    return not (kind == "near" and basis == REDUCED_BASIS)
 
 
 @dataclass(frozen=True)
@@ -316,7 +332,9 @@ class DustMiner:
         Sameness, best evidence first: the content engine's ``cluster`` (a crawl log written by this
         version: exact or verified near duplicates share it); else a content hash with an optional
         simhash (older logs, other dumps); else the page's ``text`` or ``html``, judged here by the
-        engine. ``redirect_urls`` (and a ``request_url`` other than ``url``) served the page too.
+        engine. A verdict that is no evidence that two URLs are one page (:func:`same_page_evidence`:
+        ``"basis": "reduced"``, a match only once boilerplate is removed) leaves the page out, counted in
+        ``reduced_verdicts``. ``redirect_urls`` (and a ``request_url`` other than ``url``) served the page too.
         """
         if not isinstance(record, dict):
             self.stats["bad_lines"] += 1
@@ -339,6 +357,8 @@ class DustMiner:
         simhash: int | None = None
         cluster = record.get("cluster")
         if isinstance(cluster, str) and cluster:
+            if not same_page_evidence(record.get("kind"), record.get("basis")):
+                return self._no_evidence(url, record)
             exact = ("cluster", cluster)
         for name in HASH_FIELDS if exact is None else ():
             value = record.get(name)
@@ -370,11 +390,16 @@ class DustMiner:
                 self.stats["lines_without_content"] += 1
                 return False
             judge = self.judge() if blocks is not None else None
-            verdict = judge.check(url, blocks).verdict if judge is not None and blocks is not None \
-                else self.engine().check(url, text)
+            if judge is not None and blocks is not None:
+                judgement = judge.check(url, blocks)
+                verdict, basis = judgement.verdict, REDUCED_BASIS if judgement.reduced_match else None
+            else:
+                verdict, basis = self.engine().check(url, text), None
             if verdict.kind == "degenerate" or verdict.cluster is None:
                 self.stats["degenerate_pages"] += 1
                 return False
+            if not same_page_evidence(verdict.kind, basis):
+                return self._no_evidence(url, record)
             exact, words = ("cluster", verdict.cluster), None
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
@@ -382,6 +407,18 @@ class DustMiner:
         ok = self.add_page(url, exact, simhash)
         if not ok:
             return False
+        self._add_redirects_to(url, record)
+        return ok
+
+    def _no_evidence(self, url: str, record: dict) -> bool:
+        """A page whose verdict cannot say which page it is (:func:`same_page_evidence`): left out of the URL
+        set, neither support nor violation of a rule; the redirects that led to it are evidence still."""
+        self.stats["reduced_verdicts"] += 1
+        self._add_redirects_to(url, record)
+        return False
+
+    def _add_redirects_to(self, url: str, record: dict) -> None:
+        """The record's ``redirect_urls`` (and a ``request_url`` other than ``url``) led to ``url``."""
         sources = record.get("redirect_urls")
         sources = [u for u in sources if isinstance(u, str)] if isinstance(sources, list) else []
         request_url = record.get("request_url")
@@ -390,7 +427,6 @@ class DustMiner:
         for source in sources:
             if source != url:
                 self._add_redirect(source, url)
-        return ok
 
     def _add_redirect(self, source: str, target: str) -> bool:
         """Evidence that ``source`` redirects to ``target`` (same host only: aliases are per host). At mining,
