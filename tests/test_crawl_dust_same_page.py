@@ -18,7 +18,7 @@ import scrapy
 from pytest_twisted import inlineCallbacks
 
 from scrapy_dedup.cli import mine_dust_main
-from scrapy_dedup.url.mining import DustMiner
+from scrapy_dedup.url.mining import DustMiner, normal_text_hash
 from tests.contentsite import words
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
@@ -118,17 +118,23 @@ def _path(url: str) -> str:
     return "/" + url.split("://", 1)[1].partition("/")[2]
 
 
-def test_a_verdict_less_boilerplate_is_no_evidence_of_one_page():
-    """The crawl log's ``"basis": "reduced"`` near verdict neither joins two URLs nor counts against a rule;
-    the redirects that led to the page are still evidence."""
+def test_a_verdict_less_boilerplate_joins_two_urls_only_when_the_whole_texts_are_alike():
+    """A crawl log's near verdict with ``"basis": "reduced"`` joins a URL to its kept page only when both whole
+    texts have the same ``normal_hash`` (a re-fetch whose per-fetch line differs in its numbers); else the
+    page is one of its own (a listing page of another index)."""
     miner = DustMiner()
     base = "http://blog.test"
-    assert miner.add_record({"url": f"{base}/all/4", "kind": "unique", "cluster": f"{base}/all/4"})
-    assert not miner.add_record({"url": f"{base}/tag/howto/1", "request_url": f"{base}/old/tag/1", "kind": "near",
-                                 "cluster": f"{base}/all/4", "basis": "reduced"})
+    kept = normal_text_hash(["Posts tagged howto", "Page 5 of 6", "Post number 16"])
+    assert kept == normal_text_hash(["Posts tagged howto", "Page 1 of 9", "Post number 3"])  # numbers only
+    assert miner.add_record({"url": f"{base}/tag/howto/5", "kind": "unique", "cluster": f"{base}/tag/howto/5",
+                             "normal_hash": kept})
+    other_index = normal_text_hash(["All posts of the blog", "Page 9 of 10", "Post number 16"])
+    assert miner.add_record({"url": f"{base}/all/9", "kind": "near", "cluster": f"{base}/tag/howto/5",
+                             "basis": "reduced", "normal_hash": other_index})
+    assert miner.add_record({"url": f"{base}/tag/howto/5?sid=1", "kind": "near", "cluster": f"{base}/tag/howto/5",
+                             "basis": "reduced", "normal_hash": kept})
+    assert miner.add_record({"url": f"{base}/tag/howto/5?ref=2", "kind": "near", "cluster": f"{base}/tag/howto/5"})
+    urls = miner.hosts["blog.test"]
+    assert urls["/tag/howto/5?sid=1"] == urls["/tag/howto/5?ref=2"] == urls["/tag/howto/5"]  # the same page
+    assert urls["/all/9"] != urls["/tag/howto/5"]  # a page of its own
     assert miner.stats["reduced_verdicts"] == 1
-    assert "/tag/howto/1" not in miner.hosts["blog.test"]
-    assert miner.redirects["blog.test"] == {"/old/tag/1": "/tag/howto/1"}
-    # a near verdict on the whole text is the crawl's sameness, as before
-    assert miner.add_record({"url": f"{base}/all/4?ref=x", "kind": "near", "cluster": f"{base}/all/4"})
-    assert miner.hosts["blog.test"]["/all/4?ref=x"] == miner.hosts["blog.test"]["/all/4"]
