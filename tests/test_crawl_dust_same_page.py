@@ -18,7 +18,9 @@ import scrapy
 from pytest_twisted import inlineCallbacks
 
 from scrapy_dedup.cli import mine_dust_main
-from scrapy_dedup.url.mining import DustMiner, normal_text_hash
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
+from scrapy_dedup.content.engine import ContentDeduplicator
+from scrapy_dedup.url.mining import REDUCED_BASIS, DustMiner, normal_text_hash, same_page_evidence
 from tests.contentsite import words
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
@@ -138,3 +140,22 @@ def test_a_verdict_less_boilerplate_joins_two_urls_only_when_the_whole_texts_are
     assert urls["/tag/howto/5?sid=1"] == urls["/tag/howto/5?ref=2"] == urls["/tag/howto/5"]  # the same page
     assert urls["/all/9"] != urls["/tag/howto/5"]  # a page of its own
     assert miner.stats["reduced_verdicts"] == 1
+
+
+def test_a_whole_text_matched_with_a_kept_pages_text_less_boilerplate_is_marked_reduced():
+    """The judge's second check (the whole text against the store) may meet a kept page's entry of its text
+    less boilerplate: the page of another index whose whole text is the posts the kept page shows less its
+    template. That verdict rests on a reduction too (Judgement.reduced_match), so URL learning asks more."""
+    judge = BoilerplateJudge(ContentDeduplicator.in_memory(), BoilerplateLearner(BoilerplateRule()))
+    template = ["All posts of the blog", " ".join(words(4200, 25)), "Page 1 of 10"]
+    for n in range(12):  # the host's template is learnt (its warm-up ends, its blocks become boilerplate)
+        assert judge.check(f"http://blog.test/all/{n}", template + [" ".join(words(5000 + n, 60))]).verdict.kind \
+            == "unique"
+    posts = [" ".join(words(6000, 40)), " ".join(words(6001, 40))]
+    kept = judge.check("http://blog.test/all/12", template + posts)
+    assert kept.verdict.kind == "unique" and kept.reduction.state == "reduced"
+    other = judge.check("http://blog.test/tag/howto/5", ["Posts tagged howto"] + posts)
+    assert other.verdict.kind == "near" and other.verdict.kept_url == "http://blog.test/all/12"
+    assert other.reduction.state == "whole" and other.reduced_match
+    assert not same_page_evidence(other.verdict.kind, REDUCED_BASIS, normal_text_hash(["Posts tagged howto"] + posts),
+                                  normal_text_hash(template + posts))

@@ -395,8 +395,10 @@ class Judgement:
     reduction: Reduction
     guarded: bool = False
     rechecked: int = 0
-    #: the verdict is a near match of the two pages' texts less boilerplate (step 1): enough to drop an
-    #: item, not to call two URLs one page (``url/mining.py``: ``same_page_evidence``)
+    #: the verdict is a near match that may rest on text less boilerplate: the two pages' reduced texts (step
+    #: 1), or the whole text against the kept page's entries once its host has boilerplate (a reduced or
+    #: re-checked text): enough to drop an item, not to call two URLs one page (``url/mining.py``:
+    #: ``same_page_evidence``)
     reduced_match: bool = False
 
 
@@ -553,8 +555,9 @@ class BoilerplateJudge:
                 answer = ("unique", None, None)  # its own reduced text, stored a moment ago
             guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
                                                                     degenerate)
-            if answer[0] == "near" and not guarded:
-                return Judgement(record(url, answer), whole, reduction)
+            if answer[0] == "near" and not guarded:  # the kept page's entry may be its text less boilerplate
+                return Judgement(record(url, answer), whole, reduction,
+                                 reduced_match=learner.blocks_learned(self.host_of(answer[1] or "")) > 0)
             verdict = record(url, ("unique", None, None))
             rechecked = 0
             for kept_url, again in learner.learn(host, url, reduction):
