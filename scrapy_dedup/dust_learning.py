@@ -369,9 +369,8 @@ class DustLearningMiddleware:
         """What names the page for the learner: the content engine's cluster (the verdict the crawl takes of
         this response anyway, taken once), or where the crawl does not judge responses (items carry their
         own content, ``DEDUP_CONTENT_FIELD``) the exact hash and simhash of its main text."""
-        if self.judge_responses:
-            verdict = self.content.verdict_for_response(response)
-            return (verdict.cluster if verdict is not None else None), None
+        if self.judge_responses:  # the cluster where it says which page the URL serves (same_page_cluster)
+            return self.content.same_page_cluster(response), None
         fingerprint = self.content.fingerprint_of_response(response)  # the host's extraction policy
         if fingerprint is None:
             return None, None

@@ -55,6 +55,7 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, 
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.url.mining import REDUCED_BASIS, normal_text_hash, same_page_evidence
 from scrapy_dedup.url.policy import DomainMap
 
 if TYPE_CHECKING:
@@ -122,6 +123,10 @@ class _ResponsePage:
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
+    #: its verdict is a near match only of the texts less boilerplate, and its whole text's normal_text_hash
+    #: (url/mining.py: same_page_evidence tells from both whether its URL serves its kept page)
+    reduced_match: bool = False
+    normal_hash: str | None = None
     #: its blocks checked for repeats (paragraph dedup on for its host), once judged
     paragraphs: ParagraphCheck | None = None
 
@@ -155,6 +160,8 @@ class DedupExtension:
         self._structured_logged = False
         self.audit: _JsonLines | None = None
         self.crawl_log: _JsonLines | None = None
+        #: a kept page's cluster -> its whole text's normal_text_hash, once DUST learning asks (same_page_cluster)
+        self._kept_normal: dict[str, str] | None = None
         self._jobdir = job_dir(crawler.settings)
         self._checkpoint_loop: Clock | None = None  # every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
         self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
@@ -527,6 +534,21 @@ class DedupExtension:
 
     # --- verdicts ---
 
+    def same_page_cluster(self, response: Response) -> str | None:
+        """What page ``response``'s URL serves by its verdict, for DUST learning (None: not judged): the
+        verdict's cluster, or the page's own URL where ``url/mining.py``'s ``same_page_evidence`` refuses
+        the verdict as evidence (a match only of the texts less boilerplate, of whole texts not alike)."""
+        if self._kept_normal is None:  # asked from the first page on: the kept pages' hashes are kept from now
+            self._kept_normal = {}
+        verdict = self.verdict_for_response(response)
+        if verdict is None or verdict.cluster is None:
+            return None
+        page = self._page_of(response)
+        if same_page_evidence(verdict.kind, REDUCED_BASIS if page.reduced_match else None, page.normal_hash,
+                              self._kept_normal.get(verdict.cluster)):
+            return verdict.cluster
+        return verdict.url
+
     def verdict_for_response(self, response: Response) -> Verdict | None:
         """The verdict of ``response``, taken once (None for what is not judged: not a page, unreadable,
         the store away)."""
@@ -552,7 +574,7 @@ class DedupExtension:
             declares = (_declared_canonical(response, page.policy.max_bytes)
                         if self.cfg.representative == "canonical" else None)
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
-                                       declares=declares)
+                                       declares=declares, page=page)
             if page.policy.paragraphs and page.blocks is not None:
                 page.paragraphs = self._check_paragraphs(page.url, page.blocks)
         return page.verdict
@@ -656,10 +678,11 @@ class DedupExtension:
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
                request: Request | None, blocks: list[str] | None = None, *, timestamp: float | None = None,
-               dated: bool = False, declares: str | None = None) -> Verdict | None:
+               dated: bool = False, declares: str | None = None, page: _ResponsePage | None = None) -> Verdict | None:
         """The verdict of a page (``fp``: of its whole text); with its ``blocks`` and a host that learns
         boilerplate, taken by the boilerplate rule (``content/boilerplate.py``: ``BoilerplateJudge``).
-        ``timestamp``/``dated``/``declares``: what the representative policy may look at (``check_text``)."""
+        ``timestamp``/``dated``/``declares``: what the representative policy may look at (``check_text``);
+        ``page``: the response's state, told whether the verdict rests on the text less boilerplate."""
         engine = self.open_content().engine
         assert engine is not None  # open_content() built it
         fingerprinter = self._fingerprinter_for(policy)
@@ -667,14 +690,20 @@ class DedupExtension:
         if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
         check = functools.partial(engine.check_fingerprint, timestamp=timestamp, declares=declares)
+        reduced_match, normal = False, None
         try:
             if blocks is not None and policy.boilerplate and self.boilerplate is not None and not degenerate:
                 judgement = self._call_store(self.boilerplate.check, url, blocks,
                                              fingerprint=lambda text: self._fingerprint(fingerprinter, text),
                                              degenerate=fingerprinter.is_degenerate, whole=fp,
                                              timestamp=timestamp, declares=declares)
-                verdict, fp = judgement.verdict, judgement.fingerprint
+                verdict, fp, reduced_match = judgement.verdict, judgement.fingerprint, judgement.reduced_match
                 self._count_boilerplate(url, judgement)
+                if (self.crawl_log is not None or self._kept_normal is not None) and (
+                        reduced_match or verdict.kind == "unique"):
+                    normal = normal_text_hash(blocks)
+                    if verdict.kind == "unique" and self._kept_normal is not None and verdict.cluster:
+                        self._kept_normal[verdict.cluster] = normal
             elif self._redis_policy is not None and not degenerate:
                 verdict = self._redis_policy.call(check, url, fp, degenerate)
             else:
@@ -685,7 +714,9 @@ class DedupExtension:
         except Exception as exc:  # any other failure of the store: fail open too
             self._store_error(exc)
             return None
-        self._record(verdict, fp, request)
+        if page is not None:
+            page.reduced_match, page.normal_hash = reduced_match, normal
+        self._record(verdict, fp, request, reduced_match, normal)
         return verdict
 
     def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
@@ -741,7 +772,8 @@ class DedupExtension:
                          "check until it is back (counted in dedup/content/store_errors)",
                          describe(exc, self._secrets))
 
-    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None) -> None:
+    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None,
+                reduced_match: bool = False, normal_hash: str | None = None) -> None:
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
@@ -761,6 +793,10 @@ class DedupExtension:
                 # the engine's own sameness (exact, or near after verification): mine-dust judges by it
                 "cluster": verdict.cluster,
             }
+            if reduced_match:  # a near match only of the texts less boilerplate (mine-dust: same_page_evidence)
+                record["basis"] = REDUCED_BASIS
+            if normal_hash is not None:
+                record["normal_hash"] = normal_hash
             # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust
             redirects = request.meta.get("redirect_urls") if request is not None else None
             if redirects:

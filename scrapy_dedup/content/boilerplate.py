@@ -395,6 +395,11 @@ class Judgement:
     reduction: Reduction
     guarded: bool = False
     rechecked: int = 0
+    #: the verdict is a near match that may rest on text less boilerplate: the two pages' reduced texts (step
+    #: 1), or the whole text against the kept page's entries once its host has boilerplate (a reduced or
+    #: re-checked text): enough to drop an item, not to call two URLs one page (``url/mining.py``:
+    #: ``same_page_evidence``)
+    reduced_match: bool = False
 
 
 def second_key(exact: bytes) -> bytes:
@@ -538,7 +543,7 @@ class BoilerplateJudge:
                     return Judgement(record(url, answer), reduced, reduction)
                 if (answer[0] == "near" and self.host_of(answer[1] or "") == host
                         and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)):
-                    return Judgement(record(url, answer), reduced, reduction)
+                    return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
             whole = whole or (two.whole() if two is not None else fingerprint(text))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key
@@ -550,8 +555,9 @@ class BoilerplateJudge:
                 answer = ("unique", None, None)  # its own reduced text, stored a moment ago
             guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
                                                                     degenerate)
-            if answer[0] == "near" and not guarded:
-                return Judgement(record(url, answer), whole, reduction)
+            if answer[0] == "near" and not guarded:  # the kept page's entry may be its text less boilerplate
+                return Judgement(record(url, answer), whole, reduction,
+                                 reduced_match=learner.blocks_learned(self.host_of(answer[1] or "")) > 0)
             verdict = record(url, ("unique", None, None))
             rechecked = 0
             for kept_url, again in learner.learn(host, url, reduction):

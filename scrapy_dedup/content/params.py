@@ -152,7 +152,7 @@ ENGINE_PARAMS: tuple[EngineParam, ...] = (
        "Elements left out of the main text (comments always are)."),
     _p("strip_selectors", (), css_selectors,
        "Extra CSS selectors left out of the main text."),
-    _p("boilerplate", False, boolean,
+    _p("boilerplate", True, boolean,
        "Learn each host's boilerplate: blocks (paragraphs, list items, cells, lines) that recur on "
        "DEDUP_BOILERPLATE_MIN_PAGES distinct unique pages of a host leave its pages' fingerprints "
        "(content/boilerplate.py; per host in DEDUP_CONTENT_POLICIES as `boilerplate`)."),

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from hashlib import blake2b
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
-from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, normalize_block
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
@@ -58,12 +59,41 @@ from scrapy_dedup.url.dust import (
 )
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 
-__all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation"]
+__all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation", "REDUCED_BASIS", "normal_text_hash",
+           "same_page_evidence"]
 
 HASH_FIELDS = ("exact_hash", "content_hash", "hash", "sha1", "md5", "fingerprint")
 _VALUE_SHAPE_ORDER = ("digits", "alnum", "slug", "path")
 #: redirects followed from a redirecting URL to the page it ends at, for the alias table
 MAX_REDIRECT_HOPS = 20
+#: a crawl log's ``basis`` of a verdict taken on the pages' texts less their host's boilerplate
+REDUCED_BASIS = "reduced"
+
+
+def normal_text_hash(blocks: list[str]) -> str:
+    """A page's whole main text (its ``blocks``) in boilerplate learning's normal form
+    (:func:`~scrapy_dedup.content.boilerplate.normalize_block`: case, punctuation, and digits, dates and
+    hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
+    fetches of one page that differ only in a per-fetch number, date or id have the same."""
+    normal = normalize_block("\n".join(blocks)).encode("utf-8", "surrogatepass")
+    return blake2b(normal, digest_size=8).hexdigest()
+
+
+def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
+    """Whether a content verdict may tell URL-level learning (a mined rule, an alias, an online-learned
+    rule) that a page's URL serves its kept page: ``kind``, ``basis`` (:data:`REDUCED_BASIS` when the match
+    was of the two pages' texts less boilerplate) and the :func:`normal_text_hash` of both pages.
+
+    Dropping a near-duplicate item only forgoes the item; not fetching a URL also forgoes the page's
+    links, so a URL merge needs a stronger "same page" than an item drop: the sameness must hold on the
+    pages' whole texts. An exact match (the same whole text) and a near match of the whole texts do; a
+    near match that holds only once boilerplate is removed does when the whole texts are the same in
+    the normal form (a re-fetch whose per-fetch line differs in its numbers), not otherwise: two listing
+    pages that show the same posts under other indexes (page 8 of all posts, page 4 of a tag) have the
+    same text less their headings and "page N of M", yet each links to pages the other does not."""
+    if not (kind == "near" and basis == REDUCED_BASIS):
+        return True
+    return isinstance(normal_hash, str) and normal_hash == kept_normal_hash
 
 
 @dataclass(frozen=True)
@@ -243,6 +273,7 @@ class DustMiner:
         self._simhashes: SimhashIndex | None = None
         self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
         self._judge: BoilerplateJudge | None = None  # for records with html, when the crawl learns boilerplate
+        self._normal_hashes: dict[str, str] = {}  # a kept page's cluster -> its normal_text_hash, when logged
         self._boilerplate = bool(next(p.default for p in ENGINE_PARAMS if p.key == "boilerplate"))
         self.stats: Counter = Counter()
         no_switch: dict[str, Any] = {name: False for name in SWITCHES}
@@ -316,7 +347,10 @@ class DustMiner:
         Sameness, best evidence first: the content engine's ``cluster`` (a crawl log written by this
         version: exact or verified near duplicates share it); else a content hash with an optional
         simhash (older logs, other dumps); else the page's ``text`` or ``html``, judged here by the
-        engine. ``redirect_urls`` (and a ``request_url`` other than ``url``) served the page too.
+        engine. A verdict that is no evidence that the URL serves its kept page (:func:`same_page_evidence`:
+        ``"basis": "reduced"``, a match only once boilerplate is removed, of pages whose ``normal_hash``
+        differ) makes the page one of its own, counted in ``reduced_verdicts``. ``redirect_urls`` (and a
+        ``request_url`` other than ``url``) served the page too.
         """
         if not isinstance(record, dict):
             self.stats["bad_lines"] += 1
@@ -339,7 +373,8 @@ class DustMiner:
         simhash: int | None = None
         cluster = record.get("cluster")
         if isinstance(cluster, str) and cluster:
-            exact = ("cluster", cluster)
+            exact = ("cluster", self._evidence(url, cluster, record.get("kind"), record.get("basis"),
+                                               record.get("normal_hash")))
         for name in HASH_FIELDS if exact is None else ():
             value = record.get(name)
             if isinstance(value, (str, int)) and value != "":
@@ -370,12 +405,17 @@ class DustMiner:
                 self.stats["lines_without_content"] += 1
                 return False
             judge = self.judge() if blocks is not None else None
-            verdict = judge.check(url, blocks).verdict if judge is not None and blocks is not None \
-                else self.engine().check(url, text)
+            basis = normal = None
+            if judge is not None and blocks is not None:
+                judgement = judge.check(url, blocks)
+                verdict, normal = judgement.verdict, normal_text_hash(blocks)
+                basis = REDUCED_BASIS if judgement.reduced_match else None
+            else:
+                verdict = self.engine().check(url, text)
             if verdict.kind == "degenerate" or verdict.cluster is None:
                 self.stats["degenerate_pages"] += 1
                 return False
-            exact, words = ("cluster", verdict.cluster), None
+            exact, words = ("cluster", self._evidence(url, verdict.cluster, verdict.kind, basis, normal)), None
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
             return False
@@ -391,6 +431,16 @@ class DustMiner:
             if source != url:
                 self._add_redirect(source, url)
         return ok
+
+    def _evidence(self, url: str, cluster: str, kind: Any, basis: Any, normal_hash: Any) -> str:
+        """The content a page's URL serves by its verdict: its ``cluster``, or the page itself (its URL) when
+        the verdict is no evidence that the URL serves its kept page (:func:`same_page_evidence`)."""
+        if kind == "unique" and isinstance(normal_hash, str):
+            self._normal_hashes[cluster] = normal_hash
+        if same_page_evidence(kind, basis, normal_hash, self._normal_hashes.get(cluster)):
+            return cluster
+        self.stats["reduced_verdicts"] += 1
+        return url
 
     def _add_redirect(self, source: str, target: str) -> bool:
         """Evidence that ``source`` redirects to ``target`` (same host only: aliases are per host). At mining,
