@@ -59,7 +59,7 @@ import functools
 import re
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from hashlib import blake2b
 from itertools import repeat
@@ -144,7 +144,7 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     picked = [blocks[i] for i in candidates.tolist()]
     normalized = _normal_lines("\n".join(picked))
     if key is None:
-        values = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
+        values = np.fromiter(map(hash, normalized), dtype=np.int64, count=len(normalized)).view(np.uint64)
     else:
         values = np.frombuffer(b"".join(blake2b(norm, digest_size=8, key=key).digest() for norm in normalized),
                                dtype="<u8").astype(np.uint64)
@@ -275,7 +275,7 @@ class Reduction:
     words: PageWords | None = field(default=None, repr=False, compare=False)
 
 
-def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateRule = BoilerplateRule(),
+def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: BoilerplateRule = BoilerplateRule(),
                         hashes: np.ndarray | None = None, *, warmup: bool = True,
                         words: PageWords | None = None) -> Reduction:
     """The text to fingerprint of a page of ``blocks`` given its host's ``table`` (see the module doc).
@@ -286,18 +286,17 @@ def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateR
     ``words``: the page's words if tokenized, kept with the result.
     """
     if hashes is None:
-        hashes = block_hashes(blocks, rule.min_block_words)
-    whole = " ".join(blocks)
+        hashes = block_hashes(list(blocks), rule.min_block_words)
+    blocks = tuple(blocks)  # a recent page's are a tuple already: not copied
     if warmup and table.pages < rule.warmup_pages:
-        return Reduction(whole, "warmup", 0, hashes, tuple(blocks), words)
+        return Reduction(" ".join(blocks), "warmup", 0, hashes, blocks, words)
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
-        return Reduction(whole, "whole", 0, hashes, tuple(blocks), words)
-    kept = [block for block, drop in zip(blocks, boiler) if not drop]
-    text = " ".join(kept)
+        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
+    text = " ".join([block for block, drop in zip(blocks, boiler.tolist()) if not drop])
     if text.count(" ") + 1 < rule.min_words:
-        return Reduction(whole, "whole", 0, hashes, tuple(blocks), words)
-    return Reduction(text, "reduced", int(boiler.sum()), hashes, tuple(blocks), words)
+        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
+    return Reduction(text, "reduced", int(boiler.sum()), hashes, blocks, words)
 
 
 class BoilerplateLearner:
@@ -367,17 +366,18 @@ class BoilerplateLearner:
         if ended_warmup:  # this page was fingerprinted on its whole text too: it is re-checked with the others
             recent.append((url, reduction))
         if len(grown) or ended_warmup:
+            grown = np.sort(np.asarray(grown, dtype=np.uint64))  # searched by in_sorted: cheaper than np.isin
             for kept_url, earlier in recent:
-                if not ended_warmup and not np.isin(earlier.hashes, grown).any():
+                if not ended_warmup and not in_sorted(grown, earlier.hashes).any():
                     continue
-                again = text_to_fingerprint(table, list(earlier.blocks), self.rule, earlier.hashes,
+                again = text_to_fingerprint(table, earlier.blocks, self.rule, earlier.hashes,
                                             words=earlier.words)
                 if again.text != earlier.text:
                     out.append((kept_url, again))
         if ended_warmup and recent:
             recent.pop()
         if self.rule.recheck_pages:
-            recent.append((url, text_to_fingerprint(table, list(reduction.blocks), self.rule, reduction.hashes,
+            recent.append((url, text_to_fingerprint(table, reduction.blocks, self.rule, reduction.hashes,
                                                     words=reduction.words)))
         return out
 
