@@ -257,9 +257,19 @@ _BLOCK_TEXT = st.lists(st.sampled_from(list("ab0f9 -_.,:ΣσςÇé—\u00a0İ") 
 @given(st.lists(_BLOCK_TEXT, max_size=8))
 def test_block_hashes_of_a_page_are_each_blocks_own(blocks):
     # the normal form runs over all of a page's blocks at once; a block's hash must not depend on its neighbours
+    # (each call on an empty cache of block hashes: a remembered hash would hide it), nor on being remembered
+    from scrapy_dedup.content import boilerplate
+
     blocks = [" ".join(b.split()) for b in blocks]
-    together = block_hashes(blocks, 1)
-    assert together.tolist() == [block_hashes([b], 1)[0] for b in blocks]
+    for key in (None, b"salt"):
+        boilerplate._BLOCK_HASH_CACHE.clear()
+        together = block_hashes(blocks, 1, key)
+        alone = []
+        for b in blocks:
+            boilerplate._BLOCK_HASH_CACHE.clear()
+            alone.append(block_hashes([b], 1, key)[0])
+        assert together.tolist() == alone
+        assert block_hashes(blocks, 1, key).tolist() == together.tolist()  # now remembered
 
 
 @settings(max_examples=200)

@@ -43,7 +43,10 @@ as numpy arrays (hash uint64, count uint32, last page uint32: 16 bytes a block) 
 of the last ``recheck_pages`` kept pages, its blocks (its main text) and, when the judge fingerprinted
 it with the engine's own fingerprinter, its words (:class:`PageWords`: their text, about the main
 text's size again, 8 bytes a word for their hashes and 8 a block), so that its re-checks are not
-tokenized again: at the default 32 pages, about 1 MB a host for pages of 2,000 words. When a page's new blocks take
+tokenized again: at the default 32 pages, about 1 MB a host for pages of 2,000 words.
+Per process, apart from the hosts: the hashes of the last blocks hashed (at most 32,768 blocks of at
+most :data:`MAX_BLOCK_CHARS` characters, about 100 bytes each: a host's template is the same strings
+on every page, normalized and hashed once). When a page's new blocks take
 the counts past ``capacity``, the blocks with the lowest counts leave (the least recently seen
 first) until three quarters are left. Counts are never above the truth (an evicted block that
 comes back starts again at one), so eviction can only delay a block becoming boilerplate,
@@ -91,6 +94,7 @@ _DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue
 _VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
     sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
+_LOW_63 = _TOP_BIT - 1
 
 
 def _normal_lines(text: str) -> list[bytes]:
@@ -138,18 +142,33 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     candidates = np.flatnonzero((lengths <= MAX_BLOCK_CHARS) & (spaces >= min_block_words - 1))
     if not len(candidates):
         return out
-    # One normalization pass over all candidate blocks (a newline cannot be in a block: it is whitespace).
-    # Python's hash of bytes: SipHash in C, keyed per process (no page can aim at another block's hash;
-    # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
+    # A host's template blocks recur on each of its pages, as the same strings: their hashes are remembered
+    # (per key, in this process); the others get one normalization pass over them all (a newline cannot
+    # be in a block: it is whitespace). Python's hash of bytes: SipHash in C, keyed per process (no page can
+    # aim at another block's hash; a table is not meant to outlive its process). The top bit set: never 0,
+    # which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
-    normalized = _normal_lines("\n".join(picked))
-    if key is None:
-        values = np.fromiter(map(hash, normalized), dtype=np.int64, count=len(normalized)).view(np.uint64)
-    else:
-        values = np.frombuffer(b"".join(blake2b(norm, digest_size=8, key=key).digest() for norm in normalized),
-                               dtype="<u8").astype(np.uint64)
-    out[candidates] = values | np.uint64(_TOP_BIT)
+    cache = _BLOCK_HASH_CACHE.get(key)
+    if cache is None or len(cache) > _BLOCK_HASH_CACHE_LIMIT:
+        cache = _BLOCK_HASH_CACHE[key] = {}
+    values = list(map(cache.get, picked))
+    new = [i for i, value in enumerate(values) if value is None]
+    if new:
+        normalized = _normal_lines("\n".join([picked[i] for i in new]))
+        if key is None:
+            hashes = [(h & _LOW_63) | _TOP_BIT for h in map(hash, normalized)]
+        else:
+            hashes = [int.from_bytes(blake2b(norm, digest_size=8, key=key).digest(), "little") | _TOP_BIT
+                      for norm in normalized]
+        for i, value in zip(new, hashes):
+            values[i] = cache[picked[i]] = value
+    out[candidates] = np.array(values, dtype=np.uint64)
     return out
+
+
+#: key -> block -> its hash (see block_hashes); emptied when past the limit (about 100 bytes a block)
+_BLOCK_HASH_CACHE: dict[bytes | None, dict[str, int]] = {}
+_BLOCK_HASH_CACHE_LIMIT = 1 << 15
 
 
 def in_sorted(table: np.ndarray, hashes: np.ndarray) -> np.ndarray:
