@@ -257,9 +257,19 @@ _BLOCK_TEXT = st.lists(st.sampled_from(list("ab0f9 -_.,:ΣσςÇé—\u00a0İ") 
 @given(st.lists(_BLOCK_TEXT, max_size=8))
 def test_block_hashes_of_a_page_are_each_blocks_own(blocks):
     # the normal form runs over all of a page's blocks at once; a block's hash must not depend on its neighbours
+    # (each call on an empty cache of block hashes: a remembered hash would hide it), nor on being remembered
+    from scrapy_dedup.content import boilerplate
+
     blocks = [" ".join(b.split()) for b in blocks]
-    together = block_hashes(blocks, 1)
-    assert together.tolist() == [block_hashes([b], 1)[0] for b in blocks]
+    for key in (None, b"salt"):
+        boilerplate._BLOCK_HASH_CACHE.clear()
+        together = block_hashes(blocks, 1, key)
+        alone = []
+        for b in blocks:
+            boilerplate._BLOCK_HASH_CACHE.clear()
+            alone.append(block_hashes([b], 1, key)[0])
+        assert together.tolist() == alone
+        assert block_hashes(blocks, 1, key).tolist() == together.tolist()  # now remembered
 
 
 @settings(max_examples=200)
@@ -267,13 +277,60 @@ def test_block_hashes_of_a_page_are_each_blocks_own(blocks):
 def test_both_texts_of_a_page_fingerprint_as_the_fingerprinter_does(page):
     # the judge tokenizes a page once for its whole text and its text less the dropped blocks: the same
     # fingerprints (exact hash, simhash, words, sketch) as fingerprinting each text on its own
-    from scrapy_dedup.content.boilerplate import _TwoTexts
+    from scrapy_dedup.content.boilerplate import PageWords
     from scrapy_dedup.content.engine import ContentFingerprinter
 
     fingerprinter = ContentFingerprinter(shingle_size=3, min_words=3)
     blocks = [b for b, _ in page]
-    dropped = np.array([d for _, d in page], dtype=bool)
-    two = _TwoTexts(fingerprinter, blocks, dropped)
-    assert two.whole() == fingerprinter.fingerprint(" ".join(blocks))
-    assert two.exact() == fingerprinter.fingerprint(" ".join(blocks)).exact
-    assert two.reduced() == fingerprinter.fingerprint(" ".join(b for b, d in page if not d))
+    kept = np.array([not d for _, d in page], dtype=bool)
+    words = PageWords(fingerprinter, blocks)
+    assert words.fingerprint() == fingerprinter.fingerprint(" ".join(blocks))
+    assert words.exact() == fingerprinter.fingerprint(" ".join(blocks)).exact
+    assert words.fingerprint(kept) == fingerprinter.fingerprint(" ".join(b for b, d in page if not d))
+    assert words.exact(kept) == fingerprinter.fingerprint(" ".join(b for b, d in page if not d)).exact
+
+
+def _judged(pages: list[tuple[str, list[str]]], by_text: bool) -> list[tuple]:
+    """Every judgement of ``pages`` and every fingerprint the store was asked about, in order; ``by_text``:
+    each text fingerprinted from its own string by the caller's function (the reference: the judge's word
+    path must give the same fingerprints, so the same store calls and the same verdicts)."""
+    from scrapy_dedup.content.boilerplate import BoilerplateJudge
+    from scrapy_dedup.content.engine import ContentDeduplicator
+
+    engine = ContentDeduplicator.in_memory()
+    judge = BoilerplateJudge(engine, BoilerplateLearner(BoilerplateRule(recheck_pages=8)))
+    out: list[tuple] = []
+    store_check = engine.store.check_and_add
+
+    def logged(url, fp):
+        answer = store_check(url, fp)
+        out.append((url, fp, answer))
+        return answer
+
+    engine.store.check_and_add = logged
+    for url, blocks in pages:
+        j = judge.check(url, blocks, fingerprint=engine.fingerprint if by_text else None)
+        out.append((j.verdict, j.fingerprint, j.guarded, j.rechecked, j.reduction.state, j.reduction.removed))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_judge_fingerprints_each_text_of_a_page_from_one_tokenization_without_changing_anything(seed):
+    # a shuffled templated site (articles, their re-fetches under other URLs, templated siblings, fetched
+    # twice): warm-up, reduced pages, re-checks and guarded matches, the same from the words as from the texts
+    import random
+
+    from scrapy_dedup.content.text import page_blocks
+    from tests.templatedsite import TemplatedSite
+
+    site, rng = TemplatedSite(24, 12), random.Random(seed)
+    paths = site.first_paths() + site.refetch_paths() + site.first_paths()
+    rng.shuffle(paths)
+    pages = [(f"https://t{seed}.test{p}", page_blocks(site.html(p, rng=rng))) for p in paths]
+    pages += [(f"https://h.test/{n}", CHROME[n % 7:n % 7 + 30] + [_own(n, 30 + n % 5)]) for n in range(40)]
+    ours, reference = _judged(pages, by_text=False), _judged(pages, by_text=True)
+    judgements = [entry for entry in ours if len(entry) == 6]
+    assert sum(entry[3] for entry in judgements) > 0  # re-checks happened
+    assert {entry[4] for entry in judgements} >= {"warmup", "reduced"}
+    assert {entry[0].kind for entry in judgements} >= {"unique", "near"}
+    assert ours == reference

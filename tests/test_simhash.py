@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scrapy_dedup.content.simhash import exact_hash, hamming, simhash, simhash_words, word_hash, words
+from scrapy_dedup.content.simhash import exact_hash, hamming, simhash, simhash_words, word_hash, words, \
+    words_per_block
 from scrapy_dedup.content.text import page_text
 from tests.textgen import article_words, edit_words, page
 
@@ -84,6 +85,20 @@ def test_golden_values_match_the_documented_algorithm():
        st.sampled_from([64, 128]))
 def test_matches_reference_on_any_text(text, k, bits):
     assert simhash(text, k, bits) == ref_simhash(text, k, bits)
+
+
+_BLOCK = st.lists(st.sampled_from(list("ab cd_9,.\n\u00a0é") + ["ΑΣ", "Σ", "ς", "İ", "—", "\u2028", "\x85"]),
+                  max_size=30).map("".join)
+
+
+@settings(max_examples=300)
+@given(st.lists(_BLOCK, max_size=8))
+def test_words_per_block_are_the_words_of_the_blocks_joined(blocks):
+    # one tokenization of a page serves each of its texts: the words of " ".join(blocks), cut per block
+    # (a newline in a block, never made by page_blocks, included)
+    tokens, counts = words_per_block(blocks)
+    assert tokens == words(" ".join(blocks)) == ref_words(" ".join(blocks))
+    assert counts.tolist() == [len(words(b)) for b in blocks]
 
 
 def test_words_keep_numbers_prices_and_dates():

@@ -39,8 +39,14 @@ and month name, a hexadecimal request id) never hashes alike twice; the verifica
 
 Bounded memory, per host: the counts (:class:`BlockTable`) hold at most ``capacity`` blocks
 as numpy arrays (hash uint64, count uint32, last page uint32: 16 bytes a block) plus at most
-``capacity // 4`` boilerplate hashes (8 bytes each): 72 KiB at the default 4,096; plus the
-blocks (the main text) of the last ``recheck_pages`` kept pages. When a page's new blocks take
+``capacity // 4`` boilerplate hashes (8 bytes each): 72 KiB at the default 4,096; plus, for each
+of the last ``recheck_pages`` kept pages, its blocks (its main text) and, when the judge fingerprinted
+it with the engine's own fingerprinter, its words (:class:`PageWords`: their text, about the main
+text's size again, 8 bytes a word for their hashes and 8 a block), so that its re-checks are not
+tokenized again: at the default 32 pages, about 1 MB a host for pages of 2,000 words.
+Per process, apart from the hosts: the hashes of the last blocks hashed (at most 32,768 blocks of at
+most :data:`MAX_BLOCK_CHARS` characters, about 100 bytes each: a host's template is the same strings
+on every page, normalized and hashed once). When a page's new blocks take
 the counts past ``capacity``, the blocks with the lowest counts leave (the least recently seen
 first) until three quarters are left. Counts are never above the truth (an evicted block that
 comes back starts again at one), so eviction can only delay a block becoming boilerplate,
@@ -56,17 +62,17 @@ import functools
 import re
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from hashlib import blake2b
-from itertools import groupby, repeat
+from itertools import repeat
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
-from scrapy_dedup.content.simhash import exact_hash, exact_hash_words, token_hashes, words
+from scrapy_dedup.content.simhash import exact_hash, token_hashes, words_per_block
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -88,6 +94,7 @@ _DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue
 _VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
     sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
+_LOW_63 = _TOP_BIT - 1
 
 
 def _normal_lines(text: str) -> list[bytes]:
@@ -135,18 +142,33 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     candidates = np.flatnonzero((lengths <= MAX_BLOCK_CHARS) & (spaces >= min_block_words - 1))
     if not len(candidates):
         return out
-    # One normalization pass over all candidate blocks (a newline cannot be in a block: it is whitespace).
-    # Python's hash of bytes: SipHash in C, keyed per process (no page can aim at another block's hash;
-    # a table is not meant to outlive its process). The top bit set: never 0, which means "does not count".
+    # A host's template blocks recur on each of its pages, as the same strings: their hashes are remembered
+    # (per key, in this process); the others get one normalization pass over them all (a newline cannot
+    # be in a block: it is whitespace). Python's hash of bytes: SipHash in C, keyed per process (no page can
+    # aim at another block's hash; a table is not meant to outlive its process). The top bit set: never 0,
+    # which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
-    normalized = _normal_lines("\n".join(picked))
-    if key is None:
-        values = np.array([hash(norm) for norm in normalized], dtype=np.int64).view(np.uint64)
-    else:
-        values = np.frombuffer(b"".join(blake2b(norm, digest_size=8, key=key).digest() for norm in normalized),
-                               dtype="<u8").astype(np.uint64)
-    out[candidates] = values | np.uint64(_TOP_BIT)
+    cache = _BLOCK_HASH_CACHE.get(key)
+    if cache is None or len(cache) > _BLOCK_HASH_CACHE_LIMIT:
+        cache = _BLOCK_HASH_CACHE[key] = {}
+    values = list(map(cache.get, picked))
+    new = [i for i, value in enumerate(values) if value is None]
+    if new:
+        normalized = _normal_lines("\n".join([picked[i] for i in new]))
+        if key is None:
+            hashes = [(h & _LOW_63) | _TOP_BIT for h in map(hash, normalized)]
+        else:
+            hashes = [int.from_bytes(blake2b(norm, digest_size=8, key=key).digest(), "little") | _TOP_BIT
+                      for norm in normalized]
+        for i, value in zip(new, hashes):
+            values[i] = cache[picked[i]] = value
+    out[candidates] = np.array(values, dtype=np.uint64)
     return out
+
+
+#: key -> block -> its hash (see block_hashes); emptied when past the limit (about 100 bytes a block)
+_BLOCK_HASH_CACHE: dict[bytes | None, dict[str, int]] = {}
+_BLOCK_HASH_CACHE_LIMIT = 1 << 15
 
 
 def in_sorted(table: np.ndarray, hashes: np.ndarray) -> np.ndarray:
@@ -267,29 +289,33 @@ class Reduction:
     removed: int = 0
     hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64), repr=False)
     blocks: tuple[str, ...] = field(default=(), repr=False)
+    #: the page's words (:class:`PageWords`) when the judge tokenized it: its other texts, and its
+    #: re-checks while it is a recent kept page, are fingerprinted from them without tokenizing again
+    words: PageWords | None = field(default=None, repr=False, compare=False)
 
 
-def text_to_fingerprint(table: BlockTable, blocks: list[str], rule: BoilerplateRule = BoilerplateRule(),
-                        hashes: np.ndarray | None = None, *, warmup: bool = True) -> Reduction:
+def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: BoilerplateRule = BoilerplateRule(),
+                        hashes: np.ndarray | None = None, *, warmup: bool = True,
+                        words: PageWords | None = None) -> Reduction:
     """The text to fingerprint of a page of ``blocks`` given its host's ``table`` (see the module doc).
 
     ``hashes`` are :func:`block_hashes` of ``blocks`` if already computed. ``warmup=False``: the
     blocks the table holds as boilerplate so far are left out even during the warm-up (the guard of
     :class:`BoilerplateJudge` asks what a decision would be with the template known so far).
+    ``words``: the page's words if tokenized, kept with the result.
     """
     if hashes is None:
-        hashes = block_hashes(blocks, rule.min_block_words)
-    whole = " ".join(blocks)
+        hashes = block_hashes(list(blocks), rule.min_block_words)
+    blocks = tuple(blocks)  # a recent page's are a tuple already: not copied
     if warmup and table.pages < rule.warmup_pages:
-        return Reduction(whole, "warmup", 0, hashes, tuple(blocks))
+        return Reduction(" ".join(blocks), "warmup", 0, hashes, blocks, words)
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
-        return Reduction(whole, "whole", 0, hashes, tuple(blocks))
-    kept = [block for block, drop in zip(blocks, boiler) if not drop]
-    text = " ".join(kept)
+        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
+    text = " ".join([block for block, drop in zip(blocks, boiler.tolist()) if not drop])
     if text.count(" ") + 1 < rule.min_words:
-        return Reduction(whole, "whole", 0, hashes, tuple(blocks))
-    return Reduction(text, "reduced", int(boiler.sum()), hashes, tuple(blocks))
+        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
+    return Reduction(text, "reduced", int(boiler.sum()), hashes, blocks, words)
 
 
 class BoilerplateLearner:
@@ -341,6 +367,11 @@ class BoilerplateLearner:
         now, to be stored under its URL (the re-check of the module doc): when the warm-up ends,
         every recent page; after it, those holding a block that has just become boilerplate.
         """
+        return [(kept_url, again.text) for kept_url, again in self.learn_pages(host, url, reduction)]
+
+    def learn_pages(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, Reduction]]:
+        """:meth:`learn`, each re-checked page returned as its :class:`Reduction` under the boilerplate
+        learned now (its ``text`` what :meth:`learn` returns; its ``words`` kept from its own judgement)."""
         if self.frozen:
             return []
         table = self.table(host)
@@ -354,16 +385,19 @@ class BoilerplateLearner:
         if ended_warmup:  # this page was fingerprinted on its whole text too: it is re-checked with the others
             recent.append((url, reduction))
         if len(grown) or ended_warmup:
+            grown = np.sort(np.asarray(grown, dtype=np.uint64))  # searched by in_sorted: cheaper than np.isin
             for kept_url, earlier in recent:
-                if not ended_warmup and not np.isin(earlier.hashes, grown).any():
+                if not ended_warmup and not in_sorted(grown, earlier.hashes).any():
                     continue
-                again = text_to_fingerprint(table, list(earlier.blocks), self.rule, earlier.hashes)
+                again = text_to_fingerprint(table, earlier.blocks, self.rule, earlier.hashes,
+                                            words=earlier.words)
                 if again.text != earlier.text:
-                    out.append((kept_url, again.text))
+                    out.append((kept_url, again))
         if ended_warmup and recent:
             recent.pop()
         if self.rule.recheck_pages:
-            recent.append((url, text_to_fingerprint(table, list(reduction.blocks), self.rule, reduction.hashes)))
+            recent.append((url, text_to_fingerprint(table, reduction.blocks, self.rule, reduction.hashes,
+                                                    words=reduction.words)))
         return out
 
     def recent(self, host: str, url: str) -> Reduction | None:
@@ -417,45 +451,47 @@ def host_of(url: str) -> str:
         return ""
 
 
-class _TwoTexts:
-    """A page's whole text and its text less the blocks in ``dropped``, fingerprinted from one tokenization.
+class PageWords:
+    """A page's words, tokenized once, from which the fingerprint of any of its texts (its blocks less some
+    blocks) is made without tokenizing again: the whole text, the text less its host's boilerplate, and
+    while it is one of its host's recent kept pages, its re-checks and the guard's texts.
 
     The words of blocks joined by spaces are the blocks' words one after the other (a space is no word
-    character, and lowercasing is the same on either side of one), so each maximal run of kept or of dropped
-    blocks is tokenized once and each word hashed once for both texts: both fingerprints are the
-    fingerprinter's own of ``" ".join(blocks)`` and of the kept blocks joined (the shingles of each text
-    are formed from its own word sequence, across the places where dropped blocks were)."""
+    character, and lowercasing is the same on either side of one), so the words of the text of the blocks
+    ``kept`` are the page's words of those blocks, and every fingerprint is the fingerprinter's own of that
+    text (the shingles of each text are formed from its own word sequence, across the places where left-out
+    blocks were). Held: ``text``, the words joined by spaces (UTF-8: what the exact hash hashes, about the
+    size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
+    block)."""
 
-    __slots__ = ("fingerprinter", "tokens", "kept_tokens", "hashes", "kept")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds")
 
-    def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str], dropped: np.ndarray):
+    def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
-        tokens: list[str] = []
-        kept_tokens: list[str] = []
-        runs: list[tuple[bool, int]] = []
-        at = 0
-        for drop, run in groupby(range(len(blocks)), key=dropped.__getitem__):
-            n = len(list(run))
-            part = words(" ".join(blocks[at:at + n]))
-            at += n
-            tokens.extend(part)
-            if not drop:
-                kept_tokens.extend(part)
-            runs.append((bool(drop), len(part)))
-        self.tokens, self.kept_tokens = tokens, kept_tokens
+        tokens, self.counts = words_per_block(blocks)
         self.hashes = token_hashes(tokens)
-        self.kept = np.repeat(np.array([not drop for drop, _ in runs], dtype=bool),
-                              np.array([n for _, n in runs], dtype=np.int64))
+        self.text = " ".join(tokens).encode("utf-8", "surrogatepass")
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None
 
-    def exact(self) -> bytes:
-        """The whole text's exact hash."""
-        return exact_hash_words(self.tokens)
+    def exact(self, kept: np.ndarray | None = None) -> bytes:
+        """The exact hash of the text of the blocks ``kept`` (a boolean per block; None: all)."""
+        if kept is None or kept.all():
+            return blake2b(self.text, digest_size=16).digest()
+        if self._bounds is None:  # where each word starts and ends in ``text``
+            spaces = np.flatnonzero(np.frombuffer(self.text, dtype=np.uint8) == 32)
+            self._bounds = (np.concatenate(([0], spaces + 1)), np.concatenate((spaces, [len(self.text)])))
+        starts, ends = self._bounds
+        first = np.concatenate(([0], np.cumsum(self.counts)))  # the first word of each block
+        edges = np.diff(np.concatenate(([0], kept.view(np.int8), [0])))
+        runs = zip(first[np.flatnonzero(edges == 1)].tolist(), first[np.flatnonzero(edges == -1)].tolist())
+        text = b" ".join([self.text[starts[a]:ends[b - 1]] for a, b in runs if b > a])
+        return blake2b(text, digest_size=16).digest()
 
-    def whole(self) -> ContentFingerprint:
-        return self.fingerprinter.fingerprint_words(self.tokens, self.hashes)
-
-    def reduced(self) -> ContentFingerprint:
-        return self.fingerprinter.fingerprint_words(self.kept_tokens, self.hashes[self.kept])
+    def fingerprint(self, kept: np.ndarray | None = None, exact: bytes | None = None) -> ContentFingerprint:
+        """The fingerprint of the text of the blocks ``kept`` (None: the whole text); ``exact``: its exact
+        hash if the caller has it."""
+        hashes = self.hashes if kept is None else self.hashes[np.repeat(kept, self.counts)]
+        return self.fingerprinter.fingerprint_hashes(hashes, self.exact(kept) if exact is None else exact)
 
 
 class BoilerplateJudge:
@@ -510,34 +546,42 @@ class BoilerplateJudge:
         engine, learner = self.engine, self.learner
         record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
         host = self.host_of(url) if host is None else host
-        own_fingerprints = fingerprint is None  # the engine's: both texts of a page from one tokenization
+        # with the engine's own fingerprinter, every text of a page is fingerprinted from one tokenization
+        # (PageWords); a caller's fingerprint function (the crawl's, cached) is called on each text
+        fingerprinter = engine.fingerprinter if fingerprint is None else None
         fingerprint = fingerprint or engine.fingerprint
         degenerate = degenerate or engine.fingerprinter.is_degenerate
         with self._lock:
             reduction = learner.prepare(host, blocks)
+            table = learner.table(host)
+            page = None
+            if fingerprinter is not None and (whole is None or reduction.state == "reduced"):
+                page = PageWords(fingerprinter, blocks)
+                reduction = replace(reduction, words=page)
             text = " ".join(blocks)
             if whole is None and reduction.state != "reduced":
-                whole = fingerprint(text)
+                whole = page.fingerprint() if page is not None else fingerprint(text)
             if whole is not None and degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
-            two = None
-            if reduction.state == "reduced" and own_fingerprints:
-                two = _TwoTexts(engine.fingerprinter, blocks, learner.table(host).is_boilerplate(reduction.hashes))
-            reduced = ((two.reduced() if two is not None else fingerprint(reduction.text))
-                       if reduction.state == "reduced" else None)
+            reduced = None
+            if reduction.state == "reduced":
+                # the page's first entry: its reduced text's simhash and sketch under its whole text's exact
+                # hash, so that an exact copy is found exact whatever its host's template did since
+                exact = whole.exact if whole is not None else page.exact() if page is not None else exact_hash(text)
+                if page is not None:
+                    reduced = page.fingerprint(~table.is_boilerplate(reduction.hashes), exact)
+                else:
+                    reduced = replace(fingerprint(reduction.text), exact=exact)
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
                 reduction = replace(reduction, text=text, state="whole", removed=0)
                 reduced = None
-                whole = whole or (two.whole() if two is not None else fingerprint(text))
+                whole = whole or (page.fingerprint(exact=exact) if page is not None
+                                  else fingerprint(text))
                 if degenerate(whole):
                     return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             reduced_stored = False
             if reduced is not None:
-                # the page's first entry: its reduced text's simhash and sketch under its whole text's exact
-                # hash, so that an exact copy is found exact whatever its host's template did since
-                exact = whole.exact if whole is not None else two.exact() if two is not None else exact_hash(text)
-                reduced = replace(reduced, exact=exact)
                 answer = store.check_and_add(url, reduced)
                 if answer[0] == "exact":
                     return Judgement(record(url, answer), reduced, reduction)
@@ -545,7 +589,8 @@ class BoilerplateJudge:
                         and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)):
                     return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
-            whole = whole or (two.whole() if two is not None else fingerprint(text))
+            whole = whole or (page.fingerprint(exact=reduced.exact if reduced is not None else None)
+                              if page is not None else fingerprint(text))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key
             answer = store.check_and_add(url, replace(whole, exact=second_key(whole.exact)) if reduced_stored
                                          else whole)
@@ -554,14 +599,18 @@ class BoilerplateJudge:
             if answer[0] == "near" and answer[1] == url and reduced_stored:
                 answer = ("unique", None, None)  # its own reduced text, stored a moment ago
             guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
-                                                                    degenerate)
+                                                                    degenerate, fingerprinter)
             if answer[0] == "near" and not guarded:  # the kept page's entry may be its text less boilerplate
                 return Judgement(record(url, answer), whole, reduction,
                                  reduced_match=learner.blocks_learned(self.host_of(answer[1] or "")) > 0)
             verdict = record(url, ("unique", None, None))
             rechecked = 0
-            for kept_url, again in learner.learn(host, url, reduction):
-                fp = fingerprint(again)
+            for kept_url, again in learner.learn_pages(host, url, reduction):
+                if fingerprinter is not None and again.words is not None:  # its words kept: not tokenized again
+                    kept = ~table.is_boilerplate(again.hashes) if again.state == "reduced" else None
+                    fp = again.words.fingerprint(kept)
+                else:
+                    fp = fingerprint(again.text)
                 if not degenerate(fp):
                     store.check_and_add(kept_url, replace(fp, exact=second_key(fp.exact)))
                     rechecked += 1
@@ -582,7 +631,8 @@ class BoilerplateJudge:
 
     def _template_undoes(self, host: str, page: Reduction, kept_url: str,
                          fingerprint: Callable[[str], ContentFingerprint],
-                         degenerate: Callable[[ContentFingerprint], bool]) -> bool:
+                         degenerate: Callable[[ContentFingerprint], bool],
+                         fingerprinter: ContentFingerprinter | None = None) -> bool:
         """Whether the page and ``kept_url`` (of ``host``, among its recent kept pages) could stop matching
         once their host's template is known (False when that cannot be told: the kept page's blocks are
         not at hand, or the template would change neither text).
@@ -602,13 +652,17 @@ class BoilerplateJudge:
         shared = np.intersect1d(page.hashes[page.hashes != 0], kept.hashes)
         if table.pages >= rule.min_pages:
             shared = shared[table.counts(shared) >= 2]
-        texts = []
+        texts, drops = [], []
         for reduction in (page, kept):
             drop = np.isin(reduction.hashes, shared) | table.is_boilerplate(reduction.hashes)
+            drops.append(drop)
             texts.append(" ".join(b for b, gone in zip(reduction.blocks, drop.tolist()) if not gone))
         if texts[0] == page.text and texts[1] == " ".join(kept.blocks):
             return False  # nothing would leave either text
-        fa, fb = fingerprint(texts[0]), fingerprint(texts[1])
+        if fingerprinter is not None and page.words is not None and kept.words is not None:
+            fa, fb = page.words.fingerprint(~drops[0]), kept.words.fingerprint(~drops[1])
+        else:
+            fa, fb = fingerprint(texts[0]), fingerprint(texts[1])
         if degenerate(fa) or degenerate(fb):
             return False  # too little left to judge: the match stands, as without learning
         return not self.engine.pair_matches(fa, fb)

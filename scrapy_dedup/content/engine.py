@@ -40,8 +40,8 @@ from scrapy_dedup.content.simhash import (
     SUPPORTED_BITS,
     exact_hash_words,
     hamming,
-    simhash_and_shingle_hashes,
-    simhash_words,
+    simhash_of_word_hashes,
+    token_hashes,
     words,
 )
 from scrapy_dedup.content.sketch import (
@@ -120,12 +120,15 @@ class ContentFingerprinter:
     def fingerprint_words(self, tokens: list[str], word_hashes: np.ndarray | None = None) -> ContentFingerprint:
         """The fingerprint of a text of ``tokens`` (its :func:`~scrapy_dedup.content.simhash.words`), the
         same as :meth:`fingerprint`'s; ``word_hashes``: their hashes if at hand (``token_hashes``)."""
-        if not self.sketch_size or not tokens:
-            simhash, sketch = simhash_words(tokens, self.shingle_size, self.bits), None
-        else:
-            simhash, hashes = simhash_and_shingle_hashes(tokens, self.shingle_size, self.bits, word_hashes)
-            sketch = make_sketch(hashes, self.sketch_size)
-        return ContentFingerprint(exact=exact_hash_words(tokens), simhash=simhash, words=len(tokens), sketch=sketch)
+        return self.fingerprint_hashes(token_hashes(tokens) if word_hashes is None else word_hashes,
+                                       exact_hash_words(tokens))
+
+    def fingerprint_hashes(self, word_hashes: np.ndarray, exact: bytes) -> ContentFingerprint:
+        """The fingerprint of a text from its words' hashes (``token_hashes``) and its ``exact`` hash
+        (``exact_hash_words``): the same as :meth:`fingerprint`'s of that text."""
+        simhash, shingles = simhash_of_word_hashes(word_hashes, self.shingle_size, self.bits)
+        sketch = make_sketch(shingles, self.sketch_size) if self.sketch_size and len(word_hashes) else None
+        return ContentFingerprint(exact=exact, simhash=simhash, words=len(word_hashes), sketch=sketch)
 
     def is_degenerate(self, fp: ContentFingerprint) -> bool:
         """Too short to fingerprint reliably: counted apart, never deduplicated or clustered."""

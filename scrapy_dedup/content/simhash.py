@@ -39,8 +39,8 @@ import numpy as np
 
 from scrapy_dedup._util.mix import fmix64_array as _fmix64
 
-__all__ = ["words", "simhash", "simhash_words", "exact_hash", "exact_hash_words", "hamming", "word_hash",
-           "SUPPORTED_BITS"]
+__all__ = ["words", "words_per_block", "simhash", "simhash_words", "exact_hash", "exact_hash_words", "hamming",
+           "word_hash", "SUPPORTED_BITS"]
 
 SUPPORTED_BITS = (64, 128)
 
@@ -65,6 +65,9 @@ _blake2b = hashlib.blake2b
 _ASCII_NON_WORD = {c: " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
 _ASCII_NON_WORD_BYTES = bytes(0x20 if c in _ASCII_NON_WORD else c for c in range(256))
 _ASCII_BYTES = bytes(range(128))
+# the same, but a newline stays a newline (words_per_block: where one block ends)
+_ASCII_NON_WORD_BUT_NEWLINE = {c: s for c, s in _ASCII_NON_WORD.items() if c != 10}
+_ASCII_NON_WORD_BUT_NEWLINE_BYTES = bytes(0x20 if c in _ASCII_NON_WORD_BUT_NEWLINE else c for c in range(256))
 
 
 def words(text: str) -> list[str]:
@@ -82,6 +85,38 @@ def words(text: str) -> list[str]:
         if not (char.isalnum() or char == "_"):
             data = data.replace(char.encode("utf-8", "surrogatepass"), b" ")
     return data.translate(_ASCII_NON_WORD_BYTES).decode("utf-8", "surrogatepass").split()
+
+
+def words_per_block(blocks: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """``words(" ".join(blocks))``, and how many of those words each block holds (int64, one per block).
+
+    One tokenization of the page: the blocks joined by newlines (a newline, like a space, is no word
+    character and leaves the lowercasing of its neighbours as it is), every other separator made a space
+    as :func:`words` does, then the words before each newline counted in numpy. A block holding a
+    newline itself (``page_blocks`` never makes one) is counted on its own."""
+    if not blocks:
+        return [], np.zeros(0, dtype=np.int64)
+    lowered = "\n".join(blocks).lower()
+    if lowered.isascii():
+        separated = lowered.translate(_ASCII_NON_WORD_BUT_NEWLINE)
+        data = separated.encode("ascii")
+    else:  # as words(): the non-ASCII separators to spaces in UTF-8, then the ASCII ones (newline kept)
+        data = lowered.encode("utf-8", "surrogatepass")
+        for char in set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")):
+            if not (char.isalnum() or char == "_"):
+                data = data.replace(char.encode("utf-8", "surrogatepass"), b" ")
+        data = data.translate(_ASCII_NON_WORD_BUT_NEWLINE_BYTES)
+        separated = data.decode("utf-8", "surrogatepass")
+    tokens = separated.split()
+    codes = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(codes == 10)
+    if len(newlines) != len(blocks) - 1:
+        return tokens, np.array([len(words(block)) for block in blocks], dtype=np.int64)
+    gap = (codes == 32) | (codes == 10)
+    starts = ~gap  # a word starts at a word byte after a gap (a word never holds a space or newline byte)
+    starts[1:] &= gap[:-1]
+    before = np.cumsum(starts, dtype=np.int64)[newlines]  # words started before each newline
+    return tokens, np.diff(np.concatenate(([0], before, [len(tokens)])))
 
 
 def word_hash(word: str) -> int:
@@ -198,8 +233,16 @@ def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bit
     _check(shingle_size, bits)
     if not tokens:
         return 0, np.zeros(0, dtype=np.uint64)
+    return simhash_of_word_hashes(token_hashes(tokens) if word_hashes is None else word_hashes, shingle_size, bits)
+
+
+def simhash_of_word_hashes(hashes: np.ndarray, shingle_size: int = 5, bits: int = 64) -> tuple[int, np.ndarray]:
+    """:func:`simhash_and_shingle_hashes` of a text from its words' hashes alone (``token_hashes``; the
+    arguments not checked again): what a page's other texts are fingerprinted from when their words are
+    the page's words less some blocks' (boilerplate learning)."""
+    if not len(hashes):
+        return 0, np.zeros(0, dtype=np.uint64)
     with np.errstate(over="ignore"):
-        hashes = token_hashes(tokens) if word_hashes is None else word_hashes
         states = _distinct(_shingle_states(hashes, shingle_size))
         mixed = _fmix64(states.copy())
         fp = _vote(mixed)
