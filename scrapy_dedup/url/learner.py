@@ -78,6 +78,10 @@ class OnlineDustLearner:
         self.fetched: dict[str, tuple[Any, int | None]] = {}  # fetched URL -> (exact, simhash)
         self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
         self.first_url: dict[str, str] = {}  # canonical key -> the URL that page was fetched at
+        #: URLs that answered (2xx) with nothing the learner reads (not a page, too short, the content index
+        #: away), and their keys under the rules in force: downloaded, so not sent past the dupefilter again
+        self.unread: set[str] = set()
+        self._unread_keys: set[str] = set()
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
@@ -322,10 +326,21 @@ class OnlineDustLearner:
             if key not in content:
                 content[key], first[key] = value, url
         self.content_of, self.first_url = content, first
+        self._unread_keys = {self.key_of(url) for url in self.unread}
 
     def is_fetched(self, key: str) -> bool:
         """Was a page with this canonical key (under the rules in force) fetched already?"""
         return key in self.content_of
+
+    def answered_unread(self, url: str) -> None:
+        """``url`` answered a response the learner cannot read (:attr:`unread`): not evidence, not a page an
+        exploration compares with, but downloaded: its key is :meth:`is_answered`."""
+        self.unread.add(url)
+        self._unread_keys.add(self.key_of(url))
+
+    def is_answered(self, key: str) -> bool:
+        """Was this key (under the rules in force) downloaded with an answer, read (:meth:`is_fetched`) or not?"""
+        return key in self.content_of or key in self._unread_keys
 
     # --- deferral ---
 
@@ -536,9 +551,11 @@ class OnlineDustLearner:
     def abandon_exploration(self, url: str) -> None:
         """The exploration of ``url`` brings no page to compare (cancelled, an error, no readable page): it
         checked nothing, so the values it was to check go back to its rules' budgets, for the next URL that
-        carries them."""
+        carries them. Counted (``events["explore_abandoned"]``); a URL is explored at most once
+        (:meth:`should_explore`), so giving values back cannot explore one URL again."""
         if self.exploring.pop(url, None) is None:
             return
+        self.events["explore_abandoned"] += 1
         for ident, value in self._explore_checks.pop(url, []):
             budget = self._budget.get(ident)
             if budget is not None:
