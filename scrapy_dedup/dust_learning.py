@@ -40,7 +40,7 @@ order 100: it sees responses after decompression and requests just before downlo
   brings no page (an error, or an answer the learner cannot read: not a page, too short, the content index
   away) checked nothing, and the values it was to check wait for another URL (``dedup/dust/explore_abandoned``;
   each URL is still explored at most once, so abandoning cannot loop). A URL that answered a page the learner
-  cannot read was downloaded all the same: other requests of its key are not sent past the dupefilter.
+  cannot read was downloaded all the same: a request dropped for it is not sent past the dupefilter again.
   An explored page that is the same page is a duplicate like any other: its items go the way of
   ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
@@ -173,7 +173,7 @@ class DustLearningMiddleware:
         # a redirect, a request sent again or released, or one the spider wants fetched: indexed, never parked
         may_park = not (request.dont_filter or request.meta.get("redirect_urls") or request.meta.get(DEFERRED_META))
         key = self.canonicalizer.canonicalize(request.url)
-        if self.learner.is_answered(key) or self.inflight.get(key):
+        if self.learner.is_fetched(key) or self.inflight.get(key):
             return  # the dupefilter, or the check before download, drops it
         if self.learner.deferral.consider(request.url, key, request, may_park):
             self.stats.inc_value("dedup/dust/deferred")
@@ -233,7 +233,7 @@ class DustLearningMiddleware:
             request.meta["dedup_dust_key"] = None
             return None
         key = self.canonicalizer.canonicalize(request.url)
-        if self.learner.is_answered(key) or self.inflight.get(key):
+        if self.learner.is_fetched(key) or self.inflight.get(key):
             self.stats.inc_value("dedup/dust/skipped_queued")
             self.learner.hold(request.url, request)
             logger.debug("DUST: %s dropped before download: %s was already fetched", request.url, key)
@@ -268,12 +268,13 @@ class DustLearningMiddleware:
         if "dust" not in self.fingerprinter.fired_switches(request):  # the key the dupefilter used (cached)
             return
         key = self.canonicalizer.canonicalize(request.url)
-        if not (request.meta.get(RESENT_META) or self.learner.is_answered(key) or self.inflight.get(key)):
+        if not (request.meta.get(RESENT_META) or self.learner.is_fetched(key) or self.inflight.get(key)
+                or request.url in self.learner.unread):
             # The dupefilter holds this key from a request that brought no page under it: a URL that
             # redirected to another key before the rule gave both one key (/a -> /a/, then "'/' -> ''"), or
             # an error. Dropped, the page of the key would be lost: sent again past the dupefilter, checked
-            # before download against the pages fetched by then. A key answered by a page the learner could
-            # not read was downloaded: sending it again fetched that very URL again, once per link to it.
+            # before download against the pages fetched by then. Not a URL that answered a page the learner
+            # cannot read (its key stays unfetched): sent again, it was fetched again once per link to it.
             self.stats.inc_value("dedup/dust/resent_unfetched_key")
             self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
             return

@@ -79,9 +79,8 @@ class OnlineDustLearner:
         self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
         self.first_url: dict[str, str] = {}  # canonical key -> the URL that page was fetched at
         #: URLs that answered (2xx) with nothing the learner reads (not a page, too short, the content index
-        #: away), and their keys under the rules in force: downloaded, so not sent past the dupefilter again
+        #: away): downloaded, so not sent past the dupefilter again (:meth:`answered_unread`)
         self.unread: set[str] = set()
-        self._unread_keys: set[str] = set()
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
@@ -326,21 +325,16 @@ class OnlineDustLearner:
             if key not in content:
                 content[key], first[key] = value, url
         self.content_of, self.first_url = content, first
-        self._unread_keys = {self.key_of(url) for url in self.unread}
 
     def is_fetched(self, key: str) -> bool:
         """Was a page with this canonical key (under the rules in force) fetched already?"""
         return key in self.content_of
 
     def answered_unread(self, url: str) -> None:
-        """``url`` answered a response the learner cannot read (:attr:`unread`): not evidence, not a page an
-        exploration compares with, but downloaded: its key is :meth:`is_answered`."""
+        """``url`` answered a response the learner cannot read: not evidence, not a page an exploration
+        compares with (its key stays unfetched, so other URLs of the key are still fetched: one of them may
+        be readable), but the URL itself was downloaded (:attr:`unread`)."""
         self.unread.add(url)
-        self._unread_keys.add(self.key_of(url))
-
-    def is_answered(self, key: str) -> bool:
-        """Was this key (under the rules in force) downloaded with an answer, read (:meth:`is_fetched`) or not?"""
-        return key in self.content_of or key in self._unread_keys
 
     # --- deferral ---
 
