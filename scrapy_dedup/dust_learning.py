@@ -37,7 +37,10 @@ order 100: it sees responses after decompression and requests just before downlo
   explored page that differs from its key's page deactivates the learned rules that fired for it
   (logged, ``dedup/dust/deactivated``). An exploration answered by a redirect is judged on the
   page the redirect leads to (its request is not dropped under the rules it checks); one that
-  brings no page (an error) checked nothing, and the values it was to check wait for another URL.
+  brings no page (an error, or an answer the learner cannot read: not a page, too short, the content index
+  away) checked nothing, and the values it was to check wait for another URL (``dedup/dust/explore_abandoned``;
+  each URL is still explored at most once, so abandoning cannot loop). A URL that answered a page the learner
+  cannot read was downloaded all the same: a request dropped for it is not sent past the dupefilter again.
   An explored page that is the same page is a duplicate like any other: its items go the way of
   ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
@@ -265,11 +268,13 @@ class DustLearningMiddleware:
         if "dust" not in self.fingerprinter.fired_switches(request):  # the key the dupefilter used (cached)
             return
         key = self.canonicalizer.canonicalize(request.url)
-        if not (request.meta.get(RESENT_META) or self.learner.is_fetched(key) or self.inflight.get(key)):
+        if not (request.meta.get(RESENT_META) or self.learner.is_fetched(key) or self.inflight.get(key)
+                or request.url in self.learner.unread):
             # The dupefilter holds this key from a request that brought no page under it: a URL that
             # redirected to another key before the rule gave both one key (/a -> /a/, then "'/' -> ''"), or
             # an error. Dropped, the page of the key would be lost: sent again past the dupefilter, checked
-            # before download against the pages fetched by then.
+            # before download against the pages fetched by then. Not a URL that answered a page the learner
+            # cannot read (its key stays unfetched): sent again, it was fetched again once per link to it.
             self.stats.inc_value("dedup/dust/resent_unfetched_key")
             self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
             return
@@ -297,13 +302,15 @@ class DustLearningMiddleware:
                 self.stats.inc_value("dedup/dust/redirect_rewrite_failed")
                 meta = {k: v for k, v in request.meta.items() if k != "dedup_dust_key"}
                 return request.replace(url=original, dont_filter=True, meta={**meta, REWRITTEN_META: original})
-        if not (200 <= response.status < 300) or not isinstance(response, TextResponse):
+        if not (200 <= response.status < 300):
             self.learner.abandon_exploration(request.url)  # no page to compare: it checked nothing
+            self._sync_stats()
             return response
+        if not isinstance(response, TextResponse):
+            return self._unread(request, response)
         content, sim = self._content_of(response)
         if content is None:  # not a page, unreadable, too short, or the content index away
-            self.learner.abandon_exploration(request.url)
-            return response
+            return self._unread(request, response)
         deactivated = self._judge_exploration(request.url, content, sim)
         before = self.learner.pages
         redirects = request.meta.get("redirect_urls") or ()
@@ -320,14 +327,28 @@ class DustLearningMiddleware:
             self.learner.declared(response.url, canonical, content, sim)
         self._canonical_changes()
         self.stats.set_value("dedup/dust/learned_pages", self.learner.pages)
+        self._sync_stats()
+        return response
+
+    def _unread(self, request: Request, response: Response) -> Response:
+        """A 2xx answer the learner cannot read: an exploration checked nothing (its values go back to its
+        rules; the URL is not explored again); the URL was downloaded all the same (not sent again)."""
+        self.learner.abandon_exploration(request.url)
+        self.learner.answered_unread(request.url)
+        if response.url != request.url:
+            self.learner.answered_unread(response.url)
+        self._sync_stats()
+        return response
+
+    def _sync_stats(self) -> None:
         events = self.learner.events
-        for name in ("explored", "explore_agreed", "explore_violations", "mining_runs", "aliases"):
+        for name in ("explored", "explore_agreed", "explore_violations", "explore_abandoned", "mining_runs",
+                     "aliases"):
             if events[name]:
                 self.stats.set_value(f"dedup/dust/{name}", events[name])
         for name in ("confirmed", "refused", "used", "ignored"):
             if events[f"canonical_{name}"]:
                 self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
-        return response
 
     def _judge_exploration(self, url: str, content: Any, sim: int | None) -> bool:
         """``url``'s page, when it is an exploration, judged against its key's page; True when rules were
@@ -379,6 +400,7 @@ class DustLearningMiddleware:
     # --- crawl end ---
 
     def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
+        self._sync_stats()  # explorations abandoned or errors after the last page read
         rules = self.learner.rules
         logger.info("DUST learning: %d page(s), %d rule(s) learned and in force, %d deactivated",
                     self.learner.pages, len(self.learner.learned), self.learner.events["deactivated"])

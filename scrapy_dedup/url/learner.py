@@ -78,6 +78,9 @@ class OnlineDustLearner:
         self.fetched: dict[str, tuple[Any, int | None]] = {}  # fetched URL -> (exact, simhash)
         self.content_of: dict[str, tuple[Any, int | None]] = {}  # canonical key -> content of its first page
         self.first_url: dict[str, str] = {}  # canonical key -> the URL that page was fetched at
+        #: URLs that answered (2xx) with nothing the learner reads (not a page, too short, the content index
+        #: away): downloaded, so not sent past the dupefilter again (:meth:`answered_unread`)
+        self.unread: set[str] = set()
         self.exploring: dict[str, str] = {}  # URL let through for exploration -> the key it collapses onto
         self._decided: set[str] = set()  # URLs an exploration decision was taken for (once per URL)
         self._explore_taken: set[str] = set()  # explorations whose request went to download
@@ -327,6 +330,12 @@ class OnlineDustLearner:
         """Was a page with this canonical key (under the rules in force) fetched already?"""
         return key in self.content_of
 
+    def answered_unread(self, url: str) -> None:
+        """``url`` answered a response the learner cannot read: not evidence, not a page an exploration
+        compares with (its key stays unfetched, so other URLs of the key are still fetched: one of them may
+        be readable), but the URL itself was downloaded (:attr:`unread`)."""
+        self.unread.add(url)
+
     # --- deferral ---
 
     def release_deferred(self) -> list[Any]:
@@ -536,9 +545,11 @@ class OnlineDustLearner:
     def abandon_exploration(self, url: str) -> None:
         """The exploration of ``url`` brings no page to compare (cancelled, an error, no readable page): it
         checked nothing, so the values it was to check go back to its rules' budgets, for the next URL that
-        carries them."""
+        carries them. Counted (``events["explore_abandoned"]``); a URL is explored at most once
+        (:meth:`should_explore`), so giving values back cannot explore one URL again."""
         if self.exploring.pop(url, None) is None:
             return
+        self.events["explore_abandoned"] += 1
         for ident, value in self._explore_checks.pop(url, []):
             budget = self._budget.get(ident)
             if budget is not None:
