@@ -44,6 +44,9 @@ from scrapy_dedup.content.sketch import Resemblance, VerifyRule, make_sketch, re
 
 M32 = np.uint64(0xFFFFFFFF)
 RULE = VerifyRule()
+VERIFIERS = (SyndromeVerifier(t=28), SyndromeVerifier(t=20, t1=8, fallback="strata"),
+             SyndromeVerifier(t=20, fallback="odd", odd_bits=144), SyndromeVerifier(t=24, fallback="odd", odd_bits=112),
+             SyndromeVerifier(t=40, fallback="odd", odd_bits=352))
 Decider = Callable[[np.ndarray, np.ndarray], bool]
 
 
@@ -112,14 +115,12 @@ def main() -> None:
         deciders[f"odd{m}"] = odd_sketch(m)
     for k in (512, 640):
         deciders[f"oph{k}"] = one_permutation(k)
-    for verifier in (SyndromeVerifier(t=28), SyndromeVerifier(t=20, t1=8, fallback="strata"),
-                     SyndromeVerifier(t=56), SyndromeVerifier(t=40, t1=20, fallback="strata")):
-        name = f"syn{verifier.t}" + (f"+{verifier.t1}" if verifier.t1 else "")
-        deciders[name] = verifier.near
-        print(f"{name}: {verifier.nbytes} bytes", file=sys.stderr)
+    for verifier in VERIFIERS:
+        deciders[verifier.name] = verifier.near
     rng = np.random.default_rng(args.seed)
     print(f"share of {args.pairs} random pairs accepted ({args.common} common shingles; "
-          f"rule max_diff={RULE.max_diff:g}, long_page={RULE.long_page})")
+          f"rule max_diff={RULE.max_diff:g}, long_page={RULE.long_page}; bytes: "
+          + ", ".join(f"{v.name} {v.nbytes}" for v in VERIFIERS) + ")")
     print(f"{'own a:b':>12s} " + " ".join(f"{name:>10s}" for name in deciders))
     for spec in args.own.split(","):
         own, _, shared_count = spec.partition("@")

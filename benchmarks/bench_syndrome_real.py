@@ -11,7 +11,7 @@ Then (``--score``) the whole corpus again with each syndrome sketch deciding in 
 bottom-256: precision, recall, F1, wrong drops and recall per duplicate kind, scored as
 ``bench_quality.py`` scores them.
 
-    python benchmarks/bench_syndrome_real.py --score
+    python benchmarks/bench_syndrome_real.py --score all
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
 from typing import Callable, Optional
 
 import numpy as np
@@ -30,13 +29,13 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import bench_quality as bq  # noqa: E402
 import quality_corpus as qc  # noqa: E402
-from syndrome_sketch import SyndromeVerifier  # noqa: E402
 
 from scrapy_dedup.content import engine  # noqa: E402
 from scrapy_dedup.content.sketch import Resemblance, Sketch, VerifyRule, make_sketch  # noqa: E402
 
-VERIFIERS = {"syn28": SyndromeVerifier(t=28), "syn20+8": SyndromeVerifier(t=20, t1=8, fallback="strata"),
-             "syn56": SyndromeVerifier(t=56), "syn40+20": SyndromeVerifier(t=40, t1=20, fallback="strata")}
+from bench_sketch_limit import VERIFIERS as _VERIFIERS  # noqa: E402
+
+VERIFIERS = {v.name: v for v in _VERIFIERS}
 PAIRS: list[tuple[np.ndarray, np.ndarray]] = []  # the first real pairs, for the CPU timing
 HASHES: dict[tuple[bytes, int], np.ndarray] = {}  # a sketch's (values, count) -> the page's shingle hashes
 
@@ -103,7 +102,9 @@ def main() -> int:
     ap.add_argument("--live-per-source", type=int, default=None, help="default per-source / 2")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--boilerplate", action="store_true", help="ours + boilerplate learning instead of ours")
-    ap.add_argument("--score", action="store_true", help="also score the corpus with each syndrome sketch deciding")
+    ap.add_argument("--score", default="", help="comma-separated sketches (or 'all') to score the corpus with, "
+                    "each deciding in place of bottom-256")
+    ap.add_argument("--no-pairs", action="store_true", help="skip the bottom-256 pass (pair agreement, CPU)")
     args = ap.parse_args()
     live = args.live_per_source if args.live_per_source is not None else args.per_source // 2
     sources = qc.ensure_sources(install=False)
@@ -115,7 +116,11 @@ def main() -> int:
     print(f"corpus (seed {args.seed}): {len(pages)} pages; "
           f"{'ours + boilerplate learning' if args.boilerplate else 'ours'}")
     engine.make_sketch = _recording_make_sketch  # type: ignore[assignment]  # record every page's hashes
-    names = ["bottom-256", *VERIFIERS] if args.score else ["bottom-256"]
+    scored = list(VERIFIERS) if args.score == "all" else [n for n in args.score.split(",") if n]
+    unknown = set(scored) - set(VERIFIERS)
+    if unknown:
+        ap.error(f"unknown sketches {sorted(unknown)}; known: {', '.join(VERIFIERS)}")
+    names = ([] if args.no_pairs else ["bottom-256"]) + scored
     for decide_by in names:
         log: list[dict] = []
         HASHES.clear()
@@ -141,8 +146,6 @@ def main() -> int:
             nbytes = VERIFIERS[name].nbytes if name in VERIFIERS else 0
             print(f"  {name:<12} {nbytes:>5} {len(diff):>14} {f'{merges}/{len(diff) - merges}':>16} "
                   f"{sum(r[name] != r['exact'] for r in rows):>9}")
-        by_class = Counter((r["exact"], r["bottom-256"], r["syn28"]) for r in rows)
-        print("  (exact, bottom-256, syn28) -> pairs:", dict(sorted(by_class.items())))
         if PAIRS:
             for name, verifier in VERIFIERS.items():
                 sketches = [(verifier.sketch(a), verifier.sketch(b)) for a, b in PAIRS]

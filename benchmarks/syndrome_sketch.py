@@ -34,12 +34,19 @@ at that lower bound it rejects: exact for every pair of nearly equal lengths
 * ``"strata"``: a second level of ``t1`` syndromes over the shingles whose hash bits 40-42
   are zero (rate 1/8) with its own count (2 bytes); if its difference decodes, its
   one-sided counts ``only_a1, only_b1`` are exact and ``8 * min(only_a1, only_b1)``
-  estimates the smaller side's own shingles (coarse: a binomial of rate 1/8).
+  estimates the smaller side's own shingles (coarse: a binomial of rate 1/8);
+* ``"odd"``: an odd sketch of ``odd_bits`` bits (Mitzenmacher, Pagh and Pham 2014: each
+  shingle flips the bit its hash's top 32 bits pick) estimates ``d`` from the ``z`` bits in
+  which two pages differ, ``d = ln(1 - 2z/m) / ln(1 - 2/m)``: about 2-3 bits per differing
+  shingle where a syndrome costs 16, but an estimate, not a count; saturated (``z >= 0.45 m``,
+  ``d`` beyond about ``1.2 m``) it rejects.
 
-Bytes: ``2 + 2t`` (``"bound"``), ``2 + 2t + 2 + 2t1`` (``"strata"``).
+Bytes: ``2 + 2t`` (``"bound"``), ``2 + 2t + 2 + 2t1`` (``"strata"``), ``2 + 2t + odd_bits / 8``
+(``"odd"``).
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -190,6 +197,7 @@ class SyndromeSketch:
     odd: np.ndarray  # t uint16 odd power sums of every shingle
     sub_shingles: int = 0  # shingles in the 1/8 subsample (strata level), when t1 > 0
     sub_odd: Optional[np.ndarray] = None
+    parity_bits: Optional[np.ndarray] = None  # the odd sketch (bools), when odd_bits > 0
 
 
 @dataclass(frozen=True)
@@ -198,20 +206,30 @@ class SyndromeVerifier:
 
     t: int = 28
     t1: int = 0
-    fallback: str = "bound"  # or "strata" (needs t1 > 0)
+    fallback: str = "bound"  # or "strata" (needs t1 > 0), or "odd" (needs odd_bits > 0)
+    odd_bits: int = 0
     rule: VerifyRule = VerifyRule()
 
     def __post_init__(self) -> None:
-        if self.fallback not in ("bound", "strata") or (self.fallback == "strata") != (self.t1 > 0):
-            raise ValueError("fallback 'strata' needs t1 > 0, 'bound' t1 == 0")
+        if (self.fallback not in ("bound", "strata", "odd") or (self.fallback == "strata") != (self.t1 > 0)
+                or (self.fallback == "odd") != (self.odd_bits > 0)):
+            raise ValueError("fallback 'strata' needs t1 > 0, 'odd' odd_bits > 0, 'bound' neither")
+
+    @property
+    def name(self) -> str:
+        return f"syn{self.t}" + (f"+{self.t1}" if self.t1 else "") + (f"+odd{self.odd_bits}" if self.odd_bits else "")
 
     @property
     def nbytes(self) -> int:
-        return 2 + 2 * self.t + (2 + 2 * self.t1 if self.t1 else 0)
+        return 2 + 2 * self.t + (2 + 2 * self.t1 if self.t1 else 0) + self.odd_bits // 8
 
     def sketch(self, shingle_hashes: np.ndarray) -> SyndromeSketch:
         h = np.asarray(shingle_hashes, dtype=np.uint64)
         xs = elements(h)
+        if self.odd_bits:
+            cell = ((h >> np.uint64(32)) * np.uint64(self.odd_bits)) >> np.uint64(32)
+            parity = (np.bincount(cell.astype(np.intp), minlength=self.odd_bits) & 1).astype(bool)
+            return SyndromeSketch(len(h), odd_power_sums(xs, self.t), parity_bits=parity)
         if not self.t1:
             return SyndromeSketch(len(h), odd_power_sums(xs, self.t))
         sub = ((h >> SUBSAMPLE_SHIFT) & SUBSAMPLE_MASK) == 0
@@ -233,6 +251,14 @@ class SyndromeVerifier:
             return False  # exact: the rule is monotone in d
         if self.fallback == "bound":
             return True
+        if self.fallback == "odd":
+            assert a.parity_bits is not None and b.parity_bits is not None
+            m = self.odd_bits
+            z = int(np.count_nonzero(a.parity_bits ^ b.parity_bits))
+            if z >= 0.45 * m:  # saturated (d beyond about 1.2 m): no estimate, and far past short pages' limit
+                return False
+            estimate = math.log(1 - 2 * z / m) / math.log(1 - 2 / m)
+            return self._accepts_at(max(low, estimate), na, nb)
         assert a.sub_odd is not None and b.sub_odd is not None
         d1 = difference_size(a.sub_odd, b.sub_odd)
         if d1 is None:

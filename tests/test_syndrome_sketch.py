@@ -94,3 +94,15 @@ def test_the_bound_fallback_merges_a_longer_sibling_which_the_strata_level_may_n
     assert ss.SyndromeVerifier(t=20, t1=8, fallback="strata").nbytes == 60
     with pytest.raises(ValueError):
         ss.SyndromeVerifier(t=20, t1=0, fallback="strata")
+    with pytest.raises(ValueError):
+        ss.SyndromeVerifier(t=20, fallback="odd")
+
+
+def test_the_odd_fallback_estimates_long_pages_difference():
+    """Long pages (the rule's relative clause): d = 120 at 1,000 common is near, d = 400 is not."""
+    rng = np.random.default_rng(9)
+    verifier = ss.SyndromeVerifier(t=20, fallback="odd", odd_bits=144)
+    assert verifier.nbytes == 60
+    near = [verifier.near(*_hash_pair(rng, 1000, 60, 60)) for _ in range(20)]
+    far = [verifier.near(*_hash_pair(rng, 1000, 200, 200)) for _ in range(20)]
+    assert sum(near) >= 18 and not any(far)
