@@ -17,7 +17,10 @@ This measures, over random pairs of pages sharing ``--common`` shingles with ``a
 * ``syn<t>``: ``t`` BCH syndromes of 16 bits (PinSketch, ``syndrome_sketch.py``): the
   difference decoded exactly up to ``t`` shingles, decided at its lower bound beyond;
   ``syn<t>+<t1>``: with a second level of ``t1`` syndromes on a 1/8 subsample for
-  pages of unequal lengths.
+  pages of unequal lengths; ``syn<t>+odd<m>``: with an odd sketch of ``m`` bits estimating
+  the difference past ``t`` (long pages: the rule's relative clause).
+
+``a:b@c`` rows take ``c`` common shingles instead of ``--common``.
 
 The prototypes are written here only to measure them; they are not the package's code.
 

@@ -19,3 +19,5 @@ def test_rates_of_every_sketch_on_both_sides_of_the_limit():
     assert set(rates) == {"5:5", "16:16"} and "bottom-256" in names and "odd384" in names
     assert rates["5:5"]["exact"] == rates["5:5"]["bottom-256"] == 1.0
     assert rates["16:16"]["exact"] == rates["16:16"]["bottom-256"] == 0.0
+    # the syndrome sketch decodes 5:5 (d = 10 <= 28) exactly and rejects 16:16 (d = 32 > 28, equal lengths)
+    assert rates["5:5"]["syn28"] == 1.0 and rates["16:16"]["syn28"] == 0.0
