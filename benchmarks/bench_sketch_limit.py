@@ -13,7 +13,14 @@ This measures, over random pairs of pages sharing ``--common`` shingles with ``a
   expected cancellations added in whole pairs);
 * ``oph<k>``: one-permutation minwise hashing (Li et al. 2012) with ``k`` bins, one bit
   kept per bin (b-bit, Li and Koenig 2010), empty bins densified by rotation
-  (Shrivastava 2017); ``J`` from the share of equal bits, own counts from ``J``.
+  (Shrivastava 2017); ``J`` from the share of equal bits, own counts from ``J``;
+* ``syn<t>``: ``t`` BCH syndromes of 16 bits (PinSketch, ``syndrome_sketch.py``): the
+  difference decoded exactly up to ``t`` shingles, decided at its lower bound beyond;
+  ``syn<t>+<t1>``: with a second level of ``t1`` syndromes on a 1/8 subsample for
+  pages of unequal lengths; ``syn<t>+odd<m>``: with an odd sketch of ``m`` bits estimating
+  the difference past ``t`` (long pages: the rule's relative clause).
+
+``a:b@c`` rows take ``c`` common shingles instead of ``--common``.
 
 The prototypes are written here only to measure them; they are not the package's code.
 
@@ -32,10 +39,17 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+sys.path.insert(0, HERE)
+
+from syndrome_sketch import SyndromeVerifier  # noqa: E402
+
 from scrapy_dedup.content.sketch import Resemblance, VerifyRule, make_sketch, resemblance  # noqa: E402
 
 M32 = np.uint64(0xFFFFFFFF)
 RULE = VerifyRule()
+VERIFIERS = (SyndromeVerifier(t=28), SyndromeVerifier(t=20, t1=8, fallback="strata"),
+             SyndromeVerifier(t=20, fallback="odd", odd_bits=144), SyndromeVerifier(t=24, fallback="odd", odd_bits=112),
+             SyndromeVerifier(t=40, fallback="odd", odd_bits=352))
 Decider = Callable[[np.ndarray, np.ndarray], bool]
 
 
@@ -93,8 +107,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=1000, help="random pairs per row")
     ap.add_argument("--common", type=int, default=200, help="shingles the two pages share")
-    ap.add_argument("--own", default="5:5,10:10,0:40,11:11,12:12,12:13,16:16",
-                    help="comma-separated a:b shingles of each page's own")
+    ap.add_argument("--own", default="5:5,10:10,0:40,11:11,12:12,12:13,16:16,12:50,3:60,"
+                    "60:60@1000,100:100@1000",
+                    help="comma-separated a:b shingles of each page's own, a:b@c with c common ones "
+                         "instead of --common (long pages: the rule's relative clause)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     deciders: dict[str, Decider] = {"exact": exact, "bottom-256": bottom_k}
@@ -102,20 +118,25 @@ def main() -> None:
         deciders[f"odd{m}"] = odd_sketch(m)
     for k in (512, 640):
         deciders[f"oph{k}"] = one_permutation(k)
+    for verifier in VERIFIERS:
+        deciders[verifier.name] = verifier.near
     rng = np.random.default_rng(args.seed)
     print(f"share of {args.pairs} random pairs accepted ({args.common} common shingles; "
-          f"rule max_diff={RULE.max_diff:g}, long_page={RULE.long_page})")
-    print(f"{'own a:b':>8s} " + " ".join(f"{name:>10s}" for name in deciders))
+          f"rule max_diff={RULE.max_diff:g}, long_page={RULE.long_page}; bytes: "
+          + ", ".join(f"{v.name} {v.nbytes}" for v in VERIFIERS) + ")")
+    print(f"{'own a:b':>12s} " + " ".join(f"{name:>10s}" for name in deciders))
     for spec in args.own.split(","):
-        own_a, own_b = (int(x) for x in spec.split(":"))
+        own, _, shared_count = spec.partition("@")
+        own_a, own_b = (int(x) for x in own.split(":"))
+        n_common = int(shared_count) if shared_count else args.common
         accepted = dict.fromkeys(deciders, 0)
         for _ in range(args.pairs):
-            shared = rng.integers(0, 2**64, size=args.common, dtype=np.uint64)
+            shared = rng.integers(0, 2**64, size=n_common, dtype=np.uint64)
             a = np.unique(np.concatenate([shared, rng.integers(0, 2**64, size=own_a, dtype=np.uint64)]))
             b = np.unique(np.concatenate([shared, rng.integers(0, 2**64, size=own_b, dtype=np.uint64)]))
             for name, decide in deciders.items():
                 accepted[name] += decide(a, b)
-        print(f"{spec:>8s} " + " ".join(f"{accepted[n] / args.pairs:10.3f}" for n in deciders), flush=True)
+        print(f"{spec:>12s} " + " ".join(f"{accepted[n] / args.pairs:10.3f}" for n in deciders), flush=True)
 
 
 if __name__ == "__main__":
