@@ -40,10 +40,10 @@ from scrapy_dedup._util.redis_policy import (
     secrets_of,
     wait_until_reachable,
 )
-from scrapy_dedup.seen.base import SeenSet, bloom_size
+from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -289,10 +289,8 @@ class BloomDupeFilter(_SeenDupeFilter):
                        checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
                        fingerprinter=crawler.request_fingerprinter, stats=crawler.stats, frontier=frontier)
         except (MemoryError, OverflowError):  # the filter is allocated whole at start: too large for this machine
-            raise DedupConfigError(
-                f"DEDUP_BLOOM_CAPACITY ({cfg.bloom_capacity}) at DEDUP_BLOOM_ERROR_RATE ({cfg.bloom_error_rate}) "
-                f"needs a Bloom filter of {bloom_size(cfg.bloom_capacity, cfg.bloom_error_rate)[0] // 8:,} bytes, "
-                "more than can be allocated: lower the capacity (the filter grows past it)") from None
+            raise unallocatable_bloom("DEDUP_BLOOM_CAPACITY", cfg.bloom_capacity,
+                                      "DEDUP_BLOOM_ERROR_RATE", cfg.bloom_error_rate) from None
 
     def _load(self, capacity: int, error_rate: float, on_corrupt: str) -> BloomSeenSet:
         if self.path is None or not self.path.exists():

@@ -54,7 +54,7 @@ from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
 from scrapy_dedup.url.mining import REDUCED_BASIS, normal_text_hash, same_page_evidence
 from scrapy_dedup.url.policy import DomainMap
 
@@ -227,8 +227,7 @@ class DedupExtension:
 
     def _boilerplate_learner(self, cfg: DedupSettings) -> BoilerplateLearner:
         """The per-host block tables: in this process, or shared through Redis with the Redis content index."""
-        rule = BoilerplateRule(min_pages=cfg.boilerplate_min_pages, warmup_pages=cfg.boilerplate_warmup_pages,
-                               capacity=cfg.boilerplate_capacity)
+        rule = BoilerplateRule.from_params(cfg)
         if cfg.content_backend != "redis":
             return BoilerplateLearner(rule)
         from scrapy_dedup.content.redis_boilerplate import RedisBlockTable, shared_salt, table_prefix
@@ -242,17 +241,13 @@ class DedupExtension:
         """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
         shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
         from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet, RedisBloomSeenSet
-        from scrapy_dedup.seen.base import bloom_size
 
         if cfg.content_backend != "redis":
             try:
                 seen_blocks = BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate)
             except (MemoryError, OverflowError):  # allocated whole at start: too large for this machine
-                raise DedupConfigError(
-                    f"DEDUP_PARAGRAPHS_CAPACITY ({cfg.paragraphs_capacity}) at DEDUP_PARAGRAPHS_ERROR_RATE "
-                    f"({cfg.paragraphs_error_rate}) needs a Bloom filter of "
-                    f"{bloom_size(cfg.paragraphs_capacity, cfg.paragraphs_error_rate)[0] // 8:,} bytes, more than "
-                    "can be allocated: lower the capacity (the filter grows past it)") from None
+                raise unallocatable_bloom("DEDUP_PARAGRAPHS_CAPACITY", cfg.paragraphs_capacity,
+                                          "DEDUP_PARAGRAPHS_ERROR_RATE", cfg.paragraphs_error_rate) from None
             return ParagraphDeduplicator(seen_blocks, cfg.paragraphs_min_chars)
         key = self._paragraph_key()
         try:

@@ -35,6 +35,18 @@ def load_setting_object(value: Any, setting: str) -> Any:
         raise DedupConfigError(f"{setting}: cannot load {value!r}: {exc}") from None
 
 
+def unallocatable_bloom(capacity_setting: str, capacity: int, error_rate_setting: str,
+                        error_rate: float) -> DedupConfigError:
+    """The start-up error of a local Bloom filter (allocated whole at start) too large for this machine: a
+    ``MemoryError`` or an ``OverflowError`` while it was built, told with the settings and the bytes needed."""
+    from scrapy_dedup.seen.base import bloom_size
+
+    return DedupConfigError(
+        f"{capacity_setting} ({capacity}) at {error_rate_setting} ({error_rate}) needs a Bloom filter of "
+        f"{bloom_size(capacity, error_rate)[0] // 8:,} bytes, more than can be allocated: lower the capacity "
+        "(the filter grows past it)")
+
+
 # --- converters: (value, setting name) -> normalized value, or DedupConfigError ---
 
 Converter = Callable[[Any, str], Any]

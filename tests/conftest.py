@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from tests.support.redis_server import RedisServer, redis_required
+from tests.support import require
+from tests.support.redis_server import RedisServer, redis_required, start_cluster
 
 
 @pytest.fixture(scope="session")
@@ -18,6 +19,18 @@ def redis_server():
     server = RedisServer().start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
+    """A real three-node Redis Cluster on loopback, for the module's tests (they may kill and restart a node)."""
+    require(shutil.which("redis-cli") is not None, "redis-cli is missing: apt-get install redis-tools")
+    nodes = start_cluster(3)
+    try:
+        yield nodes
+    finally:
+        for node in nodes:
+            node.stop()
 
 
 @pytest.fixture

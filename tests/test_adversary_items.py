@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import scrapy
+import attrs  # a dependency of Twisted, so of Scrapy: always there (never skipped)
 from itemadapter import ItemAdapter
 from pytest_twisted import inlineCallbacks
 
@@ -24,7 +25,6 @@ from tests.contentsite import ContentSite
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
 
-attrs = pytest.importorskip("attrs")
 
 pytestmark = pytest.mark.crawl
 

@@ -3,32 +3,19 @@ its boilerplate tables, the paragraph seen set), on one real redis-server and on
 and nothing else."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 import redis
 from pytest_twisted import inlineCallbacks
 
-from tests.support import require
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
-from tests.support.redis_server import free_port, start_cluster
+from tests.support.redis_server import free_port
 from tests.test_crawl_paragraphs import ADDON, FIELD, PAGES, SITE, PagesSpider, expected_fields, host_path
 
 PREFIX = "dedup:paragraphs:content"  # DEDUP_REDIS_INDEX_KEY for PagesSpider
 #: keys of others that a flush must leave alone (one starts with the index key's text)
 OTHERS = ("dedup:paragraphs:contentious", "other:key")
-
-
-@pytest.fixture(scope="module")
-def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
-    require(shutil.which("redis-cli") is not None, "redis-cli is missing: apt-get install redis-tools")
-    nodes = start_cluster(3)
-    try:
-        yield nodes
-    finally:
-        for node in nodes:
-            node.stop()
 
 
 def settings_for(url: str, cluster: bool) -> dict:

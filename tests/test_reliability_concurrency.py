@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -27,26 +26,13 @@ from pathlib import Path
 import pytest
 from pytest_twisted import inlineCallbacks
 
-from tests.support import require
 from tests.reliabilitysite import LinkedSite
 from tests.support.localsite import LocalSite
-from tests.support.redis_server import start_cluster
 
 pytestmark = [pytest.mark.redis, pytest.mark.crawl]
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 4
-
-
-@pytest.fixture(scope="module")
-def redis_cluster(redis_server):  # redis_server: skips (or fails under CI) without redis-server
-    require(shutil.which("redis-cli") is not None, "redis-cli is missing: apt-get install redis-tools")
-    nodes = start_cluster(3)
-    try:
-        yield nodes
-    finally:
-        for node in nodes:
-            node.stop()
 
 
 class EntryBarrier:

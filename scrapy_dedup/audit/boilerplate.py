@@ -41,9 +41,7 @@ class PageBlocks:
 
 def learner_for(cfg: Any) -> BoilerplateLearner:
     """A learner with the thresholds of ``cfg`` (``boilerplate_min_pages``, ``_warmup_pages``, ``_capacity``)."""
-    return BoilerplateLearner(BoilerplateRule(min_pages=cfg.boilerplate_min_pages,
-                                              warmup_pages=cfg.boilerplate_warmup_pages,
-                                              capacity=cfg.boilerplate_capacity))
+    return BoilerplateLearner(BoilerplateRule.from_params(cfg))
 
 
 class _Hosts:

@@ -191,6 +191,13 @@ class BoilerplateRule:
     min_words: int = 20
     recheck_pages: int = 32
 
+    @classmethod
+    def from_params(cls, params: Any) -> "BoilerplateRule":
+        """The rule of an object with the engine parameters' ``boilerplate_*`` attributes (the crawl's
+        settings, the audit's config, the parameters' defaults)."""
+        return cls(min_pages=params.boilerplate_min_pages, warmup_pages=params.boilerplate_warmup_pages,
+                   capacity=params.boilerplate_capacity)
+
     def __post_init__(self) -> None:
         for name in ("min_pages", "min_block_words", "capacity", "min_words"):
             value = getattr(self, name)

@@ -115,13 +115,8 @@ class ContentFingerprinter:
 
         Simhash and sketch come from one pass over the shingle hashes.
         """
-        return self.fingerprint_words(words(text))
-
-    def fingerprint_words(self, tokens: list[str], word_hashes: np.ndarray | None = None) -> ContentFingerprint:
-        """The fingerprint of a text of ``tokens`` (its :func:`~scrapy_dedup.content.simhash.words`), the
-        same as :meth:`fingerprint`'s; ``word_hashes``: their hashes if at hand (``token_hashes``)."""
-        return self.fingerprint_hashes(token_hashes(tokens) if word_hashes is None else word_hashes,
-                                       exact_hash_words(tokens))
+        tokens = words(text)
+        return self.fingerprint_hashes(token_hashes(tokens), exact_hash_words(tokens))
 
     def fingerprint_hashes(self, word_hashes: np.ndarray, exact: bytes) -> ContentFingerprint:
         """The fingerprint of a text from its words' hashes (``token_hashes``) and its ``exact`` hash

@@ -217,13 +217,8 @@ else:  # pragma: no cover - Python 3.9
         return bin(a ^ b).count("1")
 
 
-def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64,
-                               word_hashes: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bits: int = 64) -> tuple[int, np.ndarray]:
     """``(simhash_words(tokens, ...), distinct shingle hashes)`` from one pass over the shingles.
-
-    ``word_hashes``: the hashes of ``tokens`` (:func:`token_hashes`) if already at hand: a caller that
-    fingerprints two texts of one page (boilerplate learning: the whole text and the text less the
-    host's template) hashes each word once.
 
     The hashes are the 64-bit ``fmix64`` values that vote (low half of a 128-bit
     fingerprint), distinct, in no particular order: the verification sketch
@@ -233,7 +228,7 @@ def simhash_and_shingle_hashes(tokens: Sequence[str], shingle_size: int = 5, bit
     _check(shingle_size, bits)
     if not tokens:
         return 0, np.zeros(0, dtype=np.uint64)
-    return simhash_of_word_hashes(token_hashes(tokens) if word_hashes is None else word_hashes, shingle_size, bits)
+    return simhash_of_word_hashes(token_hashes(tokens), shingle_size, bits)
 
 
 def simhash_of_word_hashes(hashes: np.ndarray, shingle_size: int = 5, bits: int = 64) -> tuple[int, np.ndarray]:

@@ -274,7 +274,9 @@ class DustMiner:
         self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
         self._judge: BoilerplateJudge | None = None  # for records with html, when the crawl learns boilerplate
         self._normal_hashes: dict[str, str] = {}  # a kept page's cluster -> its normal_text_hash, when logged
-        self._boilerplate = bool(next(p.default for p in ENGINE_PARAMS if p.key == "boilerplate"))
+        #: the content engine's parameters at their defaults: what a crawl with the default settings uses
+        self._defaults: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
+        self._boilerplate = bool(self._defaults.boilerplate)
         self.stats: Counter = Counter()
         no_switch: dict[str, Any] = {name: False for name in SWITCHES}
         self._canonicalizer = Canonicalizer(UrlPolicy(**no_switch))
@@ -323,7 +325,7 @@ class DustMiner:
         """The content engine with the crawl's default parameters (``content/params.py``): records that bring
         their text or HTML but no verdict get the verdict a crawl would have given them, in order."""
         if self._engine is None:
-            p: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
+            p = self._defaults
             fingerprinter = ContentFingerprinter(shingle_size=p.shingle_size, bits=p.fingerprint_bits,
                                                  min_words=self.config.min_words, sketch_size=p.sketch_size)
             store = MemoryContentStore(threshold=p.hamming_threshold, bands=p.bands, bits=p.fingerprint_bits,
@@ -335,10 +337,8 @@ class DustMiner:
         """The crawl's per-host boilerplate judge in front of :meth:`engine` when the crawl's defaults learn
         boilerplate (``content/params.py``), else None: a page's HTML is judged as a crawl would judge it."""
         if self._judge is None and self._boilerplate:
-            p: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
-            rule = BoilerplateRule(min_pages=p.boilerplate_min_pages, warmup_pages=p.boilerplate_warmup_pages,
-                                   capacity=p.boilerplate_capacity)
-            self._judge = BoilerplateJudge(self.engine(), BoilerplateLearner(rule))
+            learner = BoilerplateLearner(BoilerplateRule.from_params(self._defaults))
+            self._judge = BoilerplateJudge(self.engine(), learner)
         return self._judge
 
     def add_record(self, record: Any) -> bool:
