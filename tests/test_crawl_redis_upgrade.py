@@ -17,7 +17,6 @@ from scrapy_dedup.settings import DedupConfigError
 from tests.contentsite import ContentSite
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
-from tests.test_reliability_concurrency import redis_cluster  # noqa: F401 - the three-node cluster fixture
 
 pytestmark = [pytest.mark.crawl, pytest.mark.redis]
 

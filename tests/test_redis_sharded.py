@@ -19,7 +19,6 @@ from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinte
 from scrapy_dedup.content.redis_index import RedisContentStore
 from scrapy_dedup.content.redis_sharded import ShardedRedisContentStore
 from tests.test_redis_index import _verification_pages
-from tests.test_reliability_concurrency import redis_cluster  # noqa: F401 - the three-node cluster fixture
 from tests.textgen import article_words, edit_words
 
 pytestmark = pytest.mark.redis

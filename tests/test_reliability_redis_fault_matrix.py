@@ -40,7 +40,6 @@ from scrapy_dedup.dupefilters import RedisStartupError
 from scrapy_dedup._util.redis_policy import CLOSE_REASON
 from scrapy_dedup.settings import read_settings
 from tests.reliabilitysite import LinkedSite, LinkedSpider
-from tests.test_reliability_concurrency import redis_cluster  # noqa: F401 - a three-node cluster fixture
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
 from tests.support.redis_server import RedisServer
