@@ -170,6 +170,11 @@ class DedupExtension:
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
+        #: requests the scheduler's dupefilter was asked about, and those it filtered, as the engine signals them:
+        #: the report's URL counts with a dupefilter other than ours (scrapy-redis's counts no dupefilter/filtered)
+        self.requests: Counter[str] = Counter()
+        crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(self._request_dropped, signal=signals.request_dropped)
         if self.cfg.log_file:  # every redirect the downloader got, before RedirectMiddleware follows it
             crawler.signals.connect(self._record_redirect, signal=signals.response_downloaded)
 
@@ -871,12 +876,19 @@ class DedupExtension:
 
     # --- crawl end: the report, then closing ---
 
+    def _request_scheduled(self, request: Request, spider: Any = None) -> None:
+        if not request.dont_filter:  # the schedulers (Scrapy's, scrapy-redis's) ask the dupefilter about it
+            self.requests["checked"] += 1
+
+    def _request_dropped(self, request: Request, spider: Any = None) -> None:
+        self.requests["filtered"] += 1  # the scheduler refused it: its dupefilter had seen it
+
     def url_lines(self) -> list[str]:
         get = self.stats.get_value
         filtered = get("dupefilter/filtered", 0)
         seen = get("dedup/seen/checked")
-        if seen is None:  # a dupefilter other than ours: every scheduled request was checked once
-            seen = get("scheduler/enqueued", 0) + filtered
+        if seen is None:  # a dupefilter other than ours: the engine's count
+            seen, filtered = self.requests["checked"], self.requests["filtered"]
         lines = [
             "URL layer:",
             f"  Requests seen:           {seen}",
