@@ -27,7 +27,7 @@ if ! python -m mypy; then
   echo "ERROR: scripts/test.sh: the type check (mypy) failed; pytest did not run." >&2
   exit 1
 fi
-python -m pytest "$@"
+python -m pytest -n "${DEDUP_TEST_WORKERS:-auto}" --dist loadfile "$@"  # one worker per core, a test file per worker
 rc=$?
 if [ "$rc" != 0 ]; then
   echo "ERROR: scripts/test.sh: the test step (pytest) failed (exit status $rc)." >&2
