@@ -132,6 +132,25 @@ def share_with_the_seen_set(settings: "BaseSettings") -> None:
             f"own copy of the same page. Set {CONTENT_BACKEND} = 'redis' (the seen set's server), or leave it unset")
 
 
+def warn_of_own_fingerprints(settings: "BaseSettings") -> None:
+    """Warn when ``DUPEFILTER_CLASS`` fingerprints requests itself, so our canonical fingerprints never reach it.
+
+    Scrapy's ``RFPDupeFilter`` (and ours) ask ``crawler.request_fingerprinter``; a filter with a
+    ``request_fingerprint`` of its own (scrapy-redis's ``RFPDupeFilter``) does not, and canonicalizes nothing.
+    """
+    from scrapy.dupefilters import RFPDupeFilter
+
+    name = "DUPEFILTER_CLASS"
+    dupefilter = load_setting_object(settings.get(name), name)
+    own = getattr(dupefilter, "request_fingerprint", RFPDupeFilter.request_fingerprint)
+    if own is not RFPDupeFilter.request_fingerprint:
+        logger.warning(
+            "%s %s computes its own request fingerprints (request_fingerprint), not with REQUEST_FINGERPRINTER_CLASS: "
+            "scrapy-dedup's canonical URLs never reach the seen set, so URL variants are fetched again; use one of "
+            "scrapy-dedup's dupefilters (scrapy_dedup.RedisDupeFilter is scrapy-redis's drop-in)",
+            name, _class_path(dupefilter))
+
+
 class Addon:
     """For ``ADDONS = {"scrapy_dedup.Addon": 0}``."""
 
@@ -142,5 +161,6 @@ class Addon:
         for name, value in CLASS_SETTINGS.items():
             settings.set(name, value, "addon")
         share_with_the_seen_set(settings)
+        warn_of_own_fingerprints(settings)
         for name, component, order in COMPONENTS:
             settings.setdefault_in_component_priority_dict(name, component, order)

@@ -203,3 +203,21 @@ def test_the_report_counts_the_requests_under_scrapy_redis_scheduler(dupefilter,
     requests = crawler.spider.requests
     assert (seen, filtered) == (requests, requests - fetched)
     assert share == format_percent(filtered, seen)
+
+
+@pytest.mark.parametrize("dupefilter, warns", [
+    ("scrapy_redis.dupefilter.RFPDupeFilter", True),  # fingerprints with its own request_fingerprint()
+    ("scrapy_redis_bloomfilter.dupefilter.RFPDupeFilter", True),
+    ("scrapy.dupefilters.RFPDupeFilter", False),  # asks crawler.request_fingerprinter: ours
+    ("scrapy_dedup.RedisDupeFilter", False),
+    (None, False),  # the add-on's
+])
+def test_a_dupefilter_that_fingerprints_by_itself_is_named_at_start(dupefilter, warns, caplog):
+    settings = Settings({"DUPEFILTER_CLASS": dupefilter} if dupefilter else {}, priority="project")
+    with caplog.at_level("WARNING", logger="scrapy_dedup.addon"):
+        Addon().update_settings(settings)
+    said = [r.getMessage() for r in caplog.records if r.name == "scrapy_dedup.addon"]
+    assert said == ([f"DUPEFILTER_CLASS {dupefilter} computes its own request fingerprints (request_fingerprint), "
+                     "not with REQUEST_FINGERPRINTER_CLASS: scrapy-dedup's canonical URLs never reach the seen set, "
+                     "so URL variants are fetched again; use one of scrapy-dedup's dupefilters "
+                     "(scrapy_dedup.RedisDupeFilter is scrapy-redis's drop-in)"] if warns else [])
