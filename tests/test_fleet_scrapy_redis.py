@@ -112,7 +112,7 @@ def crawl_processes(project: Path, start_url: str, n: int) -> list[tuple[int, st
 
 @pytest.mark.crawl
 def test_two_processes_with_the_one_line_keep_at_most_one_percent_duplicates(redis_url, tmp_path):
-    truth = LinkedSite(pages=150, near=50, copies=50, delay=0.01)
+    truth = LinkedSite(pages=150, near=50, copies=50, delay=0.3)  # a crawl of seconds: both take part
     with LocalSite(EntryBarrier(truth, PROCESSES)) as site:
         project = fleet_project(tmp_path, redis_url)
         runs = crawl_processes(project, site.url("127.0.0.1"), PROCESSES)
