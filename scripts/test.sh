@@ -6,16 +6,15 @@
 # extras. Extra arguments go to pytest, e.g. scripts/test.sh -k bloom; ruff and
 # mypy run first even then (they take seconds), and any finding fails the command.
 source "$(dirname "$0")/_env.sh"
-need_package "command -v redis-server" redis-server
-# the HTML audit report is checked in a real headless browser
-need_package "command -v chromium" chromium
-need_package "command -v chromedriver" chromium-driver
-# WARC input is checked on archives GNU wget writes of the local example sites
-need_package "command -v wget" wget
-# the generated DUST sites (tests/dustgen.py) serve real documentation pages from these
-need_package "test -f /usr/share/doc/git-doc/git-add.html" git-doc
-need_package "test -f /usr/share/doc/maint-guide/html/index.en.html" maint-guide
-need_package "test -f /usr/share/doc/maint-guide-de/html/index.de.html" maint-guide-de
+need_packages <<'EOF'
+command -v redis-server|redis-server|a real Redis server on loopback, started by the Redis tests
+command -v chromium|chromium|the headless browser the HTML audit report is checked in
+command -v chromedriver|chromium-driver|the driver selenium uses to run that browser
+command -v wget|wget|writes WARC archives of the local example sites for the WARC input tests
+test -f /usr/share/doc/git-doc/git-add.html|git-doc|real documentation pages the generated DUST sites serve (tests/dustgen.py)
+test -f /usr/share/doc/maint-guide/html/index.en.html|maint-guide|more real documentation pages for the generated DUST sites
+test -f /usr/share/doc/maint-guide-de/html/index.de.html|maint-guide-de|German pages of the same guide, for the generated DUST sites
+EOF
 setup_venv "test"
 cd "$ROOT"
 set +e
