@@ -1,4 +1,4 @@
-"""The DEDUP_* settings table: defaults, validation at start-up, and the README kept in sync."""
+"""The DEDUP_* settings table: defaults, validation at start-up, and the settings reference kept in sync."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,7 @@ import pytest
 
 from scrapy_dedup.settings import SETTINGS, DedupConfigError, markdown_table, read_settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
 
 def test_defaults_are_valid_and_read_once_into_a_frozen_object():
@@ -21,11 +21,11 @@ def test_defaults_are_valid_and_read_once_into_a_frozen_object():
         cfg.bands = 5
 
 
-def test_readme_settings_table_matches_the_code():
-    text = README.read_text(encoding="utf-8")
+def test_the_settings_reference_table_matches_the_code():
+    text = REFERENCE.read_text(encoding="utf-8")
     block = re.search(r"<!-- settings-table:start -->\n(.*?)\n<!-- settings-table:end -->", text, re.S)
-    assert block, "README.md lost its settings-table markers"
-    assert block.group(1) == markdown_table(), "regenerate it: python -m scrapy_dedup.settings README.md"
+    assert block, "docs/settings.md lost its settings-table markers"
+    assert block.group(1) == markdown_table(), "regenerate it: python -m scrapy_dedup.settings docs/settings.md"
 
 
 def test_every_setting_is_documented_and_prefixed():
