@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Lint (ruff, settings in ruff.toml), types (mypy, settings in setup.cfg [mypy]),
-# then the whole test suite (pytest), with its own set-up: Debian's redis-server
-# (the Redis tests start a real one on loopback), chromium + chromium-driver (the
-# HTML report is checked in a real headless browser), a virtualenv with the test
-# extras. Extra arguments go to pytest, e.g. scripts/test.sh -k bloom; ruff and
-# mypy run first even then (they take seconds), and any finding fails the command.
+# the docs build (sphinx-build -W, docs/conf.py), then the whole test suite (pytest),
+# with its own set-up: the Debian packages below, announced before they are installed,
+# and a virtualenv with the test extras. Extra arguments go to pytest, e.g.
+# scripts/test.sh -k bloom; the three checks run first even then (they take seconds),
+# and any finding fails the command.
 source "$(dirname "$0")/_env.sh"
 need_packages <<'EOF'
 command -v redis-server|redis-server|a real Redis server on loopback, started by the Redis tests
@@ -24,6 +24,11 @@ if ! python -m ruff check .; then
 fi
 if ! python -m mypy; then
   echo "ERROR: scripts/test.sh: the type check (mypy) failed; pytest did not run." >&2
+  exit 1
+fi
+# the docs site (docs/, Sphinx with myst-parser), warnings as errors: a broken link or anchor fails
+if ! python -m sphinx -W --keep-going -q -b html docs docs/_build/html; then
+  echo "ERROR: scripts/test.sh: the docs build (sphinx-build -W) failed; pytest did not run." >&2
   exit 1
 fi
 python -m pytest "$@"
