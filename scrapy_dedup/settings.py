@@ -546,8 +546,10 @@ def update_table(path: str) -> None:
 
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    new = re.sub(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)",
-                 lambda m: m.group(1) + markdown_table() + "\n" + m.group(2), text, flags=re.S)
+    new, found = re.subn(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)",
+                         lambda m: m.group(1) + markdown_table() + "\n" + m.group(2), text, flags=re.S)
+    if not found:  # the table lives in docs/settings.md: a page without the markers gets nothing, say so
+        raise ValueError(f"{path} has no settings-table markers (the table is in docs/settings.md)")
     with open(path, "w", encoding="utf-8") as f:
         f.write(new)
 

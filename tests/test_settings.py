@@ -28,6 +28,22 @@ def test_the_settings_reference_table_matches_the_code():
     assert block.group(1) == markdown_table(), "regenerate it: python -m scrapy_dedup.settings docs/settings.md"
 
 
+def test_the_generator_rewrites_the_table_between_its_markers_and_refuses_a_page_without_them(tmp_path):
+    from scrapy_dedup.settings import update_table
+
+    page = tmp_path / "settings.md"
+    page.write_text("# Settings\n\n<!-- settings-table:start -->\nstale\n<!-- settings-table:end -->\nafter\n",
+                    encoding="utf-8")
+    update_table(str(page))
+    assert page.read_text(encoding="utf-8") == (
+        "# Settings\n\n<!-- settings-table:start -->\n" + markdown_table() + "\n<!-- settings-table:end -->\nafter\n")
+    other = tmp_path / "README.md"
+    other.write_text("no table here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no settings-table markers"):
+        update_table(str(other))
+    assert other.read_text(encoding="utf-8") == "no table here\n"
+
+
 def test_every_setting_is_documented_and_prefixed():
     for setting in SETTINGS:
         assert setting.name.startswith("DEDUP_")
