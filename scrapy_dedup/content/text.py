@@ -22,7 +22,7 @@ Bytes are decoded as Scrapy's ``response.text`` decodes them (w3lib: BOM, else t
 except that a declaration that cannot give the page's text (no text encoding, no
 character set, a codec that raises on the body, or one the page's own leading ASCII
 contradicts) counts as absent, so the next source decides: where ``response.text``
-raises or gives mojibake, :func:`page_text` reads the page as undeclared. The README
+raises or gives mojibake, :func:`page_text` reads the page as undeclared. docs/content-duplicates.md
 ("How a page is judged") lists the names.
 
 How (speed matters: this runs once per fetched page): the rules are compiled once per
