@@ -2,9 +2,13 @@
 
 Fingerprints must change when the page's content changes and stay put when only
 its chrome does (navigation, a rotated banner in ``<header>``, a ``<footer>``, a
-CSRF token in a ``<form>``, inline scripts). :func:`page_text` therefore leaves
+search box or a login ``<form>``, inline scripts). :func:`page_text` therefore leaves
 out a configurable set of elements (``DEFAULT_STRIP_TAGS``), any CSS selectors
-given, comments and processing instructions, and collapses whitespace. Prices,
+given, comments and processing instructions, and collapses whitespace. ``form``
+among the strip tags leaves out only the chrome forms (:func:`chrome_form_test`):
+a form holding a text area's text, a list, a table or half of the body's text is
+where the page's text is (a wiki's history list or source view, an ASP.NET
+WebForms page) and is read like any block. Prices,
 dates and numbers are kept: a changed price changes the exact hash, and the
 near-duplicate layer then sees the two pages a few bits apart.
 
@@ -374,12 +378,15 @@ def _stylesheet(tags: tuple[str, ...], selectors: tuple[str, ...], translator: A
         if _NOT_A_PATTERN.search(pattern):
             return None
         patterns.append(pattern.replace("/descendant-or-self::*/", "//").replace("/descendant::", "//"))
-    blocks = [tag for tag in tags if tag in _BLOCK_SET]
+    blocks = [tag for tag in tags if tag in _BLOCK_SET and tag != "form"]
     inline = [tag for tag in tags if tag not in _BLOCK_SET]
     space = f"<xsl:text>{separator}</xsl:text>"
     templates = [f'<xsl:template match="{"|".join(BLOCK_TAGS)}">{space}<xsl:apply-templates/>{space}</xsl:template>']
     if blocks:
         templates.append(f'<xsl:template match="{"|".join(blocks)}" priority="10">{space}</xsl:template>')
+    if "form" in tags:  # only a chrome form: a form holding the page's text is walked into as a block
+        templates.append(f'<xsl:template match="form[{_xml_attr(chrome_form_test())}]" priority="10">{space}'
+                         "</xsl:template>")
     if inline:
         templates.append(f'<xsl:template match="{"|".join(inline)}" priority="10"/>')
     if patterns:
@@ -398,6 +405,28 @@ def _stylesheet(tags: tuple[str, ...], selectors: tuple[str, ...], translator: A
     return stylesheet
 
 
+#: What makes a form the place of the page's text rather than chrome around it (a search box, a login):
+#: it holds a text area with text (a wiki's source view), a list, a table, a definition list or
+#: preformatted text (a history list, recent changes, a media manager, a WebForms grid), or at least half
+#: of the text of its page's body (ASP.NET WebForms wraps the whole body in one form). "form" in the
+#: strip tags strips only the other forms (``strip_selectors=("form",)`` strips every one).
+_TEXT_FORM_PARTS = ("textarea[normalize-space()]", "table", "ul", "ol", "dl", "pre")
+
+
+def chrome_form_test(local_names: bool = False) -> str:
+    """The XPath test, relative to a form, that it is chrome and stripped (see ``_TEXT_FORM_PARTS``):
+    plain names for the stylesheet's pattern, ``local_names`` for any tree (XHTML namespaces included)."""
+    def name(tag: str) -> str:
+        head, _, predicate = tag.partition("[")
+        return (f"*[local-name()='{head}']" + (f"[{predicate}" if predicate else "")) if local_names else tag
+    holds = " or ".join(f".//{name(part)}" for part in _TEXT_FORM_PARTS)
+    body = f"ancestor::{name('body')}[1]"
+    return f"not({holds} or 2 * string-length(normalize-space(.)) >= string-length(normalize-space({body})))"
+
+
+_CHROME_FORMS = etree.XPath(f"//*[local-name()='form'][{chrome_form_test(local_names=True)}]", smart_strings=False)
+
+
 def _xml_attr(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
 
@@ -409,12 +438,14 @@ def _local_tag(tag: Any) -> str | None:
 def _isolate(root: etree._Element, remover: _Remover) -> None:
     """Empty the stripped elements (keeping their tails) and put the separator around block elements."""
     doomed: list[etree._Element] = []
+    if "form" in remover.tags:  # decided on the whole tree, before anything is cleared (as the stylesheet does)
+        doomed.extend(cast("list[etree._Element]", _CHROME_FORMS(root)))
     if remover.tags:
-        wanted = set(remover.tags)
+        wanted = set(remover.tags) - {"form"}
         if _has_namespaces(root):
             doomed.extend(el for el in root.iter(etree.Element) if _local_tag(el.tag) in wanted)
-        else:
-            doomed.extend(root.iter(*remover.tags))
+        elif wanted:
+            doomed.extend(root.iter(*wanted))
     for xpath in remover.selectors:
         # a compiled CSS selector yields a node list (lxml-stubs allow any XPath value)
         doomed.extend(el for el in cast("list[object]", xpath(root)) if isinstance(el, etree._Element))
