@@ -54,7 +54,7 @@ from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encodi
 
 from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS
 
-__all__ = ["page_text", "page_blocks", "DEFAULT_STRIP_TAGS", "BLOCK_TAGS", "HtmlInput"]
+__all__ = ["page_text", "page_blocks", "page_blocks_titled", "DEFAULT_STRIP_TAGS", "BLOCK_TAGS", "HtmlInput"]
 
 HtmlInput = Union[str, bytes, bytearray, memoryview, "etree._Element", "etree._ElementTree"]
 
@@ -100,7 +100,7 @@ def page_text(
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
     """
-    return _text(html, strip_tags, strip_selectors, encoding, " ")
+    return _text(*_parse(html, encoding), strip_tags, strip_selectors, " ")
 
 
 #: what separates blocks in the raw text of :func:`page_blocks`: a C1 control character, allowed in XML,
@@ -123,17 +123,38 @@ def page_blocks(
     whitespace collapsed, empty blocks left out. Same arguments and same guarantees as
     :func:`page_text` (one pass of the same stylesheet, a block separator in place of the space).
     """
-    text = _text(html, strip_tags, strip_selectors, encoding, BLOCK_SEPARATOR)
-    return list(filter(None, map(str.strip, text.split(BLOCK_SEPARATOR))))
+    return page_blocks_titled(html, strip_tags=strip_tags, strip_selectors=strip_selectors, encoding=encoding)[0]
 
 
-def _text(html: Any, strip_tags: Iterable[str], strip_selectors: Iterable[str], encoding: str | None,
+def page_blocks_titled(
+    html: HtmlInput | Any,
+    *,
+    strip_tags: Iterable[str] = DEFAULT_STRIP_TAGS,
+    strip_selectors: Iterable[str] = (),
+    encoding: str | None = None,
+) -> tuple[list[str], str | None]:
+    """:func:`page_blocks` and the page's ``<title>`` (whitespace collapsed; None without one), from one parse:
+    what tells a page from a sibling that shares most of its paragraphs (``content/boilerplate.py``)."""
+    root, owned = _parse(html, encoding)
+    text = _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR)
+    return list(filter(None, map(str.strip, text.split(BLOCK_SEPARATOR)))), _title(root)
+
+
+def _title(root: etree._Element | None) -> str | None:
+    """The text of the page's ``<title>`` (an HTML tree's ``html/head/title``), whitespace collapsed."""
+    if root is None or root.tag != "html":
+        return None
+    title = root.find("head/title")
+    return None if title is None else " ".join("".join(map(str, title.itertext())).split())
+
+
+def _text(root: etree._Element | None, owned: bool, strip_tags: Iterable[str], strip_selectors: Iterable[str],
           separator: str) -> str:
-    """The text of ``html``, blocks joined by ``separator`` (see :func:`_collapse`)."""
+    """The text of the tree ``root`` (``owned``: see :func:`_parse`), blocks joined by ``separator``
+    (see :func:`_collapse`)."""
     if isinstance(strip_selectors, str):  # one selector given bare
         strip_selectors = (strip_selectors,)
     remover = _remover(_normalize_tags(strip_tags), tuple(strip_selectors), separator)
-    root, owned = _parse(html, encoding)
     if root is None:
         return ""
     text = _fast_text(root, remover, owned)
