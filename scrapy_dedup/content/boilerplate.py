@@ -510,7 +510,10 @@ class PageWords:
 class BoilerplateJudge:
     """The decision rule of boilerplate learning, one for the crawl, the audit and the quality benchmark.
 
-    For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`):
+    For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`), first: a page that,
+    less its host's site-wide template, has under ``min_words`` words (:meth:`_site_words`) is
+    undecidable: kept, counted and named (``Judgement.undecidable``,
+    :meth:`ContentDeduplicator.record_undecidable`), neither stored nor learnt. Else:
 
     1. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`), when anything was
        left out, is checked first, under the exact hash of the page's *whole* text: the page's first
@@ -530,6 +533,9 @@ class BoilerplateJudge:
        blocks at hand), both pages are compared again less what may become the template
        (:meth:`_template_undoes`), even in the warm-up; if that undoes the match, the page is kept
        (``Judgement.guarded``). A kept page older than that is judged as without learning.
+       A near match (of step 1 or 2) between two pages of one host whose ``<title>`` differs is not
+       taken either (:meth:`_titles_differ`): the same page edited keeps its title, a sibling that
+       shares most of its paragraphs (the next release's notes) has its own (docs/content.md).
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
        stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
        text that was new is stored (a page whose reduced text differs from its whole text has two
