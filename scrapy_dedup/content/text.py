@@ -405,9 +405,11 @@ def _stylesheet(tags: tuple[str, ...], selectors: tuple[str, ...], translator: A
     templates = [f'<xsl:template match="{"|".join(BLOCK_TAGS)}">{space}<xsl:apply-templates/>{space}</xsl:template>']
     if blocks:
         templates.append(f'<xsl:template match="{"|".join(blocks)}" priority="10">{space}</xsl:template>')
-    if "form" in tags:  # only a chrome form: a form holding the page's text is walked into as a block
-        templates.append(f'<xsl:template match="form[{_xml_attr(chrome_form_test())}]" priority="10">{space}'
-                         "</xsl:template>")
+    if "form" in tags:  # only a chrome form is left out: a form holding the page's text is read as a block
+        templates.append(f'<xsl:variable name="page" select="{_xml_attr(_page_length())}"/>'
+                         f'<xsl:template match="form" priority="10"><xsl:choose><xsl:when test="'
+                         f'{_xml_attr(chrome_form_test())}">{space}</xsl:when><xsl:otherwise>{space}'
+                         f"<xsl:apply-templates/>{space}</xsl:otherwise></xsl:choose></xsl:template>")
     if inline:
         templates.append(f'<xsl:template match="{"|".join(inline)}" priority="10"/>')
     if patterns:
@@ -434,18 +436,26 @@ def _stylesheet(tags: tuple[str, ...], selectors: tuple[str, ...], translator: A
 _TEXT_FORM_PARTS = ("textarea[normalize-space()]", "table", "ul", "ol", "dl", "pre")
 
 
+def _name(tag: str, local_names: bool) -> str:
+    head, _, predicate = tag.partition("[")
+    return (f"*[local-name()='{head}']" + (f"[{predicate}" if predicate else "")) if local_names else tag
+
+
+def _page_length(local_names: bool = False) -> str:
+    """The XPath of the length of the page's body text (computed once a page: ``$page`` below)."""
+    return f"string-length(normalize-space((//{_name('body', local_names)})[1]))"
+
+
 def chrome_form_test(local_names: bool = False) -> str:
-    """The XPath test, relative to a form, that it is chrome and stripped (see ``_TEXT_FORM_PARTS``):
-    plain names for the stylesheet's pattern, ``local_names`` for any tree (XHTML namespaces included)."""
-    def name(tag: str) -> str:
-        head, _, predicate = tag.partition("[")
-        return (f"*[local-name()='{head}']" + (f"[{predicate}" if predicate else "")) if local_names else tag
-    holds = " or ".join(f".//{name(part)}" for part in _TEXT_FORM_PARTS)
-    body = f"ancestor::{name('body')}[1]"
-    return f"not({holds} or 2 * string-length(normalize-space(.)) >= string-length(normalize-space({body})))"
+    """The XPath test, relative to a form, that it is chrome and stripped (see ``_TEXT_FORM_PARTS``), given
+    ``$page`` (:func:`_page_length`): plain names for the stylesheet, ``local_names`` for any tree (XHTML
+    namespaces included). Each form's text is read once; the body's once a page."""
+    holds = " or ".join(f".//{_name(part, local_names)}" for part in _TEXT_FORM_PARTS)
+    return f"not({holds} or 2 * string-length(normalize-space(.)) >= $page)"
 
 
 _CHROME_FORMS = etree.XPath(f"//*[local-name()='form'][{chrome_form_test(local_names=True)}]", smart_strings=False)
+_PAGE_LENGTH = etree.XPath(_page_length(local_names=True))
 
 
 def _xml_attr(value: str) -> str:
@@ -460,7 +470,7 @@ def _isolate(root: etree._Element, remover: _Remover) -> None:
     """Empty the stripped elements (keeping their tails) and put the separator around block elements."""
     doomed: list[etree._Element] = []
     if "form" in remover.tags:  # decided on the whole tree, before anything is cleared (as the stylesheet does)
-        doomed.extend(cast("list[etree._Element]", _CHROME_FORMS(root)))
+        doomed.extend(cast("list[etree._Element]", _CHROME_FORMS(root, page=_PAGE_LENGTH(root))))
     if remover.tags:
         wanted = set(remover.tags) - {"form"}
         if _has_namespaces(root):
