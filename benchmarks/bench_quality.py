@@ -3,7 +3,9 @@
 
 Corpus: real documentation pages shipped by Debian (sqlite3-doc, git-doc,
 python3-doc, postgresql-doc: four templates), with generated duplicates and hard
-negatives (see ``quality_corpus.py``). Every algorithm sees the same pages in
+negatives, and release-notes pages cut from the NEWS files of coreutils, GnuTLS and
+GLib (near-identical distinct pages, ``--releases-per-project``; see
+``quality_corpus.py``). Every algorithm sees the same pages in
 the same (shuffled) crawl order and decides, page by page, "new" or "duplicate
 of <kept page>". From those decisions:
 
