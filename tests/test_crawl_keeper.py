@@ -1,0 +1,148 @@
+"""The item a cluster keeps in drop mode (content/keeper.py, docs/items.md): real crawls of a local site.
+
+Each crawl fixes its order (one request at a time, each page's callback asks for the next), so the
+page fetched first is the one that used to keep the cluster's item.
+"""
+from __future__ import annotations
+
+import pytest
+import scrapy
+from pytest_twisted import inlineCallbacks
+from scrapy.exceptions import DropItem
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+from tests.contentsite import edited_text, product_text, template
+from tests.support.crawl import run_crawl
+from tests.support.localsite import LocalSite, Page
+
+pytestmark = pytest.mark.crawl
+
+ADDON = {"ADDONS": {"scrapy_dedup.Addon": 0}, "CONCURRENT_REQUESTS": 1}
+
+ARTICLE = "/index.php?title=Harbor"
+DIFF = "/index.php?title=Harbor&diff=2&oldid=1"
+REVISION = "/index.php?title=Harbor&oldid=1"
+
+
+def wiki(host: str, path: str) -> Page | None:
+    """A wiki's article, its diff view (a diff table above the whole article) and its earlier revision."""
+    if path == ARTICLE:
+        return Page(template(product_text(1), title="Harbor"))
+    if path == DIFF:
+        table = "<table class='diff'><tr><td>- changedword</td><td>+ harbor</td></tr></table>"
+        return Page(template(f"{product_text(1)}", title="Harbor: difference between revisions")
+                    .replace("<main>", f"<main>{table}"))
+    if path == REVISION:
+        return Page(template(edited_text(1), title="Harbor (old revision)"))
+    return None
+
+
+class OrderedSpider(scrapy.Spider):
+    """Fetches ``paths`` in this order, one at a time; an item per page."""
+
+    name = "ordered"
+
+    def __init__(self, base: str, paths: list[str], **kwargs):
+        super().__init__(**kwargs)
+        self.base, self.paths = base, paths
+
+    async def start(self):
+        yield scrapy.Request(self.base + self.paths[0], cb_kwargs={"step": 0})
+
+    def parse(self, response, step):
+        yield {"url": response.url}
+        if step + 1 < len(self.paths):
+            yield scrapy.Request(self.base + self.paths[step + 1], cb_kwargs={"step": step + 1})
+
+
+def urls_of(crawler, site) -> list[str]:
+    return sorted(item["url"].replace(site.url("wiki.test", ""), "") for item in crawler.items)
+
+
+@pytest.mark.parametrize("order", [[DIFF, REVISION, ARTICLE], [REVISION, DIFF, ARTICLE], [ARTICLE, DIFF, REVISION]])
+@inlineCallbacks
+def test_a_views_item_waits_for_its_article_whatever_the_order(order):
+    with LocalSite(wiki) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=order)
+    assert all(site.hits[("wiki.test", path)] == 1 for path in order)  # each page fetched, once
+    assert urls_of(crawler, site) == [ARTICLE]  # one item, the article's, under the article's URL
+    stats = crawler.stats.get_stats()
+    held = sum(path != ARTICLE and order.index(path) < order.index(ARTICLE) for path in order)
+    assert stats.get("dedup/items/held", 0) >= (1 if held else 0)
+    assert stats.get("dedup/items/released", 0) == 0
+
+
+@inlineCallbacks
+def test_a_view_whose_article_never_comes_is_released_at_the_end():
+    with LocalSite(wiki) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=[DIFF, REVISION])
+    # the better-ranked view's item (fewer query parameters), released at the crawl's end
+    assert urls_of(crawler, site) == [REVISION]
+    stats = crawler.stats.get_stats()
+    assert stats["dedup/items/released_at_end"] == 1
+    assert stats["dedup/items/superseded"] == 1  # the diff's, dropped for the revision's
+
+
+def home_site(host: str, path: str) -> Page | None:
+    if path in ("/", "/index.html", "/home"):
+        links = "".join(f'<a href="{p}">{p}</a> ' for p in ("/index.html", "/home", "/about"))
+        # (no link back to "/": the start request, dont_filter, would be fetched again and keep its item)
+        return Page(template(product_text(2), title="Welcome").replace('<a href="/">Home</a>', links))
+    if path == "/about":
+        return Page(template(product_text(3), title="About").replace('<a href="/">Home</a>', ""))
+    return None
+
+
+class SiteSpider(CrawlSpider):
+    """A new user's CrawlSpider: the start page goes to parse_start_url, which yields nothing."""
+
+    name = "site"
+    rules = (Rule(LinkExtractor(), callback="parse_item", follow=True),)
+
+    def parse_item(self, response):
+        yield {"url": response.url}
+
+
+@inlineCallbacks
+def test_a_crawlspiders_start_page_keeps_an_item_through_its_variants():
+    with LocalSite(home_site) as site:
+        base = site.url("site.test", "")
+        crawler = yield run_crawl(SiteSpider, ADDON, start_urls=[base + "/"])
+    urls = sorted(item["url"].replace(base, "") for item in crawler.items)
+    assert "/about" in urls
+    assert len([u for u in urls if u in ("/", "/index.html", "/home")]) == 1  # the home page: one item
+    assert crawler.stats.get_value("dedup/items/cluster_had_no_item") == 1
+
+
+class DropFirstPipeline:
+    """A project's own filter after the add-on: drops the items of one URL."""
+
+    def process_item(self, item, spider=None):
+        if item["url"].endswith("/a"):
+            raise DropItem("not wanted")
+        return item
+
+
+@pytest.mark.parametrize("pages", [["/a", "/b", "/c"], ["/a", "/b"]])
+@inlineCallbacks
+def test_a_later_pipeline_dropping_the_first_pages_item_leaves_the_cluster_one(pages):
+    def router(host, path):
+        return Page(template(product_text(4), title="Same page")) if path in pages else None
+
+    settings = {**ADDON, "ITEM_PIPELINES": {f"{__name__}.DropFirstPipeline": 900}}
+    with LocalSite(router) as site:
+        base = site.url("site.test", "")
+        crawler = yield run_crawl(OrderedSpider, settings, base=base, paths=pages)
+    urls = [item["url"].replace(base, "") for item in crawler.items]
+    assert urls == ["/b"]  # the next member's item, and only one
+    assert crawler.stats.get_value("item_dropped_reasons_count/DropItem") == 1
+
+
+@inlineCallbacks
+def test_held_items_over_the_bound_are_released_at_once():
+    settings = {**ADDON, "DEDUP_HOLD_MAX_ITEMS": 0}
+    with LocalSite(wiki) as site:
+        crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
+    assert urls_of(crawler, site) == [DIFF]  # released at once, it stays the cluster's item (today's order)
+    assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
