@@ -124,13 +124,22 @@ class DropFirstPipeline:
         return item
 
 
-@pytest.mark.parametrize("pages", [["/a", "/b", "/c"], ["/a", "/b"]])
+class CopyPipeline:
+    """Returns another object (the keeper follows items by their response, not by identity)."""
+
+    def process_item(self, item, spider=None):
+        return dict(item)
+
+
+@pytest.mark.parametrize("pages,copy", [(["/a", "/b", "/c"], False), (["/a", "/b"], False),
+                                        (["/a", "/b", "/c"], True)])
 @inlineCallbacks
-def test_a_later_pipeline_dropping_the_first_pages_item_leaves_the_cluster_one(pages):
+def test_a_later_pipeline_dropping_the_first_pages_item_leaves_the_cluster_one(pages, copy):
     def router(host, path):
         return Page(template(product_text(4), title="Same page")) if path in pages else None
 
-    settings = {**ADDON, "ITEM_PIPELINES": {f"{__name__}.DropFirstPipeline": 900}}
+    pipelines = {f"{__name__}.DropFirstPipeline": 900, **({f"{__name__}.CopyPipeline": 800} if copy else {})}
+    settings = {**ADDON, "ITEM_PIPELINES": pipelines}
     with LocalSite(router) as site:
         base = site.url("site.test", "")
         crawler = yield run_crawl(OrderedSpider, settings, base=base, paths=pages)
