@@ -36,6 +36,7 @@ from w3lib.url import safe_url_string
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.representative import url_preference
 from scrapy_dedup.extensions import DedupExtension
+from scrapy_dedup.jobdir import UNJOURNALED_META
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer
@@ -153,10 +154,10 @@ class ContentFingerprintMiddleware:
 
     def _member(self, verdict: "Verdict | None") -> Hashable | None:
         """The cluster whose member ``verdict``'s page is, when the keeper decides its items (drop mode, a page
-        in a cluster, not the same URL fetched again: its items are kept, see ``DuplicateAction``)."""
+        in a cluster). The same URL fetched again is a member too: its items pass when its cluster has none
+        yet, and are kept anyway otherwise (``DuplicateAction``: whether the first fetch's were stored is
+        unknown after a resume)."""
         if self.keeper is None or verdict is None or verdict.cluster is None or verdict.kind == "degenerate":
-            return None
-        if verdict.kept_url == verdict.url:
             return None
         return verdict.cluster
 
@@ -164,7 +165,17 @@ class ContentFingerprintMiddleware:
         """The item to pass on now, or None (held back, or dropped as a duplicate)."""
         assert self.keeper is not None and self.decide is not None
         url = verdict.url
-        view = is_view(url)
+        refetch = verdict.kept_url == url
+        if refetch and self.keeper.has_item(cluster):
+            # kept as before (DuplicateAction: whether the first fetch's items were stored is unknown), unless
+            # this crawl knows the first fetch yielded none and another member's items passed instead
+            adopted = self.keeper.adopted_by(cluster)
+            try:
+                return self.decide.apply(item, replace(verdict, kept_url=adopted) if adopted else verdict)
+            except DuplicateItem as exc:
+                self._dropped(item, exc, response)
+                return None
+        view = is_view(url) and not refetch  # (a refetch is kept in every mode: never held)
         outcome = self.keeper.offer(cluster, url, (view, *url_preference(url)), view, item, verdict, _size_of(item))
         self._cluster_of_response[response] = cluster
         self._carry_out(outcome, response)
@@ -207,7 +218,7 @@ class ContentFingerprintMiddleware:
         assert self.crawler.engine is not None  # items flow only while the engine runs
         self.crawler.engine.crawl(Request(
             RELEASE_URL, callback=_yield_items, cb_kwargs={"items": [held.item for held in group.items]},
-            dont_filter=True, priority=RELEASE_PRIORITY, meta={RELEASE_META: group.cluster}))
+            dont_filter=True, priority=RELEASE_PRIORITY, meta={RELEASE_META: group.cluster, UNJOURNALED_META: True}))
 
     def _cluster_of(self, response: "Response | None") -> Hashable | None:
         if response is None:

@@ -20,8 +20,9 @@ The bound: at most ``max_items`` items and about ``max_bytes`` bytes (the caller
 each item) held at once, and one member's items per cluster. Past it the group held
 longest is released at once (:attr:`overflowed` counts them); such a released view then
 stays its cluster's item. Memory beyond what is held: one entry per cluster with a page
-whose items are in flight (gone once one is scraped), and one per cluster whose pages
-yielded no item so far (a crawl's link-only pages).
+whose items are in flight (gone once one is scraped), and one per cluster whose first page
+yielded no item (a crawl's link-only pages), with the URL of the member whose items passed
+instead once one has (:meth:`adopted_by`).
 
 Pure Python, no Scrapy: the Scrapy layer (``middlewares.py``) feeds it and carries out
 what it returns. Not thread-safe: Scrapy calls it from its one reactor thread.
@@ -89,6 +90,7 @@ class _Cluster:
     scraped: bool = False  # an item of the cluster went through every pipeline
     open: int = 0  # member pages whose items are still being yielded
     held: Group | None = None
+    adopting: bool = False  # its first page yielded no item: the member whose items pass now is remembered
 
 
 class ItemKeeper:
@@ -101,6 +103,8 @@ class ItemKeeper:
         self.max_bytes = max_bytes
         self._clusters: dict[Hashable, _Cluster] = {}
         self._itemless: set[Hashable] = set()  # clusters with no item so far and nothing in flight
+        #: clusters whose first page yielded no item -> the URL of the member whose items passed instead
+        self._adopted: dict[Hashable, str] = {}
         self._held: dict[Hashable, Group] = {}  # insertion order: the oldest first
         self._held_items = 0
         self._held_bytes = 0
@@ -120,9 +124,19 @@ class ItemKeeper:
         """The state of ``cluster``; created for its first member or when it has no item; None when it has one."""
         state = self._clusters.get(cluster)
         if state is None and (first or cluster in self._itemless):
+            state = self._clusters[cluster] = _Cluster(adopting=cluster in self._itemless)
             self._itemless.discard(cluster)
-            state = self._clusters[cluster] = _Cluster()
         return state
+
+    def has_item(self, cluster: Hashable) -> bool:
+        """Whether an item of ``cluster`` passed on (in flight, or through every pipeline)."""
+        state = self._clusters.get(cluster)
+        return state is None or state.scraped or state.passed is not None
+
+    def adopted_by(self, cluster: Hashable) -> str | None:
+        """The member whose items passed for ``cluster`` when its first page had yielded none (else None): a
+        caller that keeps the items of a page fetched again can tell that one is a duplicate of it."""
+        return self._adopted.get(cluster)
 
     def page_open(self, cluster: Hashable, first: bool) -> None:
         """A member page of ``cluster`` starts yielding its items (``first``: the cluster's first page)."""
@@ -155,6 +169,8 @@ class ItemKeeper:
             outcome.action = Action.PASS
             state.passed, state.passed_payload = url, payload
             state.in_flight += 1
+            if state.adopting:
+                self._adopted[cluster] = url
             if state.held is not None:  # a view held so far: now the fallback, should these items be dropped
                 state.held.waiting = False
             return outcome
@@ -233,6 +249,8 @@ class ItemKeeper:
         state.held = None
         state.passed, state.passed_payload = held.url, held.items[0].payload if held.items else None
         state.in_flight += len(held.items)
+        if state.adopting:
+            self._adopted[held.cluster] = held.url
         return held
 
     def _unhold(self, held: Group) -> None:
