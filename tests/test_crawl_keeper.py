@@ -164,3 +164,14 @@ def test_held_items_over_the_bound_are_released_at_once():
         crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
     assert urls_of(crawler, site) == [DIFF]  # released at once, it stays the cluster's item (today's order)
     assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
+
+
+@inlineCallbacks
+def test_a_crawl_closed_before_its_end_counts_and_logs_what_it_still_held(caplog):
+    settings = {**ADDON, "CLOSESPIDER_PAGECOUNT": 1}  # closed after the diff, so no spider_idle: nothing released
+    with LocalSite(wiki) as site:
+        crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
+    assert crawler.items == []
+    assert crawler.stats.get_value("dedup/items/unreleased_at_close") == 1
+    assert any("1 held items were not released" in r.getMessage() and r.levelname == "WARNING"
+               for r in caplog.records)
