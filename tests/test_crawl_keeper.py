@@ -175,3 +175,13 @@ def test_a_crawl_closed_before_its_end_counts_and_logs_what_it_still_held(caplog
     assert crawler.stats.get_value("dedup/items/unreleased_at_close") == 1
     assert any("1 held items were not released" in r.getMessage() and r.levelname == "WARNING"
                for r in caplog.records)
+
+
+@inlineCallbacks
+def test_with_jobdir_release_requests_are_not_journaled(tmp_path):
+    settings = {**ADDON, "JOBDIR": str(tmp_path / "job")}
+    with LocalSite(wiki) as site:
+        crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF])
+    assert urls_of(crawler, site) == [DIFF]  # released at the end
+    assert crawler.stats.get_value("dedup/items/released_at_end") == 1
+    assert crawler.stats.get_value("dedup/jobdir/unserializable") is None  # no warning about a journal
