@@ -36,7 +36,7 @@ from w3lib.url import safe_url_string
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.representative import url_preference
 from scrapy_dedup.extensions import DedupExtension
-from scrapy_dedup.jobdir import UNJOURNALED_META
+from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer
@@ -84,7 +84,12 @@ class ContentFingerprintMiddleware:
         self.paragraphs_field = ParagraphsField.of(crawler, cfg)
         #: drop mode: which member's items a cluster keeps (content/keeper.py; docs/items.md)
         self.keeper: ItemKeeper | None = None
-        if self.decide is not None and self.decide.action == "drop":
+        if self.decide is not None and self.decide.action == "drop" and not uses_scrapys_scheduler(crawler):
+            # held items are sent on by requests whose callback is no spider method: a queue that must
+            # serialize every request (scrapy-redis's) would refuse them
+            logger.info("Item keeper off: SCHEDULER is not Scrapy's own; in drop mode the first page of a "
+                        "cluster with an item keeps it (docs/items.md)")
+        elif self.decide is not None and self.decide.action == "drop":
             self.keeper = ItemKeeper(cfg.hold_max_items, cfg.hold_max_bytes)
             #: the cluster of each response whose items went through the keeper (the signals name the response)
             self._cluster_of_response: weakref.WeakKeyDictionary[Response, Hashable] = weakref.WeakKeyDictionary()

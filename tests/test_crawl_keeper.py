@@ -5,6 +5,8 @@ page fetched first is the one that used to keep the cluster's item.
 """
 from __future__ import annotations
 
+import logging
+
 import pytest
 import scrapy
 from pytest_twisted import inlineCallbacks
@@ -185,3 +187,18 @@ def test_with_jobdir_release_requests_are_not_journaled(tmp_path):
     assert urls_of(crawler, site) == [DIFF]  # released at the end
     assert crawler.stats.get_value("dedup/items/released_at_end") == 1
     assert crawler.stats.get_value("dedup/jobdir/unserializable") is None  # no warning about a journal
+
+
+@pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
+@inlineCallbacks
+def test_under_scrapy_redis_scheduler_the_keeper_is_off_and_the_crawl_runs(redis_url, caplog):
+    # its queue serializes every request: a release request (no spider method as callback) would be refused
+    caplog.set_level(logging.INFO, logger="scrapy_dedup.middlewares")
+    settings = {**ADDON, "SCHEDULER": "scrapy_redis.scheduler.Scheduler", "SCHEDULER_PERSIST": False,
+                "REDIS_URL": redis_url, "DUPEFILTER_CLASS": "scrapy_dedup.RedisDupeFilter"}
+    with LocalSite(wiki) as site:
+        crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
+    assert urls_of(crawler, site) == [DIFF]  # the first page keeps the item, as without the keeper
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert crawler.stats.get_value("dedup/items/held") is None
+    assert any(r.getMessage().startswith("Item keeper off: SCHEDULER is not Scrapy's") for r in caplog.records)
