@@ -202,3 +202,59 @@ def test_under_scrapy_redis_scheduler_the_keeper_is_off_and_the_crawl_runs(redis
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("dedup/items/held") is None
     assert any(r.getMessage().startswith("Item keeper off: SCHEDULER is not Scrapy's") for r in caplog.records)
+
+
+ARTICLES = 12
+
+
+def small_wiki(host: str, path: str) -> Page | None:
+    """A wiki's recent changes (diff and revision links first, as a wiki lists them), its articles, their
+    diffs, earlier revisions and history pages (pages of their own)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    query = {k: v[0] for k, v in parse_qs(urlsplit(path).query).items()}
+    title = query.get("title", "")
+    if title == "Special:RecentChanges":
+        # (Scrapy's default queue is last in, first out: the views linked last are fetched first)
+        links = "".join(f'<a href="/index.php?title=A{i}">A{i}</a> ' for i in range(ARTICLES))
+        links += "".join(f'<a href="/index.php?title=A{i}&diff=2&oldid=1">diff</a> '
+                         f'<a href="/index.php?title=A{i}&oldid=1">prev</a> '
+                         f'<a href="/index.php?title=A{i}&action=history">hist</a> ' for i in range(ARTICLES))
+        return Page(template(" ".join(f"change {i} of article A{i}" for i in range(ARTICLES)) + " " + links,
+                             title="Recent changes"))
+    if not title.startswith("A") or not title[1:].isdigit() or int(title[1:]) >= ARTICLES:
+        return None
+    i = int(title[1:])
+    if query.get("action") == "history":
+        revisions = " ".join(f"revision {r} of {title} by editor{i * 7 + r} at 2026-0{r}-1{i % 10}" for r in (1, 2))
+        return Page(template(f"{revisions} {' '.join(product_text(100 + i).split()[:60])}", title=f"{title} history"))
+    if "diff" in query:
+        table = "<table class='diff'><tr><td>- changedword</td><td>+ harbor</td></tr></table>"
+        return Page(template(product_text(10 + i), title=f"{title}: diff").replace("<main>", f"<main>{table}"))
+    if "oldid" in query:
+        return Page(template(edited_text(10 + i), title=f"{title} (old revision)"))
+    return Page(template(product_text(10 + i), title=title))
+
+
+class WikiSpider(scrapy.Spider):
+    """Follows every link of the wiki; an item per page."""
+
+    name = "wiki"
+
+    def parse(self, response):
+        yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
+
+
+@inlineCallbacks
+def test_a_link_following_crawl_of_a_wiki_keeps_every_article_under_its_own_url():
+    settings = {**ADDON, "CONCURRENT_REQUESTS": 4}
+    with LocalSite(small_wiki) as site:
+        base = site.url("wiki.test", "")
+        crawler = yield run_crawl(WikiSpider, settings,
+                                  start_urls=[base + "/index.php?title=Special:RecentChanges"])
+    urls = sorted(item["url"].replace(base, "") for item in crawler.items)
+    articles = [f"/index.php?title=A{i}" for i in range(ARTICLES)]
+    histories = [f"/index.php?title=A{i}&action=history" for i in range(ARTICLES)]
+    assert sorted(urls) == sorted(["/index.php?title=Special:RecentChanges", *articles, *histories])
