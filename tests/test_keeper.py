@@ -178,3 +178,13 @@ def test_the_view_table_is_literal_and_unique():
     assert len(names) == len(set(names))
     assert all(p.name == p.name.lower() and p.software and p.shows for p in VIEW_PARAMETERS)
     assert all(p.values is None or all(v == v.lower() for v in p.values) for p in VIEW_PARAMETERS)
+
+
+def test_a_fallback_released_over_the_bound_leaves_the_passing_page_passing():
+    keeper = ItemKeeper(max_items=0, max_bytes=10**6)
+    keeper.page_open("/a", True)
+    assert keeper.offer("/a", "/a", rank("/a"), False, "a1").action is Action.PASS
+    keeper.page_open("/a", False)
+    outcome = keeper.offer("/a", "/b", rank("/b"), False, "b")  # held as the fallback, released at once
+    assert outcome.action is Action.HOLD and [h.item for g in outcome.release for h in g.items] == ["b"]
+    assert keeper.offer("/a", "/a", rank("/a"), False, "a2").action is Action.PASS  # /a still yields

@@ -247,10 +247,11 @@ class ItemKeeper:
         assert held is not None
         self._unhold(held)
         state.held = None
-        state.passed, state.passed_payload = held.url, held.items[0].payload if held.items else None
+        if state.passed is None:  # (a fallback released over the bound: the page whose items pass stays it)
+            state.passed, state.passed_payload = held.url, held.items[0].payload if held.items else None
+            if state.adopting:
+                self._adopted[held.cluster] = held.url
         state.in_flight += len(held.items)
-        if state.adopting:
-            self._adopted[held.cluster] = held.url
         return held
 
     def _unhold(self, held: Group) -> None:
