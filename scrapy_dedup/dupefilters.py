@@ -137,6 +137,9 @@ class _SeenDupeFilter(BaseDupeFilter):
                 frontier.admit(request, fingerprint)
         if new:
             self.new += 1
+        if self.stats is not None:  # kept current: a reader at spider_closed may come before our close
+            self.stats.set_value("dedup/seen/checked", self.checked)
+            self.stats.set_value("dedup/seen/new", self.new)
         return not new
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:

@@ -51,7 +51,7 @@ from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicato
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, is_transient, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
@@ -172,6 +172,11 @@ class DedupExtension:
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
+        #: requests the scheduler's dupefilter was asked about, and those it filtered, as the engine signals them:
+        #: the report's URL counts with a dupefilter other than ours (scrapy-redis's counts no dupefilter/filtered)
+        self.requests: Counter[str] = Counter()
+        crawler.signals.connect(self._request_scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(self._request_dropped, signal=signals.request_dropped)
         if self.cfg.log_file:  # every redirect the downloader got, before RedirectMiddleware follows it
             crawler.signals.connect(self._record_redirect, signal=signals.response_downloaded)
 
@@ -312,30 +317,33 @@ class DedupExtension:
             fail_open_means="pages are kept without a duplicate check until it is back (counted in "
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
-        self._check_redis(policy, cfg)
+        reachable = self._check_redis(cfg)
         if cfg.redis_flush_on_start:
             self._flush_content_state(policy, cfg)
-        self._check_index(policy, cfg)
+        if reachable:  # (unreachable: the first page's call checks it)
+            self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
 
-    def _check_redis(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
-        """Refused credentials or TLS fail at start-up (masked); an unreachable server is an outage.
+    def _check_redis(self, cfg: DedupSettings) -> bool:
+        """Refused credentials or TLS fail at start-up (masked); whether Redis answered.
 
         The content index fails open (pages kept unchecked while Redis is away), so a
-        server that is down at start is an outage like any other (the policy's one
-        line), not a start-up error.
+        server that is down at start is an outage like any other, not a start-up error;
+        it is told (the policy's one line) when a page meets it. Not here: a Redis seen
+        set on the same server closes the crawl at start with its own line, and no page comes.
         """
         from scrapy_dedup.dupefilters import RedisStartupError
 
         try:
-            policy.call(self.store.index.client.ping)
-        except RedisUnavailable:
-            pass
+            self.store.index.client.ping()
         except Exception as exc:
+            if is_transient(exc):
+                return False
             raise RedisStartupError(
-                f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
+                f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, self._secrets)}); "
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+        return True
 
     def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.
@@ -876,12 +884,19 @@ class DedupExtension:
 
     # --- crawl end: the report, then closing ---
 
+    def _request_scheduled(self, request: Request, spider: Any = None) -> None:
+        if not request.dont_filter:  # the schedulers (Scrapy's, scrapy-redis's) ask the dupefilter about it
+            self.requests["checked"] += 1
+
+    def _request_dropped(self, request: Request, spider: Any = None) -> None:
+        self.requests["filtered"] += 1  # the scheduler refused it: its dupefilter had seen it
+
     def url_lines(self) -> list[str]:
         get = self.stats.get_value
         filtered = get("dupefilter/filtered", 0)
         seen = get("dedup/seen/checked")
-        if seen is None:  # a dupefilter other than ours: every scheduled request was checked once
-            seen = get("scheduler/enqueued", 0) + filtered
+        if seen is None:  # a dupefilter other than ours: the engine's count
+            seen, filtered = self.requests["checked"], self.requests["filtered"]
         lines = [
             "URL layer:",
             f"  Requests seen:           {seen}",

@@ -349,7 +349,9 @@ SETTINGS: tuple[Setting, ...] = (
        "is sharded over the slots unless the prefix names its own hash tag (`{...}`: one slot, one script per page)."),
     # --- content layer ---
     _s("DEDUP_CONTENT_BACKEND", "memory", _choice("memory", "redis"), "content",
-       "Where the content index lives: `memory` (one process, checkpointed to JOBDIR) or `redis` (shared)."),
+       "Where the content index lives: `memory` (one process, checkpointed to JOBDIR) or `redis` (shared). With the "
+       "add-on, unset, it is `redis` where the crawl's seen set is in Redis (scrapy-redis's `SCHEDULER`, whose "
+       "dupefilter is then `RedisDupeFilter`, or a Redis `DUPEFILTER_CLASS`); `memory` there is refused at start-up."),
     _s("DEDUP_CONTENT_ACTION", "drop", _choice("drop", "tag", "log"), "content",
        "What the pipeline does with an item of a duplicate page: `drop`, `tag` (keep, add cluster, "
        "kept URL and representative) or `log` (measure only)."),

@@ -31,7 +31,7 @@ if ! python -m sphinx -W --keep-going -q -b html docs docs/_build/html; then
   echo "ERROR: scripts/test.sh: the docs build (sphinx-build -W) failed; pytest did not run." >&2
   exit 1
 fi
-python -m pytest "$@"
+python -m pytest -n "${DEDUP_TEST_WORKERS:-auto}" --dist loadfile "$@"  # one worker per core, a test file per worker
 rc=$?
 if [ "$rc" != 0 ]; then
   echo "ERROR: scripts/test.sh: the test step (pytest) failed (exit status $rc)." >&2

@@ -728,6 +728,10 @@ def test_every_file_the_suite_writes_follows_the_umask(umask, tmp_path, capsys):
     }
     with LocalSite(linked) as site:
         crawler = yield run_crawl(LinkedSpider, settings, start_urls=[site.url("site.test")])
+        # the content index checkpoint: a crawl whose seen set is local (with a Redis one, the add-on puts the
+        # content index in Redis too)
+        yield run_crawl(LinkedSpider, {"ADDONS": {"scrapy_dedup.Addon": 0}, "JOBDIR": str(out / "local-job")},
+                        start_urls=[site.url("site.test")])
     assert crawler.stats.get_value("dedup/redis/fail_open") >= len(linked.paths)
     BloomSeenSet(1000, 1e-3).save(out / "seen.bloom")
     assert main(["mine-dust", str(out / "crawl-log.jsonl"), "-o", str(out / "rules.json")]) == 0
@@ -739,7 +743,7 @@ def test_every_file_the_suite_writes_follows_the_umask(umask, tmp_path, capsys):
     capsys.readouterr()
 
     modes = modes_under(out, exclude=set())
-    for name in ("job/redis-unconfirmed.fps", "job/dedup-content.idx", "audit/near.jsonl", "crawl-log.jsonl",
+    for name in ("job/redis-unconfirmed.fps", "local-job/dedup-content.idx", "audit/near.jsonl", "crawl-log.jsonl",
                  "seen.bloom", "rules.json", "report.html", "c.jsonl", "pairs.jsonl"):
         assert name in modes, f"{name} was not written: {sorted(modes)}"
     allowed = 0o666 & ~umask

@@ -20,6 +20,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+class PortTaken(RuntimeError):
+    """redis-server could not bind its port: another process holds it."""
+
+
 class RedisServer:
     """One redis-server process; ``stop()`` / ``start()`` simulate an outage on the same port."""
 
@@ -29,6 +33,9 @@ class RedisServer:
         if binary is None:
             raise RuntimeError("redis-server not found: install Debian's 'redis-server' package")
         self.binary = binary
+        #: a port of our choosing may be taken by another process between free_port() and the server's bind
+        #: (tests run in parallel workers, other suites on the machine): the first start then takes another
+        self._port_given = port is not None
         self.port = port or free_port()
         self.password = password
         self.extra_args = extra_args
@@ -44,6 +51,18 @@ class RedisServer:
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> "RedisServer":
+        for _ in range(4):
+            try:
+                return self._start()
+            except PortTaken:
+                if self._port_given or self._started_once:  # a restart keeps its port: the clients' URL
+                    raise
+                self.port = free_port()
+        return self._start()
+
+    _started_once = False
+
+    def _start(self) -> "RedisServer":
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--save", "", "--appendonly", "no", "--dir", str(self.dir),
                 "--daemonize", "no", "--loglevel", "warning", *self.extra_args]
@@ -53,12 +72,16 @@ class RedisServer:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {self.proc.stderr.read().decode(errors='replace')}")
+                error = self.proc.stderr.read().decode(errors="replace")
+                # (redis-server says why on stdout, not kept: the port is asked instead)
+                raise (RuntimeError if _port_pair_free(self.port, bus=False) else PortTaken)(
+                    f"redis-server exited: {error}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as sock:
                     sock.sendall(b"PING\r\n" if not self.password else
                                  f"AUTH {self.password}\r\nPING\r\n".encode())
                     if b"PONG" in sock.recv(100) or self.password:
+                        self._started_once = True
                         return self
             except OSError:
                 time.sleep(0.05)
@@ -80,8 +103,8 @@ class RedisServer:
         return redis.Redis.from_url(self.url)
 
 
-def _port_pair_free(port: int) -> bool:
-    for p in (port, port + 10000):  # a cluster node also listens on its bus port, +10000
+def _port_pair_free(port: int, bus: bool = True) -> bool:
+    for p in (port, port + 10000) if bus else (port,):  # a cluster node also listens on its bus port, +10000
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", p))
@@ -101,12 +124,25 @@ def cluster_ports(n: int) -> list[int]:
     return ports
 
 
+def _cluster_node(attempts: int = 4) -> RedisServer:
+    """One cluster-enabled redis-server on a free port pair (another one, should a parallel process take it)."""
+    for attempt in range(attempts):
+        try:
+            return RedisServer(cluster_ports(1)[0], extra_args=(
+                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                "--cluster-node-timeout", "5000")).start()
+        except PortTaken:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def start_cluster(nodes: int = 3) -> list[RedisServer]:
     """A real Redis Cluster of ``nodes`` primaries on loopback (``redis-cli --cluster create``), once it is ok."""
-    servers = [RedisServer(port, extra_args=("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                                             "--cluster-node-timeout", "5000")).start()
-               for port in cluster_ports(nodes)]
+    servers: list[RedisServer] = []
     try:
+        for _ in range(nodes):
+            servers.append(_cluster_node())
         subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in servers],
                         "--cluster-replicas", "0", "--cluster-yes"],
                        check=True, capture_output=True, timeout=60)
