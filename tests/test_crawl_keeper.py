@@ -33,10 +33,10 @@ def wiki(host: str, path: str) -> Page | None:
         return Page(template(product_text(1), title="Harbor"))
     if path == DIFF:
         table = "<table class='diff'><tr><td>- changedword</td><td>+ harbor</td></tr></table>"
-        return Page(template(f"{product_text(1)}", title="Harbor: difference between revisions")
+        return Page(template(f"{product_text(1)}", title="Harbor: Difference between revisions")
                     .replace("<main>", f"<main>{table}"))
     if path == REVISION:
-        return Page(template(edited_text(1), title="Harbor (old revision)"))
+        return Page(template(edited_text(1), title="Harbor"))  # MediaWiki titles an old revision as its article
     return None
 
 
@@ -230,9 +230,9 @@ def small_wiki(host: str, path: str) -> Page | None:
         return Page(template(f"{revisions} {' '.join(product_text(100 + i).split()[:60])}", title=f"{title} history"))
     if "diff" in query:
         table = "<table class='diff'><tr><td>- changedword</td><td>+ harbor</td></tr></table>"
-        return Page(template(product_text(10 + i), title=f"{title}: diff").replace("<main>", f"<main>{table}"))
+        return Page(template(product_text(10 + i), title=f"{title}: Difference between revisions").replace("<main>", f"<main>{table}"))
     if "oldid" in query:
-        return Page(template(edited_text(10 + i), title=f"{title} (old revision)"))
+        return Page(template(edited_text(10 + i), title=title))  # as MediaWiki titles an old revision
     return Page(template(product_text(10 + i), title=title))
 
 

@@ -123,6 +123,8 @@ def normalize_block(block: str) -> str:
     return b"\n".join(_normal_lines(block)).decode("utf-8", "surrogatepass")
 
 
+#: a title's words, a version number one word ("2.99.2" is not "2.99" plus a "2")
+_TITLE_WORD = re.compile(r"\w+(?:[.\-]\w+)*")
 #: kept pages per host whose ``<title>`` the judge remembers (a title of 100 characters: about 30 KB a host)
 TITLES_KEPT = 256
 
@@ -667,7 +669,13 @@ class BoilerplateJudge:
             return False
         titles = self._titles.get(host)
         kept = titles.get(kept_url) if titles is not None else None
-        return kept is not None and kept != title
+        if kept is None or kept == title:
+            return False
+        # A title that only adds words to the other's names a view of that page (a wiki's "X: difference
+        # between revisions", "X (printable version)"): the same page, whose item the keeper chooses. A
+        # sibling substitutes words ("GLib 2.74 release notes" for "GLib 2.76 release notes").
+        ours, theirs = set(_TITLE_WORD.findall(title.lower())), set(_TITLE_WORD.findall(kept.lower()))
+        return not (ours <= theirs or theirs <= ours)
 
     def _site_words(self, host: str, page: Reduction) -> int:
         """Words of the page outside its host's site-wide template: boilerplate blocks counted on at least
