@@ -78,7 +78,9 @@ class LinkedSite:
         links = " ".join(f'<a href="{href}">{href}</a>' for href in self._links(path))
         if path == "/":
             return Page(f"<html><body><h1>Index</h1>{links}</body></html>")
-        body = template(self.texts[path], title=path.replace("/copy/", "/p/"))  # a copy: the same title too
+        # a copy and a near copy (an edit) keep their page's title, as the same page edited does; the
+        # content judge does not merge two pages of one host whose titles name different pages
+        body = template(self.texts[path], title=path.replace("/copy/", "/p/").replace("/near/", "/p/"))
         return Page(body.replace("</main>", f"</main><div class='links'>{links}</div>"))
 
 
