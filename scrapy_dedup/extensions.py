@@ -25,6 +25,7 @@ import threading
 import time
 import weakref
 from collections import Counter, OrderedDict
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -162,6 +163,9 @@ class DedupExtension:
         self.crawl_log: _JsonLines | None = None
         #: a kept page's cluster -> its whole text's normal_text_hash, once DUST learning asks (same_page_cluster)
         self._kept_normal: dict[str, str] | None = None
+        #: a kept page's URL -> the fingerprint of the request that fetched it, when its URL alone does not
+        #: identify that request (a fragment the crawl keeps, a POST): what tells a refetch (_same_request)
+        self._kept_by_request: dict[str, bytes] = {}
         self._jobdir = job_dir(crawler.settings)
         self._checkpoint_loop: Clock | None = None  # every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
         self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
@@ -711,8 +715,34 @@ class DedupExtension:
             return None
         if page is not None:
             page.reduced_match, page.normal_hash = reduced_match, normal
+        if request is not None:
+            verdict = self._same_request(verdict, request)
         self._record(verdict, fp, request, reduced_match, normal)
         return verdict
+
+    def _same_request(self, verdict: Verdict, request: Request) -> Verdict:
+        """``verdict`` with ``same_request`` False when it matched a kept page of its URL that another request
+        fetched: the page's URL lost what told the requests apart (Scrapy's response URL has no fragment)."""
+        identity = self._request_identity(request)
+        if verdict.kind == "unique":
+            if identity is None:
+                self._kept_by_request.pop(verdict.url, None)
+            else:
+                self._kept_by_request[verdict.url] = identity
+        elif verdict.is_refetch and self._kept_by_request.get(verdict.url) != identity:
+            verdict = dataclasses.replace(verdict, same_request=False)
+            self._count("refetch_of_another_request")
+        return verdict
+
+    def _request_identity(self, request: Request) -> bytes | None:
+        """None when the page's URL identifies ``request`` (a GET whose canonical URL keeps no fragment), else
+        its request fingerprint."""
+        fingerprinter = self.crawler.request_fingerprinter
+        if request.method == "GET" and not request.body:
+            canonical_url = getattr(fingerprinter, "canonical_url", None)
+            if "#" not in request.url or canonical_url is None or "#" not in canonical_url(request):
+                return None
+        return fingerprinter.fingerprint(request)
 
     def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         """``call(*args, **kwargs)``, under the Redis outage policy when the content index is in Redis."""
