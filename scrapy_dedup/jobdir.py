@@ -27,9 +27,12 @@ from scrapy import signals
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
-from scrapy_dedup._util.files import remove_stale_temporaries
+from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries
 from scrapy_dedup.engine_hook import on_request_done
 from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
+from scrapy_dedup.settings import DedupConfigError
+from scrapy_dedup.url.generation import Generation, GenerationChanged
+from scrapy_dedup.url.generation import check as generation_check
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,9 +41,36 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 JOURNAL_FILE = "dedup-frontier.journal"
+#: what wrote the fingerprints of this JOBDIR (:func:`check_generation`)
+GENERATION_FILE = "dedup-generation.json"
 #: Scrapy's scheduler's disk queue directory inside JOBDIR
 QUEUE_DIR = "requests.queue"
 META_KEY = "dedup_frontier_seq"
+
+
+def check_generation(jobdir: str, generation: Generation, *, accept: bool, stores: tuple[str, ...]) -> None:
+    """Compare the crawl's fingerprint generation with the one ``JOBDIR`` recorded (:mod:`scrapy_dedup.url.generation`),
+    before anything in it is read; record it when the JOBDIR is new (or the change accepted).
+
+    ``stores``: the files in JOBDIR that hold fingerprints besides the journal. A difference over a JOBDIR that
+    holds some is one ERROR line and :class:`~scrapy_dedup.settings.DedupConfigError` (nothing in it touched).
+    """
+    path = Path(jobdir, GENERATION_FILE)
+    holds = [name for name in (JOURNAL_FILE, *stores) if (Path(jobdir) / name).is_file()
+             and (Path(jobdir) / name).stat().st_size > 0]
+    recorded = path.read_bytes() if path.is_file() else None
+    try:
+        write, warning = generation_check(generation, recorded, holds_keys=bool(holds),
+                                          where=f"JOBDIR {jobdir} ({', '.join(holds)})", accept=accept)
+    except GenerationChanged as exc:
+        logger.error("%s", exc)
+        raise DedupConfigError(str(exc)) from None
+    if warning:
+        logger.warning("%s", warning)
+    if write:
+        Path(jobdir).mkdir(parents=True, exist_ok=True)
+        text = generation.to_json() + "\n"
+        atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
@@ -177,6 +207,9 @@ class JobdirFrontier:
                              "again", type(exc).__name__, exc)
                 continue
             if fingerprint:
+                # under this run's fingerprinter: a new generation's (DEDUP_ACCEPT_NEW_GENERATION) differs from
+                # the journaled one, and a request readmitted under the old one would never be marked done
+                fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
                 self._readmit[fingerprint] = old_seq
                 engine.crawl(request)
                 if self._readmit.pop(fingerprint, None) is not None:  # filtered anyway (another scheduler?)
