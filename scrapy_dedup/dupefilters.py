@@ -27,7 +27,7 @@ from scrapy.utils.request import referer_str
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.fingerprinter import crawl_generation
-from scrapy_dedup.jobdir import JobdirFrontier, check_generation, uses_scrapys_scheduler
+from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
 from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
 from scrapy_dedup._util.redis_conn import connect, mask_url
@@ -140,6 +140,8 @@ class _SeenDupeFilter(BaseDupeFilter):
             new = True
         elif self.journal_before_mark:
             seq = frontier.admit(request, fingerprint)
+            if frontier.disk_full:  # not journaled: must not be marked seen either
+                return self._held_back()
             new = self._add(fingerprint, request)
             if not new:
                 frontier.withdraw(request, seq)
@@ -147,12 +149,20 @@ class _SeenDupeFilter(BaseDupeFilter):
             new = self._add(fingerprint, request)
             if new:
                 frontier.admit(request, fingerprint)
+        if frontier is not None and frontier.disk_full:
+            return self._held_back()
         if new:
             self.new += 1
         return not new
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:
         return self.store.add(fingerprint)
+
+    def _held_back(self) -> bool:
+        """JOBDIR's disk is full and the spider closing: a request that cannot be journaled is not scheduled (the
+        response that led to it stays pending in the journal, so the next run finds it again)."""
+        self._count("dedup/jobdir/held_back_disk_full")
+        return True
 
     def open(self) -> None:
         """Scrapy's scheduler opens its dupefilter once the engine has a slot: the frontier's hook is set then
@@ -336,10 +346,16 @@ class BloomDupeFilter(_SeenDupeFilter):
 
     def checkpoint(self) -> None:
         """Save the filter to ``JOBDIR`` now if it changed (atomic: a crash keeps the previous file)."""
-        if self.path is None or not self.store.dirty:
-            return
+        if self.path is None or not self.store.dirty or (self.frontier is not None and self.frontier.disk_full):
+            return  # (a full disk: the last checkpoint and the journal hold every fingerprint, see JobdirFrontier)
         started = time.monotonic()
-        self.store.save(self.path)
+        try:
+            self.store.save(self.path)
+        except OSError as exc:
+            if self.frontier is None or not is_disk_full(exc):
+                raise
+            self.frontier.disk_is_full(exc)  # the previous checkpoint stays (atomic_write)
+            return
         if self.frontier is not None:  # every fingerprint the journal holds is in the saved filter now
             self.frontier.compact()
         self._write_stats()

@@ -50,7 +50,9 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
+from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
+from scrapy_dedup._util.redis_access import missing_permissions
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
@@ -330,14 +332,23 @@ class DedupExtension:
         """
         from scrapy_dedup.dupefilters import RedisStartupError
 
+        index = self.store.index
         try:
-            policy.call(self.store.index.client.ping)
+            policy.call(index.client.ping)
+            probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
+            missing = policy.call(missing_permissions, index.client, *probes()) if probes is not None else []
         except RedisUnavailable:
-            pass
+            return
         except Exception as exc:
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, policy.secrets)}); "
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+        if missing:
+            message = (f"content index: the Redis user of {mask_url(cfg.redis_url)} may not run what the crawl "
+                       f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "
+                       "DEDUP_REDIS_INDEX_KEY")
+            logger.error("%s", message)  # (Scrapy's lines of a start-up that failed follow)
+            raise RedisStartupError(message)
 
     def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.
@@ -422,7 +433,8 @@ class DedupExtension:
         near duplicates would be kept again on resume). A failed write is logged and
         counted, never raised: the crawl goes on.
         """
-        if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
+        if (self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir
+                or disk_full_reported(self.crawler)):  # (a full disk: the last checkpoint stays)
             return
         self._save_paragraphs()
         pages = len(self.store)
@@ -432,6 +444,8 @@ class DedupExtension:
         try:
             self.store.save(path)
         except (OSError, ValueError) as exc:
+            if report_disk_full(self.crawler, self._jobdir, exc):
+                return
             logger.error("Could not checkpoint the content index to %s: %s", path, exc)
             self.stats.inc_value("dedup/content/checkpoint_errors")
             return

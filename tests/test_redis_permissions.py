@@ -15,10 +15,14 @@ import subprocess
 from urllib.parse import urlsplit
 
 import pytest
+import pytest_twisted
+import scrapy
 from scrapy.http import Request
 
 from scrapy_dedup._util.redis_conn import connect
 from scrapy_dedup.dupefilters import RedisStartupError
+from tests.support.crawl import run_crawl
+from tests.support.localsite import LocalSite, Page
 from tests.support.redis_server import RedisServer, free_port
 from tests.test_dupefilters import get_dupefilter
 
@@ -134,3 +138,33 @@ def test_checked_certificates_are_not_warned_about(tls_server, caplog):
         assert client.ping()
         client.close()
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+# --- the content index in Redis: its script and the commands the script runs ---
+
+class _OnePage(scrapy.Spider):
+    name = "acl_content"
+
+    def parse(self, response):
+        yield {"url": response.url}
+
+
+@pytest.mark.parametrize("rules,named", [
+    (("~*", "+@all", "-evalsha"), "EVALSHA on key '{dedup:acl:index}:probe:hash'"),
+    (("~*", "+@all", "-hincrby"), "HINCRBY on key '{dedup:acl:index}:probe:hash'"),
+    (("~other:*", "+@all"), "on key '{dedup:acl:index}:probe:hash'"),
+])
+@pytest_twisted.inlineCallbacks
+def test_a_content_index_user_missing_a_command_is_refused_before_any_page(acl_user, caplog, rules, named):
+    url = acl_user(*rules)
+    site = LocalSite({("acl.test", "/"): Page("<html><body><p>" + "word " * 50 + "</p></body></html>")})
+    settings = {"ADDONS": {"scrapy_dedup.Addon": 0}, "ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+                "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": url, "DEDUP_REDIS_INDEX_KEY": "dedup:acl:index"}
+    with site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_OnePage, settings, start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:  # the crawl's start failed (Scrapy's own lines follow ours)
+            pass
+    assert sum(site.hits.values()) == 0
+    lines = [line for line in refusal(caplog) if "content index: the Redis user" in line]
+    assert len(lines) == 1 and named in lines[0], refusal(caplog)

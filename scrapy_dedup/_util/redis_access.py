@@ -47,7 +47,9 @@ def missing_permissions(client: Any, probes: Iterable[Sequence[Any]], cleanup: I
             client.execute_command(command, *args)
         except ResponseError as exc:  # the server's reply; a connection that fails is the caller's outage
             if is_permission_error(exc):
-                where = f" on key {args[0]!r}" if args and isinstance(args[0], str) else ""
+                key = args[2] if command in ("EVAL", "EVALSHA") and len(args) > 2 else (
+                    args[0] if args and command != "SCRIPT" else None)
+                where = f" on key {key!r}" if isinstance(key, str) else ""
                 missing.append(f"{command}{where} ({str(exc).splitlines()[0]})")
     for key in cleanup:
         for command in ("EXPIRE", "DEL"):
