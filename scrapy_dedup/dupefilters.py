@@ -772,6 +772,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         if self._refused or closing_reason(self.crawler) == CLOSE_REASON:  # no Redis to flush
             return
         self._redis(self.store.clear)
+        self._redis(self.server.delete, self.generation_key)  # an empty set takes the next crawl's generation
         self._unconfirmed.clear()
 
     def _close_store(self, reason: str) -> None:
