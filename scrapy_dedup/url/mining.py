@@ -7,7 +7,7 @@ crawl's content engine); read from files (JSON Lines or WARC) by
 :mod:`scrapy_dedup.audit.mine_dust` for ``scrapy-dedup mine-dust``. The online
 learner is :mod:`scrapy_dedup.url.learner`.
 
-How rules are found and kept (the README's "How rules are mined and kept" says
+How rules are found and kept (docs/dust.md's "How rules are mined and kept" says
 it for users): typed **candidates** from pairs of URLs of one host with the same
 content (:func:`_candidates`); **validation** of each on every URL of the host
 it touches, grouped by rewritten form, into *support* (same content as the
