@@ -52,7 +52,7 @@ from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicato
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
-from scrapy_dedup._util.redis_access import missing_permissions
+from scrapy_dedup._util.redis_access import missing_permissions, speaks_tls
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 from scrapy_dedup.content.report import format_percent
@@ -340,6 +340,11 @@ class DedupExtension:
             probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
             missing = policy.call(missing_permissions, index.client, *probes()) if probes is not None else []
         except RedisUnavailable:
+            if cfg.redis_url.startswith("redis://") and speaks_tls(cfg.redis_url, timeout=2.0):
+                message = (f"content index: the server at {mask_url(cfg.redis_url)} speaks TLS: DEDUP_REDIS_URL "
+                           "must start with rediss://")
+                logger.error("%s", message)
+                raise RedisStartupError(message) from None
             return
         except Exception as exc:
             raise RedisStartupError(

@@ -168,3 +168,19 @@ def test_a_content_index_user_missing_a_command_is_refused_before_any_page(acl_u
     assert sum(site.hits.values()) == 0
     lines = [line for line in refusal(caplog) if "content index: the Redis user" in line]
     assert len(lines) == 1 and named in lines[0], refusal(caplog)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_content_index_on_a_plain_url_to_a_tls_port_is_refused_before_any_page(tls_server, caplog):
+    tls_port, _ = tls_server
+    site = LocalSite({("acl.test", "/"): Page("<html><body><p>" + "word " * 50 + "</p></body></html>")})
+    settings = {"ADDONS": {"scrapy_dedup.Addon": 0}, "ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+                "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": f"redis://127.0.0.1:{tls_port}/0"}
+    with site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_OnePage, settings, start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:
+            pass
+    assert sum(site.hits.values()) == 0
+    lines = [line for line in refusal(caplog) if "speaks TLS" in line]
+    assert len(lines) == 1 and "rediss://" in lines[0], refusal(caplog)
