@@ -458,6 +458,8 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self.persist = cfg.redis_persist
         self.flush_on_start = cfg.redis_flush_on_start
         self.accept_new_generation = cfg.accept_new_generation
+        #: the generation record is still to be written (Redis refused writes at start)
+        self._generation_pending = False
         self.policy = RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=self.kind, url=cfg.redis_url,
                                        secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats,
                                        key=key)
@@ -530,6 +532,11 @@ class _RedisDupeFilter(_SeenDupeFilter):
             return True
         if queue is not None:
             self.confirmed(fingerprint)
+        if self._generation_pending:  # Redis took a write: the record goes with it
+            try:
+                self._record_generation()
+            except Exception as exc:  # (non-transient: the next write tries again; never out of request_seen)
+                logger.debug("%s: generation record not written: %s", self.kind, describe(exc, self._secrets()))
         if self._unconfirmed:
             self._replay()
         return new
@@ -766,7 +773,20 @@ class _RedisDupeFilter(_SeenDupeFilter):
         if warning:
             logger.warning("%s", warning)
         if write:
-            self._redis(self.server.set, self.generation_key, self.generation.to_json())
+            self._generation_pending = True
+            self._record_generation()
+
+    def _record_generation(self) -> None:
+        """Write the generation record, one attempt outside the outage policy: a Redis that refuses writes now
+        (full, read-only) gets it with the first fingerprint it takes (:meth:`_add`), never a set without one."""
+        assert self.generation is not None
+        try:
+            self.server.set(self.generation_key, self.generation.to_json())
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return
+        self._generation_pending = False
 
     def clear(self) -> None:
         if self._refused or closing_reason(self.crawler) == CLOSE_REASON:  # no Redis to flush
