@@ -26,8 +26,10 @@ from scrapy.utils.request import referer_str
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
-from scrapy_dedup.jobdir import JobdirFrontier, uses_scrapys_scheduler
+from scrapy_dedup.fingerprinter import crawl_generation
+from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
+from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
 from scrapy_dedup._util.redis_conn import connect, mask_url
 from scrapy_dedup._util.redis_policy import (
     CLOSE_REASON,
@@ -44,6 +46,8 @@ from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
+from scrapy_dedup.url.generation import Generation, GenerationChanged
+from scrapy_dedup.url.generation import check as generation_check
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -81,6 +85,8 @@ class _SeenDupeFilter(BaseDupeFilter):
         self.checked = 0
         self.new = 0
         self._closed = False
+        #: what writes this crawl's fingerprints (set by from_crawler; the Redis filters check it at start)
+        self.generation: Generation | None = None
         #: the kill-safe JOBDIR journal (Scrapy's scheduler with JOBDIR: :mod:`scrapy_dedup.jobdir`), None otherwise
         self.frontier: JobdirFrontier | None = None
         #: seconds between two runs of :meth:`_on_clock` while the spider is open (``DEDUP_CHECKPOINT_SECONDS``)
@@ -95,7 +101,13 @@ class _SeenDupeFilter(BaseDupeFilter):
                 "put that logic in a fingerprinter and set REQUEST_FINGERPRINTER_CLASS to it (the add-on keeps it "
                 "as the fallback of CanonicalRequestFingerprinter)")
         cfg = read_settings(crawler.settings)
+        generation = crawl_generation(crawler.request_fingerprinter, learning=bool(cfg.dust_learn))
+        jobdir = job_dir(crawler.settings)
+        if jobdir:  # before anything in JOBDIR is read: its fingerprints are of one generation
+            check_generation(jobdir, generation, accept=cfg.accept_new_generation,
+                             stores=(CHECKPOINT_FILE, UNCONFIRMED_FILE))
         dupefilter = cls._from_settings(crawler, cfg)
+        dupefilter.generation = generation
         if dupefilter.frontier is None:
             dupefilter.frontier = _frontier(crawler)
         dupefilter.clock_seconds = cfg.checkpoint_seconds
@@ -128,6 +140,8 @@ class _SeenDupeFilter(BaseDupeFilter):
             new = True
         elif self.journal_before_mark:
             seq = frontier.admit(request, fingerprint)
+            if frontier.disk_full:  # not journaled: must not be marked seen either
+                return self._held_back()
             new = self._add(fingerprint, request)
             if not new:
                 frontier.withdraw(request, seq)
@@ -135,6 +149,8 @@ class _SeenDupeFilter(BaseDupeFilter):
             new = self._add(fingerprint, request)
             if new:
                 frontier.admit(request, fingerprint)
+        if frontier is not None and frontier.disk_full:
+            return self._held_back()
         if new:
             self.new += 1
         if self.stats is not None:  # kept current: a reader at spider_closed may come before our close
@@ -144,6 +160,12 @@ class _SeenDupeFilter(BaseDupeFilter):
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:
         return self.store.add(fingerprint)
+
+    def _held_back(self) -> bool:
+        """JOBDIR's disk is full and the spider closing: a request that cannot be journaled is not scheduled (the
+        response that led to it stays pending in the journal, so the next run finds it again)."""
+        self._count("dedup/jobdir/held_back_disk_full")
+        return True
 
     def open(self) -> None:
         """Scrapy's scheduler opens its dupefilter once the engine has a slot: the frontier's hook is set then
@@ -327,10 +349,16 @@ class BloomDupeFilter(_SeenDupeFilter):
 
     def checkpoint(self) -> None:
         """Save the filter to ``JOBDIR`` now if it changed (atomic: a crash keeps the previous file)."""
-        if self.path is None or not self.store.dirty:
-            return
+        if self.path is None or not self.store.dirty or (self.frontier is not None and self.frontier.disk_full):
+            return  # (a full disk: the last checkpoint and the journal hold every fingerprint, see JobdirFrontier)
         started = time.monotonic()
-        self.store.save(self.path)
+        try:
+            self.store.save(self.path)
+        except OSError as exc:
+            if self.frontier is None or not is_disk_full(exc):
+                raise
+            self.frontier.disk_is_full(exc)  # the previous checkpoint stays (atomic_write)
+            return
         if self.frontier is not None:  # every fingerprint the journal holds is in the saved filter now
             self.frontier.compact()
         self._write_stats()
@@ -343,6 +371,14 @@ class BloomDupeFilter(_SeenDupeFilter):
     def clear(self) -> None:
         self.store.clear()
         self.checkpoint()
+
+
+_PROBE_SUFFIXES = (":probe", ":probe}")
+
+
+def _probe_key(key: str) -> str:
+    """A key of the same shape as ``key`` (the same hash tag, the same prefix) that no store uses."""
+    return key[:-1] + ":probe}" if key.endswith("}") else key + ":probe"
 
 
 def _frontier(crawler: Crawler) -> JobdirFrontier | None:
@@ -424,6 +460,9 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self.url_source = cfg.source_of("DEDUP_REDIS_URL")
         self.persist = cfg.redis_persist
         self.flush_on_start = cfg.redis_flush_on_start
+        self.accept_new_generation = cfg.accept_new_generation
+        #: the generation record is still to be written (Redis refused writes at start)
+        self._generation_pending = False
         self.policy = RedisErrorPolicy(cfg.redis_on_error, cfg.redis_retry_seconds, name=self.kind, url=cfg.redis_url,
                                        secrets=secrets_of(cfg.redis_url, cfg.redis_params), stats=crawler.stats,
                                        key=key)
@@ -496,6 +535,11 @@ class _RedisDupeFilter(_SeenDupeFilter):
             return True
         if queue is not None:
             self.confirmed(fingerprint)
+        if self._generation_pending:  # Redis took a write: the record goes with it
+            try:
+                self._record_generation()
+            except Exception as exc:  # (non-transient: the next write tries again; never out of request_seen)
+                logger.debug("%s: generation record not written: %s", self.kind, describe(exc, self._secrets()))
         if self._unconfirmed:
             self._replay()
         return new
@@ -575,6 +619,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     def _start_or_raise(self) -> None:
         try:
+            self._refuse_a_tls_port()
             if self._unreachable_at_start():
                 return
             self._start_checked()
@@ -594,6 +639,16 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 f"{hint}") from None
         # From here on every Redis error is an outage under the policy: none may escape request_seen.
         self.policy.running = True
+
+    def _refuse_a_tls_port(self) -> None:
+        """A ``redis://`` URL whose server does not answer but completes a TLS handshake: a start-up error (it
+        would look like an outage, and ``fail_open`` would crawl without the seen set)."""
+        if not self.url.startswith("redis://") or wait_until_reachable(self.server, 0.5) is None:
+            return
+        if speaks_tls(self.url, timeout=2.0):
+            raise RedisStartupError(
+                f"{self.kind}: the server at {mask_url(self.url)} (from {self.url_source}) speaks TLS: the URL must "
+                "start with rediss://")
 
     def _unreachable_at_start(self) -> bool:
         """Under ``retry``, wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis to answer; if it does not, end
@@ -644,9 +699,12 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     def _start_checked(self) -> None:
         where = f"Redis key {self.key!r} at {mask_url(self.url)} (from {self.url_source})"
+        self._refuse_missing_permissions()
         if self.flush_on_start:
             self._redis(self.store.clear)
-            keys = self.store.data_keys()  # the keys really cleared (a Bloom filter's shards and layout)
+            self._redis(self.server.delete, self.generation_key)
+            # the keys really cleared (a Bloom filter's shards and layout, what wrote them)
+            keys = [*self.store.data_keys(), self.generation_key]
             logger.info("%s: Redis key(s) %s at %s deleted at start (DEDUP_REDIS_FLUSH_ON_START)", self.kind,
                         ", ".join(map(repr, keys)), mask_url(self.url))
         wrong = self._redis(self.store.wrong_types)
@@ -657,8 +715,10 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 "another dupefilter class?): use another DEDUP_REDIS_KEY, delete the key, or set "
                 "DEDUP_REDIS_FLUSH_ON_START=True to start over")
         self._redis(self._prepare)
-        self._load_unconfirmed()
         held = self._redis(len, self.store)
+        self._check_generation(held > 0)
+        self._load_unconfirmed()
+        held = held or self._redis(len, self.store)  # (what the previous run's outage left, written now)
         if held:
             logger.info("%s: %s already holds %s fingerprints; those requests will be skipped as seen. "
                         "To start fresh set DEDUP_REDIS_FLUSH_ON_START=True or another DEDUP_REDIS_KEY.",
@@ -670,10 +730,72 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def _prepare(self) -> None:
         pass
 
+    def _refuse_missing_permissions(self) -> None:
+        """Run every command the crawl will send, on probe keys shaped like the real ones (writes) or on the real
+        ones (reads): one start-up error naming each one the Redis user may not run (``_util/redis_access.py``)."""
+        writes = [("SET", self.generation_key, "probe"), *self._write_probes()]
+        if self.store.ttl:
+            writes += [("EXPIRE", key, PROBE_TTL) for _, key, *_ in list(writes)]
+        if self.flush_on_start or not self.persist:
+            writes += [("DEL", key) for _, key, *_ in list(writes)]
+        probes = [(command, _probe_key(key), *args) for command, key, *args in writes]
+        probes += [("TYPE", key) for key in self.store.data_keys()] + [("GET", self.generation_key)]
+        probes += self._read_probes()
+        missing = self._redis(missing_permissions, self.server, probes, {key for _, key, *_ in probes
+                                                                         if key.endswith(_PROBE_SUFFIXES)})
+        if missing:
+            raise RedisStartupError(
+                f"{self.kind}: the Redis user of {mask_url(self.url)} (from {self.url_source}) may not run what the "
+                f"crawl needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or DEDUP_REDIS_KEY")
+
+    def _write_probes(self) -> list[tuple[Any, ...]]:
+        """``(command, real key, *args)`` of each write the store makes (run on the key's probe key)."""
+        return []
+
+    def _read_probes(self) -> list[tuple[Any, ...]]:
+        """``(command, key, *args)`` of each read the store makes (run on the real key)."""
+        return []
+
+    @property
+    def generation_key(self) -> str:
+        """The Redis key recording what wrote the seen set's fingerprints (:mod:`scrapy_dedup.url.generation`)."""
+        return f"{self.key}:generation"
+
+    def _check_generation(self, holds: bool) -> None:
+        """Refuse to start on a seen set another generation wrote (one line, the start-up error), or record ours;
+        ``holds``: the seen set holds fingerprints."""
+        if self.generation is None:  # built without from_crawler: nothing to compare
+            return
+        recorded = self._redis(self.server.get, self.generation_key)
+        try:
+            write, warning = generation_check(
+                self.generation, recorded, holds_keys=holds, accept=self.accept_new_generation,
+                where=f"{self.kind}: Redis key {self.key!r} at {mask_url(self.url)}")
+        except GenerationChanged as exc:
+            raise RedisStartupError(str(exc)) from None
+        if warning:
+            logger.warning("%s", warning)
+        if write:
+            self._generation_pending = True
+            self._record_generation()
+
+    def _record_generation(self) -> None:
+        """Write the generation record, one attempt outside the outage policy: a Redis that refuses writes now
+        (full, read-only) gets it with the first fingerprint it takes (:meth:`_add`), never a set without one."""
+        assert self.generation is not None
+        try:
+            self.server.set(self.generation_key, self.generation.to_json())
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            return
+        self._generation_pending = False
+
     def clear(self) -> None:
         if self._refused or closing_reason(self.crawler) == CLOSE_REASON:  # no Redis to flush
             return
         self._redis(self.store.clear)
+        self._redis(self.server.delete, self.generation_key)  # an empty set takes the next crawl's generation
         self._unconfirmed.clear()
 
     def _close_store(self, reason: str) -> None:
@@ -687,6 +809,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 self._replay()
             if not self.persist:
                 self._redis(self.store.clear)
+                self._redis(self.server.delete, self.generation_key)
                 logger.info("%s: deleted Redis key %r at close (DEDUP_REDIS_PERSIST=False)", self.kind, self.key)
         except RedisUnavailable as exc:
             if not self.policy.gave_up:  # after giving up the outage has had its lines
@@ -778,6 +901,12 @@ class RedisDupeFilter(_RedisDupeFilter):
     def _store(server: Any, key: str, cfg: DedupSettings) -> RedisSeenSet:
         return RedisSeenSet(server, key, ttl=cfg.redis_ttl)
 
+    def _write_probes(self) -> list[tuple[Any, ...]]:
+        return [("SADD", self.key, "probe")]
+
+    def _read_probes(self) -> list[tuple[Any, ...]]:
+        return [("SCARD", self.key), ("SISMEMBER", self.key, "probe")]
+
 
 class RedisBloomDupeFilter(_RedisDupeFilter):
     """A Bloom filter in Redis bitmaps, shared by every process of a spider.
@@ -799,6 +928,15 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
                                      shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
         except ValueError as exc:
             raise DedupConfigError(str(exc)) from None
+
+    def _write_probes(self) -> list[tuple[Any, ...]]:
+        return [*(("BITFIELD", shard, "SET", "u1", 0, 1) for shard in self.store.shard_keys),
+                ("HSET", self.store.meta_key, "probe", "1")]
+
+    def _read_probes(self) -> list[tuple[Any, ...]]:
+        return [*(probe for shard in self.store.shard_keys
+                  for probe in (("BITFIELD_RO", shard, "GET", "u1", 0), ("BITCOUNT", shard))),
+                ("HGETALL", self.store.meta_key)]
 
     def _prepare(self) -> None:
         self.store.prepare()

@@ -25,6 +25,7 @@ import threading
 import time
 import weakref
 from collections import Counter, OrderedDict
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -49,7 +50,9 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
+from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
+from scrapy_dedup._util.redis_access import missing_permissions, speaks_tls
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, is_transient, secrets_of
 from scrapy_dedup.content.report import format_percent
@@ -164,6 +167,9 @@ class DedupExtension:
         self.crawl_log: _JsonLines | None = None
         #: a kept page's cluster -> its whole text's normal_text_hash, once DUST learning asks (same_page_cluster)
         self._kept_normal: dict[str, str] | None = None
+        #: a kept page's URL -> the fingerprint of the request that fetched it, when its URL alone does not
+        #: identify that request (a fragment the crawl keeps, a POST): what tells a refetch (_same_request)
+        self._kept_by_request: dict[str, bytes] = {}
         self._jobdir = job_dir(crawler.settings)
         self._checkpoint_loop: Clock | None = None  # every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
         self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
@@ -335,14 +341,28 @@ class DedupExtension:
         """
         from scrapy_dedup.dupefilters import RedisStartupError
 
+        index = self.store.index
         try:
-            self.store.index.client.ping()
+            index.client.ping()
+            probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
+            missing = missing_permissions(index.client, *probes()) if probes is not None else []
         except Exception as exc:
             if is_transient(exc):
+                if cfg.redis_url.startswith("redis://") and speaks_tls(cfg.redis_url, timeout=2.0):
+                    message = (f"content index: the server at {mask_url(cfg.redis_url)} speaks TLS: "
+                               "DEDUP_REDIS_URL must start with rediss://")
+                    logger.error("%s", message)
+                    raise RedisStartupError(message) from None
                 return False
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, self._secrets)}); "
                 "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+        if missing:
+            message = (f"content index: the Redis user of {mask_url(cfg.redis_url)} may not run what the crawl "
+                       f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "
+                       "DEDUP_REDIS_INDEX_KEY")
+            logger.error("%s", message)  # (Scrapy's lines of a start-up that failed follow)
+            raise RedisStartupError(message)
         return True
 
     def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
@@ -428,7 +448,8 @@ class DedupExtension:
         near duplicates would be kept again on resume). A failed write is logged and
         counted, never raised: the crawl goes on.
         """
-        if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
+        if (self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir
+                or disk_full_reported(self.crawler)):  # (a full disk: the last checkpoint stays)
             return
         self._save_paragraphs()
         pages = len(self.store)
@@ -438,6 +459,8 @@ class DedupExtension:
         try:
             self.store.save(path)
         except (OSError, ValueError) as exc:
+            if report_disk_full(self.crawler, self._jobdir, exc):
+                return
             logger.error("Could not checkpoint the content index to %s: %s", path, exc)
             self.stats.inc_value("dedup/content/checkpoint_errors")
             return
@@ -722,8 +745,34 @@ class DedupExtension:
             return None
         if page is not None:
             page.reduced_match, page.normal_hash = reduced_match, normal
+        if request is not None:
+            verdict = self._same_request(verdict, request)
         self._record(verdict, fp, request, reduced_match, normal)
         return verdict
+
+    def _same_request(self, verdict: Verdict, request: Request) -> Verdict:
+        """``verdict`` with ``same_request`` False when it matched a kept page of its URL that another request
+        fetched: the page's URL lost what told the requests apart (Scrapy's response URL has no fragment)."""
+        identity = self._request_identity(request)
+        if verdict.kind == "unique":
+            if identity is None:
+                self._kept_by_request.pop(verdict.url, None)
+            else:
+                self._kept_by_request[verdict.url] = identity
+        elif verdict.is_refetch and self._kept_by_request.get(verdict.url) != identity:
+            verdict = dataclasses.replace(verdict, same_request=False)
+            self._count("refetch_of_another_request")
+        return verdict
+
+    def _request_identity(self, request: Request) -> bytes | None:
+        """None when the page's URL identifies ``request`` (a GET whose canonical URL keeps no fragment), else
+        its request fingerprint."""
+        fingerprinter = self.crawler.request_fingerprinter
+        if request.method == "GET" and not request.body:
+            canonical_url = getattr(fingerprinter, "canonical_url", None)
+            if "#" not in request.url or canonical_url is None or "#" not in canonical_url(request):
+                return None
+        return fingerprinter.fingerprint(request)
 
     def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         """``call(*args, **kwargs)``, under the Redis outage policy when the content index is in Redis."""

@@ -33,6 +33,7 @@ from weakref import WeakKeyDictionary, WeakSet
 
 from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
 from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.generation import Generation, generation_of
 from scrapy_dedup.url.policy import PolicyMap
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -208,6 +209,21 @@ class CanonicalRequestFingerprinter:
                 fingerprint = scrapy_shape_fingerprint(request.method, canonical, request.body)
             entry[1] = fingerprint
         return fingerprint
+
+
+def crawl_generation(fingerprinter: Any, learning: bool = False) -> Generation:
+    """The fingerprint generation of a crawl whose ``crawler.request_fingerprinter`` is ``fingerprinter``:
+    its chain (each ``fallback``, outermost first) and the canonicalizer of the first of ours in it."""
+    chain: list[str] = []
+    canonicalizer = None
+    while fingerprinter is not None and len(chain) < 10:
+        chain.append(_class_path(type(fingerprinter)))
+        if canonicalizer is None and isinstance(fingerprinter, CanonicalRequestFingerprinter):
+            canonicalizer = fingerprinter.canonicalizer
+        fingerprinter = getattr(fingerprinter, "fallback", None)
+    if canonicalizer is None:
+        return generation_of(None, None, chain, learning=learning)
+    return generation_of(canonicalizer.policies, canonicalizer.dust, chain, learning=learning)
 
 
 class OutermostCanonicalFingerprinter:

@@ -17,6 +17,7 @@ scrapy-redis's scheduler keeps its queue in Redis (:mod:`scrapy_dedup.redis_queu
 """
 from __future__ import annotations
 
+import errno
 import logging
 import pickle
 import shutil
@@ -27,9 +28,12 @@ from scrapy import signals
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
-from scrapy_dedup._util.files import remove_stale_temporaries
-from scrapy_dedup.engine_hook import on_request_done
+from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries
+from scrapy_dedup.engine_hook import close_spider_soon, on_request_done
 from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
+from scrapy_dedup.settings import DedupConfigError
+from scrapy_dedup.url.generation import Generation, GenerationChanged
+from scrapy_dedup.url.generation import check as generation_check
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,12 +42,71 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 JOURNAL_FILE = "dedup-frontier.journal"
+#: what wrote the fingerprints of this JOBDIR (:func:`check_generation`)
+GENERATION_FILE = "dedup-generation.json"
 #: Scrapy's scheduler's disk queue directory inside JOBDIR
 QUEUE_DIR = "requests.queue"
 META_KEY = "dedup_frontier_seq"
 #: request meta key of a request the crawl makes for itself that fetches no page (held items sent on by
 #: ``ContentFingerprintMiddleware``): not journaled (its callback is no spider method: it could not be)
 UNJOURNALED_META = "dedup_unjournaled"
+#: the close reason when JOBDIR's disk is full (:meth:`JobdirFrontier.disk_is_full`)
+DISK_FULL_REASON = "dedup_disk_full"
+#: what a write to a full disk (or past a quota, or past RLIMIT_FSIZE) raises
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An ``OSError`` of a write that found no room (no space, a quota, a file size limit)."""
+    return isinstance(exc, OSError) and exc.errno in _DISK_FULL_ERRNOS
+
+
+def report_disk_full(crawler: "Crawler", jobdir: Any, exc: BaseException) -> bool:
+    """Whether ``exc`` is a write to JOBDIR that found no room; if so, the first time in this crawl (whichever
+    component met it: the journal, a checkpoint), one ERROR line and the spider closes with ``dedup_disk_full``."""
+    if not is_disk_full(exc):
+        return False
+    if getattr(crawler, "_dedup_disk_full", False):
+        return True
+    crawler._dedup_disk_full = True  # type: ignore[attr-defined]
+    crawler.stats.set_value("dedup/jobdir/disk_full", 1)
+    error = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+    logger.error("JOBDIR %s: no room left on its disk (%s: %s): closing the spider with reason %r. The frontier "
+                 "journal holds every request admitted so far: free some space and run the crawl again with the "
+                 "same JOBDIR to resume it (nothing is lost; the pages in flight are fetched again)",
+                 jobdir, type(exc).__name__, error, DISK_FULL_REASON)
+    close_spider_soon(crawler, DISK_FULL_REASON)
+    return True
+
+
+def disk_full_reported(crawler: "Crawler") -> bool:
+    """Whether a component of this crawl found JOBDIR's disk full (:func:`report_disk_full`)."""
+    return bool(getattr(crawler, "_dedup_disk_full", False))
+
+
+def check_generation(jobdir: str, generation: Generation, *, accept: bool, stores: tuple[str, ...]) -> None:
+    """Compare the crawl's fingerprint generation with the one ``JOBDIR`` recorded (:mod:`scrapy_dedup.url.generation`),
+    before anything in it is read; record it when the JOBDIR is new (or the change accepted).
+
+    ``stores``: the files in JOBDIR that hold fingerprints besides the journal. A difference over a JOBDIR that
+    holds some is one ERROR line and :class:`~scrapy_dedup.settings.DedupConfigError` (nothing in it touched).
+    """
+    path = Path(jobdir, GENERATION_FILE)
+    holds = [name for name in (JOURNAL_FILE, *stores) if (Path(jobdir) / name).is_file()
+             and (Path(jobdir) / name).stat().st_size > 0]
+    recorded = path.read_bytes() if path.is_file() else None
+    try:
+        write, warning = generation_check(generation, recorded, holds_keys=bool(holds),
+                                          where=f"JOBDIR {jobdir} ({', '.join(holds)})", accept=accept)
+    except GenerationChanged as exc:
+        logger.error("%s", exc)
+        raise DedupConfigError(str(exc)) from None
+    if warning:
+        logger.warning("%s", warning)
+    if write:
+        Path(jobdir).mkdir(parents=True, exist_ok=True)
+        text = generation.to_json() + "\n"
+        atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
@@ -85,6 +148,8 @@ class JobdirFrontier:
         #: fingerprint -> old sequence number of the pending requests to schedule again (they pass the seen set once)
         self._readmit: dict[bytes, int] = {}
         self._unserializable_logged = False
+        #: JOBDIR's disk filled up: nothing is written any more, the spider is closing (:meth:`disk_is_full`)
+        self.disk_full = False
         if replay.damaged or replay.cut_bytes:
             self.stats.inc_value("dedup/jobdir/journal_cut_bytes", replay.cut_bytes)
         if replay.damaged:
@@ -119,19 +184,43 @@ class JobdirFrontier:
     # --- admitting ---
 
     def admit(self, request: "Request", fingerprint: bytes) -> int | None:
-        """Journal ``request`` before it is marked seen; its sequence number (None: it cannot be serialized)."""
+        """Journal ``request`` before it is marked seen; its sequence number (None: it cannot be serialized, or
+        the disk is full: then :attr:`disk_full` is True and the caller must not schedule it)."""
+        if self.disk_full:
+            return None
         payload = self._serialize(request)
         if payload is None:
             return None
-        seq = request.meta[META_KEY] = self.journal.admitted(fingerprint, payload)
+        try:
+            seq = self.journal.admitted(fingerprint, payload)
+        except OSError as exc:
+            self.disk_is_full(exc)
+            return None
+        request.meta[META_KEY] = seq
         self.stats.inc_value("dedup/jobdir/admitted")
         return seq
 
+    def disk_is_full(self, exc: OSError) -> None:
+        """A write to JOBDIR found no room: one ERROR line, then the spider closes with ``dedup_disk_full``.
+
+        From here on nothing is written to JOBDIR: no request is admitted (the dupefilter drops new ones:
+        the requests whose responses led to them are never marked done, so a resume fetches and parses those
+        again), no request is marked done, no checkpoint is written and the close is not recorded as clean,
+        so the next run resumes from the journal as after a kill. Other errors are raised again.
+        """
+        if not report_disk_full(self.crawler, self.jobdir, exc):
+            raise exc
+        self.disk_full = True
+
     def withdraw(self, request: "Request", seq: int | None) -> None:
         """The seen set said "seen" after all: the journaled admission does not stand."""
-        if seq is None:
+        if seq is None or self.disk_full:
             return
-        self.journal.done(seq)
+        try:
+            self.journal.done(seq)
+        except OSError as exc:
+            self.disk_is_full(exc)
+            return
         self.stats.inc_value("dedup/jobdir/admitted", -1)
         if request.meta.get(META_KEY) == seq:
             del request.meta[META_KEY]
@@ -180,6 +269,9 @@ class JobdirFrontier:
                              "again", type(exc).__name__, exc)
                 continue
             if fingerprint:
+                # under this run's fingerprinter: a new generation's (DEDUP_ACCEPT_NEW_GENERATION) differs from
+                # the journaled one, and a request readmitted under the old one would never be marked done
+                fingerprint = self.crawler.request_fingerprinter.fingerprint(request)
                 self._readmit[fingerprint] = old_seq
                 engine.crawl(request)
                 if self._readmit.pop(fingerprint, None) is not None:  # filtered anyway (another scheduler?)
@@ -196,17 +288,31 @@ class JobdirFrontier:
 
     def _done(self, request: "Request") -> None:
         seq = request.meta.get(META_KEY) if request.meta else None
-        if seq is not None:
-            self.journal.done(seq)
+        if seq is not None and not self.disk_full:  # (disk full: it stays pending, what it led to may be lost)
+            try:
+                self.journal.done(seq)
+            except OSError as exc:
+                self.disk_is_full(exc)
 
     def compact(self) -> None:
         """After a seen-set checkpoint: keep only the pending requests in the journal."""
-        kept = self.journal.compact()
+        if self.disk_full:
+            return
+        try:
+            kept = self.journal.compact()
+        except OSError as exc:
+            self.disk_is_full(exc)
+            return
         logger.debug("JOBDIR: frontier journal compacted to %d pending requests", kept)
 
     def close(self) -> None:
-        """At the dupefilter's close, after Scrapy wrote its queue state: compact, then record the clean close."""
+        """At the dupefilter's close, after Scrapy wrote its queue state: compact, then record the clean close
+        (not after a full disk: the next run then resumes from the journal, Scrapy's queue set aside)."""
         try:
             self.compact()
         finally:
-            self.journal.close(clean=True)
+            try:
+                self.journal.close(clean=not self.disk_full)
+            except OSError as exc:
+                self.disk_is_full(exc)
+                self.journal.close(clean=False)

@@ -108,8 +108,8 @@ class ContentFingerprintMiddleware:
             return
         verdict = self.content.verdict_for_response(response)
         if self.drop_duplicates and verdict is not None and verdict.kind in ("exact", "near"):
-            if verdict.kept_url == verdict.url:
-                # The same URL fetched again (a dont_filter request, a page in flight when a crawl was
+            if verdict.is_refetch:
+                # The same request fetched again (a dont_filter request, a page in flight when a crawl was
                 # killed and fetched again on resume): whether its links were followed the first time is
                 # unknown, so it is parsed, as its items are kept (DuplicateAction), rather than risk losing
                 # every page only it links to.

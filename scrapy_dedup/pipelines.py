@@ -103,8 +103,8 @@ class DuplicateAction:
         """The item to pass on (tagged in ``tag`` mode); raises a :class:`DuplicateItem` in ``drop`` mode."""
         if verdict is None or verdict.kind not in ("exact", "near"):
             return item
-        if verdict.kept_url == verdict.url:
-            # The same URL fetched again (a dont_filter request, a page in flight when a
+        if verdict.is_refetch:
+            # The same request fetched again (a dont_filter request, a page in flight when a
             # crawl was killed): whether the first fetch's item was stored is unknown, so
             # the item is kept rather than risk losing it. The page still counts as redundant.
             self.stats.inc_value("dedup/items/refetch_kept")

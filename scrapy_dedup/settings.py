@@ -299,6 +299,11 @@ SETTINGS: tuple[Setting, ...] = (
        "to start: an empty filter would refetch the whole crawl) or `empty` (start empty, keep the bad "
        "file as `seen.bloom.corrupt-<time>`, or in place when it cannot be renamed: the next checkpoint replaces "
        "it; logged and counted in `dedup/seen/checkpoint_errors`)."),
+    _s("DEDUP_ACCEPT_NEW_GENERATION", False, to_bool, "seen",
+       "A JOBDIR or a Redis seen set records what wrote its fingerprints (scrapy-dedup's and w3lib's versions, "
+       "the URL policies, the DUST rules, the fingerprinter chain); a crawl that resumes it with any of them "
+       "changed refuses to start, naming what changed. True records the new generation and goes on: the "
+       "pages the old one fetched may be fetched again (docs/reliability.md, \"Fingerprint generations\")."),
     _s("DEDUP_REDIS_URL", "redis://localhost:6379/0", _redis_url, "redis",
        "Redis server of the shared stores: redis://, rediss:// or unix://. Unset, scrapy-redis's `REDIS_URL`, "
        "then `REDIS_HOST`/`REDIS_PORT`, is used (with the `db` of the client parameters, as scrapy-redis does). "

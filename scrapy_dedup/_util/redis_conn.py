@@ -7,10 +7,15 @@ redis-py's exceptions go through :func:`scrapy_dedup._util.redis_policy.describe
 from __future__ import annotations
 
 import importlib
+import logging
 import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
+
+from scrapy_dedup._util.redis_access import certificate_checks_off
+
+logger = logging.getLogger(__name__)
 
 SUPPORTED_SCHEMES = ("redis", "rediss", "unix")
 
@@ -167,7 +172,16 @@ def connect(url: str, params: dict[str, Any] | None = None, *, timeout: float | 
     if not {"retry", "retry_on_timeout", "retry_on_error"} & params.keys():
         params["retry"] = Retry(NoBackoff(), 0)
     validate_url(url)
+    if certificate_checks_off(url, params) and mask_url(url) not in _UNVERIFIED_WARNED:
+        _UNVERIFIED_WARNED.add(mask_url(url))
+        logger.warning("Redis at %s: ssl_cert_reqs is 'none': the server's TLS certificate is not checked, so "
+                       "anyone between this crawler and the server can read and change the crawl's state and the "
+                       "password", mask_url(url))
     return cls.from_url(url, **params)
+
+
+#: the masked URLs whose switched-off certificate checks were logged (once a process)
+_UNVERIFIED_WARNED: set[str] = set()
 
 
 # --- a fast lane for the per-request command ----------------------------------------------

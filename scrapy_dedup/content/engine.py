@@ -415,6 +415,8 @@ class Verdict:
     same for every member (the page itself when unique, None when degenerate);
     ``representative``, set for duplicates, is the member the representative policy
     prefers among those seen so far (:mod:`scrapy_dedup.content.representative`).
+    ``same_request``: False when the page matched a kept page of the same URL that another
+    request fetched (a fragment the crawl keeps, another POST body): then it is no refetch.
     """
 
     kind: Kind
@@ -423,10 +425,17 @@ class Verdict:
     distance: int | None = None
     cluster: str | None = None
     representative: str | None = None
+    same_request: bool = True
 
     @property
     def is_duplicate(self) -> bool:
         return self.kind in ("exact", "near")
+
+    @property
+    def is_refetch(self) -> bool:
+        """A duplicate of the page the same request fetched before (a ``dont_filter`` request, a page in
+        flight at a kill fetched again on resume): whether its first item was stored is unknown."""
+        return self.is_duplicate and self.kept_url == self.url and self.same_request
 
 
 class ContentDeduplicator:

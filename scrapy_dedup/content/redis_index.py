@@ -434,6 +434,19 @@ class RedisSimhashIndex:
         self._script = client.register_script(LUA_CHECK_AND_ADD)
         self._lock = threading.Lock()
 
+    def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """The commands this index sends (its script, and the commands the script runs), on probe keys under its
+        hash tag, and those keys: for :func:`scrapy_dedup._util.redis_access.missing_permissions` at start."""
+        hashed, counter, members = (f"{self._tag}:probe:{kind}" for kind in ("hash", "count", "set"))
+        probes: list[tuple[Any, ...]] = [
+            ("EVALSHA", "0" * 40, 1, hashed),  # NOSCRIPT when allowed: the script is not run
+            ("SCRIPT", "LOAD", "return 1"),
+            *((command, hashed, *args) for command, *args in (
+                ("HSET", "f", "1"), ("HGET", "f"), ("HINCRBY", "f", 1), ("HLEN",), ("HGETALL",), ("HDEL", "f"),
+                ("EXPIRE", 60))),
+            ("INCR", counter), ("SADD", members, "m"), ("SCARD", members)]
+        return probes, [hashed, counter, members]
+
     # -- constructors -------------------------------------------------------
     @classmethod
     def from_redis(cls, client_or_url: Any, prefix: str, threshold: int = 3, bands: int = 4,
