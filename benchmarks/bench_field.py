@@ -67,6 +67,10 @@ def run_crawl(start: str, settings: dict, workdir: Path, name: str, timeout: flo
         proc.kill()
         proc.communicate()
         raise RuntimeError(f"bench_field: the {name} crawl ran longer than {timeout:.0f}s") from None
+    except BaseException:  # KeyboardInterrupt included: the crawl this run started does not outlive it
+        proc.kill()
+        proc.wait()
+        raise
     wall = time.perf_counter() - started
     # the child's CPU: its rusage is collected by the wait above (children of this process, one at a time)
     return {"wall": wall, "returncode": proc.returncode, "stderr": stderr.decode(errors="replace")[-2000:],
@@ -192,6 +196,9 @@ def crawl_app(app: field_apps.App, contenders: tuple[str, ...], depth: int, conc
                 raise RuntimeError(f"bench_field: the {name} crawl of {app.name} exited {run['returncode']}:\n"
                                    + run["stderr"])
             figures = score(app, read_jsonl(run["record"]), read_jsonl(run["items"]))
+            if not figures["fetches"]:
+                raise RuntimeError(f"bench_field: the {name} crawl of {app.name} got no response from {start}; "
+                                   f"its log: {run['log']}")
             stats = json.loads(run["stats"].read_text()) if run["stats"].exists() else {}
             figures.update(wall=run["wall"], cpu=(after.children_user - before.children_user)
                            + (after.children_system - before.children_system),

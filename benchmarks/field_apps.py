@@ -12,8 +12,11 @@ Applications (Debian package and version):
 ``cgit``       cgit 1.2 (``cgit``), a git web viewer (CGI behind Python's CGI server); one git repository
                whose files are the pages, one commit per saved revision
 
-Text: Python's library reference (``python3.11-doc``), about 200 pages; one page in three is saved twice
-more (so history lists, old revisions and diffs exist). Every application gets the same pages.
+Text: Python's library reference (``python3.11-doc``): ``--pages`` of its pages (60 by default, 200 for the
+big run), headings and paragraphs, with the links between them; one page in three is saved twice more (so
+history lists, old revisions and diffs exist). Every application gets the same pages, and its start page
+(MediaWiki's Main Page, DokuWiki's start, Fossil's Home, cgit's tree) links every page, as a wiki's table of
+contents does: depth 1 reaches every content page, depth 2 their views (history, source, revisions...).
 
 Ground truth: every fetched response is mapped to the resource it renders, read from the application's own
 data: MediaWiki's page configuration (``wgPageName``, ``wgRevisionId``, ``wgCurRevisionId``, ``wgAction``,
@@ -21,8 +24,10 @@ the diff's revision ids), DokuWiki's ``JSINFO`` (page id, action) and the ``rev`
 commit ids for cgit, fossil's artifact ids. A content page is one of the imported pages shown at its current
 revision (for fossil also each ticket). Every other response is a non-content resource (history list, old
 revision, diff, source view, listing, special page); where the application's data does not name it, the
-resource is the view's name and a hash of the application's content area (two listings showing the same
-entries are one resource).
+resource is the view's name and a hash of the page's title and the application's content area, scripts and
+styles left out (two listings showing the same entries are one resource). A login or account form is one
+resource whatever page it returns to (MediaWiki's ``returnto=``, Fossil's ``g=``; Fossil draws a captcha per
+request).
 
 The state lives in one directory (``--state``, default ``$XDG_CACHE_HOME/scrapy-dedup-field``); set-up is
 idempotent (a stamp per application) and stops what it starts by process group id.
@@ -192,8 +197,9 @@ def wait_http(url: str, timeout: float = 60) -> None:
     while True:
         try:
             with urllib.request.urlopen(url, timeout=10) as r:
-                r.read()
-                return
+                if r.status == 200 and r.read():
+                    return
+                raise RuntimeError(f"status {r.status}, or an empty body")
         except Exception as exc:  # noqa: BLE001 - a server still starting answers with anything
             if time.monotonic() > deadline:
                 raise RuntimeError(f"field: {url} did not answer within {timeout:.0f}s ({exc})") from exc
@@ -215,11 +221,13 @@ def _norm_text(text: str) -> str:
 def region_hash(html: str, xpath: str) -> str:
     """Hash of the page's title and the text of the application's content area (whitespace normalized)."""
     import lxml.html
+    from lxml import etree
 
     try:
         tree = lxml.html.fromstring(html)
     except Exception:  # noqa: BLE001 - empty or broken bodies hash as themselves
         return hashlib.sha1(html.encode("utf-8", "replace")).hexdigest()[:12]
+    etree.strip_elements(tree, "script", "style", with_tail=False)  # code, and per-request tokens in it
     nodes = tree.xpath("//title") + (tree.xpath(xpath) or [tree])
     text = _norm_text(" ".join(n.text_content() for n in nodes))
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
@@ -363,6 +371,8 @@ class MediaWiki(App):
         page = conf.get("wgPageName", "")
         action = conf.get("wgAction", "")
         special = conf.get("wgCanonicalSpecialPageName")
+        if special in ("Userlogin", "CreateAccount"):  # one form, whatever page it returns to
+            return "login", f"login:{special}"
         if special:
             return self.listing(f"special-{special}", body)
         if conf.get("wgDiffOldId") is not None or conf.get("wgDiffNewId") is not None:
@@ -477,7 +487,9 @@ class DokuWiki(App):
             return "page", f"page:{pid}"
         if act in ("edit", "source"):
             return self.listing("source", body)
-        if act in ("recent", "index", "media", "login", "search", "profile", "register", "resendpwd",
+        if act in ("login", "register", "resendpwd"):  # one form, whatever page it returns to
+            return "login", f"login:{act}"
+        if act in ("recent", "index", "media", "search", "profile", "register", "resendpwd",
                    "sitemap", "backlink"):
             return self.listing(f"do-{act}", body)
         return self.listing(f"do-{act or q.get('do', '')}", body)
@@ -557,6 +569,8 @@ class Fossil(App):
         view = segments[0] or "index"
         if "html" not in ctype:
             return "raw", f"raw:{parts.path}?{parts.query}"
+        if view == "login":  # one form, whatever page it leads to (and a captcha drawn per request)
+            return "login", "login"
         names = {p.name for p in self.pages} | {"Home"}
         if view in ("wiki", "home", "index") and len(segments) == 1:
             name = q.get("name") or ("Home" if view in ("home", "index") else "")
@@ -575,6 +589,17 @@ class Fossil(App):
         if kind == "ticket":
             return {f"/tktview/{ident}", f"/tktview?name={ident}"}
         return {f"/wiki?name={ident}"} | ({"/", "/home", "/index"} if ident == "Home" else set())
+
+
+#: Python's CGI server, run without fork: forked, it would switch a root server's CGI to the user nobody,
+#: who cannot read a state directory under root's home
+CGI_SERVER = """
+import sys
+from http.server import CGIHTTPRequestHandler, ThreadingHTTPServer
+class Handler(CGIHTTPRequestHandler):
+    have_fork = False
+ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
 
 
 class Cgit(App):
@@ -619,7 +644,7 @@ class Cgit(App):
 
     def start(self, servers: Servers) -> str:
         self.port = free_port()
-        servers.start([sys.executable, "-m", "http.server", "--cgi", "--bind", "127.0.0.1", str(self.port)],
+        servers.start([sys.executable, "-c", CGI_SERVER, str(self.port)],
                       cwd=str(self.state / "www"),
                       env={**os.environ, "CGIT_CONFIG": str(self.state / "cgitrc"), "PYTHONWARNINGS": "ignore"})
         url = f"http://127.0.0.1:{self.port}{self.ROOT}/docs/"
