@@ -31,6 +31,7 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -147,6 +148,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         "no_item_examples": sorted(examples[k] for k in reached - with_item)[:20],
         "not_own_examples": sorted(u for k in with_item - own for u in items_of[k])[:20],
         "reached_by": reached_by,
+        "resources": sorted(k for k in seen if not k[:1].isdigit()),  # the 2xx resources fetched
     }
 
 
@@ -259,6 +261,8 @@ def print_app(result: dict, cap: int | None) -> None:
             print(f"  {n}: lost non-content by view {r['lost_by_view']}; content pages without an item "
                   f"{r['reached'] - r['with_item']}, not under own URL {r['with_item'] - r['own_url']}; "
                   f"items with an URL not fetched {r['unmapped_items']}; errors logged {r['errors_logged']}")
+    for what, met, figures in acceptance(result):
+        print(f"  {'met    ' if met else 'NOT MET'}  {what}: {figures}")
     md = result.get("mine_dust")
     if md:
         rules = md.get("rules")
@@ -268,6 +272,45 @@ def print_app(result: dict, cap: int | None) -> None:
                                                                             "pages")) for rule in rules[:10])
                  if rules is not None else "no rules file"))
     sys.stdout.flush()
+
+
+def acceptance(result: dict) -> list[tuple[str, bool, str]]:
+    """The field set's acceptance lines of the real-software issue (the add-on at defaults) and of the DUST
+    issue (mined rules, one learning crawl), each (what, met, the figures)."""
+    c = result["contenders"]
+    lines: list[tuple[str, bool, str]] = []
+    cap = result.get("cap", 0)
+    addon, scrapy = c.get("addon"), c.get("scrapy")
+    if addon:
+        r = addon["reached"]
+        lines += [
+            ("add-on: every content page keeps an item", addon["with_item"] == r, f"{addon['with_item']}/{r}"),
+            ("add-on: >= 99% under the page's own URL", addon["own_url"] >= 0.99 * r, f"{addon['own_url']}/{r}"),
+            ("add-on: no item of a distinct resource lost", addon["noncontent_lost"] == 0,
+             f"{addon['noncontent_lost']} lost"),
+            ("add-on: duplicate items of content <= 1%", addon["duplicate_items"] <= 0.01 * r,
+             f"{addon['duplicate_items']}/{r}")]
+    if scrapy:
+        for name, share in (("mined", 0.5), ("learn", 0.75)):
+            if name in c:
+                lines.append((f"{name}: fetch waste <= {share:g} x Scrapy's",
+                              c[name]["waste"] <= share * scrapy["waste"],
+                              f"{100 * c[name]['waste']:.1f}% vs {100 * scrapy['waste']:.1f}%"))
+        for name in ("mined", "learn"):
+            if name in c:
+                missed = sorted(set(scrapy["resources"]) - set(c[name]["resources"])) if "resources" in scrapy else []
+                lines.append((f"{name}: fetches every resource Scrapy fetched (no rule merges two)", not missed,
+                              f"{len(missed)} not fetched" + (f", e.g. {', '.join(missed[:3])}" if missed else "")))
+        if "learn" in c:
+            got = reach_at(c["learn"], cap)
+            lines.append((f"learn: 100% of content within {cap} fetches", got == c["learn"]["content_pages"],
+                          f"{got}/{c['learn']['content_pages']}"))
+    for name in ("mined", "learn"):
+        if name in c and addon:
+            lines.append((f"{name}: no duplicate item added over the add-on's",
+                          c[name]["duplicate_items"] <= addon["duplicate_items"],
+                          f"{c[name]['duplicate_items']} vs {addon['duplicate_items']}"))
+    return lines
 
 
 def main() -> None:
@@ -288,7 +331,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per crawl before it counts as failed")
     parser.add_argument("--json", type=Path, help="write every figure as JSON")
     parser.add_argument("--keep", type=Path, help="keep the crawls' records, items, logs and rules under DIR/app/")
+    parser.add_argument("--from-json", type=Path, help="print the tables of a former run's --json, crawl nothing")
     args = parser.parse_args()
+    if args.from_json:
+        for result in json.loads(args.from_json.read_text()):
+            print_app(result, args.cap)
+        return
     apps = [a for a in args.apps.split(",") if a]
     if set(apps) - set(field_apps.APPS):
         parser.error(f"--apps: one or more of {', '.join(field_apps.APPS)}")
@@ -296,6 +344,8 @@ def main() -> None:
     if set(contenders) - set(CONTENDERS):
         parser.error(f"--contenders: one or more of {', '.join(CONTENDERS)}")
     field_apps.ensure_packages(apps)
+    # a run ended by SIGTERM (a timeout, a CI job cancelled) stops its servers too: the finally clauses run
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results = []
     for app in field_apps.iter_apps(apps, args.state, args.pages):
         t0 = time.perf_counter()

@@ -375,9 +375,10 @@ class MediaWiki(App):
             return "login", f"login:{special}"
         if special:
             return self.listing(f"special-{special}", body)
-        if conf.get("wgDiffOldId") is not None or conf.get("wgDiffNewId") is not None:
-            return "diff", f"diff:{conf.get('wgDiffOldId')}:{conf.get('wgDiffNewId')}"
-        if action == "view":
+        old, new = conf.get("wgDiffOldId"), conf.get("wgDiffNewId")
+        if (old is not None or new is not None) and old != new:
+            return "diff", f"diff:{old}:{new}"
+        if action == "view":  # a diff of a revision with itself shows that revision only
             if not conf.get("wgArticleId"):
                 return "missing", f"missing:{page}"
             if conf.get("wgRevisionId") != conf.get("wgCurRevisionId"):
