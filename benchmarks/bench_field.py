@@ -274,6 +274,17 @@ def print_app(result: dict, cap: int | None) -> None:
     sys.stdout.flush()
 
 
+def rescore(result: dict, keep: Path, state: Path) -> None:
+    """The figures of a former run computed again from its kept records and items (the same application
+    state), its times and stats kept."""
+    app = field_apps.make_app(result["app"], state, field_apps.load_pages(result["pages"]))
+    for name, old in result["contenders"].items():
+        figures = score(app, read_jsonl(keep / app.name / f"{name}.records.jsonl"),
+                        read_jsonl(keep / app.name / f"{name}.items.jsonl"))
+        figures.update({k: old[k] for k in ("wall", "cpu", "errors_logged", "dedup_stats")})
+        result["contenders"][name] = figures
+
+
 def acceptance(result: dict) -> list[tuple[str, bool, str]]:
     """The field set's acceptance lines of the real-software issue (the add-on at defaults) and of the DUST
     issue (mined rules, one learning crawl), each (what, met, the figures)."""
@@ -299,7 +310,9 @@ def acceptance(result: dict) -> list[tuple[str, bool, str]]:
         for name in ("mined", "learn"):
             if name in c:
                 missed = sorted(set(scrapy["resources"]) - set(c[name]["resources"])) if "resources" in scrapy else []
-                lines.append((f"{name}: fetches every resource Scrapy fetched (no rule merges two)", not missed,
+                # a rule that merges two resources leaves one unfetched; so does another crawl order at the depth
+                # limit (a URL first met at the limit is not followed): read the examples
+                lines.append((f"{name}: fetches every resource Scrapy fetched", not missed,
                               f"{len(missed)} not fetched" + (f", e.g. {', '.join(missed[:3])}" if missed else "")))
         if "learn" in c:
             got = reach_at(c["learn"], cap)
@@ -331,11 +344,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per crawl before it counts as failed")
     parser.add_argument("--json", type=Path, help="write every figure as JSON")
     parser.add_argument("--keep", type=Path, help="keep the crawls' records, items, logs and rules under DIR/app/")
-    parser.add_argument("--from-json", type=Path, help="print the tables of a former run's --json, crawl nothing")
+    parser.add_argument("--from-json", type=Path, help="print the tables of a former run's --json, crawl nothing; "
+                        "with --keep (that run's) the figures are computed again from its records")
     args = parser.parse_args()
     if args.from_json:
-        for result in json.loads(args.from_json.read_text()):
+        results = json.loads(args.from_json.read_text())
+        for result in results:
+            if args.keep:
+                rescore(result, args.keep, args.state)
             print_app(result, args.cap)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
         return
     apps = [a for a in args.apps.split(",") if a]
     if set(apps) - set(field_apps.APPS):

@@ -214,8 +214,14 @@ def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
     return done
 
 
+#: clock times and ages ("10:42", "15 min.", "3 hours ago"): a listing shows them, and they change from one
+#: fetch to the next without the listing changing
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\b|\b\d+\s*(?:seconds?|secs?|minutes?|mins?|hours?|days?)\b\.?"
+                    r"(?:\s+ago)?", re.I)
+
+
 def _norm_text(text: str) -> str:
-    return " ".join(text.split())
+    return " ".join(_CLOCK.sub(" ", text).split())
 
 
 def region_hash(html: str, xpath: str) -> str:
@@ -650,11 +656,12 @@ class Cgit(App):
                       env={**os.environ, "CGIT_CONFIG": str(self.state / "cgitrc"), "PYTHONWARNINGS": "ignore"})
         url = f"http://127.0.0.1:{self.port}{self.ROOT}/docs/"
         wait_http(url, timeout=60)
-        self._blobs: dict[tuple[str, str], str] = {}
         return url
 
     def blob(self, rev: str, path: str) -> str:
         key = (rev, path)
+        if not hasattr(self, "_blobs"):
+            self._blobs: dict[tuple[str, str], str] = {}
         if key not in self._blobs:
             self._blobs[key] = self.git("rev-parse", f"{rev}:{path}") if path else ""
         return self._blobs[key]
