@@ -27,7 +27,9 @@ revision, diff, source view, listing, special page); where the application's dat
 resource is the view's name and a hash of the page's title and the application's content area, scripts and
 styles left out (two listings showing the same entries are one resource). A login or account form is one
 resource whatever page it returns to (MediaWiki's ``returnto=``, Fossil's ``g=``; Fossil draws a captcha per
-request).
+request). Views that show one resource are one: MediaWiki's permanent link to the current revision and a
+diff of a revision with itself; Fossil's ``/info/`` page of a ticket and its plain-text view; cgit's commit
+page and its diff against the parent.
 
 The state lives in one directory (``--state``, default ``$XDG_CACHE_HOME/scrapy-dedup-field``); set-up is
 idempotent (a stamp per application) and stops what it starts by process group id.
@@ -686,6 +688,11 @@ class Cgit(App):
             return "oldrev", f"{view}:{blob}"
         if "html" not in ctype:
             return "raw", f"raw:{path}?{parts.query}"
+        if view in ("commit", "diff", "patch") and not file and set(q) <= {"id", "id2", "h"}:
+            # a commit's page and its diff show the one change (the diff without the message): one resource
+            commit = self.git("rev-parse", q.get("id") or "master")
+            if not q.get("id2") or self.git("rev-parse", q["id2"]) == self.git("rev-parse", f"{commit}^"):
+                return "commit", f"commit:{commit}"
         return self.listing(view, body)
 
     def own_urls(self, key: str) -> set[str]:
