@@ -142,6 +142,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         "errors": errors, "content_pages": len(content), "reached": len(reached), "with_item": len(with_item),
         "own_url": len(own), "duplicate_items": dup_items, "items": len(items), "unmapped_items": unmapped,
         "noncontent": len(noncontent), "noncontent_lost": len(lost),
+        "noncontent_duplicate_items": sum(len(items_of[k]) - 1 for k in noncontent if items_of.get(k)),
         "noncontent_by_view": dict(Counter(v.split(":")[0] for v in noncontent.values()).most_common()),
         "lost_by_view": dict(Counter(v.split(":")[0] for v in lost.values()).most_common()),
         "lost_examples": sorted(examples[k] for k in lost)[:40],
@@ -243,6 +244,7 @@ def print_app(result: dict, cap: int | None) -> None:
             ("duplicate items of content",
              lambda r: f"{r['duplicate_items']} ({_pct(r['duplicate_items'], r['reached'])})"),
             ("non-content resources", lambda r: str(r["noncontent"])),
+            ("  their duplicate items", lambda r: str(r["noncontent_duplicate_items"])),
             ("  their items lost", lambda r: f"{r['noncontent_lost']} ({_pct(r['noncontent_lost'], r['noncontent'])})"),
             ("wall s", lambda r: f"{r['wall']:.0f}"),
             ("CPU s", lambda r: f"{r['cpu']:.0f}")]

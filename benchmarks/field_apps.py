@@ -63,7 +63,7 @@ PACKAGES = {
 }
 TEXT_PACKAGE = "python3.11-doc"
 APPS = tuple(PACKAGES)
-SETUP_VERSION = 4  # raise when what set-up builds changes: the applications are rebuilt
+SETUP_VERSION = 5  # raise when what set-up builds changes: the applications are rebuilt
 
 
 def default_state() -> Path:
@@ -117,7 +117,11 @@ def load_pages(count: int) -> list[Page]:
         sys.exit(f"field set-up: {TEXT_PACKAGE} has {len(files)} usable pages under {PYDOC}, {count} asked")
     step = len(files) / count
     chosen = [files[int(i * step)] for i in range(count)]
-    names = {f.name: "Py_" + re.sub(r"[^A-Za-z0-9]+", "_", f.stem) for f in chosen}
+    # one underscore between words, none at the end: MediaWiki and DokuWiki normalize names so (__future__)
+    names: dict[str, str] = {}
+    for f in chosen:
+        name = "Py_" + re.sub(r"[^A-Za-z0-9]+", "_", f.stem).strip("_")
+        names[f.name] = name if name not in names.values() else f"{name}_{len(names)}"
     pages = []
     for i, f in enumerate(chosen):
         tree = lxml.html.fromstring(f.read_bytes())
@@ -226,7 +230,7 @@ def _norm_text(text: str) -> str:
     return " ".join(_CLOCK.sub(" ", text).split())
 
 
-def region_hash(html: str, xpath: str) -> str:
+def region_hash(html: str, xpath: str, title: bool = True) -> str:
     """Hash of the page's title and the text of the application's content area (whitespace normalized)."""
     import lxml.html
     from lxml import etree
@@ -236,7 +240,7 @@ def region_hash(html: str, xpath: str) -> str:
     except Exception:  # noqa: BLE001 - empty or broken bodies hash as themselves
         return hashlib.sha1(html.encode("utf-8", "replace")).hexdigest()[:12]
     etree.strip_elements(tree, "script", "style", with_tail=False)  # code, and per-request tokens in it
-    nodes = tree.xpath("//title") + (tree.xpath(xpath) or [tree])
+    nodes = (tree.xpath("//title") if title else []) + (tree.xpath(xpath) or [tree])
     text = _norm_text(" ".join(n.text_content() for n in nodes))
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
 
@@ -292,8 +296,10 @@ class App:
         """The URLs under which the application itself shows a content page (path and query)."""
         raise NotImplementedError
 
-    def listing(self, view: str, body: str) -> tuple[str, str]:
-        return view, f"{view}:{region_hash(body, self.region)}"
+    def listing(self, view: str, body: str, title: bool = True) -> tuple[str, str]:
+        """A resource the application names by no id: its view and what its content area shows (with the
+        page's title unless the view is the same whatever page it was opened from)."""
+        return view, f"{view}:{region_hash(body, self.region, title)}"
 
 
 def _php_server(servers: Servers, docroot: str, port: int, env: dict, router: str | None = None,
@@ -500,7 +506,8 @@ class DokuWiki(App):
             return "login", f"login:{act}"
         if act in ("recent", "index", "media", "search", "profile", "register", "resendpwd",
                    "sitemap", "backlink"):
-            return self.listing(f"do-{act}", body)
+            # site-wide views: the id= they are opened with names the page to return to, in the title only
+            return self.listing(f"do-{act}", body, title=False)
         return self.listing(f"do-{act or q.get('do', '')}", body)
 
     def own_urls(self, key: str) -> set[str]:
