@@ -356,7 +356,10 @@ def main(argv: list[str] | None = None) -> int:
             redis_url = server.url
         client = redis.Redis.from_url(redis_url)
         client.flushall()
-        settings = {"DEDUP_REDIS_URL": redis_url, "DEDUP_BLOOM_CAPACITY": n, "DEDUP_BLOOM_ERROR_RATE": p}
+        # the stores are filled with synthetic fingerprints first (no crawl wrote them, so no generation is
+        # recorded), then opened under two fingerprinters: accept the generation, as a user would for a new store
+        settings = {"DEDUP_REDIS_URL": redis_url, "DEDUP_BLOOM_CAPACITY": n, "DEDUP_BLOOM_ERROR_RATE": p,
+                    "DEDUP_ACCEPT_NEW_GENERATION": True}
         contenders = []
         base = 4
         try:
