@@ -24,14 +24,12 @@ from typing import Any
 from scrapy_dedup._util.batching import batches
 from scrapy_dedup._util.redis_conn import PinnedConnection, bulk, command_prefix
 from scrapy_dedup.seen.base import (
-    DIGEST_LENGTHS,
+    KeyHashing,
     SeenSet,
-    _TWO_U64,
     bloom_size,
     digest_pair,
     false_positive_rate,
-    max_step,
-    positions,
+    structural_excess,
 )
 
 DEFAULT_CACHE_SIZE = 50_000
@@ -313,7 +311,8 @@ class RedisBloomSeenSet(_RedisStore):
         self.shards = shards
         self.shard_bits = shard_bits
         self.hashes = hashes
-        self.step = max_step(shard_bits, hashes)
+        #: a key's positions in its shard (one progression from its digest unless the shard is small)
+        self.hashing = KeyHashing.for_filter(shard_bits, hashes, -(-capacity // shards), error_rate)
         self.shard_keys = [f"{{{key}:{i}}}" for i in range(shards)] if shards > 1 else [key]
         self.requested_shards = requested_shards
         self.meta_key = f"{key}:meta"
@@ -326,9 +325,12 @@ class RedisBloomSeenSet(_RedisStore):
     # --- layout -------------------------------------------------------------------------
 
     def layout(self) -> dict[str, str]:
-        from scrapy_dedup.seen.bloom import HASHING
+        from scrapy_dedup.seen.bloom import HASHING, LEGACY_HASHING
 
-        return {"format": "scrapy-dedup-redis-bloom", "hashing": HASHING, "bits_per_shard": str(self.shard_bits),
+        hashing = self.hashing
+        # one progression from the digest places keys as version 1 did: such a filter keeps its name
+        scheme = LEGACY_HASHING if hashing.salt is None else f"{HASHING}:{hashing.groups}:{hashing.salt}"
+        return {"format": "scrapy-dedup-redis-bloom", "hashing": scheme, "bits_per_shard": str(self.shard_bits),
                 "hashes": str(self.hashes), "shards": str(self.shards), "capacity": str(self.capacity),
                 "error_rate": repr(float(self.error_rate))}
 
@@ -373,13 +375,9 @@ class RedisBloomSeenSet(_RedisStore):
 
     def _locate(self, key: bytes) -> tuple[str, list[int]]:
         """(shard key, bit positions) of a fingerprint."""
-        if len(key) in DIGEST_LENGTHS and self.shards == 1:
-            h1, h2 = _TWO_U64(key)
-            shard = 0
-        else:
-            h1, h2, h3 = digest_pair(key)
-            shard = h3 % self.shards
-        return self.shard_keys[shard], positions(h1, h2, self.shard_bits, self.hashes, self.step)
+        shard = digest_pair(key)[2] % self.shards if self.shards > 1 else 0
+        hashing = self.hashing
+        return self.shard_keys[shard], hashing.positions(hashing.values(key))
 
     script_kind = "bloom"
 
@@ -491,7 +489,8 @@ class RedisBloomSeenSet(_RedisStore):
 
     def expected_false_positive_rate(self, keys: int) -> float:
         """The rate the sizing formula predicts once ``keys`` keys are held."""
-        return false_positive_rate(self.shard_bits * self.shards, self.hashes, keys)
+        return (false_positive_rate(self.shard_bits * self.shards, self.hashes, keys)
+                + structural_excess(self.shard_bits, self.hashes, -(-keys // self.shards), self.hashing.groups))
 
 
 def _set_args(where: list[int]) -> list[Any]:
