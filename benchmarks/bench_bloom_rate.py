@@ -99,14 +99,15 @@ def main(argv: list[str] | None = None) -> int:
             for load in args.loads:
                 if capacity * load > args.max_keys:
                     continue
-                filters = [("ours", lambda: BloomSeenSet(capacity, rate))]
+                filters = [("ours", lambda c=capacity, r=rate: BloomSeenSet(c, r))]
                 if not args.no_old:
-                    filters.append(("ours, version 1 hashing", lambda: VersionOneBloom(capacity, rate)))
+                    filters.append(("ours, version 1 hashing", lambda c=capacity, r=rate: VersionOneBloom(c, r)))
                 if BloomFilter is not None and capacity * load <= args.pybloom_max_keys:
                     if load == 1:
-                        filters.append(("pybloom-live BloomFilter", lambda: _PybloomBytes(BloomFilter(capacity, rate))))
-                    filters.append(("pybloom-live ScalableBloomFilter", lambda: _PybloomBytes(
-                        ScalableBloomFilter(initial_capacity=capacity, error_rate=rate))))
+                        filters.append(("pybloom-live BloomFilter",
+                                        lambda c=capacity, r=rate: _PybloomBytes(BloomFilter(c, r))))
+                    filters.append(("pybloom-live ScalableBloomFilter", lambda c=capacity, r=rate: _PybloomBytes(
+                        ScalableBloomFilter(initial_capacity=c, error_rate=r))))
                 for name, make in filters:
                     hits, asked, seconds = measure(make, capacity, load, args.seeds, args.probes)
                     measured = hits / asked
