@@ -10,8 +10,9 @@ its order), a skipped response, a redirect (DUST evidence), a revisit resolved t
 record it repeats, a bad record with its reason, or a record only counted. The rules,
 what is counted how and every kind of damage are in the README ("WARC input").
 
-Memory: one record's payload at a time (at most ``max_bytes`` of it), and per record a
-few dozen bytes of digests to resolve revisits.
+Memory: one record's payload at a time (at most ``max_bytes`` of it, and the record's raw
+bytes, at most ``LOOKBACK_BYTES``, to look back into when its length lies), and per record
+a few dozen bytes of digests to resolve revisits.
 """
 from __future__ import annotations
 
