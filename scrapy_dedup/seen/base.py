@@ -189,14 +189,15 @@ class KeyHashing:
     (:func:`positions` each), every one from its own two 64-bit values, so a
     check reads ``groups`` strided slices of the bit array. ``salt`` None takes
     the two values from the key's own digest (:func:`digest_pair`: no hashing,
-    ``groups`` 1); an integer salt takes ``2 * groups`` values from
-    SHAKE-128 over the salt and the key (one C call), independent of every
+    ``groups`` 1); an integer salt takes ``2 * groups`` values from BLAKE2b
+    keyed by the salt (its ``salt`` parameter; SHAKE-128 over the salt and the
+    key past 4 groups, more than BLAKE2b's 64 bytes), independent of every
     other salt. :meth:`for_filter` picks the fewest groups whose
     :func:`structural_excess` stays within ``STRUCTURE_SHARE`` of the rate:
     one group (plain double hashing) for large filters, more for small ones.
     """
 
-    __slots__ = ("bits", "hashes", "groups", "salt", "lengths", "steps", "_prefix", "_nbytes", "_unpack")
+    __slots__ = ("bits", "hashes", "groups", "salt", "lengths", "steps", "_prefix", "_nbytes", "_unpack", "_blake")
 
     def __init__(self, bits: int, hashes: int, groups: int = 1, salt: int | None = None):
         if not 1 <= groups <= hashes:
@@ -209,6 +210,9 @@ class KeyHashing:
         self._prefix = b"" if salt is None else struct.pack("<Q", salt)
         self._nbytes = 16 * groups
         self._unpack = struct.Struct(f"<{2 * groups}Q").unpack
+        # a hasher with the salt set up once, copied per key (a third of the cost of building one)
+        self._blake = (hashlib.blake2b(digest_size=self._nbytes, salt=self._prefix)
+                       if salt is not None and self._nbytes <= 64 else None)
 
     @classmethod
     def for_filter(cls, bits: int, hashes: int, capacity: int, error_rate: float,
@@ -230,15 +234,19 @@ class KeyHashing:
             if len(key) in DIGEST_LENGTHS:
                 return _TWO_U64(key)
             return digest_pair(key)[:2]
+        if self._blake is not None:
+            hasher = self._blake.copy()
+            hasher.update(key)
+            return self._unpack(hasher.digest())
         return self._unpack(hashlib.shake_128(self._prefix + bytes(key)).digest(self._nbytes))
 
     def strides(self, values: tuple[int, ...]) -> list[slice]:
         """The positions of :meth:`positions` as strided slices of the bit array (one or two per group)."""
         m = self.bits
         out = []
-        for i, length in enumerate(self.lengths):
-            a = values[2 * i] % m
-            b = values[2 * i + 1] % self.steps[i] + 1
+        for length, step, a, b in zip(self.lengths, self.steps, values[::2], values[1::2]):
+            a %= m
+            b = b % step + 1
             end = a + length * b
             if end <= m:
                 out.append(slice(a, end, b))

@@ -192,14 +192,22 @@ class BloomSeenSet(SeenSet):
                     return True
             elif only.holds(key):
                 return False
+            strides = None
         else:
             for piece in slices:
-                if piece.holds(key):
+                strides = piece.strides(key)  # the newest slice's are the last: set below, not hashed again
+                bits = piece.bits
+                if all(bits[part].all() for part in strides):
                     return False
         newest = slices[-1]
         if newest.count >= newest.capacity:
             newest = self._grow()
-        newest.put(key)
+            strides = None
+        if strides is None:
+            strides = newest.strides(key)
+        bits = newest.bits
+        for part in strides:
+            bits[part] = 1
         newest.count += 1
         self.dirty = True
         return True
