@@ -167,6 +167,18 @@ def test_bloom_add_and_contains(redis_client):
     assert abs(len(fresh) - 3000) < 30  # estimated from the bits set
 
 
+def test_a_process_that_starts_keeps_every_bit_another_set(redis_client):
+    """prepare() allocated the bitmap with SETBIT of its last bit to 0: a process starting mid-crawl cleared
+    the bit another had set, and the keys with a position there were new again."""
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6, shards=2)
+    bloom.prepare()
+    for name in bloom.shard_keys:
+        redis_client.setbit(name, bloom.shard_bits - 1, 1)
+    RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6, shards=2).prepare()
+    assert [redis_client.getbit(name, bloom.shard_bits - 1) for name in bloom.shard_keys] == [1] * bloom.shards
+    assert all(redis_client.strlen(name) * 8 == bloom.shard_bits for name in bloom.shard_keys)
+
+
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "client-commands"])
 def test_bloom_one_command_per_new_key(redis_client, pinned):
     bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)

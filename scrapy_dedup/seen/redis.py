@@ -387,7 +387,9 @@ class RedisBloomSeenSet(_RedisStore):
             self.client.hset(self.meta_key, mapping=mine)
         pipe = self.client.pipeline(transaction=False)
         for name in self.shard_keys:
-            pipe.setbit(name, self.shard_bits - 1, 0)
+            # allocates the bitmap in full, keeping the last bit as it is (a SETBIT to 0 here cleared a bit
+            # another process had set: every key with a position there was "new" again to that process)
+            pipe.execute_command("BITFIELD", name, "INCRBY", "u1", self.shard_bits - 1, 0)
         pipe.execute()
         if self.ttl:
             self._next_ttl_refresh = 0.0
