@@ -513,6 +513,7 @@ class WarcReader:
         except OSError:
             raise
         except Exception as exc:  # noqa: BLE001 - any parser error on hostile bytes is one bad record
+            segment.stop()
             return (WarcBad(number, f"unreadable WARC headers ({_short(exc)}); skipped to the next record"),
                     self._next_header_line(segment))
         headers = record.rec_headers
@@ -520,6 +521,7 @@ class WarcReader:
         self.counts[f"type/{rec_type}"] += 1
         length = (headers.get_header("Content-Length") or "").strip()
         if not length.isdigit():  # without a length the record's end is unknown
+            segment.stop()
             return (WarcBad(number, "no valid Content-Length; skipped to the next record"),
                     self._next_header_line(segment))
         outcome: Optional[_Outcome] = None
