@@ -946,6 +946,8 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
                     self.store.shard_bits * self.store.shards // 8 // 2 ** 20)
 
     def _write_stats(self, final: bool = False) -> None:
+        if self.stats is not None and self.store.refused:
+            self.stats.set_value("dedup/seen/bloom_refused", self.store.refused)
         if final and self.stats is not None and self._started:
             try:
                 held = self._measure(self.store.__len__)

@@ -45,6 +45,12 @@ order 100: it sees responses after decompression and requests just before downlo
   ``DEDUP_CONTENT_ACTION`` (dropped in ``drop`` mode);
 * at crawl end the rules in force are written to ``DEDUP_DUST_RULES_OUT``.
 
+The rules of ``DEDUP_DUST_RULES`` are claims checked the same way, with or without
+``DEDUP_DUST_LEARN``: explored (``DEDUP_DUST_EXPLORE``), withdrawn on a violation
+(logged, ``dedup/dust/deactivated`` and ``dedup/dust/loaded_withdrawn``), the requests
+they dropped sent again. Without ``DEDUP_DUST_LEARN`` nothing is mined and no request
+is parked: only that check runs. (Their alias tables are taken as they are.)
+
 It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,
 whose canonicalizer holds the live rule set, and the extension in ``EXTENSIONS`` (the
 add-on sets both).
@@ -116,25 +122,28 @@ class DustLearningMiddleware:
 
     def __init__(self, crawler: Crawler):
         cfg = read_settings(crawler.settings)
-        if not cfg.enabled or not cfg.dust_learn:
+        if not cfg.enabled or not (cfg.dust_learn or cfg.dust_rules):
             raise NotConfigured  # off: no message, so Scrapy does not log a warning
         fingerprinter: Any = getattr(crawler, "request_fingerprinter", None)  # has a canonicalizer if ours
         canonicalizer = getattr(fingerprinter, "canonicalizer", None)
         if fingerprinter is None or canonicalizer is None or getattr(canonicalizer, "dust", None) is None:
             # asked for and impossible: a configuration error, not a component quietly switched off
-            raise DedupConfigError("DEDUP_DUST_LEARN needs REQUEST_FINGERPRINTER_CLASS = "
+            raise DedupConfigError(f"{'DEDUP_DUST_LEARN' if cfg.dust_learn else 'DEDUP_DUST_RULES'} needs "
+                                   "REQUEST_FINGERPRINTER_CLASS = "
                                    "'scrapy_dedup.CanonicalRequestFingerprinter' (the learned rules act through "
                                    "it): add it, or use ADDONS = {'scrapy_dedup.Addon': 0}")
         #: the content extension fingerprints each response once, for this and for its verdict
-        self.content = DedupExtension.of(crawler, "DustLearningMiddleware (DEDUP_DUST_LEARN)")
+        self.content = DedupExtension.of(crawler, "DustLearningMiddleware (DEDUP_DUST_LEARN, DEDUP_DUST_RULES)")
         self.crawler = crawler
         self.stats = crawler.stats
         self.cfg = cfg
         self.canonicalizer = canonicalizer
         self.learner = OnlineDustLearner(
             canonicalizer.dust, canonicalizer.canonicalize, every=cfg.dust_learn_every, explore=cfg.dust_explore,
-            config=MiningConfig(hamming=cfg.hamming_threshold, min_words=cfg.min_words),
+            config=MiningConfig(hamming=cfg.hamming_threshold, min_words=cfg.min_words), learn=cfg.dust_learn,
         )
+        #: mining and parking are learning's; loaded rules alone are only checked
+        self.learning = cfg.dust_learn
         fingerprinter.canonicalizer = _ExploringCanonicalizer(canonicalizer, self.learner)
         #: responses are judged by ContentFingerprintMiddleware: the learner reads the same verdict
         self.judge_responses = not cfg.content_field and middleware_enabled(crawler)
@@ -148,8 +157,8 @@ class DustLearningMiddleware:
         #: parked requests live in this process's memory only: where the frontier must outlive it (a JOBDIR
         #: to resume from; a scheduler not Scrapy's own, e.g. a shared Redis queue whose end one process's
         #: idle does not mark) a pause or a kill would lose them, so variants are scheduled as they come
-        self.defer_off_reason = _deferral_off_reason(crawler)
-        if self.defer_off_reason:
+        self.defer_off_reason = _deferral_off_reason(crawler) if self.learning else "DEDUP_DUST_LEARN is off"
+        if self.defer_off_reason and self.learning:
             logger.info("DUST learning: variant deferral off (%s: a parked request would be lost at a pause "
                         "or a kill); learning stays on", self.defer_off_reason)
             crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
@@ -356,11 +365,18 @@ class DustLearningMiddleware:
         if url not in self.learner.exploring:
             return False
         deactivated = False
+        loaded = self.learner.events["loaded_withdrawn"]
         for rule in self.learner.check_explored(url, content, sim):
             deactivated = True
             self.stats.inc_value("dedup/dust/deactivated")
             logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",
                         _host(url), rule.describe(), url)
+        withdrawn = self.learner.events["loaded_withdrawn"] - loaded
+        if withdrawn:
+            self.stats.inc_value("dedup/dust/loaded_withdrawn", withdrawn)
+            logger.warning("DEDUP_DUST_RULES: %d loaded rule(s) of %s withdrawn: the explored URL %s holds another "
+                           "page than the URL they fold it onto; the requests they dropped are sent again",
+                           withdrawn, _host(url), url)
         return deactivated
 
     def _activated(self, activated: list, pages: int) -> None:
@@ -402,8 +418,13 @@ class DustLearningMiddleware:
     def spider_closed(self, spider: Spider | None = None, reason: str = "") -> None:
         self._sync_stats()  # explorations abandoned or errors after the last page read
         rules = self.learner.rules
-        logger.info("DUST learning: %d page(s), %d rule(s) learned and in force, %d deactivated",
-                    self.learner.pages, len(self.learner.learned), self.learner.events["deactivated"])
+        if self.learning:
+            logger.info("DUST learning: %d page(s), %d rule(s) learned and in force, %d deactivated",
+                        self.learner.pages, len(self.learner.learned), self.learner.events["deactivated"])
+        if self.cfg.dust_rules:
+            logger.info("DEDUP_DUST_RULES: %d loaded rule(s) in force, %d withdrawn (explored: %d URL(s), "
+                        "%d held another page)", len(self.learner.loaded), self.learner.events["loaded_withdrawn"],
+                        self.learner.events["explored"], self.learner.events["explore_violations"])
         if self.cfg.dust_rules_out:
             rules.meta = {**rules.meta, "generated_by": "scrapy-dedup online learning (DEDUP_DUST_LEARN)",
                           "pages": self.learner.pages}

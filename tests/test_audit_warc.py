@@ -279,6 +279,48 @@ def test_damage_in_a_plain_warc_costs_the_damaged_records_only(tmp_path):
                    "cut short: the input ends inside the record": [6]}
 
 
+def _with_length(record: bytes, length: int) -> bytes:
+    """``record`` with its WARC Content-Length header replaced by ``length`` (the block itself unchanged)."""
+    head, sep, block = record.partition(b"\r\n\r\n")
+    lines = [b"Content-Length: %d" % length if line.lower().startswith(b"content-length:") else line
+             for line in head.split(b"\r\n")]
+    return b"\r\n".join(lines) + sep + block
+
+
+@pytest.mark.parametrize("claim", ["1 GB", "5000 bytes too long"])
+def test_a_lying_content_length_costs_its_record_only_counted(tmp_path, capsys, claim):
+    """A record claiming 1 GB hid the next 47 of 50 records; 5,000 bytes too many swallowed 4, uncounted."""
+    w, urls = pages_warc(gz=False, n=50)
+    records = list(w.records)
+    liar = 2
+    block = len(records[liar].partition(b"\r\n\r\n")[2]) - 4  # the block without its closing CRLF CRLF
+    length = 10**9 if claim == "1 GB" else block + 5000
+    records[liar] = _with_length(records[liar], length)
+    path = tmp_path / "lying.warc"
+    path.write_bytes(b"".join(records))
+    result = audit(path)
+    assert result.numbers["total"] == 49  # every other record read, none swallowed
+    assert result.input_counts["wrong_lengths"] == 1
+    (bad,) = result.bad_lines.to_dict()["reasons"]
+    assert bad["lines"] == [liar + 1] and f"its Content-Length ({length}) runs past the next record" in bad["reason"]
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "wrong lengths:     1" in out
+
+
+def test_a_page_about_warc_keeps_its_record_whose_length_is_true(tmp_path):
+    """A payload quoting a WARC header is not a record boundary when the length ends where a record ends."""
+    w = Warc(False)
+    quoted = html_page(body_words(60)).replace("</body>", "<pre>\r\n\r\nWARC/1.0\r\nWARC-Type: response</pre></body>")
+    w.response("http://shop.test/about-warc", quoted.encode())
+    w.response("http://shop.test/next", html_page(body_words(61)).encode())
+    path = tmp_path / "quoted.warc"
+    path.write_bytes(b"".join(w.records))
+    result = audit(path)
+    assert result.numbers["total"] == 2 and not result.bad_lines.count
+    assert not result.input_counts.get("wrong_lengths")
+
+
 def test_damage_in_a_warc_gz_costs_the_damaged_members_only(tmp_path):
     w, urls = pages_warc(gz=True, n=6)
     records = list(w.records)

@@ -127,10 +127,89 @@ def test_file_round_trip_keeps_rules_and_evidence(tmp_path):
 
 def test_hand_written_file_with_defaults(tmp_path):
     path = tmp_path / "rules.json"
-    path.write_text(json.dumps({"hosts": {H: [{"kind": "drop_param", "param": "utm"},
+    path.write_text(json.dumps({"format": "scrapy-dedup-dust/1",
+                                "hosts": {H: [{"kind": "drop_param", "param": "utm"},
                                               {"kind": "case_insensitive", "note": "IIS"}]}}))
     rules = RuleSet.load(path)
     assert rules.rewrite(f"http://{H}/A?utm=1") == f"http://{H}/a"
+
+
+# --- a rules file is checked, not trusted ----------------------------------------------------
+
+def test_a_file_without_its_format_key_is_refused(tmp_path):
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"hosts": {H: [{"kind": "drop_param", "param": "utm"}]}}))
+    with pytest.raises(DustRulesError, match="no 'format' key"):
+        RuleSet.load(path)
+
+
+def _refused_without_hanging(path) -> str:
+    """RuleSet.load(path)'s error, from a thread that must finish within 10 s (a FIFO hung the start)."""
+    import threading
+
+    outcome: list = []
+
+    def load() -> None:
+        try:
+            RuleSet.load(path)
+        except DustRulesError as exc:
+            outcome.append(str(exc))
+        except BaseException as exc:  # pragma: no cover - reported below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "loading did not return"
+    (message,) = outcome
+    assert isinstance(message, str), message
+    return message
+
+
+def test_paths_that_are_not_regular_files_are_refused_before_a_byte_is_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "rules.fifo"
+    os.mkfifo(fifo)
+    assert "not a regular file (a FIFO)" in _refused_without_hanging(fifo)
+    assert "not a regular file (a character device)" in _refused_without_hanging("/dev/zero")
+    assert "not a regular file (a directory)" in _refused_without_hanging(tmp_path)
+
+
+def test_a_file_past_the_size_limit_is_refused_from_its_size(tmp_path):
+    from scrapy_dedup.url import dust
+
+    path = tmp_path / "big.json"
+    with open(path, "wb") as out:
+        out.truncate(dust.MAX_FILE_BYTES + 1)  # sparse: refused from its size, never read
+    assert f"more than the {dust.MAX_FILE_BYTES:,}" in _refused_without_hanging(path)
+
+
+def test_parameter_rules_are_sorted_into_sets_and_a_64000_rule_file_loads(tmp_path):
+    """Loading is linear: each parameter's family is a set lookup (a list made 64,000 rules take 39 s).
+
+    The time is benchmarks/bench_rules_load.py's figure; here, the structure and the result.
+    """
+    import sys
+    from pathlib import Path
+
+    from scrapy_dedup.url.dust import _param_families
+
+    root_drop, root_default, narrow = _param_families({"a": [("/", None)], "b": [("/x/", None)],
+                                                       "c": [("/", "1")], "a2": [("/", None), ("/y/", None)]})
+    assert isinstance(root_drop, frozenset) and isinstance(narrow, frozenset)
+    assert (root_drop, root_default, narrow) == ({"a", "a2"}, ["c=1"], {"b"})
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    try:
+        from bench_rules_load import write_file
+    finally:
+        sys.path.pop(0)
+    path = str(tmp_path / "rules.json")
+    write_file(path, 64_000)
+    rules = RuleSet.load(path)
+    assert len(rules) == 64_000
+    assert rules.rewrite("http://big.example/x?p0=1&p5=2&keep=3") == "http://big.example/x?keep=3"
+    assert rules.rewrite("http://big.example/s7/a?q7=1&p1=1") == "http://big.example/s7/a"
 
 
 @pytest.mark.parametrize("host_rules, message", [
@@ -163,8 +242,9 @@ def test_validation_errors_name_the_file_and_rule(tmp_path, host_rules, message)
 @pytest.mark.parametrize("content, message", [
     ("{not json", "not valid JSON"),
     ('{"format": "other/2", "hosts": {}}', "unknown format"),
-    ('{"hosts": {"News.Test:80": []}}', "is not a host name"),
-    ('{"hosts": {}, "rules": []}', "unknown top-level key"),
+    ('{"format": "scrapy-dedup-dust/1", "hosts": {"News.Test:80": []}}', "is not a host name"),
+    ('{"format": "scrapy-dedup-dust/1", "hosts": {}, "rules": []}', "unknown top-level key"),
+    ('{"hosts": {}}', "no 'format' key"),
     ("[]", "a rules file is a JSON object"),
 ])
 def test_file_level_errors(tmp_path, content, message):
@@ -239,9 +319,13 @@ def test_bad_rules_file_fails_the_crawl_at_start_naming_the_setting(tmp_path):
     from scrapy_dedup.settings import DedupConfigError
 
     bad = tmp_path / "rules.json"
-    bad.write_text(json.dumps({"hosts": {H: [{"kind": "regex", "pattern": ".*"}]}}))
+    bad.write_text(json.dumps({"format": "scrapy-dedup-dust/1", "hosts": {H: [{"kind": "regex", "pattern": ".*"}]}}))
     with pytest.raises(DedupConfigError, match=r"DEDUP_DUST_RULES: .*rules.json: hosts\['news.test'\] rule 1"):
         CanonicalRequestFingerprinter.from_crawler(get_crawler(settings_dict={"DEDUP_DUST_RULES": str(bad)}))
+    # not a regular file, or no format key: refused at start in one line naming the setting
+    for path, message in (("/dev/zero", "not a regular file"), (str(tmp_path), "not a regular file")):
+        with pytest.raises(DedupConfigError, match=f"^DEDUP_DUST_RULES: {path}: {message}[^\n]*$"):
+            CanonicalRequestFingerprinter.from_crawler(get_crawler(settings_dict={"DEDUP_DUST_RULES": path}))
     good = tmp_path / "good.json"
     rs(PRINT).save(good)
     fingerprinter = CanonicalRequestFingerprinter.from_crawler(

@@ -280,8 +280,8 @@ def test_rules_loader_broken_files_name_the_file(tmp_path, name):
 
 
 def test_rules_loader_directory_and_missing_file(tmp_path):
-    for path in (tmp_path, tmp_path / "missing.json"):
-        with pytest.raises(DustRulesError, match="cannot read DUST rules file"):
+    for path, message in ((tmp_path, "not a regular file"), (tmp_path / "missing.json", "cannot read DUST rules file")):
+        with pytest.raises(DustRulesError, match=message):
             RuleSet.load(path)
 
 

@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from scrapy_dedup.seen.base import bits_per_key, bloom_size, choose_hashes, positions
-from scrapy_dedup.seen.bloom import MAGIC, BloomSeenSet, CheckpointError
+from scrapy_dedup.seen.bloom import MAGIC, BloomSeenSet, CheckpointError, _Slice
 
 NON_MEMBERS = 1_000_000
 
@@ -69,22 +69,88 @@ def test_positions_are_the_double_hashing_progression_modulo_m():
 
 def test_strided_slices_touch_exactly_the_positions():
     """add() reads and sets bits through strided slices: the same bits as the position list, wrapping or not."""
-    from scrapy_dedup.seen.bloom import _Slice
 
     rng = random.Random(11)
-    wrapped = 0
-    for _ in range(300):
-        piece = _Slice(capacity=rng.randint(5, 400), error_rate=rng.choice([1e-2, 1e-4, 1e-6]))
-        h1, h2 = rng.getrandbits(64), rng.getrandbits(64)
-        want = piece.positions(h1, h2)
-        wrapped += len(piece.strides(h1, h2)) == 2
-        assert not piece.holds(h1, h2)
-        piece.put(h1, h2)
-        assert sorted(piece.bits.search(1)) == sorted(want)
-        assert piece.holds(h1, h2)
+    wrapped = grouped = 0
+    for i in range(300):
+        piece = _Slice(capacity=rng.randint(5, 400) * rng.choice([1, 1000]), error_rate=rng.choice([1e-2, 1e-4, 1e-6]),
+                       salt=rng.choice([None, i]))
+        key = rng.randbytes(20)
+        want = piece.positions(key)
+        wrapped += len(piece.strides(key)) > piece.hashing.groups
+        grouped += piece.hashing.groups > 1
+        assert not piece.holds(key)
+        piece.put(key)
+        assert sorted(piece.bits.search(1)) == sorted(set(want))
+        assert piece.holds(key)
         piece.bits[want[-1]] = 0
-        assert not piece.holds(h1, h2)
-    assert wrapped > 30  # both shapes were exercised
+        assert not piece.holds(key)
+    assert wrapped > 30 and 30 < grouped < 270  # every shape was exercised
+
+
+def test_small_filters_hash_in_more_progressions_large_ones_read_the_digest():
+    assert _Slice(10_000_000, 5e-7).hashing.groups == 1 and _Slice(10_000_000, 5e-7).hashing.salt is None
+    small = _Slice(1000, 5e-7).hashing
+    assert small.groups > 1 and small.salt is not None
+    # growth slices hash with a salt of their own: no two slices place a key alike
+    bloom = BloomSeenSet(capacity=100, error_rate=1e-3)
+    for key in fingerprints(1500):
+        bloom.add(key)
+    salts = [piece.hashing.salt for piece in bloom.slices]
+    assert len(salts) == len(set(salts)) >= 4
+
+
+@pytest.mark.parametrize("capacity,load", [(100, 10), (1000, 3)])
+def test_false_positives_after_growth_stay_under_the_rate_at_small_capacities(capacity, load):
+    """Plain double hashing broke the bound here by 5-10 times (its (start, step) pairs are too few).
+
+    Fills ``load`` times the capacity and asks 200,000 new keys: the count must
+    stay within the binomial band of the configured rate.
+    """
+    rate, asked = 1e-4, 200_000
+    bloom = BloomSeenSet(capacity=capacity, error_rate=rate)
+    for key in random_keys(capacity * load, seed=5):
+        bloom.add(key)
+    assert len(bloom.slices) >= 2
+    false_positives = sum(key in bloom for key in random_keys(asked, seed=6))
+    print(f"\ncapacity {capacity} at {rate:g}, {load}x: {false_positives} false positives in {asked:,} "
+          f"(the configured rate allows {rate * asked:.0f})")
+    assert bloom.expected_false_positive_rate() <= rate
+    assert false_positives <= binomial_bound(rate, asked)
+
+
+def test_a_version_1_checkpoint_is_read_with_its_own_hashing_and_said_so(tmp_path, monkeypatch, caplog):
+    from scrapy_dedup.seen import bloom as bloom_module
+    from scrapy_dedup.seen.base import KeyHashing
+
+    class VersionOne(BloomSeenSet):
+        def _new_slice(self, index):
+            new = super()._new_slice(index)
+            return _Slice(new.capacity, new.error_rate, new.nbits, new.hashes,
+                          hashing=KeyHashing(new.nbits, new.hashes, 1, None))
+
+    old = VersionOne(capacity=200, error_rate=1e-4)
+    keys = fingerprints(900)
+    for key in keys:
+        old.add(key)
+    path = tmp_path / "seen.bloom"
+    monkeypatch.setattr(bloom_module, "FORMAT_VERSION", 1)
+    monkeypatch.setattr(bloom_module, "HASHING", bloom_module.LEGACY_HASHING)
+    old.save(path)
+    monkeypatch.undo()
+    with caplog.at_level("WARNING", logger="scrapy_dedup.seen.bloom"):
+        loaded = BloomSeenSet.load(path)
+    assert all(key in loaded for key in keys)  # read with the hashing it was written with: nothing forgotten
+    assert [(p.hashing.groups, p.hashing.salt) for p in loaded.slices] == [(1, None)] * len(old.slices)
+    assert any("older scrapy-dedup" in r.getMessage() and str(path) in r.getMessage() for r in caplog.records)
+    grown = len(loaded.slices)
+    for key in fingerprints(2000, prefix="more"):
+        loaded.add(key)
+    assert loaded.slices[-1].hashing.salt == len(loaded.slices) - 1 and len(loaded.slices) > grown
+    loaded.save(path)
+    again = BloomSeenSet.load(path)
+    assert all(key in again for key in keys)
+    assert [p.hashing.describe() for p in again.slices] == [p.hashing.describe() for p in loaded.slices]
 
 
 def test_sizing_is_near_the_optimum():
@@ -176,7 +242,7 @@ def test_file_starts_with_a_versioned_header(tmp_path):
     assert data.startswith(MAGIC)
     (length,) = struct.unpack_from("<I", data, len(MAGIC))
     header = json.loads(data[len(MAGIC) + 4:len(MAGIC) + 4 + length])
-    assert header["version"] == 1 and header["format"] == "scrapy-dedup-bloom"
+    assert header["version"] == 2 and header["format"] == "scrapy-dedup-bloom"
 
 
 def test_failed_save_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
@@ -213,8 +279,9 @@ def _saved(tmp_path) -> bytes:
     (lambda d: d + b"\0", "trailing bytes"),
     (lambda d: d[:-200] + bytes([d[-200] ^ 0x10]) + d[-199:], "checksum mismatch"),
     (lambda d: b"\x00" * len(d), "bad magic"),
-    (lambda d: d.replace(b'"version": 1', b'"version": 9'), "format version 9"),
-    (lambda d: d.replace(b'digest-double-hashing-v1', b'digest-double-hashing-v7'), "hashing scheme"),
+    (lambda d: d.replace(b'"version": 2', b'"version": 9'), "format version 9"),
+    (lambda d: d.replace(b'progressions-v2', b'progressions-v7'), "hashing scheme"),
+    (lambda d: d.replace(b'"version": 2', b'"version": 1'), "hashing scheme"),
     (lambda d: b"", "bad magic"),
 ])
 def test_damaged_files_are_refused_with_a_reason(tmp_path, damage, reason):

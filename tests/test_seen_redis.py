@@ -167,6 +167,18 @@ def test_bloom_add_and_contains(redis_client):
     assert abs(len(fresh) - 3000) < 30  # estimated from the bits set
 
 
+def test_a_process_that_starts_keeps_every_bit_another_set(redis_client):
+    """prepare() allocated the bitmap with SETBIT of its last bit to 0: a process starting mid-crawl cleared
+    the bit another had set, and the keys with a position there were new again."""
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6, shards=2)
+    bloom.prepare()
+    for name in bloom.shard_keys:
+        redis_client.setbit(name, bloom.shard_bits - 1, 1)
+    RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6, shards=2).prepare()
+    assert [redis_client.getbit(name, bloom.shard_bits - 1) for name in bloom.shard_keys] == [1] * bloom.shards
+    assert all(redis_client.strlen(name) * 8 == bloom.shard_bits for name in bloom.shard_keys)
+
+
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "client-commands"])
 def test_bloom_one_command_per_new_key(redis_client, pinned):
     bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=10_000, error_rate=1e-6)
@@ -324,3 +336,48 @@ def test_racing_processes_get_new_exactly_once(redis_url, kind):
     new_keys = [k for result in results for k in result]
     assert len(new_keys) == len(set(new_keys)) == 3000  # every key new for exactly one process
     assert all(len(result) > 0 for result in results)  # they really raced
+
+
+# --- Redis Bloom past its capacity: warned at the moment, refused past the limit, counted ------
+
+def test_bloom_warns_the_moment_it_passes_its_capacity(redis_client, caplog):
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=1000, error_rate=1e-3)
+    keys = random_keys(1200, seed=21)
+    with caplog.at_level("WARNING", logger="scrapy_dedup.seen.redis"):
+        new = 0
+        for key in keys:
+            new += bloom.add(key)
+            passed = [r.getMessage() for r in caplog.records if "passed its capacity" in r.getMessage()]
+            assert bool(passed) == (new >= 1000)  # not before, and at once
+    (line,) = passed
+    assert "'t:bloom'" in line and "sized for 1000" in line and "% of its bits set" in line
+    assert "wrongly skipped as seen at about" in line
+
+
+def test_bloom_refuses_new_keys_past_its_limit_and_counts_what_it_was_offered(redis_client, caplog):
+    """At 100x its capacity a filter that kept setting bits lost 93% of new URLs; this one stops at the limit."""
+    rate, capacity = 1e-3, 1000
+    bloom = RedisBloomSeenSet(redis_client, "t:bloom", capacity=capacity, error_rate=rate)
+    offered = random_keys(100 * capacity, seed=22)
+    with caplog.at_level("WARNING", logger="scrapy_dedup.seen.redis"):
+        answers = bloom.add_many(offered[:capacity]) + [bloom.add(key) for key in offered[capacity:]]
+    assert bloom.full and bloom.full_at < 3 * capacity
+    ones = bloom.bits_set()
+    after_full = answers[bloom.full_at + 100:]
+    lost = after_full.count(False)
+    # the loss stays at the limit's rate (10 x the error rate), not the 93% of a filter that kept filling
+    assert lost <= binomial_bound(10 * rate, len(after_full))
+    assert bloom.refused >= after_full.count(True) > 0.9 * len(after_full)
+    assert not any(bloom.add(key) for key in offered[-500:])  # a refused key met again here is still filtered
+    assert bloom.bits_set() == ones  # no more bits set
+    full_lines = [r.getMessage() for r in caplog.records if "is full" in r.getMessage()]
+    assert len(full_lines) == 1 and "refuses new keys" in full_lines[0]
+    # another process learns it at its first count, and the count at close is not capped
+    other = RedisBloomSeenSet(redis_client, "t:bloom", capacity=capacity, error_rate=rate)
+    other.prepare()
+    assert other.full
+    bloom.close()
+    # every key answered "new" is counted, refused ones too: not capped at 10x (the close used to say
+    # "about 10000" when 100,000 were offered)
+    assert len(other) >= 0.98 * len(offered)
+

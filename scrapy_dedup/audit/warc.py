@@ -2,14 +2,17 @@
 
 warcio parses the records (WARC and HTTP headers, de-chunking, ``Content-Encoding``);
 this module frames them itself, so that a damaged record or gzip member costs that
-record only, never the rest of the file, and decides what each record is for the
+record only, never the rest of the file (a record's declared Content-Length is checked
+against where the next record begins: a length that runs past it makes that record bad,
+counted in ``wrong_lengths``, and the records it swallowed are read), and decides what each record is for the
 audit: a page (a 2xx response the crawl would fingerprint, by the crawl's own rules in
 its order), a skipped response, a redirect (DUST evidence), a revisit resolved to the
 record it repeats, a bad record with its reason, or a record only counted. The rules,
 what is counted how and every kind of damage are in docs/audit.md ("WARC input").
 
-Memory: one record's payload at a time (at most ``max_bytes`` of it), and per record a
-few dozen bytes of digests to resolve revisits.
+Memory: one record's payload at a time (at most ``max_bytes`` of it, and the record's raw
+bytes, at most ``LOOKBACK_BYTES``, to look back into when its length lies), and per record
+a few dozen bytes of digests to resolve revisits.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import hashlib
 import io
 import logging
 import mimetypes
+import re
 import zlib
 from array import array
 from collections import Counter
@@ -40,6 +44,11 @@ VERSIONS = (b"WARC/1.0", b"WARC/1.1")
 REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
 #: Redirects followed from one URL to the page it leads to (Scrapy's REDIRECT_MAX_TIMES is 20; chains are short).
 MAX_REDIRECT_HOPS = 20
+#: Bytes of one record kept to look back into when its declared Content-Length turns out wrong (the next
+#: record is searched for in them); a record whose block runs past this is bad and what it covered lost.
+LOOKBACK_BYTES = 64 * 2**20
+#: where a record ends and the next begins: the block's closing CRLF CRLF, then the next header line
+_BOUNDARY = re.compile(rb"\r\n\r\n(?=WARC/1\.[01]\r?\n)")
 #: Events of one gzip member held back until its checksum is read (a member is one record, unless the
 #: whole file is one member: then they flow, checked as far as they can be).
 _HELD_EVENTS = 256
@@ -262,6 +271,82 @@ class _GzipMembers:
                     break
 
 
+# --- record boundaries ---------------------------------------------------------------------------
+
+class _Lookback:
+    """A stream that can keep what was read since :meth:`start` (up to ``cap`` bytes) and take bytes back.
+
+    Why: a record's declared Content-Length is checked against what follows it; when
+    it lies, the next record is searched for in the bytes the length made the record
+    swallow, and those from the boundary on are read again as records.
+    """
+
+    def __init__(self, inner: BinaryIO, cap: int = LOOKBACK_BYTES):
+        self.inner = inner
+        self.cap = cap
+        self.pushed = b""
+        self.kept: Optional[bytearray] = None
+        self.overflowed = False
+
+    def _keep(self, data: bytes) -> bytes:
+        if self.kept is not None:
+            if len(self.kept) + len(data) > self.cap:
+                self.kept, self.overflowed = None, True
+            else:
+                self.kept += data
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        if self.pushed:
+            data = self.pushed if size is None or size < 0 else self.pushed[:size]
+            self.pushed = self.pushed[len(data):]
+        else:
+            data = self.inner.read(size)
+        return self._keep(data)
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.pushed:
+            end = self.pushed.find(b"\n") + 1 or len(self.pushed)
+            if size is not None and 0 <= size < end:
+                end = size
+            if end == len(self.pushed) and not self.pushed.endswith(b"\n"):  # the line goes on past what was pushed
+                data, self.pushed = self.pushed, b""
+                return self._keep(data) + self.readline(-1 if size is None or size < 0 else size - len(data))
+            data, self.pushed = self.pushed[:end], self.pushed[end:]
+            return self._keep(data)
+        return self._keep(self.inner.readline(size))
+
+    def start(self) -> None:
+        self.kept, self.overflowed = bytearray(), False
+
+    def stop(self) -> Optional[bytes]:
+        """What was read since :meth:`start` (None: more than ``cap``)."""
+        kept, self.kept = self.kept, None
+        return None if self.overflowed or kept is None else bytes(kept)
+
+    def unread(self, data: bytes) -> None:
+        self.pushed = data + self.pushed
+
+
+def _at_boundary(segment: _Lookback) -> bool:
+    """Whether the next bytes are a record's end: CR/LF (or nothing) up to a WARC header line or the input's end.
+
+    The bytes looked at are given back to ``segment``.
+    """
+    peeked = b""
+    while len(peeked) < 4096:
+        more = segment.read(64)
+        if not more:
+            break
+        peeked += more
+        rest = peeked.lstrip(b"\r\n")
+        if len(rest) >= 9:
+            break
+    segment.unread(peeked)
+    rest = peeked.lstrip(b"\r\n")
+    return not rest or starts_like_warc(rest)
+
+
 # --- the reader -----------------------------------------------------------------------------------
 
 # Scrapy's scrapy.responsetypes: the types it makes a TextResponse of (besides text/*), and its binary_is_text.
@@ -388,8 +473,9 @@ class WarcReader:
             else:
                 yield from held
 
-    def _records(self, segment: BinaryIO) -> Iterator[WarcEvent]:
+    def _records(self, stream: BinaryIO) -> Iterator[WarcEvent]:
         """The records of one stretch of WARC bytes (a whole plain file, or one gzip member)."""
+        segment: Any = _Lookback(stream)
         line = b""
         while True:
             if not line:
@@ -416,16 +502,18 @@ class WarcReader:
             if not line or line.rstrip(b"\r\n") in VERSIONS:
                 return line
 
-    def _record(self, segment: BinaryIO, first_line: bytes) -> tuple[Optional[WarcEvent], bytes]:
+    def _record(self, segment: Any, first_line: bytes) -> tuple[Optional[WarcEvent], bytes]:
         """Read one record; its event (or None), and the next record's first line if it had to be searched for."""
         self.number += 1
         number = self.number
         self.counts["records"] += 1
+        segment.start()
         try:
             record = self._loader.parse_record_stream(segment, first_line, known_format="warc", no_record_parse=True)
         except OSError:
             raise
         except Exception as exc:  # noqa: BLE001 - any parser error on hostile bytes is one bad record
+            segment.stop()
             return (WarcBad(number, f"unreadable WARC headers ({_short(exc)}); skipped to the next record"),
                     self._next_header_line(segment))
         headers = record.rec_headers
@@ -433,6 +521,7 @@ class WarcReader:
         self.counts[f"type/{rec_type}"] += 1
         length = (headers.get_header("Content-Length") or "").strip()
         if not length.isdigit():  # without a length the record's end is unknown
+            segment.stop()
             return (WarcBad(number, "no valid Content-Length; skipped to the next record"),
                     self._next_header_line(segment))
         outcome: Optional[_Outcome] = None
@@ -444,8 +533,24 @@ class WarcReader:
         finally:
             while record.raw_stream.read(1 << 16):  # read past the rest of the record
                 pass
-        if record.raw_stream.limit > 0 and (outcome is None or not isinstance(outcome.event, WarcBad)):
-            outcome = _Outcome(WarcBad(number, "cut short: the input ends inside the record"), _BAD, None)
+        cut_short = record.raw_stream.limit > 0
+        kept = segment.stop()  # the record as its length declared it (the bytes looked at next are not in it)
+        if cut_short or not _at_boundary(segment):
+            # The declared length does not end where a record ends. Either the input ends inside the
+            # record, or the length lies: when a record boundary lies inside what the length made the
+            # record swallow (a length far too long reads to the input's end), the record is bad (its
+            # block is not what it declared), and only it: the records from that boundary on are read.
+            block = 0 if kept is None else max(0, kept.find(b"\r\n\r\n")) + 4
+            found = None if kept is None else _BOUNDARY.search(kept, block)
+            if found is not None:
+                self.counts["wrong_lengths"] += 1
+                segment.unread(kept[found.end():])
+                return WarcBad(number, f"its Content-Length ({length}) runs past the next record, which starts "
+                                       f"{found.start() + 4 - block} bytes into its block; read from there"), b""
+            if cut_short and (outcome is None or not isinstance(outcome.event, WarcBad)):
+                outcome = _Outcome(WarcBad(number, "cut short: the input ends inside the record"), _BAD, None)
+            # else bytes that are not a record follow: the next read says so and skips them (as it
+            # always did: a length too short, or stray bytes between two records, cannot be told apart)
         if outcome is None:
             return None, b""
         self._index(number, record, rec_type, outcome)
@@ -704,6 +809,9 @@ def describe_counts(counts: dict) -> list[str]:
     if counts.get("revisits"):
         revisits = [f"{counts[key]} {label}" for key, label in _REVISIT_COUNTS if counts.get(key)]
         lines.append(f"  revisits:          {counts['revisits']}" + (f" ({', '.join(revisits)})" if revisits else ""))
+    if counts.get("wrong_lengths"):
+        lines.append(f"  wrong lengths:     {counts['wrong_lengths']} (a record whose Content-Length does not end "
+                     "where the next record begins: that record is a bad record, the next one read)")
     if counts.get("damaged_gzip_members"):
         lines.append(f"  damaged gzip members: {counts['damaged_gzip_members']} (their records are bad records)")
     return lines

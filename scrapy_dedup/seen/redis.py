@@ -15,6 +15,7 @@ back the one connection it pinned, at :meth:`close`).
 """
 from __future__ import annotations
 
+import logging
 import math
 import struct
 import time
@@ -24,17 +25,19 @@ from typing import Any
 from scrapy_dedup._util.batching import batches
 from scrapy_dedup._util.redis_conn import PinnedConnection, bulk, command_prefix
 from scrapy_dedup.seen.base import (
-    DIGEST_LENGTHS,
+    KeyHashing,
     SeenSet,
-    _TWO_U64,
     bloom_size,
     digest_pair,
     false_positive_rate,
-    max_step,
-    positions,
+    structural_excess,
 )
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_CACHE_SIZE = 50_000
+#: past this multiple of its error rate (expected, from the keys counted) a Redis Bloom filter refuses new keys
+FULL_AT_RATE_MULTIPLE = 10
 BATCH_SIZE = 1000
 #: Redis strings (bitmaps) hold at most 2**32 bits
 MAX_SHARD_BITS = 2 ** 32
@@ -291,6 +294,21 @@ class RedisBloomSeenSet(_RedisStore):
     runs on one node. The layout is stored in ``<key>:meta``: a process
     configured differently is refused (:class:`BloomLayoutMismatch`) rather
     than reading the bits wrongly.
+
+    Past its capacity, by a documented policy rather than in silence: the keys
+    answered "new" are counted in ``<key>:meta`` (field ``added``, flushed
+    every ``flush_every`` new keys, so the count is exact past any fill); the
+    process whose count passes ``capacity`` logs one WARNING then, with the
+    fill and the expected loss. At ``full_at`` keys (where the expected loss
+    reaches ``FULL_AT_RATE_MULTIPLE`` times the error rate) the filter
+    *refuses new keys*: it sets no more bits, so the loss of new URLs stays
+    where it is; a key whose bits are not all set is answered "new" and kept
+    in this process's :attr:`overflow` (an exact set: a link met again in this
+    process is still filtered; another process may fetch it once more), each
+    counted in :attr:`refused`; one WARNING per process says so. Paired with
+    :class:`~scrapy_dedup.redis_queue.AckPriorityQueue` (whose script sets the
+    bits itself) nothing is counted: the estimate from the bits stands in at
+    close, and the filter neither warns at the moment nor refuses.
     """
 
     def __init__(self, client: Any, key: str, capacity: int = 10_000_000, error_rate: float = 1e-6,
@@ -313,7 +331,8 @@ class RedisBloomSeenSet(_RedisStore):
         self.shards = shards
         self.shard_bits = shard_bits
         self.hashes = hashes
-        self.step = max_step(shard_bits, hashes)
+        #: a key's positions in its shard (one progression from its digest unless the shard is small)
+        self.hashing = KeyHashing.for_filter(shard_bits, hashes, -(-capacity // shards), error_rate)
         self.shard_keys = [f"{{{key}:{i}}}" for i in range(shards)] if shards > 1 else [key]
         self.requested_shards = requested_shards
         self.meta_key = f"{key}:meta"
@@ -322,13 +341,25 @@ class RedisBloomSeenSet(_RedisStore):
                              for name in self.shard_keys}
         self._read_command = "BITFIELD_RO"  # Redis >= 6.2; plain BITFIELD (GET only) on older servers
         self._prepared = False
+        #: keys counted in Redis at which the expected loss of new keys is FULL_AT_RATE_MULTIPLE x error_rate
+        self.full_at = keys_at_rate(shard_bits * shards, hashes, min(0.5, FULL_AT_RATE_MULTIPLE * error_rate))
+        self.flush_every = max(1, min(1000, capacity // 1000))
+        self._unflushed = 0  # keys this process answered "new" not yet counted in Redis
+        self.counted = 0  # the count Redis gave at the last flush
+        self.full = False
+        #: keys answered "new" after the filter was full (never written to its bits)
+        self.overflow: set[bytes] = set()
+        self.refused = 0
 
     # --- layout -------------------------------------------------------------------------
 
     def layout(self) -> dict[str, str]:
-        from scrapy_dedup.seen.bloom import HASHING
+        from scrapy_dedup.seen.bloom import HASHING, LEGACY_HASHING
 
-        return {"format": "scrapy-dedup-redis-bloom", "hashing": HASHING, "bits_per_shard": str(self.shard_bits),
+        hashing = self.hashing
+        # one progression from the digest places keys as version 1 did: such a filter keeps its name
+        scheme = LEGACY_HASHING if hashing.salt is None else f"{HASHING}:{hashing.groups}:{hashing.salt}"
+        return {"format": "scrapy-dedup-redis-bloom", "hashing": scheme, "bits_per_shard": str(self.shard_bits),
                 "hashes": str(self.hashes), "shards": str(self.shards), "capacity": str(self.capacity),
                 "error_rate": repr(float(self.error_rate))}
 
@@ -356,16 +387,30 @@ class RedisBloomSeenSet(_RedisStore):
             self.client.hset(self.meta_key, mapping=mine)
         pipe = self.client.pipeline(transaction=False)
         for name in self.shard_keys:
-            pipe.setbit(name, self.shard_bits - 1, 0)
+            # allocates the bitmap in full, keeping the last bit as it is (a SETBIT to 0 here cleared a bit
+            # another process had set: every key with a position there was "new" again to that process)
+            pipe.execute_command("BITFIELD", name, "INCRBY", "u1", self.shard_bits - 1, 0)
         pipe.execute()
         if self.ttl:
             self._next_ttl_refresh = 0.0
             self._refresh_ttl()
         self._prepared = True
+        self.flush_count()  # a filter filled by earlier crawls is full (or past its capacity) from the start
 
     def clear(self) -> None:
         super().clear()
         self._prepared = False
+        self._unflushed = self.counted = self.refused = 0
+        self.full = False
+        self.overflow = set()
+
+    def close(self) -> None:
+        if self._unflushed:
+            try:
+                self.flush_count()
+            except Exception:  # the count is best-effort at close (Redis may be gone): the bits are what matter
+                pass
+        super().close()
 
     delete = clear
 
@@ -373,13 +418,9 @@ class RedisBloomSeenSet(_RedisStore):
 
     def _locate(self, key: bytes) -> tuple[str, list[int]]:
         """(shard key, bit positions) of a fingerprint."""
-        if len(key) in DIGEST_LENGTHS and self.shards == 1:
-            h1, h2 = _TWO_U64(key)
-            shard = 0
-        else:
-            h1, h2, h3 = digest_pair(key)
-            shard = h3 % self.shards
-        return self.shard_keys[shard], positions(h1, h2, self.shard_bits, self.hashes, self.step)
+        shard = digest_pair(key)[2] % self.shards if self.shards > 1 else 0
+        hashing = self.hashing
+        return self.shard_keys[shard], hashing.positions(hashing.values(key))
 
     script_kind = "bloom"
 
@@ -410,13 +451,68 @@ class RedisBloomSeenSet(_RedisStore):
             return False
         if not self._prepared:
             self.prepare()
+        if self.full:
+            return self._refuse([key])[0]
         shard_key, where = self._locate(key)
         if self._pinned is not None:
             old = self._pinned.execute(self._encode_set(shard_key, where))
         else:
             old = self.client.execute_command("BITFIELD", shard_key, *_set_args(where))
         self.confirmed(key)
-        return 0 in old
+        new = 0 in old
+        if new:
+            self.count_new(1)
+        return new
+
+    # --- past the capacity -----------------------------------------------------------------
+
+    def count_new(self, n: int) -> None:
+        """``n`` keys were answered "new" here: count them in Redis every ``flush_every`` (and check the limits)."""
+        self._unflushed += n
+        if self._unflushed >= self.flush_every:
+            self.flush_count()
+
+    def flush_count(self) -> int:
+        """Add this process's new keys to the shared count; warn when it passes the capacity or the limit."""
+        pending, self._unflushed = self._unflushed, 0
+        total = int(self.client.hincrby(self.meta_key, "added", pending))
+        before, self.counted = total - pending, total
+        if before < self.capacity <= total:
+            fill = self.bits_set() / (self.shard_bits * self.shards)
+            logger.warning(
+                "Redis Bloom filter %r passed its capacity: %d keys counted in a filter sized for %d "
+                "(DEDUP_BLOOM_CAPACITY), %.1f%% of its bits set; new URLs are now wrongly skipped as seen at "
+                "about %.2g (DEDUP_BLOOM_ERROR_RATE %g), more as it fills; at %d keys it refuses new keys",
+                self.key, total, self.capacity, 100 * fill, self.expected_false_positive_rate(total),
+                self.error_rate, self.full_at)
+        if total >= self.full_at and not self.full and self._prepared:
+            self.full = True
+            logger.warning(
+                "Redis Bloom filter %r is full: %d keys counted (capacity %d), the expected loss of new URLs "
+                "has reached %.2g, %d times DEDUP_BLOOM_ERROR_RATE; it refuses new keys from now on (no more "
+                "bits set, so the loss stays there): a URL not in it is fetched and remembered in this process "
+                "only, and another process may fetch it once more. Raise DEDUP_BLOOM_CAPACITY for the next "
+                "crawl (with a fresh key)", self.key, total, self.capacity,
+                self.expected_false_positive_rate(total), FULL_AT_RATE_MULTIPLE)
+        return total
+
+    def _refuse(self, keys: list[bytes]) -> list[bool]:
+        """The answers of a full filter: read its bits, set none; a key not in them is new, kept in :attr:`overflow`."""
+        absent = self._run_many([key for key in keys if key not in self.overflow], write=False)
+        answers = iter(absent)
+        out = []
+        for key in keys:
+            if key in self.overflow:
+                out.append(False)
+                continue
+            new = next(answers)
+            if new:
+                self.overflow.add(key)
+                self.refused += 1
+            out.append(new)
+        if any(out):
+            self.count_new(sum(out))  # offered keys are counted still: the count at close is what came
+        return out
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, bytes):
@@ -456,11 +552,17 @@ class RedisBloomSeenSet(_RedisStore):
     def add_many(self, keys: Iterable[bytes]) -> list[bool]:
         """Add a batch of keys (pipelined, 1000 per round trip); True where a key was new."""
         keys = list(keys)
+        if not self._prepared:
+            self.prepare()
+        if self.full:
+            return self._refuse(keys)
         flags = self._run_many(keys, write=True)
         for key in keys:
             self.cache.add(key)
         if self.ttl and keys:
             self._refresh_ttl()
+        if any(flags):
+            self.count_new(sum(flags))
         return flags
 
     def contains_many(self, keys: Iterable[bytes]) -> list[bool]:
@@ -478,12 +580,15 @@ class RedisBloomSeenSet(_RedisStore):
         return sum(self._bit_counts())
 
     def __len__(self) -> int:
-        """Keys held, estimated from the bits set (Swamidass and Baldi, 2007)."""
+        """Keys held: the keys counted (every process's "new" answers) or, where larger (a filter written
+        before the count, or processes that have not flushed yet), the estimate from the bits set (Swamidass
+        and Baldi, 2007); never capped: a filter whose every bit is set says its count."""
         total_bits = self.shard_bits * self.shards
+        counted = int(self.client.hget(self.meta_key, "added") or 0) + self._unflushed
         ones = self.bits_set()
         if ones >= total_bits:
-            return self.capacity * 10
-        return int(round(-total_bits / self.hashes * math.log1p(-ones / total_bits)))
+            return counted
+        return max(counted, int(round(-total_bits / self.hashes * math.log1p(-ones / total_bits))))
 
     def estimated_false_positive_rate(self) -> float:
         """``fill ** hashes`` per shard, averaged over shards (a key lands in each with equal probability)."""
@@ -491,7 +596,13 @@ class RedisBloomSeenSet(_RedisStore):
 
     def expected_false_positive_rate(self, keys: int) -> float:
         """The rate the sizing formula predicts once ``keys`` keys are held."""
-        return false_positive_rate(self.shard_bits * self.shards, self.hashes, keys)
+        return (false_positive_rate(self.shard_bits * self.shards, self.hashes, keys)
+                + structural_excess(self.shard_bits, self.hashes, -(-keys // self.shards), self.hashing.groups))
+
+
+def keys_at_rate(bits: int, hashes: int, rate: float) -> int:
+    """The keys at which a ``bits``/``hashes`` filter's expected false-positive rate reaches ``rate``."""
+    return max(1, int(-bits / hashes * math.log1p(-rate ** (1.0 / hashes))))
 
 
 def _set_args(where: list[int]) -> list[Any]:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -46,6 +47,9 @@ FORMAT = "scrapy-dedup-dust/1"
 MAX_PASSES = 4
 #: aliases per host a rules file may carry (the table is a dict in memory: bounded, so a file stays reviewable)
 MAX_ALIASES = 10_000
+#: the largest rules file loaded (16 MiB: 64,000 rules as mine-dust writes them are 4-8 MB and load in about
+#: 1.4 s, ``benchmarks/bench_rules_load.py``; loading is linear, so the limit bounds the start-up at several seconds)
+MAX_FILE_BYTES = 16 * 2**20
 
 RULE_KINDS: tuple[str, ...] = (
     "drop_pathparam", "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
@@ -380,9 +384,7 @@ class HostRules:
         # does the query hold a parameter a param rule names? one C-level search (names are escaped literals)
         # rules under "/" (the common case) remove their parameters with one C-level regex substitution;
         # rules under a narrower prefix go through the loop, entered only when their names occur
-        root_drop = [n for n, rs in self._params.items() if any(p == "/" and d is None for p, d in rs)]
-        root_default = sorted({f"{n}={d}" for n, rs in self._params.items() for p, d in rs
-                               if p == "/" and d is not None and n not in root_drop})
+        root_drop, root_default, narrow = _param_families(self._params)
         alternatives = []
         if root_drop:
             alternatives.append(f"(?:{_trie_pattern(root_drop)})(?:=[^&]*)?")
@@ -390,7 +392,6 @@ class HostRules:
             alternatives.append(_trie_pattern(root_default))
         self._root_sub = (re.compile(f"(?:^|&)(?:{'|'.join(alternatives)})(?=&|$)").sub if alternatives else None)
         self._root_alternatives = tuple(alternatives)
-        narrow = {n for n, rs in self._params.items() if n not in root_drop and any(p != "/" for p, _ in rs)}
         names = _trie_pattern(narrow)
         self._param_search = re.compile(f"(?:^|&)(?:{names})(?:=|&|$)").search if narrow else None
         self._narrow = frozenset(narrow)
@@ -582,6 +583,20 @@ class HostRules:
 
     def fired(self, path: str, query: str) -> bool:
         return self.apply(path, query) != (path, query)
+
+
+def _param_families(params: Mapping[str, list[tuple[str, str | None]]]
+                    ) -> tuple[frozenset[str], list[str], frozenset[str]]:
+    """The parameter rules by how they are applied: names dropped under "/", ``name=default`` pairs
+    dropped under "/", names with a rule under a narrower prefix.
+
+    One pass each, membership in sets (a list here made loading quadratic: 64,000 rules took 39 s).
+    """
+    root_drop = frozenset(n for n, rs in params.items() if any(p == "/" and d is None for p, d in rs))
+    root_default = sorted({f"{n}={d}" for n, rs in params.items() for p, d in rs
+                           if p == "/" and d is not None and n not in root_drop})
+    narrow = frozenset(n for n, rs in params.items() if n not in root_drop and any(p != "/" for p, _ in rs))
+    return root_drop, root_default, narrow
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -789,7 +804,10 @@ class RuleSet:
     def from_json(cls, data: Any, source: str = "<memory>") -> RuleSet:
         if not isinstance(data, Mapping):
             raise DustRulesError(f"{source}: a rules file is a JSON object with 'format' and 'hosts'")
-        if data.get("format", FORMAT) != FORMAT:
+        if "format" not in data:
+            raise DustRulesError(f"{source}: no 'format' key: a rules file says what it is "
+                                 f"(\"format\": {json.dumps(FORMAT)})")
+        if data["format"] != FORMAT:
             raise DustRulesError(f"{source}: unknown format {data.get('format')!r}, expected {FORMAT!r}")
         unknown = sorted(set(data) - {"format", "meta", "hosts", "aliases"})
         if unknown:
@@ -801,6 +819,7 @@ class RuleSet:
         if not isinstance(meta, Mapping):
             raise DustRulesError(f"{source}: 'meta' must be an object")
         hosts: dict[str, list[DustRule]] = {}
+        compiled: dict[str, HostRules] = {}
         for host, rules_data in hosts_data.items():
             if not _is_host(host):
                 raise DustRulesError(f"{source}: {host!r} is not a host name (lowercase, no port, no scheme)")
@@ -808,24 +827,56 @@ class RuleSet:
                 raise DustRulesError(f"{source}: hosts[{host!r}] must be a list of rules")
             rules = [DustRule.from_json(item, f"{source}: hosts[{host!r}] rule {i + 1}")
                      for i, item in enumerate(rules_data)]
-            check_host(rules, f"{source}: hosts[{host!r}]")
+            compiled[host] = check_host(rules, f"{source}: hosts[{host!r}]", host)
             hosts[host] = rules
-        aliases = _aliases_from_json(data.get("aliases", {}), hosts, source)
-        return cls(hosts, dict(meta), source, aliases)
+        aliases = _aliases_from_json(data.get("aliases", {}), compiled, source)
+        # each host compiled once (checked above), again only where it has aliases
+        ruleset = cls({}, dict(meta), source, {})
+        ruleset.hosts, ruleset.aliases = hosts, aliases
+        for host in set(hosts) | set(aliases):
+            if aliases.get(host) or not hosts.get(host):
+                ruleset._compile_host(host)
+            else:
+                ruleset.by_host[host] = compiled[host]
+        return ruleset
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RuleSet:
-        """Load and validate a rules file; :class:`DustRulesError` names the file and the rule."""
+        """Load and validate a rules file; :class:`DustRulesError` names the file and the rule.
+
+        Only a regular file of at most :data:`MAX_FILE_BYTES` is read: a FIFO, a
+        device (``/dev/zero``) or a directory is refused from its ``fstat``
+        before a byte is read (opened non-blocking: a FIFO without a writer
+        does not hang the start), a larger file from its size.
+        """
         source = os.fspath(path)
         try:
-            with open(source, encoding="utf-8") as f:
-                data = json.load(f)
+            fd = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise DustRulesError(f"{source}: cannot read DUST rules file: {exc.strerror or exc}") from None
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise DustRulesError(f"{source}: not a regular file ({_file_kind(info.st_mode)}): a rules file "
+                                     "is a JSON file written by mine-dust or by hand")
+            if info.st_size > MAX_FILE_BYTES:
+                raise DustRulesError(f"{source}: {info.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} a rules "
+                                     "file may have: split the hosts over several files, or drop rules")
+            with os.fdopen(fd, "rb", closefd=False) as raw:
+                text = raw.read(MAX_FILE_BYTES + 1)
+            if len(text) > MAX_FILE_BYTES:
+                raise DustRulesError(f"{source}: grew past {MAX_FILE_BYTES:,} bytes while read")
+            data = json.loads(text.decode("utf-8"))
+        except DustRulesError:
+            raise
         except OSError as exc:
             raise DustRulesError(f"{source}: cannot read DUST rules file: {exc.strerror or exc}") from None
         except ValueError as exc:
             raise DustRulesError(f"{source}: not valid JSON: {exc}") from None
         except RecursionError:
             raise DustRulesError(f"{source}: not valid JSON: nested too deeply") from None
+        finally:
+            os.close(fd)
         return cls.from_json(data, source)
 
     @classmethod
@@ -844,14 +895,17 @@ class RuleSet:
         raise TypeError(f"dust_rules must be a path, a list of paths or a RuleSet, got {type(value).__name__}")
 
 
-def check_host(rules: Sequence[DustRule], where: str) -> None:
-    """Refuse rule sets whose substitutions undo each other (they would never reach a fixed point)."""
+def check_host(rules: Sequence[DustRule], where: str, host: str = "") -> HostRules:
+    """Refuse rule sets whose substitutions undo each other (they would never reach a fixed point).
+
+    Returns the rules compiled (for ``host``), which the caller may keep: compiling is most of a load.
+    """
     subs = {(r.anchor, r.from_, r.to) for r in rules if r.kind == "substitute"}
     for anchor, old, new in subs:
         if (anchor, new, old) in subs:
             raise DustRulesError(f"{where}: substitutions {old!r} -> {new!r} and {new!r} -> {old!r} undo each "
                                  "other; keep one direction")
-    compiled = HostRules("", rules)
+    compiled = HostRules(host, rules)
     for r in rules:
         if r.kind == "substitute":
             probe = r.to if r.anchor == "prefix" else "/x" + r.to
@@ -859,13 +913,22 @@ def check_host(rules: Sequence[DustRule], where: str) -> None:
             if compiled.apply(*once) != once:
                 raise DustRulesError(f"{where}: the substitutions starting from {r.from_!r} -> {r.to!r} never "
                                      "reach a fixed point (they rewrite each other's results in a cycle)")
+    return compiled
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _is_host(host: Any) -> bool:
     return isinstance(host, str) and bool(host) and not any(c in host for c in "/?#:@ ") and host == host.lower()
 
 
-def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], source: str) -> dict[str, dict[str, str]]:
+def _aliases_from_json(data: Any, hosts: Mapping[str, HostRules], source: str) -> dict[str, dict[str, str]]:
     """Validate the alias table: literal "path?query" strings, bounded, targets that are final."""
     if not isinstance(data, Mapping):
         raise DustRulesError(f"{source}: 'aliases' must map host names to {{URL: URL}} objects")
@@ -878,7 +941,7 @@ def _aliases_from_json(data: Any, hosts: Mapping[str, Sequence[DustRule]], sourc
             raise DustRulesError(f"{where} must be an object of \"path?query\": \"path?query\"")
         if len(table) > MAX_ALIASES:
             raise DustRulesError(f"{where}: {len(table)} aliases, at most {MAX_ALIASES} per host")
-        apply = HostRules(host, hosts.get(host, ())).apply
+        apply = hosts[host].apply if host in hosts else HostRules(host, ()).apply
 
         def key_of(url: str, apply: Any = apply) -> str:
             return join_key(*apply(*split_key(url)))

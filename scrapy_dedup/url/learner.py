@@ -48,6 +48,12 @@ class OnlineDustLearner:
     and never activated again; the requests it made the crawl drop (:meth:`hold`)
     are handed back in :attr:`resend`, so a wrong rule delays pages, never loses them.
 
+    Rules loaded with ``rules`` (``DEDUP_DUST_RULES``) are claims checked the same
+    way: explored from the first URL they collapse, withdrawn on a violation (and
+    never learned again), the requests they dropped sent again; counted apart
+    (``events["loaded_withdrawn"]``). With ``learn=False`` nothing is mined: only
+    the loaded rules are checked.
+
     ``key_of(url)`` is the canonical key with the rules in force (the fingerprinter's
     canonicalizer). Cost: mining is re-run over everything recorded, so it grows
     with the crawl; ``every`` trades activation delay against that cost.
@@ -59,8 +65,9 @@ class OnlineDustLearner:
     MAX_HELD = 10_000
 
     def __init__(self, rules: RuleSet, key_of: Any, *, every: int = 25, explore: float = 0.05,
-                 config: MiningConfig | None = None):
+                 config: MiningConfig | None = None, learn: bool = True):
         self.rules = rules
+        self.learn = learn
         self.key_of = key_of
         self.every = max(1, every)
         self.explore = explore
@@ -101,6 +108,13 @@ class OnlineDustLearner:
         self._redirected: set[str] = set()  # URLs that redirected to a page fetched (the server's own word)
         self._loaded_aliases = {host: dict(table) for host, table in rules.aliases.items()}
         self._aliased_hosts: set[str] = set()
+        #: rules loaded with the rule set: on trial like learned ones (explored, withdrawn on a violation)
+        self.loaded: set[tuple[str, tuple]] = set()
+        for host, host_rules in rules.hosts.items():
+            for rule in host_rules:
+                ident = (host, rule.key)
+                self.loaded.add(ident)
+                self._single[ident] = HostRules(host, [rule])
 
     # --- feeding ---
 
@@ -123,7 +137,8 @@ class OnlineDustLearner:
             record["cluster"] = str(content)
         else:
             record.update(exact_hash=content, simhash=simhash)
-        self.miner.add_record(record)  # the miner's own reading of a crawl-log line: one notion of evidence
+        if self.learn:
+            self.miner.add_record(record)  # the miner's own reading of a crawl-log line: one notion of evidence
         value = (content, simhash)
         if (simhash is None and content in self.pagess) or sources:
             self._new_evidence += 1  # a page met again under another URL (or redirected to): what rules are made of
@@ -139,6 +154,8 @@ class OnlineDustLearner:
         return self._mine_if_due()
 
     def _mine_if_due(self) -> list[RuleValidation]:
+        if not self.learn:
+            return []
         if self._since_mining >= self.every or (self._new_evidence >= self.config.min_support
                                                  and self._since_mining * 10 >= self.pages):
             return self.mine_now()
@@ -189,6 +206,8 @@ class OnlineDustLearner:
         self._new_evidence += self.events["canonical_used"] - used  # a same-page pair, without a fetch
 
     def mine_now(self) -> list[RuleValidation]:
+        if not self.learn:
+            return []
         self._since_mining = self._new_evidence = 0
         self.events["mining_runs"] += 1
         result = self.miner.mine(existing=self.rules, exclude=self.banned)
@@ -427,7 +446,7 @@ class OnlineDustLearner:
             return False
         rules = self._learned_firing(*parts)
         if not rules:
-            return False  # collapsed by loaded rules only: those were reviewed, not learned here
+            return False
         self._decided.add(url)
         explore = False
         checks: list[tuple[tuple[str, tuple], str | None]] = []  # (rule, the value it checks here)
@@ -460,8 +479,8 @@ class OnlineDustLearner:
         return True
 
     def _learned_firing(self, host: str, path: str, query: str) -> list[tuple[str, tuple]]:
-        """The learned rules of ``host`` that rewrite this URL (each alone; all of them when only their
-        composition does; none when they do not rewrite it)."""
+        """The rules on trial (learned, or loaded) of ``host`` that rewrite this URL (each alone; all of them
+        when only their composition does; none when they do not rewrite it)."""
         learned = [(ident, rule) for ident, rule in self._single.items() if ident[0] == host]
         firing = [ident for ident, single in learned if single.fired(path, query)]
         if firing or not learned:
@@ -620,7 +639,11 @@ class OnlineDustLearner:
                 if rule.kind in _PARAM_KINDS:  # a value of it proved to matter: no rule of that parameter now
                     self._banned_params.add((host, rule.param))
                 self.redirect_rules.discard(ident)
-                del self.learned[ident], self._single[ident]
+                self.learned.pop(ident, None)
+                del self._single[ident]
+                if ident in self.loaded:
+                    self.loaded.discard(ident)
+                    self.events["loaded_withdrawn"] += 1
                 removed.append(rule)
         if removed:
             self.events["deactivated"] += len(removed)
