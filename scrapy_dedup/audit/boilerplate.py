@@ -15,12 +15,8 @@ from typing import Any
 
 from scrapy_dedup.audit.methods import Decision, SimhashDecider
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
-from scrapy_dedup.content.engine import (
-    ContentDeduplicator,
-    ContentFingerprint,
-    MemoryContentStore,
-    verify_rule_from_settings,
-)
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint
+from scrapy_dedup.content.judge import memory_store
 
 __all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
 
@@ -65,10 +61,7 @@ def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, Pag
     """Pass one: judge ``(url, page)`` in dump order as a crawl would, counting each host's blocks; frozen."""
     learner = learner_for(cfg)
     hosts = _Hosts()
-    store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
-                               allow_approximate=cfg.allow_approximate, sketch_size=cfg.sketch_size,
-                               verify=verify_rule_from_settings(cfg))
-    judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, store), learner, host_of_key=hosts)
+    judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, memory_store(cfg)), learner, host_of_key=hosts)
     for n, (url, page) in enumerate(pages):
         key = str(n)
         judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole)
