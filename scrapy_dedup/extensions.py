@@ -121,8 +121,8 @@ class _ResponsePage:
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
-    #: whether its verdict joins its URL to its kept page at the URL-level strictness (content/judge.py)
-    url_same: bool = True
+    #: the page its URL serves at the URL-level strictness when not its verdict's cluster (content/judge.py)
+    url_page: str | None = None
     #: its blocks checked for repeats (paragraph dedup on for its host), once judged
     paragraphs: ParagraphCheck | None = None
 
@@ -536,7 +536,7 @@ class DedupExtension:
         verdict = self.verdict_for_response(response)
         if verdict is None or verdict.cluster is None:
             return None
-        return verdict.cluster if self._page_of(response).url_same else verdict.url
+        return self._page_of(response).url_page or verdict.cluster
 
     def verdict_for_response(self, response: Response) -> Verdict | None:
         """The verdict of ``response``, taken once (None for what is not judged: not a page, unreadable,
@@ -700,7 +700,7 @@ class DedupExtension:
             self._store_error(exc)
             return None
         if page is not None:
-            page.url_same = judged.url_same
+            page.url_page = None if judged.url_same else judged.url_page
         self._record(judged, request)
         return judged.verdict
 
@@ -778,8 +778,9 @@ class DedupExtension:
                 # the engine's own sameness (exact, or near after verification): mine-dust judges by it
                 "cluster": verdict.cluster,
             }
-            if judged.basis is not None:  # the URL-level sameness does not hold (mine-dust reads it)
+            if judged.basis is not None:  # the URL-level sameness does not hold with the kept page
                 record["basis"] = judged.basis
+                record["page"] = judged.url_page  # the page it serves at that strictness (mine-dust reads it)
             if judged.normal_hash is not None:
                 record["normal_hash"] = judged.normal_hash
             # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust

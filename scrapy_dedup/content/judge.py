@@ -104,7 +104,7 @@ class PageVerdict:
     ``fingerprint``: what the verdict rests on (the text less boilerplate when that decided);
     ``judgement``: the boilerplate rule's account (None without it); ``reduced_match``: the match rests
     on the texts less boilerplate; ``normal_hash``: the whole text's :func:`normal_text_hash` (None when
-    not asked); ``url_same``: whether the verdict joins the URL to its kept page at the URL strictness.
+    not asked); ``url_page``: the page the URL serves at the URL strictness (None: the verdict's cluster).
     """
 
     verdict: Verdict
@@ -112,16 +112,22 @@ class PageVerdict:
     judgement: Judgement | None = None
     reduced_match: bool = False
     normal_hash: str | None = None
-    url_same: bool = True
+    url_page: str | None = None
+
+    @property
+    def url_same(self) -> bool:
+        """Whether the verdict joins the URL to its kept page at the URL strictness."""
+        return self.url_page is None or self.url_page == self.verdict.cluster
 
     def page(self, strictness: Strictness = "item") -> str | None:
         """The page the URL serves at ``strictness`` (None: degenerate, no page): the verdict's cluster, or at
-        ``"url"`` the page's own URL when the sameness does not hold on the whole texts."""
+        ``"url"``, when the sameness does not hold on the whole texts with the kept page, the first page of
+        the cluster it holds with (a page of its own, named by its URL)."""
         if strictness not in STRICTNESS:
             raise ValueError(f"strictness must be one of {STRICTNESS}, got {strictness!r}")
         if self.verdict.cluster is None:
             return None
-        return self.verdict.cluster if strictness == "item" or self.url_same else self.verdict.url
+        return self.verdict.cluster if strictness == "item" or self.url_page is None else self.url_page
 
     @property
     def basis(self) -> str | None:
@@ -129,22 +135,34 @@ class PageVerdict:
         return None if self.url_same else REDUCED_BASIS
 
 
+@dataclass
+class _UrlPage:
+    """A page of a cluster at the URL strictness: its name (the first URL of it), its whole text's normal
+    hash and fingerprint (None once the judge let it go: only the normal hash compares then)."""
+
+    name: str
+    normal: str | None
+    whole: ContentFingerprint | None
+
+
 class PageJudge:
     """The one judge of a page: the engine, the boilerplate rule in front of it (None: no host learns
     boilerplate), and the URL-level sameness of its verdicts.
 
-    ``url_sameness``: keep what the URL-level sameness needs (the kept pages' normal hashes and, for the
-    last :data:`KEPT_WHOLE_PAGES`, their whole fingerprints); off, :attr:`PageVerdict.url_same` is
-    decided as if nothing were known of the kept pages (a match only less boilerplate: not the same page).
-    Thread-safe."""
+    ``url_sameness``: keep what the URL-level sameness needs: per cluster, its pages at the URL strictness
+    (the kept page, then each page that matched it only less boilerplate and whose whole text is like none
+    of the cluster's earlier ones), their normal hashes and, for the clusters of the last
+    ``kept_whole_pages`` such pages, their whole fingerprints. Off, a match only less boilerplate is a page
+    of its own (nothing known to compare it with). Thread-safe."""
 
     def __init__(self, engine: ContentDeduplicator, boilerplate: BoilerplateJudge | None = None, *,
                  url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES):
         self.engine = engine
         self.boilerplate = boilerplate
         self.url_sameness = url_sameness
-        self._kept_normal: dict[str, str] = {}  # a kept page's cluster -> its whole text's normal hash
-        self._kept_whole: OrderedDict[str, ContentFingerprint] = OrderedDict()
+        self._url_pages: dict[str, list[_UrlPage]] = {}  # cluster -> its pages at the URL strictness
+        self._with_whole: OrderedDict[str, int] = OrderedDict()  # clusters holding whole fingerprints -> how many
+        self._wholes = 0
         self._kept_whole_pages = kept_whole_pages
         self._lock = threading.Lock()
 
@@ -187,35 +205,45 @@ class PageJudge:
         return self._noted(page, whole, blocks)
 
     def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None) -> PageVerdict:
-        """``page`` with its URL-level sameness decided; a kept page's whole text noted for the later ones."""
+        """``page`` with its page at the URL strictness; a kept page (or a new page of a cluster at the URL
+        strictness) noted for the later ones."""
         verdict = page.verdict
-        if verdict.cluster is None:
+        cluster = verdict.cluster
+        if cluster is None or not (verdict.kind == "unique" or page.reduced_match):
             return page
-        if not (verdict.kind == "unique" or page.reduced_match):
-            return page
-        normal = normal_text_hash(blocks) if blocks is not None and self.url_sameness else None
-        if verdict.kind == "unique":
-            if self.url_sameness:
-                with self._lock:
-                    if normal is not None:
-                        self._kept_normal[verdict.cluster] = normal
-                    if whole is not None and self._kept_whole_pages:
-                        self._kept_whole[verdict.cluster] = whole
-                        if len(self._kept_whole) > self._kept_whole_pages:
-                            self._kept_whole.popitem(last=False)
-            return _with(page, normal_hash=normal)
+        if not self.url_sameness:
+            return _with(page, url_page=verdict.url) if page.reduced_match else page
+        normal = normal_text_hash(blocks) if blocks is not None else None
         with self._lock:
-            kept_whole = self._kept_whole.get(verdict.cluster)
-            kept_normal = self._kept_normal.get(verdict.cluster)
-        same = normal is not None and normal == kept_normal
-        if not same and whole is not None and kept_whole is not None:
-            same = self.engine.pair_matches(kept_whole, whole)  # the engine's rule, on the two whole texts
-        return _with(page, normal_hash=normal, url_same=same)
+            pages = self._url_pages.setdefault(cluster, [])
+            if verdict.kind != "unique":
+                for known in pages:  # the first of the cluster's pages whose whole text is alike
+                    if (normal is not None and normal == known.normal) or (
+                            whole is not None and known.whole is not None
+                            and self.engine.pair_matches(known.whole, whole)):
+                        return _with(page, normal_hash=normal, url_page=known.name)
+            name = cluster if verdict.kind == "unique" else verdict.url
+            pages.append(_UrlPage(name, normal, whole))
+            if whole is not None:
+                self._hold_whole(cluster)
+        return _with(page, normal_hash=normal, url_page=name)
+
+    def _hold_whole(self, cluster: str) -> None:
+        """Count one more whole fingerprint held for ``cluster``; past the bound, the oldest clusters' go."""
+        self._with_whole[cluster] = self._with_whole.get(cluster, 0) + 1
+        self._with_whole.move_to_end(cluster)
+        self._wholes += 1
+        while self._wholes > self._kept_whole_pages and self._with_whole:
+            oldest, held = self._with_whole.popitem(last=False)
+            for known in self._url_pages.get(oldest, ()):
+                known.whole = None
+            self._wholes -= held
 
     def kept_normal_hash(self, cluster: str) -> str | None:
         """The normal hash of the kept page of ``cluster`` (None: unknown)."""
         with self._lock:
-            return self._kept_normal.get(cluster)
+            pages = self._url_pages.get(cluster)
+            return pages[0].normal if pages else None
 
 
 def _with(page: PageVerdict, **changes: Any) -> PageVerdict:

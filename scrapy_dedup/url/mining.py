@@ -331,8 +331,12 @@ class DustMiner:
         simhash: int | None = None
         cluster = record.get("cluster")
         if isinstance(cluster, str) and cluster:
-            exact = ("cluster", self._evidence(url, cluster, record.get("kind"), record.get("basis"),
-                                               record.get("normal_hash")))
+            page = record.get("page")  # the crawl's page at the URL strictness, when not its cluster
+            if isinstance(page, str) and page:
+                self.stats["reduced_verdicts"] += page != cluster
+            else:
+                page = self._evidence(url, cluster, record.get("kind"), record.get("basis"), record.get("normal_hash"))
+            exact = ("cluster", page)
         for name in HASH_FIELDS if exact is None else ():
             value = record.get(name)
             if isinstance(value, (str, int)) and value != "":
