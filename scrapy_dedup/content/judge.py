@@ -170,7 +170,7 @@ class PageJudge:
     def from_params(cls, params: Any, store: ContentStore | None = None, *, learner: BoilerplateLearner | None = None,
                     boilerplate: bool | None = None, host_of_key: Callable[[str], str] = host_of,
                     min_words: int | None = None, representative: str = "first", times_are_arrivals: bool = False,
-                    url_sameness: bool = False) -> PageJudge:
+                    url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES) -> PageJudge:
         """The judge of ``params`` (the factory every caller uses): the engine over ``store`` (None: in memory),
         with the boilerplate rule when ``boilerplate`` (None: ``params.boilerplate``), its learner ``learner``
         (None: a fresh one with ``params``' thresholds)."""
@@ -181,7 +181,7 @@ class PageJudge:
         if learns:
             learner = learner or BoilerplateLearner(BoilerplateRule.from_params(params))
             judge = BoilerplateJudge(engine, learner, host_of_key=host_of_key)
-        return cls(engine, judge, url_sameness=url_sameness)
+        return cls(engine, judge, url_sameness=url_sameness, kept_whole_pages=kept_whole_pages)
 
     def judge_text(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None,
                    **kwargs: Any) -> PageVerdict:
