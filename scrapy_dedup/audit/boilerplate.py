@@ -4,8 +4,8 @@ Pass one (:func:`learn_templates`) judges every page as a crawl would (:class:`B
 only pages judged unique are counted), to count the blocks of each host. Then the learner is
 frozen, and pass two (:class:`BoilerplateDecider`, the runner's decider) judges the dump again, each
 page less its host's whole template: no warm-up, no page judged before its host's template was
-known. A dump that cannot be read twice (stdin, a pipe) is judged in one pass, learning online, as
-a crawl does (``scrapy-dedup report`` spools such a dump first, so it gets both passes).
+known. Both passes share one parse of each record: pass one reads the dump once (stdin and pipes
+too) and spools what each record gave (``audit/runner.py``), pass two judges the spooled pages.
 """
 from __future__ import annotations
 
