@@ -3,7 +3,9 @@
 
 Corpus: real documentation pages shipped by Debian (sqlite3-doc, git-doc,
 python3-doc, postgresql-doc: four templates), with generated duplicates and hard
-negatives (see ``quality_corpus.py``). Every algorithm sees the same pages in
+negatives, and release-notes pages cut from the NEWS files of coreutils, GnuTLS and
+GLib (near-identical distinct pages, ``--releases-per-project``; see
+``quality_corpus.py``). Every algorithm sees the same pages in
 the same (shuffled) crawl order and decides, page by page, "new" or "duplicate
 of <kept page>". From those decisions:
 
@@ -121,12 +123,13 @@ def ours_boilerplate_decider() -> tuple[Decider, str]:
     in front of the same deduplicator."""
     from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
     from scrapy_dedup.content.engine import ContentDeduplicator
-    from scrapy_dedup.content.text import page_blocks
+    from scrapy_dedup.content.text import page_blocks_titled
 
     judge = BoilerplateJudge(ContentDeduplicator.in_memory(), BoilerplateLearner(BoilerplateRule()))
 
     def decide(url: str, html: bytes) -> Optional[str]:
-        verdict = judge.check(url, page_blocks(html)).verdict
+        blocks, title = page_blocks_titled(html)
+        verdict = judge.check(url, blocks, title=title).verdict
         return verdict.kept_url if verdict.is_duplicate else None
 
     return decide, OURS_LEARNING
@@ -285,7 +288,7 @@ def score(pages: list[qc.Page], decisions: list[Optional[str]]) -> dict:
     recall = hit_pairs / true_pairs if true_pairs else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     # recall per duplicate kind: is the duplicate in the cluster of its group's original?
-    root_of_original = {p.group: _find(parent, i) for i, p in enumerate(pages) if p.kind == "original"}
+    root_of_original = {p.group: _find(parent, i) for i, p in enumerate(pages) if p.kind in qc.ORIGINAL_KINDS}
     per_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for i, p in enumerate(pages):
         if p.kind in qc.DUP_KINDS and p.group in root_of_original:
@@ -402,6 +405,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--live-per-source", type=int, default=None,
                     help="originals per template on the live hosts "
                          "(per-fetch chrome; default per-source / 2, 3 in --quick)")
+    ap.add_argument("--releases-per-project", type=int, default=None,
+                    help="release-notes pages per NEWS file (near-identical distinct pages; default 12, 6 in --quick)")
     ap.add_argument("--no-install", action="store_true", help="never call apt-get for missing docs")
     ap.add_argument("--ours-only", action="store_true", help="only our two rows (without and with boilerplate "
                     "learning): for tuning; the peers' rows do not change with our code")
@@ -421,12 +426,14 @@ def main(argv: Optional[list[str]] = None) -> int:
 def report(args: argparse.Namespace, seed: int, speed: bool) -> None:
     per_source = 3 if args.quick else args.per_source
     live = args.live_per_source if args.live_per_source is not None else (3 if args.quick else per_source // 2)
+    releases = args.releases_per_project if args.releases_per_project is not None else (6 if args.quick else 12)
     t0 = time.perf_counter()
     sources = qc.ensure_sources(install=not (args.no_install or args.quick))
     if sources:
         pages = qc.build_corpus(per_source, seed=seed, install=False, sources=tuple(sources),
                                 degenerate_copies=2 if args.quick else 4,
-                                max_bytes=40_000 if args.quick else qc.MAX_PAGE_BYTES, live_per_source=live)
+                                max_bytes=40_000 if args.quick else qc.MAX_PAGE_BYTES, live_per_source=live,
+                                releases_per_project=releases)
         corpus = f"Debian docs: {', '.join(s.package for s in sources)}"
     else:
         pages = qc.tiny_corpus(seed)
@@ -436,7 +443,8 @@ def report(args: argparse.Namespace, seed: int, speed: bool) -> None:
     mb = sum(len(p.html) for p in pages) / 1e6
     print(f"corpus (seed {seed}): {corpus}; {len(pages)} pages, {mb:.1f} MB HTML, {groups} true groups, "
           f"{kinds['original']} originals, {kinds['sibling']} siblings, {kinds['templated']} templated, "
-          f"{kinds['degenerate']} degenerate (built in {time.perf_counter() - t0:.1f} s)")
+          f"{kinds['degenerate']} degenerate, {kinds['release']} release notes "
+          f"(built in {time.perf_counter() - t0:.1f} s)")
 
     extra = []
     if args.ideas:
@@ -452,12 +460,13 @@ def report(args: argparse.Namespace, seed: int, speed: bool) -> None:
 
     ours = rows[0]
     print()
-    print(f"{'algorithm':<48} {'prec':>6} {'recall':>6} {'F1':>6} {'wrong drops (orig/sib/tmpl/degen/var)':>38} "
+    print(f"{'algorithm':<48} {'prec':>6} {'recall':>6} {'F1':>6} {'wrong drops (orig/sib/tmpl/degen/rel/var)':>42} "
           f"{'pages/s':>8} {'ours x':>7}   (pages/s: CPU time of the single quality pass, all pages)")
     for r in rows:
         w = r["wrong"]
-        drops = f"{sum(w.values())} ({w['original']}/{w['sibling']}/{w['templated']}/{w['degenerate']}/{w['variant']})"
-        print(f"{r['name']:<48} {r['precision']:6.3f} {r['recall']:6.3f} {r['f1']:6.3f} {drops:>38} "
+        drops = (f"{sum(w.values())} ({w['original']}/{w['sibling']}/{w['templated']}/{w['degenerate']}/"
+                 f"{w['release']}/{w['variant']})")
+        print(f"{r['name']:<48} {r['precision']:6.3f} {r['recall']:6.3f} {r['f1']:6.3f} {drops:>42} "
               f"{r['pps']:8.0f} {ours['pps'] / r['pps']:7.2f}")
     print()
     print("recall per duplicate kind (share of that kind's pages clustered with their original):")

@@ -42,6 +42,14 @@ blurb and a long spec table, each with its own name, description and two spec ro
 each its own group: ten identical 403 pages at ten URLs are not duplicates of
 each other in any useful sense).
 
+Release-notes hosts (``releases_per_project`` > 0; their own seeded generator): real NEWS files
+that Debian packages ship (GNU coreutils, GnuTLS, GLib), cut at successive releases and rendered
+through one site template: the page of release *k* is the notes of *k* and of the releases just
+before it (:data:`RELEASE_WINDOW` sections), so each page shares most of its paragraphs with the
+next release's page, as per-version release-notes pages do. Each is a distinct page (``release``,
+a hard negative) with one generated duplicate (``edit``, ``number``, ``generated``, ``tracking`` or
+``reformat``: the same page, edited).
+
 Originals that are themselves near-identical (5-word-shingle Jaccard >= 0.5 on the
 plain text, computed exactly here, independently of every algorithm measured) are
 left out, so that the ground truth "these real pages are distinct" holds.
@@ -67,7 +75,9 @@ BASE_KINDS = ("tracking", "csrf", "generated", "banner", "footer", "divfooter", 
 LIVE_KINDS = ("stamp", "related", "consent", "hero", "refetch")
 DUP_KINDS = BASE_KINDS + LIVE_KINDS
 #: ground-truth kinds that are distinct pages: any drop of one is a loss
-HARD_NEGATIVES = ("original", "sibling", "templated", "degenerate")
+HARD_NEGATIVES = ("original", "sibling", "templated", "degenerate", "release")
+#: the kinds that head a group (an original page: its duplicates' recall is measured against it)
+ORIGINAL_KINDS = ("original", "release")
 
 
 @dataclass(frozen=True)
@@ -647,11 +657,112 @@ def live_pages(sources: list[Source], per_source: int, seed: int, exclude: dict[
     return pages
 
 
+# -- release notes: near-identical distinct pages ----------------------------------------------------
+@dataclass(frozen=True)
+class NewsSource:
+    name: str
+    package: str
+    path: str  # a NEWS file (gzip), newest release first
+    heading: str  # a regular expression (multiline) matching a release's heading; group 1: the version
+
+
+NEWS_SOURCES = (
+    NewsSource("coreutils", "coreutils", "/usr/share/doc/coreutils/NEWS.gz",
+               r"^\* Noteworthy changes in release (\S+).*$"),
+    NewsSource("gnutls", "libgnutls30", "/usr/share/doc/libgnutls30/NEWS.gz", r"^\* Version (\S+).*$"),
+    NewsSource("glib", "libglib2.0-0", "/usr/share/doc/libglib2.0-0/NEWS.gz",
+               r"^Overview of changes in GLib (\S+)\s*\n=+$"),
+)
+#: release sections on one release's page: its own and those of the releases just before it
+RELEASE_WINDOW = 4
+
+
+def news_releases(source: NewsSource) -> list[tuple[str, str]]:
+    """(version, text of its section) of a NEWS file, newest first; [] when the file is absent."""
+    import gzip
+
+    try:
+        with gzip.open(source.path, "rt", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return []
+    heads = list(re.finditer(source.heading, text, re.MULTILINE))
+    return [(m.group(1), text[m.end():heads[k + 1].start() if k + 1 < len(heads) else len(text)])
+            for k, m in enumerate(heads)]
+
+
+def _news_html(version: str, section: str) -> str:
+    """One release's section as HTML: its heading, sub-headings (``**`` lines), paragraphs (blank-line
+    separated), list items (``-`` lines)."""
+    out = [f"<h2>Changes in release {html_escape(version)}</h2>"]
+    for para in re.split(r"\n\s*\n", section):
+        lines = [line.strip() for line in para.strip().splitlines()
+                 if line.strip() and not set(line.strip()) <= set("=-")]
+        if not lines:
+            continue
+        if lines[0].startswith("**"):
+            out.append(f"<h3>{html_escape(lines.pop(0).lstrip('* '))}</h3>")
+        items: list[str] = []
+        for line in lines:
+            if line.startswith(("- ", "* ")) or not items:
+                items.append(line.lstrip("-* "))
+            else:
+                items[-1] += " " + line
+        tag = "li" if len(items) > 1 else "p"
+        body = "".join(f"<{tag}>{html_escape(item)}</{tag}>" for item in items)
+        out.append(f"<ul>{body}</ul>" if tag == "li" else body)
+    return "\n".join(out)
+
+
+def release_pages(per_project: int, seed: int, start_group: int) -> list[Page]:
+    """Per NEWS source, ``per_project`` consecutive releases (a seeded run) rendered as one site's
+    release-notes pages, each with one duplicate (see the module doc)."""
+    rng = random.Random(f"releases-{seed}")
+    pages: list[Page] = []
+    group = start_group
+    for src in NEWS_SOURCES:
+        releases = [r for r in news_releases(src) if len(r[1].split()) >= 30]
+        if len(releases) < per_project + RELEASE_WINDOW:
+            continue
+        host = f"{src.name}-releases.example.test"
+        first = rng.randrange(len(releases) - per_project - RELEASE_WINDOW + 1)
+        others = "".join(f'<li><a href="/release/{v}.html">{html_escape(v)}</a></li>'
+                         for v, _ in releases[first:first + per_project])
+        for k in range(first, first + per_project):
+            version = releases[k][0]
+            sections = "\n".join(_news_html(v, t) for v, t in releases[k:k + RELEASE_WINDOW])
+            html = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{src.name} {version} release notes'
+                    f'</title><link rel="stylesheet" href="/site.css"></head><body><header><a href="/">{src.name}'
+                    f'</a></header><nav><a href="/">Home</a> <a href="/download.html">Download</a> '
+                    f'<a href="/release/">Releases</a></nav><div class="layout"><div class="sidebar"><p>Other '
+                    f'releases</p><ul>{others}</ul></div><div class="content"><h1>{src.name} {version} release '
+                    f'notes</h1><p>This page lists the user-visible changes in {src.name} {version} and in the '
+                    f'releases just before it, newest first. Report problems with this release to the '
+                    f'project\'s bug tracker.</p>{sections}</div></div><footer>Copyright the {src.name} '
+                    f'project. Release notes are published with each release.</footer></body></html>').encode()
+            group += 1
+            url = f"https://{host}/release/{version}.html"
+            pages.append(Page(url, html, group, "release", host))
+            for kind in rng.sample(("edit", "number", "generated", "tracking", "reformat"), 5):
+                dup = make_duplicate(kind, html, rng, src.name)
+                if dup is not None:
+                    pages.append(Page(f"{url}?utm_source=news&utm_medium={kind}", dup, group, kind, host))
+                    break
+    return pages
+
+
+def html_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 # -- the corpus ----------------------------------------------------------------------------------
 def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, install: bool = True,
                  sources: Optional[tuple[Source, ...]] = None, max_bytes: int = MAX_PAGE_BYTES,
-                 live_per_source: int = 0) -> list[Page]:
+                 live_per_source: int = 0, releases_per_project: int = 0) -> list[Page]:
     """Pages in crawl order (shuffled, seeded), each with its ground-truth group.
+
+    ``releases_per_project`` > 0 adds the release-notes hosts (:func:`release_pages`, their own
+    seeded generator; the other pages stay byte for byte the same, the crawl order changes).
 
     ``live_per_source`` > 0 adds the live hosts (:func:`live_pages`, their own seeded generator):
     the plain hosts' pages stay byte for byte those of ``live_per_source=0``, the crawl order changes.
@@ -693,6 +804,8 @@ def build_corpus(per_source: int, seed: int = 7, degenerate_copies: int = 4, ins
     if live_per_source:
         pages.extend(live_pages(available, live_per_source, seed, used, start_group=pages[-1].group + 1,
                                 max_bytes=max_bytes))
+    if releases_per_project:
+        pages.extend(release_pages(releases_per_project, seed, start_group=pages[-1].group + 1))
     rng.shuffle(pages)
     return pages
 

@@ -4,7 +4,7 @@
 ``settings.py`` (a Redis dupefilter) wins. ``REQUEST_FINGERPRINTER_CLASS`` composes
 instead (:func:`compose_fingerprinter`): a fingerprinter already there is kept as
 ``DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS`` and ours goes on top, as scrapy-zyte-api's
-add-on does; the README ("Ours runs first") has how either add-on order ends with ours
+add-on does; docs/usage.md ("Ours runs first") has how either add-on order ends with ours
 outermost (:class:`~scrapy_dedup.fingerprinter.OutermostCanonicalFingerprinter`).
 
 Component dicts are merged with ``setdefault_in_component_priority_dict``: a

@@ -10,7 +10,7 @@ All three keep Scrapy's dupefilter contract (``from_crawler``, ``request_seen``,
 and fingerprint with ``crawler.request_fingerprinter``. Under scrapy-redis's
 scheduler, which builds them with ``from_spider``, never calls ``open``/``close``
 and calls ``clear()`` to flush, they start on first use and do their close work
-on ``spider_closed`` too (the README's "Seen-URL stores" compares them).
+on ``spider_closed`` too (docs/seen-stores.md compares them).
 """
 from __future__ import annotations
 

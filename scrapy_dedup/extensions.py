@@ -118,6 +118,8 @@ class _ResponsePage:
     fingerprint: ContentFingerprint | None = None
     #: the main text cut at block elements, when its host learns boilerplate
     blocks: list[str] | None = None
+    #: its <title> (with its blocks; None without one): a near match across two titles is not taken
+    title: str | None = None
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
@@ -523,7 +525,7 @@ class DedupExtension:
             page.skipped = "extraction_errors"
             return page
         page.truncated = extraction.truncated
-        page.blocks = extraction.blocks
+        page.blocks, page.title = extraction.blocks, extraction.title
         page.fingerprint = self._fingerprint(self._fingerprinter_for(policy), extraction.text)
         return page
 
@@ -563,7 +565,7 @@ class DedupExtension:
             declares = (_declared_canonical(response, page.policy.max_bytes)
                         if self.cfg.representative == "canonical" else None)
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
-                                       declares=declares, page=page)
+                                       declares=declares, page=page, title=page.title)
             if page.policy.paragraphs and page.blocks is not None:
                 page.paragraphs = self._check_paragraphs(page.url, page.blocks)
         return page.verdict
@@ -631,7 +633,7 @@ class DedupExtension:
                 self._count("truncated")
             fingerprinter = self._fingerprinter_for(policy)
             verdict = self._judge(url, self._fingerprint(fingerprinter, extraction.text), policy, None,
-                                  extraction.blocks, **dating)
+                                  extraction.blocks, title=extraction.title, **dating)
             blocks = extraction.blocks
         else:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
@@ -667,7 +669,8 @@ class DedupExtension:
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
                request: Request | None, blocks: list[str] | None = None, *, timestamp: float | None = None,
-               dated: bool = False, declares: str | None = None, page: _ResponsePage | None = None) -> Verdict | None:
+               dated: bool = False, declares: str | None = None, page: _ResponsePage | None = None,
+               title: str | None = None) -> Verdict | None:
         """The verdict of a page (``fp``: of its whole text); with its ``blocks`` and a host that learns
         boilerplate, taken by the boilerplate rule (``content/boilerplate.py``: ``BoilerplateJudge``).
         ``timestamp``/``dated``/``declares``: what the representative policy may look at (``check_text``);
@@ -685,7 +688,7 @@ class DedupExtension:
                 judged = self._call_store(judge.judge_blocks, url, blocks,
                                           fingerprint=lambda text: self._fingerprint(fingerprinter, text),
                                           degenerate=fingerprinter.is_degenerate, whole=fp,
-                                          timestamp=timestamp, declares=declares)
+                                          timestamp=timestamp, declares=declares, title=title)
                 assert judged.judgement is not None  # the boilerplate rule's account
                 self._count_boilerplate(url, judged.judgement)
             elif not degenerate:
@@ -717,6 +720,8 @@ class DedupExtension:
             self._count(f"boilerplate/{state}")  # reduced: fingerprinted with boilerplate removed; warmup
         if judgement.guarded:
             self._count("boilerplate/guarded")
+        if judgement.undecidable:  # counted in the report (dedup/content/undecidable), named there too
+            logger.info("Undecidable page kept: %s (only its host's template is left once that is left out)", url)
         if judgement.rechecked:
             self._count("boilerplate/rechecked", judgement.rechecked)
         host = _host_of(url)

@@ -4,7 +4,7 @@ Scrapy's :class:`~scrapy.logformatter.LogFormatter` logs a dropped item whole: w
 items that carry a page's HTML, logs of 50-130 MB. Here a duplicate is one line at
 ``DEDUP_DUPLICATE_LOG_LEVEL``. A project's own ``LOG_FORMATTER`` wins (the add-on sets
 this one at add-on priority); where it overrides ``dropped``, our components call it for
-duplicates too, else they log the one line themselves (README: "Which URL names a cluster").
+duplicates too, else they log the one line themselves (docs/usage.md: "Which URL names a cluster").
 """
 from __future__ import annotations
 

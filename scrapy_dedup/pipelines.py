@@ -4,7 +4,7 @@ The first page of a cluster is kept. The decision comes from the response and is
 to its items by :mod:`scrapy_dedup.middlewares` as they leave the callback, when this
 pipeline is enabled; with ``DEDUP_CONTENT_FIELD`` it comes from a field of the item, here.
 ``DEDUP_REPRESENTATIVE`` only names the cluster in tags and log lines, never changes
-which item is kept. The README ("How a response's decision reaches its items", "Which
+which item is kept. docs/usage.md ("How a response's decision reaches its items", "Which
 URL names a cluster") has the modes, the tag's fields and why.
 """
 from __future__ import annotations

@@ -648,9 +648,9 @@ class AckPriorityQueue(PriorityQueue):
             "gone: %s). The requests queued there and those other processes had in flight are gone, so this crawl "
             "cannot end complete: closing the spider with reason %r (dedup/queue/data_lost). This process's %d "
             "unfinished and %d held request(s) are queued again at close. The queue needs a Redis with persistence "
-            "(appendonly yes; see the README); to fetch what was lost, start the crawl again from its start URLs "
-            "with an empty seen set (SCHEDULER_FLUSH_ON_START=True)", _where(self.server), self.marker_key, why,
-            DATA_LOST_REASON, len(self._pending), len(self._held))
+            "(appendonly yes; see docs/seen-stores.md); to fetch what was lost, start the crawl again from its "
+            "start URLs with an empty seen set (SCHEDULER_FLUSH_ON_START=True)", _where(self.server), self.marker_key,
+            why, DATA_LOST_REASON, len(self._pending), len(self._held))
         self._request_close(DATA_LOST_REASON)
 
     def _request_close(self, reason: str) -> None:

@@ -3,8 +3,8 @@
 The table :data:`SETTINGS` is the single source: components read their
 settings once, at start-up, through :func:`read_settings`, which validates
 every value and raises :class:`DedupConfigError` naming the setting (and the
-key, for dict settings) on a bad one. The README's settings table is generated
-from it (``python -m scrapy_dedup.settings``) and a test keeps the two in sync.
+key, for dict settings) on a bad one. The settings reference's table (docs/settings.md) is generated
+from it (``python -m scrapy_dedup.settings docs/settings.md``) and a test keeps the two in sync.
 
 This module does not import Scrapy: it accepts any object with ``get(name)``
 (a Scrapy ``Settings`` or a plain dict).
@@ -530,7 +530,7 @@ def closest_name(name: str, known: Iterable[str], cutoff: float = 0.8) -> str | 
 
 
 def markdown_table() -> str:
-    """The README's settings table."""
+    """The settings reference's table (docs/settings.md)."""
     lines = ["| Setting | Default | Meaning |", "| --- | --- | --- |"]
     for s in SETTINGS:
         default = repr(s.default) if not isinstance(s.default, tuple) or s.default else "()"
@@ -540,14 +540,16 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
-def update_readme(path: str) -> None:
-    """Rewrite the table between the ``settings-table`` markers of ``path`` (a README)."""
+def update_table(path: str) -> None:
+    """Rewrite the table between the ``settings-table`` markers of ``path`` (docs/settings.md)."""
     import re
 
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    new = re.sub(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)",
-                 lambda m: m.group(1) + markdown_table() + "\n" + m.group(2), text, flags=re.S)
+    new, found = re.subn(r"(<!-- settings-table:start -->\n).*?(<!-- settings-table:end -->)",
+                         lambda m: m.group(1) + markdown_table() + "\n" + m.group(2), text, flags=re.S)
+    if not found:  # the table lives in docs/settings.md: a page without the markers gets nothing, say so
+        raise ValueError(f"{path} has no settings-table markers (the table is in docs/settings.md)")
     with open(path, "w", encoding="utf-8") as f:
         f.write(new)
 
@@ -556,8 +558,8 @@ if __name__ == "__main__":  # pragma: no cover
     import sys
 
     # python -m scrapy_dedup.settings            -> print the table
-    # python -m scrapy_dedup.settings README.md  -> rewrite the README's table in place
+    # python -m scrapy_dedup.settings docs/settings.md  -> rewrite that page's table in place
     if len(sys.argv) > 1:
-        update_readme(sys.argv[1])
+        update_table(sys.argv[1])
     else:
         print(markdown_table())

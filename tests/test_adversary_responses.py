@@ -135,7 +135,7 @@ def test_every_kind_of_response_reaches_the_spider_and_its_item_is_kept(mode, tm
     exported = [(item["host"], item["path"]) for item in crawler.items]
     shop = [path for host, path in exported if host == "shop.test"]
     assert MUST_EXPORT <= set(shop), sorted(MUST_EXPORT - set(shop))
-    assert shop.count("/refetched") == 2  # the same URL again: its item is kept (README: refetch_kept)
+    assert shop.count("/refetched") == 2  # the same URL again: its item is kept (docs/usage.md: refetch_kept)
     # /a/1, its copy on other.test, and its verbatim tracking variant: one of them
     copies = [e for e in exported if e in (("shop.test", "/a/1"), ("other.test", "/copy-of-a1"))]
     if mode == "tag":

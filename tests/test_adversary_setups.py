@@ -1,6 +1,6 @@
 """The add-on's pieces enabled one by one, in pairs, and beside the user's own classes (real crawls).
 
-README's piece-by-piece setup lets a project enable any component alone. Whatever subset is
+docs/usage.md's piece-by-piece setup lets a project enable any component alone. Whatever subset is
 enabled, a crawl of a site with tracking-parameter variants and content duplicates either
 refuses to start with an error naming what to add, or runs with no ERROR and every unique
 page's item exported; and a piece does what it is for whenever it is on (URL variants not
@@ -29,7 +29,7 @@ from tests.support.localsite import LocalSite
 
 pytestmark = pytest.mark.crawl
 
-#: every piece of the add-on, as its README setup writes it (setting, value)
+#: every piece of the add-on, as docs/usage.md's setup writes it (setting, value)
 PIECES: dict[str, tuple[str, Any]] = {
     "dupefilter": ("DUPEFILTER_CLASS", "scrapy_dedup.dupefilters.BloomDupeFilter"),
     "fingerprinter": ("REQUEST_FINGERPRINTER_CLASS", "scrapy_dedup.fingerprinter.CanonicalRequestFingerprinter"),

@@ -102,3 +102,22 @@ def test_the_timing_line_is_the_runs_wall_time(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(runner, "mirror_report", slow_mirror_report)
     dump, _ = templated_dump(tmp_path)
     assert _report([str(dump), *_learning(tmp_path)], capsys)["elapsed_seconds"] >= 2.0
+
+
+def test_pages_of_nothing_but_the_template_are_undecidable_and_named(tmp_path, capsys):
+    """The audit judges as the crawl does: a page that, less its host's template, has no text of its own
+    is kept (never flagged), counted and named by URL in the report (JSON and text)."""
+    from tests.test_boilerplate_siblings import _site_page
+
+    words = "alpha beta gamma delta kappa lambda sigma omega river stone cloud field".split()
+    lines = [{"url": f"http://{HOST}/a/{i}",
+              "html": _site_page(f"A{i}", " ".join(words[(i * 7 + k * k) % len(words)] for k in range(60))).decode()}
+             for i in range(14)]
+    lines += [{"url": f"http://{HOST}/empty/{i}", "html": _site_page(f"E{i}", "").decode()} for i in range(3)]
+    dump = write_dump(tmp_path / "empty.jsonl", lines)
+    numbers = _report([str(dump), *_learning(tmp_path)], capsys)["numbers"]
+    assert numbers["undecidable"] == 3 and numbers["exact"] + numbers["near"] == 0
+    assert numbers["undecidable_named"] == [f"http://{HOST}/empty/{i}" for i in range(3)]
+    assert main(["report", str(dump), *_learning(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "Undecidable pages" in text and f"http://{HOST}/empty/2" in text

@@ -615,15 +615,15 @@ def test_url_core_imports_nothing_from_scrapy():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_readme_and_docstring_examples_hold():
+def test_the_docs_and_docstring_examples_hold():
     import doctest
     import re
     from pathlib import Path
 
     import scrapy_dedup.url.canonical as module
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = re.search(r"<!-- url:start -->(.*?)<!-- url:end -->", readme, re.S).group(1)
+    page = (Path(__file__).resolve().parent.parent / "docs" / "canonicalization.md").read_text(encoding="utf-8")
+    section = re.search(r"<!-- url:start -->(.*?)<!-- url:end -->", page, re.S).group(1)
     texts = [re.sub(r"^```.*$", "", section, flags=re.M), module.canonicalize.__doc__]  # fences end examples
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     for text in texts:

@@ -1,7 +1,7 @@
 """The real ``scrapy-dedup`` command on awkward inputs and outputs: streams that cannot seek, lone
 surrogates in records, file names that are not UTF-8, files that cannot be written.
 
-The contract (README, "Exit status"): 0 ok, 1 only for the ``--fail-above`` gate, 2 for every error,
+The contract (docs/audit.md, "Exit status"): 0 ok, 1 only for the ``--fail-above`` gate, 2 for every error,
 with one line on stderr naming the file, never a traceback. Each case is a bash script run with the
 console entry (``python -m scrapy_dedup``), so FIFOs, pipes and process substitution are real.
 """

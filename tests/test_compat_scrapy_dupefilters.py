@@ -166,7 +166,7 @@ def test_fingerprint_expectations(fingerprinter, first, second, same):
 ])
 def test_where_our_canonical_url_keeps_apart_what_scrapys_merges(fingerprinter, first, second):
     """Replaces two consequences of ``test_fragment`` / w3lib's ``canonicalize_url`` for our documented
-    URL rules (README, "Switches"): ``sort_query`` sorts by key only, as repeated keys' order is data
+    URL rules (docs/canonicalization.md, "Switches"): ``sort_query`` sorts by key only, as repeated keys' order is data
     to many applications, and ``drop_fragment`` keeps route fragments (``#!``, ``#/``), which single-page
     sites route on."""
     assert scrapy_fingerprint(Request(first)) == scrapy_fingerprint(Request(second))

@@ -25,7 +25,7 @@ from demosite import load  # noqa: E402
 
 pytestmark = pytest.mark.crawl
 
-#: the Scrapy version whose run the README's report excerpt shows
+#: the Scrapy version whose run the report excerpts (README.md, docs/usage.md) show
 EXCERPT_SCRAPY = "2.19"
 
 
@@ -114,6 +114,11 @@ def test_demo_crawl_report_matches_truth(tmp_path, truth):
     # before the fetch: one request per url_layer_key of the truth
     assert stats["downloader/response_count"] == expected["pages_fetched"]
     assert stats["dedup/content/total"] == expected["pages_fetched"]
+    # every dedup/ stat of the crawl is named in the stats reference
+    from tests.test_stats_doc import documented, is_documented
+
+    undocumented = sorted(key for key in stats if key.startswith("dedup/") and not is_documented(key, documented()))
+    assert not undocumented, f"stats not in docs/stats.md: {undocumented}"
 
     # content layer: exact duplicates and degenerate pages are certain; a near duplicate
     # the simhash threshold misses counts as unique instead (see example_project/README.md)
@@ -145,25 +150,28 @@ def test_demo_crawl_report_matches_truth(tmp_path, truth):
     assert [line for line in tail if line.startswith("20") and "Spider closed" not in line
             and "Stored jsonlines feed" not in line] == []
 
-    # the README's excerpt is this block, line for line, but for the one line it says varies by run
+    # the excerpts of the README and of docs/usage.md are this block, line for line, but for the one
+    # line they say varies by run
     block = tail[:next(i for i, line in enumerate(tail) if line.startswith("20"))]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    excerpt = readme[readme.index("<!-- report-excerpt:start -->"):readme.index("<!-- report-excerpt:end -->")]
-    shown = excerpt.split("```")[1].strip("\n").splitlines()[1:]  # after the "... duplication report" line
 
     def stable(lines: list[str]) -> list[str]:
         return [line for line in lines if "Filtered after a switch changed the URL" not in line]
 
     import scrapy
 
-    if scrapy.__version__.startswith(EXCERPT_SCRAPY + "."):
-        assert stable(shown) == stable(block)
-    else:  # the URL layer's counts are that Scrapy's (the README says how 2.13's differ); the content layer's are not
-        content = block.index("Content layer:")
-        assert stable(shown)[content - 1:] == stable(block)[content - 1:]
-        assert [line.split(":")[0] for line in stable(shown)] == [line.split(":")[0] for line in stable(block)]
+    for page in (ROOT / "README.md", ROOT / "docs" / "usage.md"):
+        text = page.read_text(encoding="utf-8")
+        excerpt = text[text.index("<!-- report-excerpt:start -->"):text.index("<!-- report-excerpt:end -->")]
+        shown = excerpt.split("```")[1].strip("\n").splitlines()[1:]  # after the "... duplication report" line
+        if scrapy.__version__.startswith(EXCERPT_SCRAPY + "."):
+            assert stable(shown) == stable(block), page
+        else:  # the URL layer's counts are that Scrapy's (the page says how 2.13's differ); the content layer's are not
+            content = block.index("Content layer:")
+            assert stable(shown)[content - 1:] == stable(block)[content - 1:], page
+            assert [line.split(":")[0] for line in stable(shown)] == [line.split(":")[0] for line in stable(block)]
+        assert "Filtered after a switch" in excerpt, page
     varying = [line for line in block if "Filtered after a switch" in line]
-    assert len(varying) == 1 and "Filtered after a switch" in excerpt
+    assert len(varying) == 1
 
 
 @pytest.mark.parametrize("concurrency", [16, 1])

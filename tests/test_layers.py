@@ -12,7 +12,7 @@ import scrapy_dedup
 
 CORE_PACKAGES = ("url", "seen", "content", "audit", "_util")
 #: top-level modules that import no Scrapy either: the DEDUP_* table (the Scrapy layer's settings, read
-#: from any mapping, and ``python -m scrapy_dedup.settings`` prints the README's table without Scrapy)
+#: from any mapping, and ``python -m scrapy_dedup.settings`` prints the settings reference's table without Scrapy)
 CORE_TOP_LEVEL = ("settings",)
 
 

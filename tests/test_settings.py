@@ -1,4 +1,4 @@
-"""The DEDUP_* settings table: defaults, validation at start-up, and the README kept in sync."""
+"""The DEDUP_* settings table: defaults, validation at start-up, and the settings reference kept in sync."""
 from __future__ import annotations
 
 import re
@@ -8,7 +8,7 @@ import pytest
 
 from scrapy_dedup.settings import SETTINGS, DedupConfigError, markdown_table, read_settings
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "settings.md"
 
 
 def test_defaults_are_valid_and_read_once_into_a_frozen_object():
@@ -21,11 +21,27 @@ def test_defaults_are_valid_and_read_once_into_a_frozen_object():
         cfg.bands = 5
 
 
-def test_readme_settings_table_matches_the_code():
-    text = README.read_text(encoding="utf-8")
+def test_the_settings_reference_table_matches_the_code():
+    text = REFERENCE.read_text(encoding="utf-8")
     block = re.search(r"<!-- settings-table:start -->\n(.*?)\n<!-- settings-table:end -->", text, re.S)
-    assert block, "README.md lost its settings-table markers"
-    assert block.group(1) == markdown_table(), "regenerate it: python -m scrapy_dedup.settings README.md"
+    assert block, "docs/settings.md lost its settings-table markers"
+    assert block.group(1) == markdown_table(), "regenerate it: python -m scrapy_dedup.settings docs/settings.md"
+
+
+def test_the_generator_rewrites_the_table_between_its_markers_and_refuses_a_page_without_them(tmp_path):
+    from scrapy_dedup.settings import update_table
+
+    page = tmp_path / "settings.md"
+    page.write_text("# Settings\n\n<!-- settings-table:start -->\nstale\n<!-- settings-table:end -->\nafter\n",
+                    encoding="utf-8")
+    update_table(str(page))
+    assert page.read_text(encoding="utf-8") == (
+        "# Settings\n\n<!-- settings-table:start -->\n" + markdown_table() + "\n<!-- settings-table:end -->\nafter\n")
+    other = tmp_path / "README.md"
+    other.write_text("no table here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no settings-table markers"):
+        update_table(str(other))
+    assert other.read_text(encoding="utf-8") == "no table here\n"
 
 
 def test_every_setting_is_documented_and_prefixed():

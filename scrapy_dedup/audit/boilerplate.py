@@ -10,12 +10,12 @@ too) and spools what each record gave (``audit/runner.py``), pass two judges the
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy_dedup.audit.methods import Decision, SimhashDecider
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
-from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint
+from scrapy_dedup.content.engine import UNDECIDABLE_NAMED, ContentDeduplicator, ContentFingerprint
 from scrapy_dedup.content.judge import memory_store
 
 __all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
@@ -29,10 +29,11 @@ def learns_boilerplate(cfg: Any) -> bool:
 @dataclass(frozen=True)
 class PageBlocks:
     """What a worker hands the decider of a page when boilerplate is learnt: the whole text's
-    fingerprint (what the other paths and ``--all-pairs`` use) and the page's blocks."""
+    fingerprint (what the other paths and ``--all-pairs`` use), the page's blocks and its ``<title>``."""
 
     whole: ContentFingerprint
     blocks: list[str]
+    title: str | None = None
 
 
 def learner_for(cfg: Any) -> BoilerplateLearner:
@@ -64,7 +65,7 @@ def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, Pag
     judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, memory_store(cfg)), learner, host_of_key=hosts)
     for n, (url, page) in enumerate(pages):
         key = str(n)
-        judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole)
+        judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole, title=page.title)
     learner.freeze()
     return learner
 
@@ -77,16 +78,25 @@ class BoilerplateDecider(SimhashDecider):
         self.learner = learner
         self.hosts = _Hosts()
         self.judge = BoilerplateJudge(self.engine, learner, host_of_key=self.hosts)
+        self._undecidable_urls: list[str] = []  # the report names pages by URL, the judge's keys are numbers
 
     def check(self, index: int, url: str, fp: Any) -> Decision:
         key = str(index)
-        verdict = self.judge.check(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole).verdict
+        judgement = self.judge.check(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole,
+                                     title=fp.title)
+        verdict = judgement.verdict
+        if judgement.undecidable and len(self._undecidable_urls) < UNDECIDABLE_NAMED:
+            self._undecidable_urls.append(url)
         if verdict.is_duplicate and verdict.kept_url is not None:
             return Decision(verdict.kind, int(verdict.kept_url), float(verdict.distance or 0))
         return Decision(verdict.kind, -1, 0.0)
 
     def all_matches(self, index: int, fp: Any) -> list[tuple[int, float, str]]:
         return super().all_matches(index, fp.whole)
+
+    def report(self) -> Any:
+        report = super().report()
+        return replace(report, undecidable_named=tuple(self._undecidable_urls)) if report.undecidable else report
 
     def commit(self, index: int, fp: Any, decision: Decision) -> None:
         super().commit(index, fp.whole, decision)

@@ -15,7 +15,7 @@ than bins its empty bins, however densified, make rows agree far more often than
 one band key with probability ``1 - (1 - J**rows)**bands``: with the defaults (32 bands of 8 rows)
 0.997 at ``J = 0.8``, 0.85 at 0.7, 0.43 at 0.6, 0.12 at 0.5, 0.002 at 0.3.
 
-What it gives up and keeps (the README's ``--method lshbloom`` row says it for
+What it gives up and keeps (docs/audit.md's ``--method lshbloom`` row says it for
 users): near duplicates are counted, not named (a Bloom filter says "seen", not
 by which page: no cluster, pair or sample) and not verified (the S-curve above
 is the rule); exact duplicates are exact and named (16-byte digests in a

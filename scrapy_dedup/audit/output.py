@@ -5,7 +5,7 @@ not UTF-8 arrives as surrogate escapes; neither can be encoded as UTF-8, so ever
 goes through one of three doors here: :func:`json_text` (JSON: the surrogate as its JSON
 escape), :class:`OutputFile` and :func:`write_line` (text and HTML: ``backslashreplace``),
 :func:`display_path` (file names in messages and in the HTML page: non-UTF-8 bytes as
-``\\xff``). The README ("Any code point, any file name") shows what each output gets.
+``\\xff``). docs/audit.md ("Any code point, any file name") shows what each output gets.
 
 A file that cannot be written raises :class:`OutputError` naming the file and the
 reason; the command turns it into one line on stderr and exit status 2. Output files

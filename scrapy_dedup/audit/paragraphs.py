@@ -66,7 +66,7 @@ class ParagraphAudit:
         self._short.append(short)
 
     def summary(self, hosts: int = 20) -> dict[str, Any]:
-        """The JSON report's ``paragraphs`` object (see the README's "Paragraph-level dedup")."""
+        """The JSON report's ``paragraphs`` object (see docs/usage.md's "Paragraph-level dedup")."""
         total = self.dedup.total
         return {**total.to_dict(), "min_chars": self.dedup.min_chars, "store": self.store,
                 "store_bytes": self.dedup.seen.size_bytes() if self.store == "bloom" else None,

@@ -89,6 +89,9 @@ class AuditResult:
             ("Duplicate clusters", str(n["clusters"]), f"largest cluster: {n['largest_cluster']} URLs"),
             ("Redundant pages", str(n["redundant"]), pct(n["redundant"])),
             ("Degenerate pages", str(n["degenerate"]), "too short to fingerprint; counted apart"),
+            *([("Undecidable pages", str(n["undecidable"]), "kept: only their host's template was left; "
+                + ", ".join(n.get("undecidable_named", [])) + (" ..." if n["undecidable"] > len(
+                    n.get("undecidable_named", [])) else ""))] if n.get("undecidable") else []),
             *([("Repeated blocks", f"{p['duplicate_blocks']} of {p['blocks']}",
                 f"{format_percent(p['duplicate_blocks'], p['blocks'])} of the blocks (paragraph dedup)")]
               if (p := self.paragraphs) is not None else []),

@@ -105,9 +105,14 @@ class PageWorker:
 
     def blocks_of(self, record: PageRecord) -> list[str]:
         """The page's main text cut at block elements (a text record: one block)."""
+        return self.titled_blocks_of(record)[0]
+
+    def titled_blocks_of(self, record: PageRecord) -> tuple[list[str], str | None]:
+        """:meth:`blocks_of` and the page's ``<title>`` (None without one, and for a text record)."""
         if not record.is_html:
-            return [" ".join(str(record.content).split())]
-        return extract_text(record.content, self.policy, encoding=record.encoding, blocks=True).blocks or []
+            return [" ".join(str(record.content).split())], None
+        extraction = extract_text(record.content, self.policy, encoding=record.encoding, blocks=True)
+        return extraction.blocks or [], extraction.title
 
     def process(self, number: int, raw: Any) -> tuple:
         if isinstance(raw, PageRecord):
@@ -123,9 +128,10 @@ class PageWorker:
         digests = None
         try:
             if self.blocks:
-                blocks = self.blocks_of(parsed)
+                blocks, title = self.titled_blocks_of(parsed)
                 # blocks are asked for with the simhash method only (learns_boilerplate): a ContentFingerprint
-                fingerprint = PageBlocks(cast("ContentFingerprint", self.method.fingerprint(" ".join(blocks))), blocks)
+                fingerprint = PageBlocks(cast("ContentFingerprint", self.method.fingerprint(" ".join(blocks))), blocks,
+                                         title)
             elif self.paragraphs and parsed.is_html:  # one extraction: the blocks, and the text they join to
                 blocks = self.blocks_of(parsed)
                 fingerprint = self.method.fingerprint(" ".join(blocks))

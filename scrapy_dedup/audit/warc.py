@@ -6,7 +6,7 @@ record only, never the rest of the file, and decides what each record is for the
 audit: a page (a 2xx response the crawl would fingerprint, by the crawl's own rules in
 its order), a skipped response, a redirect (DUST evidence), a revisit resolved to the
 record it repeats, a bad record with its reason, or a record only counted. The rules,
-what is counted how and every kind of damage are in the README ("WARC input").
+what is counted how and every kind of damage are in docs/audit.md ("WARC input").
 
 Memory: one record's payload at a time (at most ``max_bytes`` of it), and per record a
 few dozen bytes of digests to resolve revisits.
@@ -630,7 +630,7 @@ def crawl_log_records(source: Input, stats: Counter, policy: ExtractionPolicy) -
 
     Each page extracted by ``policy`` and fingerprinted as the crawl does by default: ``{"url",
     "exact_hash", "simhash", "words"}``; a revisit gives its page's fingerprint at its own URL, a
-    redirect its target page's (through chains), once the input is read (README: "From a WARC").
+    redirect its target page's (through chains), once the input is read (docs/dust.md: "From a WARC").
     Bad records are counted in ``stats["bad_lines"]``, the reader's counts as ``warc/<name>``.
     """
     fingerprinter = ContentFingerprinter(shingle_size=BY_KEY["shingle_size"].default, bits=64,

@@ -61,7 +61,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from hashlib import blake2b
@@ -122,6 +122,9 @@ def normalize_block(block: str) -> str:
     app-3"`` both give ``"generated 0 0 by app0"``; ``"Tue, 03 Mar"`` and ``"Fri, 12 Jun"`` ``"0 0 0"``."""
     return b"\n".join(_normal_lines(block)).decode("utf-8", "surrogatepass")
 
+
+#: kept pages per host whose ``<title>`` the judge remembers (a title of 100 characters: about 30 KB a host)
+TITLES_KEPT = 256
 
 #: blocks longer than this (characters) are content, never boilerplate: a cookie banner or a footer is
 #: a few hundred characters; a paragraph of a page is what tells it apart (and skipping it keeps this cheap)
@@ -287,8 +290,9 @@ class Reduction:
     """The text to fingerprint for one page, and how it came about.
 
     ``state``: ``"warmup"`` (the host is still learning: the whole text), ``"reduced"``
-    (``removed`` boilerplate blocks left out), ``"whole"`` (none found, or what was left
-    would be under ``min_words``).
+    (``removed`` boilerplate blocks left out), ``"whole"`` (none found), ``"template"`` (what
+    would be left is under ``min_words``: the page is only what its host's other pages carry, and
+    :class:`BoilerplateJudge` keeps it undecided; ``text`` is the whole text).
     """
 
     text: str
@@ -321,7 +325,7 @@ def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: Boilerpl
         return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
     text = " ".join([block for block, drop in zip(blocks, boiler.tolist()) if not drop])
     if text.count(" ") + 1 < rule.min_words:
-        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
+        return Reduction(" ".join(blocks), "template", 0, hashes, blocks, words)
     return Reduction(text, "reduced", int(boiler.sum()), hashes, blocks, words)
 
 
@@ -436,6 +440,8 @@ class Judgement:
     reduction: Reduction
     guarded: bool = False
     rechecked: int = 0
+    #: only its host's template was left (``reduction.state == "template"``): kept, neither stored nor learnt
+    undecidable: bool = False
     #: the verdict is a near match that may rest on text less boilerplate: the two pages' reduced texts (step
     #: 1), or the whole text against the kept page's entries once its host has boilerplate (a reduced or
     #: re-checked text): enough to drop an item, not to call two URLs one page (``url/mining.py``:
@@ -504,7 +510,10 @@ class PageWords:
 class BoilerplateJudge:
     """The decision rule of boilerplate learning, one for the crawl, the audit and the quality benchmark.
 
-    For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`):
+    For each page (its blocks, from :func:`~scrapy_dedup.content.text.page_blocks`), first: a page that,
+    less its host's site-wide template, has under ``min_words`` words (:meth:`_site_words`) is
+    undecidable: kept, counted and named (``Judgement.undecidable``,
+    :meth:`ContentDeduplicator.record_undecidable`), neither stored nor learnt. Else:
 
     1. Its text less its host's boilerplate (:meth:`BoilerplateLearner.prepare`), when anything was
        left out, is checked first, under the exact hash of the page's *whole* text: the page's first
@@ -524,6 +533,9 @@ class BoilerplateJudge:
        blocks at hand), both pages are compared again less what may become the template
        (:meth:`_template_undoes`), even in the warm-up; if that undoes the match, the page is kept
        (``Judgement.guarded``). A kept page older than that is judged as without learning.
+       A near match (of step 1 or 2) between two pages of one host whose ``<title>`` differs is not
+       taken either (:meth:`_titles_differ`): the same page edited keeps its title, a sibling that
+       shares most of its paragraphs (the next release's notes) has its own (docs/content.md).
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
        stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
        text that was new is stored (a page whose reduced text differs from its whole text has two
@@ -539,17 +551,20 @@ class BoilerplateJudge:
         self.learner = learner
         #: the host of a store key (a URL; the audit's keys are page numbers, their hosts known apart)
         self.host_of = host_of_key
+        #: host -> the titles of its last kept pages (URL -> title), for :meth:`_titles_differ`
+        self._titles: dict[str, OrderedDict[str, str]] = {}
         self._lock = threading.Lock()
 
     def check(self, url: str, blocks: list[str], *, host: str | None = None,
               fingerprint: Callable[[str], ContentFingerprint] | None = None,
               degenerate: Callable[[ContentFingerprint], bool] | None = None,
               whole: ContentFingerprint | None = None, timestamp: float | None = None,
-              declares: str | None = None) -> Judgement:
+              declares: str | None = None, title: str | None = None) -> Judgement:
         """Judge the page at ``url`` made of ``blocks`` (``fingerprint``/``degenerate``: the caller's
         fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
         text if the caller has it; ``timestamp``/``declares``: what the representative policy may look
-        at, as in :meth:`ContentDeduplicator.check_fingerprint`)."""
+        at, as in :meth:`ContentDeduplicator.check_fingerprint`; ``title``: the page's ``<title>``
+        (``Extraction.title``), None when it has none or the caller does not know it)."""
         engine, learner = self.engine, self.learner
         record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
         host = self.host_of(url) if host is None else host
@@ -581,19 +596,25 @@ class BoilerplateJudge:
                 else:
                     reduced = replace(fingerprint(reduction.text), exact=exact)
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
-                reduction = replace(reduction, text=text, state="whole", removed=0)
+                reduction = replace(reduction, text=text, state="template", removed=0)
                 reduced = None
                 whole = whole or (page.fingerprint(exact=exact) if page is not None
                                   else fingerprint(text))
                 if degenerate(whole):
                     return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
+            if reduction.state == "template" and self._site_words(host, reduction) < learner.rule.min_words:
+                # only what most of its host's pages carry: no text of its own to judge it by
+                whole = whole or (page.fingerprint() if page is not None else fingerprint(text))
+                return Judgement(engine.record_undecidable(url, timestamp=timestamp, declares=declares), whole,
+                                 reduction, undecidable=True)
             reduced_stored = False
             if reduced is not None:
                 answer = store.check_and_add(url, reduced)
                 if answer[0] == "exact":
                     return Judgement(record(url, answer), reduced, reduction)
                 if (answer[0] == "near" and self.host_of(answer[1] or "") == host
-                        and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)):
+                        and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)
+                        and not self._titles_differ(host, title, answer[1] or "")):
                     return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
             whole = whole or (page.fingerprint(exact=reduced.exact if reduced is not None else None)
@@ -605,12 +626,14 @@ class BoilerplateJudge:
                 return Judgement(record(url, answer), whole, reduction)
             if answer[0] == "near" and answer[1] == url and reduced_stored:
                 answer = ("unique", None, None)  # its own reduced text, stored a moment ago
-            guarded = answer[0] == "near" and self._template_undoes(host, reduction, answer[1] or "", fingerprint,
-                                                                    degenerate, fingerprinter)
+            guarded = answer[0] == "near" and (
+                self._titles_differ(host, title, answer[1] or "")
+                or self._template_undoes(host, reduction, answer[1] or "", fingerprint, degenerate, fingerprinter))
             if answer[0] == "near" and not guarded:  # the kept page's entry may be its text less boilerplate
                 return Judgement(record(url, answer), whole, reduction,
                                  reduced_match=learner.blocks_learned(self.host_of(answer[1] or "")) > 0)
             verdict = record(url, ("unique", None, None))
+            self._remember_title(host, url, title)
             rechecked = 0
             for kept_url, again in learner.learn_pages(host, url, reduction):
                 if fingerprinter is not None and again.words is not None:  # its words kept: not tokenized again
@@ -622,6 +645,40 @@ class BoilerplateJudge:
                     store.check_and_add(kept_url, replace(fp, exact=second_key(fp.exact)))
                     rechecked += 1
             return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
+
+    def _remember_title(self, host: str, url: str, title: str | None) -> None:
+        """Keep the title of a kept page of ``host`` (its last ``TITLES_KEPT`` kept pages with one)."""
+        if title is None:
+            return
+        titles = self._titles.get(host)
+        if titles is None:
+            titles = self._titles[host] = OrderedDict()
+        titles[url] = title
+        titles.move_to_end(url)
+        if len(titles) > TITLES_KEPT:
+            titles.popitem(last=False)
+
+    def _titles_differ(self, host: str, title: str | None, kept_url: str) -> bool:
+        """Whether the page and ``kept_url`` (of ``host``, one of its last ``TITLES_KEPT`` kept pages with a
+        title) have different ``<title>``s: the same page re-fetched or edited keeps its title; a sibling that
+        shares most of its paragraphs (the release notes of the next version, a versioned manual's next page)
+        has its own. False when that cannot be told (no title, another host, the kept page's title gone)."""
+        if title is None or self.host_of(kept_url) != host:
+            return False
+        titles = self._titles.get(host)
+        kept = titles.get(kept_url) if titles is not None else None
+        return kept is not None and kept != title
+
+    def _site_words(self, host: str, page: Reduction) -> int:
+        """Words of the page outside its host's site-wide template: boilerplate blocks counted on at least
+        half of the host's counted pages (and on ``min_pages``). A page under ``min_words`` of them is
+        undecidable (only chrome, e.g. a page whose text the extraction left out); one whose boilerplate
+        blocks are on a few pages only (its own copies, counted before they were caught) is judged on its
+        whole text."""
+        table = self.learner.table(host)
+        floor = max(self.learner.rule.min_pages, table.pages // 2)
+        site = table.is_boilerplate(page.hashes) & (table.counts(page.hashes) >= floor)
+        return sum(block.count(" ") + 1 for block, chrome in zip(page.blocks, site.tolist()) if not chrome)
 
     def _own_words(self, host: str, page: Reduction) -> int:
         """Words of the page's reduced text in blocks of its own: neither boilerplate nor counted on two

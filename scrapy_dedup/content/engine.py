@@ -26,7 +26,7 @@ import os
 import struct
 import zlib
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any, Literal, Protocol, Tuple, Union, runtime_checkable
 
 import numpy as np
@@ -71,6 +71,8 @@ __all__ = [
 Kind = Literal["unique", "exact", "near", "degenerate"]
 KINDS: tuple[str, ...] = ("unique", "exact", "near", "degenerate")
 DEFAULT_MIN_WORDS = 20
+#: undecidable pages named in the report (the others are counted)
+UNDECIDABLE_NAMED = 10
 StoreAnswer = Tuple[str, Union[str, None], Union[int, None]]
 
 
@@ -453,6 +455,8 @@ class ContentDeduplicator:
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
         self._skipped_non_html = 0
+        self._undecidable = 0
+        self._undecidable_urls: list[str] = []
         self._lock = threading.Lock()
 
     @classmethod
@@ -500,6 +504,18 @@ class ContentDeduplicator:
         the page once, with the answer it decided on."""
         with self._lock:
             return self._count_answer(url, answer, timestamp, declares)
+
+    def record_undecidable(self, url: str, *, timestamp: float | None = None,
+                           declares: str | None = None) -> Verdict:
+        """Keep a page that cannot be judged: after its host's template is left out, fewer than ``min_words``
+        words are left (boilerplate learning). It is counted unique (a kept page, never dropped) and
+        undecidable; it is not stored (nothing of its own could match a later page) and the first
+        :data:`UNDECIDABLE_NAMED` are named in the report."""
+        with self._lock:
+            self._undecidable += 1
+            if len(self._undecidable_urls) < UNDECIDABLE_NAMED:
+                self._undecidable_urls.append(url)
+            return self._count_answer(url, ("unique", None, None), timestamp, declares)
 
     def pair_matches(self, a: ContentFingerprint, b: ContentFingerprint) -> bool:
         """Whether ``b`` is a duplicate of ``a`` by this deduplicator's store rule (a two-page store)."""
@@ -554,11 +570,13 @@ class ContentDeduplicator:
         """The numbers so far (clusters of two or more pages, largest cluster)."""
         with self._lock:
             c = self._counts
-            return DuplicationReport.from_counts(
+            report = DuplicationReport.from_counts(
                 exact=c["exact"], near=c["near"], unique=c["unique"], degenerate=c["degenerate"],
                 clusters=self.clusters.count(2), largest_cluster=self.clusters.largest(),
                 skipped_non_text=self._skipped_non_text, skipped_non_html=self._skipped_non_html,
+                undecidable=self._undecidable,
             )
+            return replace(report, undecidable_named=tuple(self._undecidable_urls)) if self._undecidable else report
 
     def close(self) -> None:
         self.store.close()

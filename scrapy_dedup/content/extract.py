@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy_dedup.content.params import BY_KEY, ParamError
-from scrapy_dedup.content.text import page_blocks, page_text
+from scrapy_dedup.content.text import page_blocks_titled, page_text
 
 __all__ = ["ExtractionPolicy", "Extraction", "extract_text", "POLICY_KEYS"]
 
@@ -64,11 +64,12 @@ class ExtractionPolicy:
 @dataclass(frozen=True)
 class Extraction:
     """The main text of one page, whether its source was cut at the policy's ``max_bytes``, and its blocks
-    (``" ".join(blocks) == text``) when asked for (else None)."""
+    (``" ".join(blocks) == text``) and ``<title>`` (None without one) when blocks are asked for (else None)."""
 
     text: str
     truncated: bool
     blocks: list[str] | None = None
+    title: str | None = None
 
 
 def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None = None,
@@ -86,8 +87,8 @@ def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None 
     if truncated:
         source = source[: policy.max_bytes]
     if blocks:  # the same text, cut at block elements (one pass): a caller that learns boilerplate
-        cut = page_blocks(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors,
-                          encoding=encoding)
-        return Extraction(" ".join(cut), truncated, cut)
+        cut, title = page_blocks_titled(source, strip_tags=policy.strip_tags,
+                                        strip_selectors=policy.strip_selectors, encoding=encoding)
+        return Extraction(" ".join(cut), truncated, cut, title)
     text = page_text(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors, encoding=encoding)
     return Extraction(text, truncated)

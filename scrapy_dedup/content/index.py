@@ -6,7 +6,7 @@ blocks; two fingerprints within ``threshold`` bits agree exactly on at least
 blocks, and an exact popcount of each candidate, miss none of them when ``bands >=
 threshold + 1``. Fewer bands break the guarantee and are refused unless
 ``allow_approximate=True`` (then each block is a table on its own); more than
-``MAX_TABLES`` tables are refused. The README ("Recall guarantee") has the trade-off
+``MAX_TABLES`` tables are refused. docs/content-duplicates.md ("Recall guarantee") has the trade-off
 of bands against tables, key width and candidates per query, with figures.
 
 Layout (compact, no Python object per page): fingerprints in an ``array`` buffer (a

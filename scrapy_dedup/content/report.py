@@ -11,6 +11,10 @@ Counting rules
   over that total. Responses that were not fingerprinted are not in the total:
   they are counted apart, binary ones as ``skipped_non_text``, structured text
   (JSON, XML feeds, CSS, JavaScript) as ``skipped_non_html``.
+* ``undecidable`` pages are among the unique ones: with boilerplate learning, once
+  their host's template was left out fewer than ``min_words`` words were left, so
+  nothing of their own could show them to be a duplicate; they are kept, and the
+  first of them are named (``undecidable_named``).
 * ``redundant = exact + near``: the pages a deduplicating crawl would not keep.
 * ``clusters`` counts clusters of two or more pages; ``largest_cluster`` is the
   size of the largest one (0 when there are no duplicates). A page is a fetch
@@ -54,9 +58,13 @@ class DuplicationReport:
     largest_cluster: int
     skipped_non_text: int = 0
     skipped_non_html: int = 0
+    undecidable: int = 0
+    undecidable_named: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for f in fields(self):
+            if f.name == "undecidable_named":
+                continue
             value = getattr(self, f.name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"DuplicationReport.{f.name} must be a non-negative integer, got {value!r}")
@@ -65,15 +73,18 @@ class DuplicationReport:
             raise ValueError(
                 f"DuplicationReport.total ({self.total}) must equal exact + near + unique + degenerate ({parts})"
             )
+        if self.undecidable > self.unique:
+            raise ValueError(f"DuplicationReport.undecidable ({self.undecidable}) is a part of unique ({self.unique})")
+        object.__setattr__(self, "undecidable_named", tuple(self.undecidable_named))
 
     @classmethod
     def from_counts(
         cls, *, exact: int, near: int, unique: int, degenerate: int, clusters: int, largest_cluster: int,
-        skipped_non_text: int = 0, skipped_non_html: int = 0,
+        skipped_non_text: int = 0, skipped_non_html: int = 0, undecidable: int = 0,
     ) -> DuplicationReport:
         """Build a report whose ``total`` is the sum of the four page kinds."""
         return cls(exact + near + unique + degenerate, exact, near, unique, degenerate, clusters,
-                   largest_cluster, skipped_non_text, skipped_non_html)
+                   largest_cluster, skipped_non_text, skipped_non_html, undecidable)
 
     # -- derived numbers --
 
@@ -111,6 +122,10 @@ class DuplicationReport:
     def to_dict(self) -> dict[str, Any]:
         """All counts, derived numbers and ratios, JSON-ready."""
         data: dict[str, Any] = asdict(self)
+        if self.undecidable_named:  # names, not a count: not among the stats
+            data["undecidable_named"] = list(self.undecidable_named)
+        else:
+            del data["undecidable_named"]
         data["redundant"] = self.redundant
         for name in ("exact", "near", "unique", "degenerate", "redundant"):
             data[f"{name}_ratio"] = getattr(self, f"{name}_ratio")
@@ -124,7 +139,7 @@ class DuplicationReport:
     def to_stats(self, prefix: str = "dedup/content/") -> dict[str, int | float]:
         """Flat Scrapy-stats keys: counts as ints, ratios as floats rounded to 4 places."""
         return {prefix + key: round(value, 4) if isinstance(value, float) else value
-                for key, value in self.to_dict().items()}
+                for key, value in self.to_dict().items() if isinstance(value, (int, float))}
 
     def to_text(self) -> str:
         """The human block: the three numbers first, percentages over the total."""
@@ -142,6 +157,12 @@ class DuplicationReport:
             ("Degenerate pages:", f"{self.degenerate}",
              f"{pct(self.degenerate)} too short to fingerprint; counted apart"),
         ]
+        if self.undecidable:
+            rows.append(("Undecidable pages:", f"{self.undecidable}",
+                         f"{pct(self.undecidable)} kept: only their host's template was left"))
+            rows.extend(("", "", f"  {url}") for url in self.undecidable_named)
+            if self.undecidable > len(self.undecidable_named):
+                rows.append(("", "", f"  ... and {self.undecidable - len(self.undecidable_named)} more"))
         if self.skipped_non_text:
             rows.append(("Skipped non-text:", f"{self.skipped_non_text}", "(not in the total)"))
         if self.skipped_non_html:

@@ -5,7 +5,7 @@ cluster (a ``?utm_source=`` link followed before the clean one). The policy deci
 member a report, a tag and the audit name instead; it never decides which page or item
 was kept. ``first``: the kept page; ``canonical`` (the default): a member another member
 declares as its ``rel="canonical"`` target, then the cleanest URL (:func:`url_preference`);
-``newest``: the latest timestamp, undated members last. The README ("Which URL names a
+``newest``: the latest timestamp, undated members last. docs/usage.md ("Which URL names a
 cluster") has the rules in full.
 
 Every order is total: the last tie-break is the arrival order, which only decides

@@ -2,9 +2,13 @@
 
 Fingerprints must change when the page's content changes and stay put when only
 its chrome does (navigation, a rotated banner in ``<header>``, a ``<footer>``, a
-CSRF token in a ``<form>``, inline scripts). :func:`page_text` therefore leaves
+search box or a login ``<form>``, inline scripts). :func:`page_text` therefore leaves
 out a configurable set of elements (``DEFAULT_STRIP_TAGS``), any CSS selectors
-given, comments and processing instructions, and collapses whitespace. Prices,
+given, comments and processing instructions, and collapses whitespace. ``form``
+among the strip tags leaves out only the chrome forms (:func:`chrome_form_test`):
+a form holding a text area's text, a list, a table or half of the body's text is
+where the page's text is (a wiki's history list or source view, an ASP.NET
+WebForms page) and is read like any block. Prices,
 dates and numbers are kept: a changed price changes the exact hash, and the
 near-duplicate layer then sees the two pages a few bits apart.
 
@@ -22,7 +26,7 @@ Bytes are decoded as Scrapy's ``response.text`` decodes them (w3lib: BOM, else t
 except that a declaration that cannot give the page's text (no text encoding, no
 character set, a codec that raises on the body, or one the page's own leading ASCII
 contradicts) counts as absent, so the next source decides: where ``response.text``
-raises or gives mojibake, :func:`page_text` reads the page as undeclared. The README
+raises or gives mojibake, :func:`page_text` reads the page as undeclared. docs/content-duplicates.md
 ("How a page is judged") lists the names.
 
 How (speed matters: this runs once per fetched page): the rules are compiled once per
@@ -50,7 +54,7 @@ from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encodi
 
 from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS
 
-__all__ = ["page_text", "page_blocks", "DEFAULT_STRIP_TAGS", "BLOCK_TAGS", "HtmlInput"]
+__all__ = ["page_text", "page_blocks", "page_blocks_titled", "DEFAULT_STRIP_TAGS", "BLOCK_TAGS", "HtmlInput"]
 
 HtmlInput = Union[str, bytes, bytearray, memoryview, "etree._Element", "etree._ElementTree"]
 
@@ -96,7 +100,7 @@ def page_text(
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
     """
-    return _text(html, strip_tags, strip_selectors, encoding, " ")
+    return _text(*_parse(html, encoding), strip_tags, strip_selectors, " ")
 
 
 #: what separates blocks in the raw text of :func:`page_blocks`: a C1 control character, allowed in XML,
@@ -119,17 +123,38 @@ def page_blocks(
     whitespace collapsed, empty blocks left out. Same arguments and same guarantees as
     :func:`page_text` (one pass of the same stylesheet, a block separator in place of the space).
     """
-    text = _text(html, strip_tags, strip_selectors, encoding, BLOCK_SEPARATOR)
-    return list(filter(None, map(str.strip, text.split(BLOCK_SEPARATOR))))
+    return page_blocks_titled(html, strip_tags=strip_tags, strip_selectors=strip_selectors, encoding=encoding)[0]
 
 
-def _text(html: Any, strip_tags: Iterable[str], strip_selectors: Iterable[str], encoding: str | None,
+def page_blocks_titled(
+    html: HtmlInput | Any,
+    *,
+    strip_tags: Iterable[str] = DEFAULT_STRIP_TAGS,
+    strip_selectors: Iterable[str] = (),
+    encoding: str | None = None,
+) -> tuple[list[str], str | None]:
+    """:func:`page_blocks` and the page's ``<title>`` (whitespace collapsed; None without one), from one parse:
+    what tells a page from a sibling that shares most of its paragraphs (``content/boilerplate.py``)."""
+    root, owned = _parse(html, encoding)
+    text = _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR)
+    return list(filter(None, map(str.strip, text.split(BLOCK_SEPARATOR)))), _title(root)
+
+
+def _title(root: etree._Element | None) -> str | None:
+    """The text of the page's ``<title>`` (an HTML tree's ``html/head/title``), whitespace collapsed."""
+    if root is None or root.tag != "html":
+        return None
+    title = root.find("head/title")
+    return None if title is None else " ".join("".join(map(str, title.itertext())).split())
+
+
+def _text(root: etree._Element | None, owned: bool, strip_tags: Iterable[str], strip_selectors: Iterable[str],
           separator: str) -> str:
-    """The text of ``html``, blocks joined by ``separator`` (see :func:`_collapse`)."""
+    """The text of the tree ``root`` (``owned``: see :func:`_parse`), blocks joined by ``separator``
+    (see :func:`_collapse`)."""
     if isinstance(strip_selectors, str):  # one selector given bare
         strip_selectors = (strip_selectors,)
     remover = _remover(_normalize_tags(strip_tags), tuple(strip_selectors), separator)
-    root, owned = _parse(html, encoding)
     if root is None:
         return ""
     text = _fast_text(root, remover, owned)
@@ -374,12 +399,17 @@ def _stylesheet(tags: tuple[str, ...], selectors: tuple[str, ...], translator: A
         if _NOT_A_PATTERN.search(pattern):
             return None
         patterns.append(pattern.replace("/descendant-or-self::*/", "//").replace("/descendant::", "//"))
-    blocks = [tag for tag in tags if tag in _BLOCK_SET]
+    blocks = [tag for tag in tags if tag in _BLOCK_SET and tag != "form"]
     inline = [tag for tag in tags if tag not in _BLOCK_SET]
     space = f"<xsl:text>{separator}</xsl:text>"
     templates = [f'<xsl:template match="{"|".join(BLOCK_TAGS)}">{space}<xsl:apply-templates/>{space}</xsl:template>']
     if blocks:
         templates.append(f'<xsl:template match="{"|".join(blocks)}" priority="10">{space}</xsl:template>')
+    if "form" in tags:  # only a chrome form is left out: a form holding the page's text is read as a block
+        templates.append(f'<xsl:variable name="page" select="{_xml_attr(_page_length())}"/>'
+                         f'<xsl:template match="form" priority="10"><xsl:choose><xsl:when test="'
+                         f'{_xml_attr(chrome_form_test())}">{space}</xsl:when><xsl:otherwise>{space}'
+                         f"<xsl:apply-templates/>{space}</xsl:otherwise></xsl:choose></xsl:template>")
     if inline:
         templates.append(f'<xsl:template match="{"|".join(inline)}" priority="10"/>')
     if patterns:
@@ -398,6 +428,36 @@ def _stylesheet(tags: tuple[str, ...], selectors: tuple[str, ...], translator: A
     return stylesheet
 
 
+#: What makes a form the place of the page's text rather than chrome around it (a search box, a login):
+#: it holds a text area with text (a wiki's source view), a list, a table, a definition list or
+#: preformatted text (a history list, recent changes, a media manager, a WebForms grid), or at least half
+#: of the text of its page's body (ASP.NET WebForms wraps the whole body in one form). "form" in the
+#: strip tags strips only the other forms (``strip_selectors=("form",)`` strips every one).
+_TEXT_FORM_PARTS = ("textarea[normalize-space()]", "table", "ul", "ol", "dl", "pre")
+
+
+def _name(tag: str, local_names: bool) -> str:
+    head, _, predicate = tag.partition("[")
+    return (f"*[local-name()='{head}']" + (f"[{predicate}" if predicate else "")) if local_names else tag
+
+
+def _page_length(local_names: bool = False) -> str:
+    """The XPath of the length of the page's body text (computed once a page: ``$page`` below)."""
+    return f"string-length(normalize-space((//{_name('body', local_names)})[1]))"
+
+
+def chrome_form_test(local_names: bool = False) -> str:
+    """The XPath test, relative to a form, that it is chrome and stripped (see ``_TEXT_FORM_PARTS``), given
+    ``$page`` (:func:`_page_length`): plain names for the stylesheet, ``local_names`` for any tree (XHTML
+    namespaces included). Each form's text is read once; the body's once a page."""
+    holds = " or ".join(f".//{_name(part, local_names)}" for part in _TEXT_FORM_PARTS)
+    return f"not({holds} or 2 * string-length(normalize-space(.)) >= $page)"
+
+
+_CHROME_FORMS = etree.XPath(f"//*[local-name()='form'][{chrome_form_test(local_names=True)}]", smart_strings=False)
+_PAGE_LENGTH = etree.XPath(_page_length(local_names=True))
+
+
 def _xml_attr(value: str) -> str:
     return value.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
 
@@ -409,12 +469,14 @@ def _local_tag(tag: Any) -> str | None:
 def _isolate(root: etree._Element, remover: _Remover) -> None:
     """Empty the stripped elements (keeping their tails) and put the separator around block elements."""
     doomed: list[etree._Element] = []
+    if "form" in remover.tags:  # decided on the whole tree, before anything is cleared (as the stylesheet does)
+        doomed.extend(cast("list[etree._Element]", _CHROME_FORMS(root, page=_PAGE_LENGTH(root))))
     if remover.tags:
-        wanted = set(remover.tags)
+        wanted = set(remover.tags) - {"form"}
         if _has_namespaces(root):
             doomed.extend(el for el in root.iter(etree.Element) if _local_tag(el.tag) in wanted)
-        else:
-            doomed.extend(root.iter(*remover.tags))
+        elif wanted:
+            doomed.extend(root.iter(*wanted))
     for xpath in remover.selectors:
         # a compiled CSS selector yields a node list (lxml-stubs allow any XPath value)
         doomed.extend(el for el in cast("list[object]", xpath(root)) if isinstance(el, etree._Element))

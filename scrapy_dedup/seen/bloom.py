@@ -1,6 +1,6 @@
 """A local, persistent, growing Bloom filter of request fingerprints.
 
-Why not pybloom-live's classes (the README's "The local Bloom filter" gives the
+Why not pybloom-live's classes (docs/seen-stores.md's "The local Bloom filter" gives the
 measurements): its ``BloomFilter`` hashes every key again, and its
 ``ScalableBloomFilter`` bounds the false-positive rate only at about ten times
 the rate it is given. This filter keeps its bit storage (``bitarray``) and:

@@ -7,7 +7,7 @@ small local cache of fingerprints Redis confirmed (a key stays in Redis until
 the key is deleted, so answering "seen" from it is exact and saves the round
 trip of a recurring link), and send the per-request command pre-encoded on a
 :class:`~scrapy_dedup._util.redis_conn.PinnedConnection` where the client has a
-plain pool (the README's "The Redis filters" gives the figures).
+plain pool (docs/seen-stores.md's "The Redis filters" gives the figures).
 
 No Scrapy imports here. The client is any redis-py client (``Redis``,
 ``RedisCluster``); the store does not own it and never closes it (it gives

@@ -1,6 +1,6 @@
 """URL canonicalization: collapse different strings of one URL before fetch.
 
-The pipeline, in order (see the README's switches table):
+The pipeline, in order (see docs/canonicalization.md's switches table):
 
 1. **Safe steps** (always; RFC 3986 section 6.2.2 and RFC 3987): lowercase
    scheme and host; IDN host to punycode with IDNA2008 / UTS #46

@@ -8,7 +8,7 @@ learns such rules from a crawl log; this module holds them, loads and saves the
 human-editable rules file, validates it, and applies the rules fast.
 
 Rules are *typed and literal*: each is one of :data:`RULE_KINDS` (applied in
-that order; the README's "Rule kinds" table says what each rewrites) with
+that order; docs/dust.md's "Rule kinds" table says what each rewrites) with
 literal strings and fixed token shapes; a rules file never carries a regular
 expression (a regex learned from a log is impossible to review and easy to make
 catastrophic). Beside the rules, a host may carry an **alias table**: exact URLs

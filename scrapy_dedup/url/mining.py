@@ -7,7 +7,7 @@ crawl's content engine); read from files (JSON Lines or WARC) by
 :mod:`scrapy_dedup.audit.mine_dust` for ``scrapy-dedup mine-dust``. The online
 learner is :mod:`scrapy_dedup.url.learner`.
 
-How rules are found and kept (the README's "How rules are mined and kept" says
+How rules are found and kept (docs/dust.md's "How rules are mined and kept" says
 it for users): typed **candidates** from pairs of URLs of one host with the same
 content (:func:`_candidates`); **validation** of each on every URL of the host
 it touches, grouped by rewritten form, into *support* (same content as the
@@ -356,19 +356,20 @@ class DustMiner:
             text = record.get("text")
             html = record.get("html")
             blocks: list[str] | None = None
+            title: str | None = None
             if not isinstance(text, str) and isinstance(html, str):
                 try:
                     extraction = extract_text(html, self.config.extraction, blocks=self._boilerplate)
                 except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
                     self.stats["bad_lines"] += 1
                     return False
-                text, blocks = extraction.text, extraction.blocks
+                text, blocks, title = extraction.text, extraction.blocks, extraction.title
             if not isinstance(text, str):
                 self.stats["lines_without_content"] += 1
                 return False
             judge = self.page_judge()
             if judge.boilerplate is not None and blocks is not None:
-                page = judge.judge_blocks(url, blocks)
+                page = judge.judge_blocks(url, blocks, title=title)  # as the crawl judges it
             else:
                 page = judge.judge_text(url, judge.engine.fingerprint(text))
             verdict = page.verdict

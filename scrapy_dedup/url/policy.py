@@ -1,6 +1,6 @@
 """URL policies: which optional canonicalization switches apply, per domain.
 
-A :class:`UrlPolicy` is a frozen set of switches (see the README's switches
+A :class:`UrlPolicy` is a frozen set of switches (see docs/canonicalization.md's switches
 table) plus user extensions of the tracking and session parameter lists.
 :class:`DomainMap` is the generic "most specific domain wins" lookup, reused
 by the content policies; :class:`PolicyMap` is a ``DomainMap[UrlPolicy]``

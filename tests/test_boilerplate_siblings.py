@@ -1,0 +1,84 @@
+"""Defaults lose nothing on near-identical siblings, and a page that is only its host's template is kept.
+
+The release-notes pages are real text: the GNU coreutils, GnuTLS and GLib NEWS files that Debian ships
+(coreutils is essential: always there), cut at successive releases and rendered through one site template
+(benchmarks/quality_corpus.py: ``release_pages``). Each page shares most of its paragraphs with the next
+release's; each has one generated duplicate (an edit, a number, a "generated at" line, ...)."""
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+import pytest
+
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
+from scrapy_dedup.content.engine import ContentDeduplicator
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+import quality_corpus as qc  # noqa: E402
+
+
+def _default_judge() -> BoilerplateJudge:
+    return BoilerplateJudge(ContentDeduplicator.in_memory(), BoilerplateLearner(BoilerplateRule()))
+
+
+def _judge_all(judge: BoilerplateJudge, pages: list[tuple[str, bytes]]) -> list:
+    out = []
+    for url, html in pages:
+        extraction = extract_text(html, ExtractionPolicy(), blocks=True)
+        out.append(judge.check(url, extraction.blocks or [], title=extraction.title))
+    return out
+
+
+def test_the_release_notes_material_is_there():
+    assert len(qc.news_releases(qc.NEWS_SOURCES[0])) >= 40  # coreutils: an essential package
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_release_notes_siblings_are_never_dropped_at_defaults(seed):
+    pages = qc.release_pages(12, seed, 0)
+    assert sum(p.kind == "release" for p in pages) >= 12
+    random.Random(seed).shuffle(pages)
+    group = {p.url: p.group for p in pages}
+    judgements = _judge_all(_default_judge(), [(p.url, p.html) for p in pages])
+    lost = [(p.url, j.verdict.kept_url) for p, j in zip(pages, judgements)
+            if j.verdict.is_duplicate and group[j.verdict.kept_url] != p.group]
+    assert lost == []
+    # the same page, edited, is still found: the later of each pair a duplicate of the earlier
+    first: dict[int, str] = {}
+    found = pairs = 0
+    for p, j in zip(pages, judgements):
+        if p.group in first:
+            pairs += 1
+            found += j.verdict.kept_url == first[p.group]
+        first.setdefault(p.group, p.url)
+    assert found >= 0.8 * pairs, (found, pairs)
+
+
+CHROME = "".join(f"<div>Site wide chrome line number {k} with a few words of navigation text</div>"
+                 for k in range(6))
+
+
+def _site_page(title: str, own: str) -> bytes:
+    return f"<html><head><title>{title}</title></head><body>{CHROME}<div>{own}</div></body></html>".encode()
+
+
+def test_a_page_that_is_only_its_hosts_template_is_undecidable_kept_counted_and_named():
+    rng = random.Random(5)
+    words = "alpha beta gamma delta kappa lambda sigma omega river stone cloud field".split()
+    judge = _default_judge()
+    pages = [(f"https://t.test/a/{i}", _site_page(f"A{i}", " ".join(rng.choice(words) for _ in range(60))))
+             for i in range(14)]  # past the warm-up: the six chrome lines are boilerplate
+    # three pages with no text of their own (an extraction that left their text out): the same chrome
+    pages += [(f"https://t.test/empty/{i}", _site_page(f"E{i}", "")) for i in range(3)]
+    judgements = _judge_all(judge, pages)
+    assert all(not j.verdict.is_duplicate for j in judgements)
+    assert [j.undecidable for j in judgements[-3:]] == [True] * 3
+    report = judge.engine.report()
+    assert report.undecidable == 3 and report.unique == 17
+    assert report.undecidable_named == tuple(url for url, _ in pages[-3:])
+    assert report.to_stats()["dedup/content/undecidable"] == 3
+    text = report.to_text()
+    assert "Undecidable pages:" in text and "https://t.test/empty/2" in text
