@@ -41,6 +41,9 @@ JOURNAL_FILE = "dedup-frontier.journal"
 #: Scrapy's scheduler's disk queue directory inside JOBDIR
 QUEUE_DIR = "requests.queue"
 META_KEY = "dedup_frontier_seq"
+#: request meta key of a request the crawl makes for itself that fetches no page (held items sent on by
+#: ``ContentFingerprintMiddleware``): not journaled (its callback is no spider method: it could not be)
+UNJOURNALED_META = "dedup_unjournaled"
 
 
 def uses_scrapys_scheduler(crawler: "Crawler") -> bool:
@@ -138,7 +141,7 @@ class JobdirFrontier:
         return self._readmit.pop(fingerprint, None) if self._readmit else None
 
     def _request_scheduled(self, request: "Request", spider: Any = None) -> None:
-        if request.dont_filter:  # never reaches the dupefilter, enqueued unconditionally
+        if request.dont_filter and not request.meta.get(UNJOURNALED_META):  # enqueued unconditionally
             self.admit(request, b"")
 
     def _serialize(self, request: "Request") -> bytes | None:

@@ -22,20 +22,27 @@ table to the alias target (see its docstring).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable
+import weakref
+from collections.abc import AsyncIterator, Hashable, Iterable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from itemadapter import ItemAdapter
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
 from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
+from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
+from scrapy_dedup.content.representative import url_preference
 from scrapy_dedup.extensions import DedupExtension
+from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.mining import safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
+from scrapy_dedup.url.views import is_view
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,7 +50,16 @@ if TYPE_CHECKING:
     from scrapy.spiders import Spider
     from typing_extensions import Self
 
+    from scrapy_dedup.content.engine import Verdict
+
 logger = logging.getLogger(__name__)
+
+#: request meta key of a request that sends held items on (the id of their cluster)
+RELEASE_META = "dedup_release"
+#: what a release request fetches: nothing, with no download (Scrapy's ``data:`` handler), and not a page
+RELEASE_URL = "data:application/octet-stream,"
+#: released items go out before the pages waiting in the scheduler
+RELEASE_PRIORITY = 1_000_000
 
 
 class DuplicateResponse(IgnoreRequest):
@@ -66,12 +82,30 @@ class ContentFingerprintMiddleware:
         #: the pipeline's action, applied here (None: the pipeline is off, items pass unjudged)
         self.decide = DuplicateAction(crawler, cfg) if pipeline_enabled(crawler) else None
         self.paragraphs_field = ParagraphsField.of(crawler, cfg)
+        #: drop mode: which member's items a cluster keeps (content/keeper.py; docs/items.md)
+        self.keeper: ItemKeeper | None = None
+        if self.decide is not None and self.decide.action == "drop" and not uses_scrapys_scheduler(crawler):
+            # held items are sent on by requests whose callback is no spider method: a queue that must
+            # serialize every request (scrapy-redis's) would refuse them
+            logger.info("Item keeper off: SCHEDULER is not Scrapy's own; in drop mode the first page of a "
+                        "cluster with an item keeps it (docs/items.md)")
+        elif self.decide is not None and self.decide.action == "drop":
+            self.keeper = ItemKeeper(cfg.hold_max_items, cfg.hold_max_bytes)
+            #: the cluster of each response whose items went through the keeper (the signals name the response)
+            self._cluster_of_response: weakref.WeakKeyDictionary[Response, Hashable] = weakref.WeakKeyDictionary()
+            crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
+            crawler.signals.connect(self._item_dropped, signal=signals.item_dropped)
+            crawler.signals.connect(self._item_error, signal=signals.item_error)
+            crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
+            crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
         return cls(crawler)
 
     def process_spider_input(self, response: "Response", spider: "Spider | None" = None) -> None:
+        if _released_cluster(response) is not None:  # held items sent on: no page
+            return
         verdict = self.content.verdict_for_response(response)
         if self.drop_duplicates and verdict is not None and verdict.kind in ("exact", "near"):
             if verdict.kept_url == verdict.url:
@@ -89,21 +123,160 @@ class ContentFingerprintMiddleware:
     async def process_spider_output(
         self, response: "Response", result: AsyncIterator[Any], spider: "Spider | None" = None
     ) -> AsyncIterator[Any]:
+        if _released_cluster(response) is not None:  # held items sent on (their bookkeeping is done)
+            async for obj in result:
+                yield obj
+            return
         verdict = self.content.verdict_for_response(response)
         decide, field = self.decide, self.paragraphs_field
         unique_text = self.content.paragraph_text_of(response) if field is not None else None
-        async for obj in result:
-            if field is not None and obj is not None and not isinstance(obj, Request):
-                field.fill(obj, unique_text)
-            if decide is not None and obj is not None and not isinstance(obj, Request):
-                try:
-                    obj = decide.apply(obj, verdict)
-                except DuplicateItem as exc:
-                    self._dropped(obj, exc, response)
-                    continue
-            yield obj
+        member = self._member(verdict)
+        if member is not None:
+            assert self.keeper is not None and verdict is not None  # (_member)
+            self.keeper.page_open(member, first=verdict.kind == "unique")
+        try:
+            async for obj in result:
+                if field is not None and obj is not None and not isinstance(obj, Request):
+                    field.fill(obj, unique_text)
+                if member is not None and obj is not None and not isinstance(obj, Request):
+                    assert verdict is not None
+                    obj = self._keep(obj, verdict, member, response)
+                    if obj is None:
+                        continue
+                elif decide is not None and obj is not None and not isinstance(obj, Request):
+                    try:
+                        obj = decide.apply(obj, verdict)
+                    except DuplicateItem as exc:
+                        self._dropped(obj, exc, response)
+                        continue
+                yield obj
+        finally:
+            if member is not None:
+                assert self.keeper is not None
+                self._carry_out(self.keeper.page_done(member), response)
 
-    def _dropped(self, item: Any, exc: DuplicateItem, response: "Response") -> None:
+    # --- drop mode: the item keeper (content/keeper.py) ---
+
+    def _member(self, verdict: "Verdict | None") -> Hashable | None:
+        """The cluster whose member ``verdict``'s page is, when the keeper decides its items (drop mode, a page
+        in a cluster). The same URL fetched again is a member too: its items pass when its cluster has none
+        yet, and are kept anyway otherwise (``DuplicateAction``: whether the first fetch's were stored is
+        unknown after a resume)."""
+        if self.keeper is None or verdict is None or verdict.cluster is None or verdict.kind == "degenerate":
+            return None
+        return verdict.cluster
+
+    def _keep(self, item: Any, verdict: "Verdict", cluster: Hashable, response: "Response") -> Any:
+        """The item to pass on now, or None (held back, or dropped as a duplicate)."""
+        assert self.keeper is not None and self.decide is not None
+        url = verdict.url
+        refetch = verdict.kept_url == url
+        if refetch and self.keeper.has_item(cluster):
+            # kept as before (DuplicateAction: whether the first fetch's items were stored is unknown), unless
+            # this crawl knows the first fetch yielded none and another member's items passed instead
+            adopted = self.keeper.adopted_by(cluster)
+            try:
+                return self.decide.apply(item, replace(verdict, kept_url=adopted) if adopted else verdict)
+            except DuplicateItem as exc:
+                self._dropped(item, exc, response)
+                return None
+        view = is_view(url) and not refetch  # (a refetch is kept in every mode: never held)
+        outcome = self.keeper.offer(cluster, url, (view, *url_preference(url)), view, item, verdict, _size_of(item))
+        self._cluster_of_response[response] = cluster
+        self._carry_out(outcome, response)
+        if outcome.action is Action.PASS:
+            if verdict.is_duplicate:  # its cluster has no item (yet): this page's is it
+                self.stats.inc_value("dedup/items/cluster_had_no_item")
+            return item
+        if outcome.action is Action.HOLD:
+            self.stats.inc_value("dedup/items/held")
+            return None
+        try:
+            return self.decide.apply(item, verdict)
+        except DuplicateItem as exc:
+            self._dropped(item, exc, response)
+            return None
+
+    def _carry_out(self, outcome: Outcome, response: "Response | None") -> None:
+        """Drop the held items ``outcome`` supersedes; send on the groups it releases."""
+        assert self.keeper is not None and self.decide is not None
+        for held, kept_url, kept_verdict in outcome.drop:
+            verdict = held.payload
+            if not verdict.is_duplicate:  # a view: the page whose item passed matched it
+                verdict = replace(verdict, kind=getattr(kept_verdict, "kind", "near"),
+                                  distance=getattr(kept_verdict, "distance", None))
+            self.stats.inc_value("dedup/items/superseded")
+            try:
+                self.decide.apply(held.item, replace(verdict, kept_url=kept_url))
+            except DuplicateItem as exc:
+                self._dropped(held.item, exc, response)
+        for group in outcome.release:
+            self._send(group)
+        if self.keeper.overflowed:
+            self.stats.set_value("dedup/items/released_over_bound", self.keeper.overflowed)
+
+    def _send(self, group: Group) -> None:
+        """The held items of ``group`` through the rest of the crawl, as if yielded now: a request answered
+        without a download (``data:``), whose callback yields them (the later spider middlewares, the item
+        pipelines, and the signals this keeper follows see them as any other items)."""
+        self.stats.inc_value("dedup/items/released", len(group.items))
+        assert self.crawler.engine is not None  # items flow only while the engine runs
+        self.crawler.engine.crawl(Request(
+            RELEASE_URL, callback=_yield_items, cb_kwargs={"items": [held.item for held in group.items]},
+            dont_filter=True, priority=RELEASE_PRIORITY, meta={RELEASE_META: group.cluster, UNJOURNALED_META: True}))
+
+    def _cluster_of(self, response: "Response | None") -> Hashable | None:
+        if response is None:
+            return None
+        released = _released_cluster(response)
+        return released if released is not None else self._cluster_of_response.get(response)
+
+    def _item_scraped(self, item: Any, response: "Response | None" = None) -> None:
+        cluster = self._cluster_of(response)
+        if cluster is not None:
+            assert self.keeper is not None
+            self._carry_out(self.keeper.scraped(cluster), None)
+
+    def _item_dropped(self, item: Any, response: "Response | None" = None,
+                      exception: BaseException | None = None) -> None:
+        if isinstance(exception, DuplicateItem):  # ours: the keeper decided it
+            return
+        self._item_lost(response)
+
+    def _item_error(self, item: Any, response: "Response | None" = None) -> None:
+        self._item_lost(response)
+
+    def _item_lost(self, response: "Response | None") -> None:
+        """An item that passed was dropped by a later pipeline, or failed in one: its cluster may need another."""
+        cluster = self._cluster_of(response)
+        if cluster is not None:
+            assert self.keeper is not None
+            self._carry_out(self.keeper.dropped(cluster), None)
+
+    def _spider_idle(self) -> None:
+        """The crawl's end: every item still held is sent on (its better member never came), and the crawl
+        goes on until they have passed."""
+        assert self.keeper is not None
+        outcome = self.keeper.release_all()
+        if not outcome.release:
+            return
+        items = sum(len(group.items) for group in outcome.release)
+        self.stats.inc_value("dedup/items/released_at_end", items)
+        logger.info("Released %d held items of %d clusters at the crawl's end: the page each was a view of, or "
+                    "an item of its cluster that passed every pipeline, never came (dedup/items/released_at_end)",
+                    items, len(outcome.release))
+        self._carry_out(outcome, None)
+        raise DontCloseSpider
+
+    def _spider_closed(self, reason: str = "") -> None:
+        assert self.keeper is not None
+        if self.keeper.held_items:
+            self.stats.set_value("dedup/items/unreleased_at_close", self.keeper.held_items)
+            logger.warning("%d held items were not released: the crawl closed (%s) before its end, when they "
+                           "would have been (dedup/items/unreleased_at_close; DEDUP_HOLD_MAX_ITEMS bounds them)",
+                           self.keeper.held_items, reason)
+
+    def _dropped(self, item: Any, exc: DuplicateItem, response: "Response | None") -> None:
         """What Scrapy's scraper does with an item a pipeline drops: log it (one line), send ``item_dropped``."""
         spider = self.crawler.spider
         formatter = self.crawler.logformatter
@@ -124,6 +297,27 @@ class ContentFingerprintMiddleware:
             logger.debug("Ignoring duplicate response %s: %s", response, exception)
             return []
         return None
+
+
+def _released_cluster(response: "Response") -> Hashable | None:
+    """The cluster whose held items ``response`` sends on (a release request's), else None."""
+    request = getattr(response, "request", None)
+    return request.meta.get(RELEASE_META) if request is not None else None
+
+
+async def _yield_items(response: "Response", items: list[Any]) -> AsyncIterator[Any]:
+    """The callback of a release request: the held items it carries."""
+    for item in items:
+        yield item
+
+
+def _size_of(item: Any) -> int:
+    """About how many bytes ``item`` holds: its text and bytes fields' lengths, a few dozen for anything else."""
+    try:
+        values = list(ItemAdapter(item).values())
+    except Exception:  # an item type ItemAdapter does not know: Scrapy would refuse it later
+        return 64
+    return 64 + sum(len(v) if isinstance(v, (str, bytes)) else 16 for v in values)
 
 
 #: request meta key of a request sent to its alias target (the URL it was for)

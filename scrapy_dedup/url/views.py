@@ -1,0 +1,67 @@
+"""Views of a page: query parameters with which common web software renders a page that is another's.
+
+A MediaWiki diff renders the whole article below the diff, an old revision renders the
+article as it was, a printable version the article without its chrome: to the content
+engine each is the article's near duplicate, and when it is fetched first it would be the
+page whose item a cluster keeps. :func:`is_view` tells such URLs, so the item keeper
+(``content/keeper.py``) holds their items back until the page they are a view of arrives.
+The table is literal and reviewable: a parameter (and, where its other values are pages of
+their own, the values that make a view), the software, and what it shows. A wrong entry
+costs little: it only decides which member of a cluster the content engine already judged
+to be one page keeps the item, and how long a view's item waits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlsplit
+
+__all__ = ["ViewParameter", "VIEW_PARAMETERS", "is_view"]
+
+
+@dataclass(frozen=True)
+class ViewParameter:
+    """A query parameter that makes a URL a view of another page: any value, or one of ``values``."""
+
+    name: str
+    software: str
+    shows: str
+    values: frozenset[str] | None = None
+
+
+def _values(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+VIEW_PARAMETERS: tuple[ViewParameter, ...] = (
+    ViewParameter("diff", "MediaWiki", "a diff between revisions, the article rendered below it"),
+    ViewParameter("oldid", "MediaWiki", "an earlier revision of the article"),
+    ViewParameter("printable", "MediaWiki", "the printable version"),
+    ViewParameter("curid", "MediaWiki", "the article named by its page id"),
+    ViewParameter("action", "MediaWiki", "the article rendered again (render, purge's page, view)",
+                  _values("view", "render", "purge", "print")),
+    ViewParameter("rev", "DokuWiki", "an earlier revision of the page"),
+    ViewParameter("do", "DokuWiki", "a diff, or the page exported as HTML",
+                  _values("diff", "show", "export_xhtml", "export_xhtmlbody")),
+    ViewParameter("preview", "WordPress", "a post previewed"),
+    ViewParameter("replytocom", "WordPress", "a post with a comment's reply form open"),
+    ViewParameter("print", "many CMSs", "the printable version"),
+    ViewParameter("version", "Trac, many wikis", "an earlier version of the page"),
+)
+
+_BY_NAME: dict[str, ViewParameter] = {p.name: p for p in VIEW_PARAMETERS}
+
+
+def is_view(url: str) -> bool:
+    """Whether ``url``'s query names a view parameter of :data:`VIEW_PARAMETERS` (names and values compared
+    case-insensitively). Never raises: an unparsable URL is no view."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return False
+    if not query:
+        return False
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        parameter = _BY_NAME.get(name.lower())
+        if parameter is not None and (parameter.values is None or value.lower() in parameter.values):
+            return True
+    return False
