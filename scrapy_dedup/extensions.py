@@ -50,7 +50,8 @@ from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicato
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe, \
+    secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
@@ -326,8 +327,6 @@ class DedupExtension:
         server that is down at start is an outage like any other (the policy's one
         line), not a start-up error.
         """
-        from scrapy_dedup.dupefilters import RedisStartupError
-
         try:
             policy.call(self.store.index.client.ping)
         except RedisUnavailable:
@@ -345,8 +344,6 @@ class DedupExtension:
         now: the start is refused, since pages judged against the previous crawl's index would be
         dropped as its duplicates, the opposite of the fresh crawl asked for.
         """
-        from scrapy_dedup.dupefilters import RedisStartupError
-
         try:
             policy.call(self._delete_content_state)
         except RedisUnavailable as exc:
