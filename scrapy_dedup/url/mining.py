@@ -39,7 +39,7 @@ from scrapy_dedup.content.index import SimhashIndex
 # moved to content/judge.py (the one definition of "same page"); kept importable from here
 from scrapy_dedup.content.judge import REDUCED_BASIS, PageJudge, normal_text_hash, same_page_evidence
 from scrapy_dedup.content.params import ENGINE_PARAMS
-from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.canonical import Canonicalizer, safe_parts  # safe_parts: importable from here too
 from scrapy_dedup.url.dust import (
     MAX_ALIASES,
     VALUE_SHAPES,
@@ -195,28 +195,6 @@ def _params(query: str) -> list[tuple[str, str]]:
         name, _, value = part.partition("=")
         out.append((name, value))
     return out
-
-
-def safe_parts(canonicalizer: Canonicalizer, url: str) -> tuple[str, str, str] | None:
-    """(host, path, query) of ``url`` through ``canonicalizer`` (one without switches or rules: the safe
-    steps, the form DUST rules and aliases are written in); None for a URL it cannot parse."""
-    result = canonicalizer.canonicalize_with_info(url)
-    if result.unparsable:
-        return None
-    rest = result.url.partition("://")[2]
-    if not rest:
-        return None
-    rest = rest.partition("#")[0]
-    slash = rest.find("/")
-    hostport = rest if slash == -1 else rest[:slash]
-    path_query = "/" if slash == -1 else rest[slash:]
-    host = hostport.rpartition("@")[2]
-    if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    else:
-        host = host.partition(":")[0]
-    path, _, query = path_query.partition("?")
-    return host, path or "/", query
 
 
 class DustMiner:
