@@ -16,7 +16,7 @@ from typing import Any
 from scrapy_dedup.audit.methods import Decision, SimhashDecider
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
 from scrapy_dedup.content.engine import UNDECIDABLE_NAMED, ContentDeduplicator, ContentFingerprint
-from scrapy_dedup.content.judge import memory_store
+from scrapy_dedup.content.judge import PageJudge, memory_store
 
 __all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
 
@@ -78,13 +78,15 @@ class BoilerplateDecider(SimhashDecider):
         self.learner = learner
         self.hosts = _Hosts()
         self.judge = BoilerplateJudge(self.engine, learner, host_of_key=self.hosts)
+        self.page_judge = PageJudge(self.engine, self.judge)  # the crawl's page judge, at the item strictness
         self._undecidable_urls: list[str] = []  # the report names pages by URL, the judge's keys are numbers
 
     def check(self, index: int, url: str, fp: Any) -> Decision:
         key = str(index)
-        judgement = self.judge.check(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole,
-                                     title=fp.title)
-        verdict = judgement.verdict
+        judged = self.page_judge.judge_blocks(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole,
+                                              title=fp.title)
+        judgement, verdict = judged.judgement, judged.verdict
+        assert judgement is not None  # the boilerplate rule's account
         if judgement.undecidable and len(self._undecidable_urls) < UNDECIDABLE_NAMED:
             self._undecidable_urls.append(url)
         if verdict.is_duplicate and verdict.kept_url is not None:
