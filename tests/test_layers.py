@@ -148,7 +148,6 @@ def _cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
 #: left on this list)
 KNOWN_CYCLES = {
     frozenset({"scrapy_dedup.content.redis_index", "scrapy_dedup.content.redis_sharded"}),
-    frozenset({"scrapy_dedup.middlewares", "scrapy_dedup.pipelines", "scrapy_dedup.logformatter"}),
 }
 
 
