@@ -34,6 +34,13 @@ is printed with every row (other jobs distort wall-clock figures, not CPU time).
     python benchmarks/bench_report.py --pages 100000 --peer-pages 1000 --curve-pages 10000 --jobs 1,2
     python benchmarks/bench_report.py --dump dump.jsonl --pages 100000 --only memory   # memory rows only
     python benchmarks/bench_report.py --only methods   # the audit's three methods, 10^6 text records
+    python benchmarks/bench_report.py --only real      # 3,549 real pages: the audit against datasketch
+
+The ``real`` part: bench_quality.py's corpus (``quality_corpus.build_corpus``, seed 7, 60 originals per
+template: real Debian documentation HTML with generated duplicates, 3,549 pages) as a JSON Lines dump,
+the audit's command path (``audit_dump``, its defaults: boilerplate learning on, two passes over one parse)
+against datasketch ``MinHash(num_perm=128)`` + ``MinHashLSH(threshold=0.8)`` over the same extraction
+(``extract_text``), each in its own subprocess, one core; the pages the audit parsed are printed.
 
 The ``methods`` part runs the audit's own three methods (``--method simhash``,
 ``minhash``, ``lshbloom``) through the command's path over a generated text dump
@@ -161,6 +168,21 @@ def generate_dump(path: Path, pages: int, seed: int = 7, min_kb: int = 10, max_k
 
 
 # -- peers (hand-written) --------------------------------------------------------------------------
+def real_dump(path: Path, per_source: int, seed: int = 7) -> int:
+    """A JSON Lines dump of bench_quality.py's corpus (``quality_corpus.build_corpus``: real Debian documentation
+    pages, their generated duplicates and hard negatives, the live hosts), in its crawl order; its page count."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import quality_corpus as qc
+
+    if not qc.ensure_sources(install=False):
+        raise SystemExit("bench_report: the Debian documentation packages are not installed (quality_corpus.py)")
+    pages = qc.build_corpus(per_source, seed=seed, install=False, live_per_source=per_source // 2)
+    with open(path, "w", encoding="utf-8") as f:
+        for page in pages:
+            f.write(json.dumps({"url": page.url, "html": page.html.decode("utf-8", "replace")}) + "\n")
+    return len(pages)
+
+
 def naive_text(html: str) -> str:
     import lxml.html
 
@@ -233,6 +255,7 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
         elapsed = time.perf_counter() - start
         n = result.report.total
         flagged = result.report.redundant
+        parsed = getattr(result, "pages_parsed", None)  # None: a version that does not count them
         if limit:
             os.unlink(dump)
             os.rmdir(os.path.dirname(dump))
@@ -242,14 +265,19 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
 
             def decide(i: int, html: str) -> bool:
                 return index.add_if_new(i, textbook_fingerprint(naive_text(html))) is not None
-        elif method == "datasketch":
+        elif method in ("datasketch", "datasketch-extract"):
             from datasketch import MinHash, MinHashLSH
 
+            from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+
             lsh = MinHashLSH(threshold=0.8, num_perm=128)
+            policy = ExtractionPolicy()
+            # datasketch-extract: over our extraction (lxml, main text), the same text the audit fingerprints
+            text_of = naive_text if method == "datasketch" else (lambda html: extract_text(html, policy).text)
 
             def decide(i: int, html: str) -> bool:
                 m = MinHash(num_perm=128)
-                m.update_batch([s.encode("utf-8") for s in set(shingles(naive_text(html)))])
+                m.update_batch([s.encode("utf-8") for s in set(shingles(text_of(html)))])
                 if lsh.query(m):
                     return True
                 lsh.insert(i, m)
@@ -261,6 +289,7 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
         cpu0 = _cpu_seconds()
         start = time.perf_counter()
         n = 0
+        parsed = None
         with open(dump, encoding="utf-8") as f:
             for line in itertools.islice(f, limit or None):
                 record = json.loads(line)
@@ -271,7 +300,7 @@ def measure_pages(method: str, dump: str, limit: int, jobs: int) -> dict:
     cpu_main, cpu_workers = _cpu_seconds()
     return {"method": method, "jobs": jobs, "load": round(os.getloadavg()[0], 2), "pages": n,
             "seconds": round(elapsed, 3),
-            "pages_per_s": round(n / elapsed, 1) if elapsed else 0.0, "flagged": flagged,
+            "pages_per_s": round(n / elapsed, 1) if elapsed else 0.0, "flagged": flagged, "pages_parsed": parsed,
             "cpu_main_s": round(cpu_main - cpu0[0], 2), "cpu_workers_s": round(cpu_workers - cpu0[1], 2),
             "cpu_ms_per_page": round(1000 * (cpu_main - cpu0[0] + cpu_workers - cpu0[1]) / max(n, 1), 2),
             "cores_used": round((cpu_main - cpu0[0] + cpu_workers - cpu0[1]) / elapsed, 2) if elapsed else 0.0,
@@ -449,8 +478,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="first pages of the dump for the --jobs curve (0: the whole dump)")
     p.add_argument("--memory-pages", type=int, default=0,
                    help="first pages of the dump for the memory comparison with datasketch (0: the whole dump)")
+    p.add_argument("--real-per-source", type=int, default=60,
+                   help="real part: originals per template of bench_quality.py's corpus (60: 3,549 pages)")
     p.add_argument("--only", default="speed,memory,curve,index,methods",
-                   help="comma-separated parts to run: speed, memory, curve, index, methods")
+                   help="comma-separated parts to run: speed, memory, curve, index, methods, real (real: asked by "
+                        "name only; it needs the Debian documentation packages)")
     p.add_argument("--dump", help="reuse this dump instead of generating one")
     p.add_argument("--quick", action="store_true", help="tiny sizes (the smoke test)")
     p.add_argument("--_run", help=argparse.SUPPRESS)
@@ -479,7 +511,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
     tmp = tempfile.mkdtemp(prefix="bench-report-")
     dump = args.dump
-    if not dump and parts - {"index", "methods"}:
+    if not dump and parts - {"index", "methods", "real"}:
         dump = os.path.join(tmp, "dump.jsonl")
         t = time.perf_counter()
         info = generate_dump(Path(dump), args.pages)
@@ -500,6 +532,24 @@ def main(argv: Optional[list[str]] = None) -> int:
                   flush=True)
         summary.update(pages=rows, speedup_vs_textbook=round(rows[0]["pages_per_s"] / rows[1]["pages_per_s"], 2),
                        cpu_speedup_vs_textbook=round(rows[1]["cpu_ms_per_page"] / rows[0]["cpu_ms_per_page"], 2))
+    if "real" in parts:
+        real = os.path.join(tmp, "real.jsonl")
+        count = real_dump(Path(real), args.real_per_source)
+        print(f"\n== real pages: {count} pages of bench_quality.py's corpus (Debian documentation HTML and its "
+              f"generated duplicates), the audit end to end with its defaults (boilerplate learning on) against "
+              f"datasketch MinHash-LSH over the same extraction, one core each ==", flush=True)
+        real_rows = [_sub(["--_run", m, "--dump", real]) for m in ("ours", "datasketch-extract")]
+        for r in real_rows:
+            print(f"{r['method']:<19} {r['pages']:>6} pages  {r['pages_per_s']:>7.1f} pages/s  "
+                  f"{r['cpu_ms_per_page']:>6.2f} CPU ms/page  flagged {r['flagged']:>5}  "
+                  f"pages parsed {r['pages_parsed'] if r['pages_parsed'] is not None else '-'}  (load {r['load']})",
+                  flush=True)
+        ratio = real_rows[0]["pages_per_s"] / real_rows[1]["pages_per_s"]
+        cpu_ratio = real_rows[1]["cpu_ms_per_page"] / real_rows[0]["cpu_ms_per_page"]
+        print(f"ours / datasketch pages per second: x{ratio:.2f} by wall clock, x{cpu_ratio:.2f} by CPU time",
+              flush=True)
+        summary.update(real=real_rows, real_vs_datasketch=round(ratio, 2))
+        os.unlink(real)
     if "memory" in parts:
         mem_n = min(args.memory_pages or args.pages, args.pages)
         print(f"\n== memory: first {mem_n} pages, ours vs datasketch, one core each, same pages ==", flush=True)

@@ -30,6 +30,7 @@ _EXPORTS = {
     "ContentFingerprinter": "scrapy_dedup.content.engine",
     "MemoryContentStore": "scrapy_dedup.content.engine",
     "Verdict": "scrapy_dedup.content.engine",
+    "PageJudge": "scrapy_dedup.content.judge",
     # Scrapy layer
     "Addon": "scrapy_dedup.addon",
     "CanonicalRequestFingerprinter": "scrapy_dedup.fingerprinter",
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only (kept eq
         Verdict,
     )
     from scrapy_dedup.content.index import SimhashIndex  # noqa: F401
+    from scrapy_dedup.content.judge import PageJudge  # noqa: F401
     from scrapy_dedup.content.redis_index import RedisSimhashIndex  # noqa: F401
     from scrapy_dedup.content.simhash import simhash  # noqa: F401
     from scrapy_dedup.content.text import page_text  # noqa: F401

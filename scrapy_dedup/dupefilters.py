@@ -31,9 +31,10 @@ from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, 
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
 from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
 from scrapy_dedup._util.redis_conn import connect, mask_url
-from scrapy_dedup._util.redis_policy import (
+from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable from here too
     CLOSE_REASON,
     RedisErrorPolicy,
+    RedisStartupError,
     RedisUnavailable,
     call_timeout,
     describe,
@@ -427,13 +428,6 @@ class PairableDupeFilter(Protocol):
 
     def forget_cached(self) -> None:
         """Forget the fingerprints known locally: the server rolled back, and may have lost them."""
-
-
-class RedisStartupError(RuntimeError):
-    """The Redis dupefilter could not start (refused credentials, a key of another type, Redis down at start-up).
-
-    No secret inside.
-    """
 
 
 class _RedisDupeFilter(_SeenDupeFilter):

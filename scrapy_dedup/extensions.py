@@ -17,7 +17,6 @@ taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -38,12 +37,12 @@ from w3lib.url import safe_url_string
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
+from scrapy_dedup.content.judge import PageJudge, PageVerdict, memory_store
 from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
     ContentFingerprint,
     ContentFingerprinter,
-    MemoryContentStore,
     Verdict,
     verify_rule_from_settings,
 )
@@ -54,11 +53,11 @@ from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_access import missing_permissions, speaks_tls
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, is_transient, secrets_of
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe, \
+    is_transient, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
-from scrapy_dedup.url.mining import REDUCED_BASIS, normal_text_hash, same_page_evidence
 from scrapy_dedup.url.policy import DomainMap
 
 if TYPE_CHECKING:
@@ -128,10 +127,8 @@ class _ResponsePage:
     truncated: bool = False
     judged: bool = False
     verdict: Verdict | None = None
-    #: its verdict is a near match only of the texts less boilerplate, and its whole text's normal_text_hash
-    #: (url/mining.py: same_page_evidence tells from both whether its URL serves its kept page)
-    reduced_match: bool = False
-    normal_hash: str | None = None
+    #: the page its URL serves at the URL-level strictness when not its verdict's cluster (content/judge.py)
+    url_page: str | None = None
     #: its blocks checked for repeats (paragraph dedup on for its host), once judged
     paragraphs: ParagraphCheck | None = None
 
@@ -165,8 +162,8 @@ class DedupExtension:
         self._structured_logged = False
         self.audit: _JsonLines | None = None
         self.crawl_log: _JsonLines | None = None
-        #: a kept page's cluster -> its whole text's normal_text_hash, once DUST learning asks (same_page_cluster)
-        self._kept_normal: dict[str, str] | None = None
+        #: the page judge (content/judge.py), built by open_content() with the engine
+        self.judge: PageJudge | None = None
         #: a kept page's URL -> the fingerprint of the request that fetched it, when its URL alone does not
         #: identify that request (a fragment the crawl keeps, a POST): what tells a refetch (_same_request)
         self._kept_by_request: dict[str, bytes] = {}
@@ -211,12 +208,17 @@ class DedupExtension:
             self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
             self.store = self._build_store(cfg)
             self._redis_policy = self._store_policy(cfg)
-            self.engine = ContentDeduplicator(self._fingerprinter_for(self.policies.default), self.store,
-                                              representative=cfg.representative,
-                                              times_are_arrivals=not cfg.timestamp_field)
             policies = (self.policies.default, *self.policies.per_domain.values())
+            # the one page judge; the URL-level sameness kept when a crawl log or DUST learning reads it
+            self.judge = PageJudge.from_params(
+                cfg, self.store, boilerplate=False, min_words=self.policies.default.min_words,
+                representative=cfg.representative, times_are_arrivals=not cfg.timestamp_field,
+                url_sameness=bool(cfg.log_file) or cfg.dust_learn)
+            self.engine = self.judge.engine
+            self._fingerprinters.setdefault(self.policies.default.min_words, self.engine.fingerprinter)
             if any(p.boilerplate for p in policies):
-                self.boilerplate = BoilerplateJudge(self.engine, self._boilerplate_learner(cfg))
+                self.boilerplate = self.judge.boilerplate = BoilerplateJudge(self.engine,
+                                                                             self._boilerplate_learner(cfg))
             if cfg.paragraphs_field and not any(p.paragraphs for p in policies):
                 raise DedupConfigError("DEDUP_PARAGRAPHS_FIELD is set but paragraph dedup is off for every host: "
                                        "set DEDUP_PARAGRAPHS = True (or `paragraphs` in DEDUP_CONTENT_POLICIES)")
@@ -304,8 +306,7 @@ class DedupExtension:
             logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), key,
                         type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
             return store
-        return MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
-                                  sketch_size=cfg.sketch_size, verify=verify)
+        return memory_store(cfg)
 
     def _store_policy(self, cfg: DedupSettings) -> RedisErrorPolicy | None:
         """The outage policy of the Redis content index (None for the memory one): always ``fail_open``.
@@ -339,8 +340,6 @@ class DedupExtension:
         it is told (the policy's one line) when a page meets it. Not here: a Redis seen
         set on the same server closes the crawl at start with its own line, and no page comes.
         """
-        from scrapy_dedup.dupefilters import RedisStartupError
-
         index = self.store.index
         try:
             index.client.ping()
@@ -373,8 +372,6 @@ class DedupExtension:
         now: the start is refused, since pages judged against the previous crawl's index would be
         dropped as its duplicates, the opposite of the fresh crawl asked for.
         """
-        from scrapy_dedup.dupefilters import RedisStartupError
-
         try:
             policy.call(self._delete_content_state)
         except RedisUnavailable as exc:
@@ -564,18 +561,12 @@ class DedupExtension:
 
     def same_page_cluster(self, response: Response) -> str | None:
         """What page ``response``'s URL serves by its verdict, for DUST learning (None: not judged): the
-        verdict's cluster, or the page's own URL where ``url/mining.py``'s ``same_page_evidence`` refuses
-        the verdict as evidence (a match only of the texts less boilerplate, of whole texts not alike)."""
-        if self._kept_normal is None:  # asked from the first page on: the kept pages' hashes are kept from now
-            self._kept_normal = {}
+        verdict's cluster, or the page's own URL where the page judge's URL-level sameness does not hold
+        (``content/judge.py``: a match only of the texts less boilerplate, of whole texts not alike)."""
         verdict = self.verdict_for_response(response)
         if verdict is None or verdict.cluster is None:
             return None
-        page = self._page_of(response)
-        if same_page_evidence(verdict.kind, REDUCED_BASIS if page.reduced_match else None, page.normal_hash,
-                              self._kept_normal.get(verdict.cluster)):
-            return verdict.cluster
-        return verdict.url
+        return self._page_of(response).url_page or verdict.cluster
 
     def verdict_for_response(self, response: Response) -> Verdict | None:
         """The verdict of ``response``, taken once (None for what is not judged: not a page, unreadable,
@@ -718,25 +709,21 @@ class DedupExtension:
         degenerate = fingerprinter.is_degenerate(fp)
         if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
-        check = functools.partial(engine.check_fingerprint, timestamp=timestamp, declares=declares)
-        reduced_match, normal = False, None
+        judge = self.judge
+        assert judge is not None  # built with the engine
         try:
-            if blocks is not None and policy.boilerplate and self.boilerplate is not None and not degenerate:
-                judgement = self._call_store(self.boilerplate.check, url, blocks,
-                                             fingerprint=lambda text: self._fingerprint(fingerprinter, text),
-                                             degenerate=fingerprinter.is_degenerate, whole=fp,
-                                             timestamp=timestamp, declares=declares, title=title)
-                verdict, fp, reduced_match = judgement.verdict, judgement.fingerprint, judgement.reduced_match
-                self._count_boilerplate(url, judgement)
-                if (self.crawl_log is not None or self._kept_normal is not None) and (
-                        reduced_match or verdict.kind == "unique"):
-                    normal = normal_text_hash(blocks)
-                    if verdict.kind == "unique" and self._kept_normal is not None and verdict.cluster:
-                        self._kept_normal[verdict.cluster] = normal
-            elif self._redis_policy is not None and not degenerate:
-                verdict = self._redis_policy.call(check, url, fp, degenerate)
+            if blocks is not None and policy.boilerplate and judge.boilerplate is not None and not degenerate:
+                judged = self._call_store(judge.judge_blocks, url, blocks,
+                                          fingerprint=lambda text: self._fingerprint(fingerprinter, text),
+                                          degenerate=fingerprinter.is_degenerate, whole=fp,
+                                          timestamp=timestamp, declares=declares, title=title)
+                assert judged.judgement is not None  # the boilerplate rule's account
+                self._count_boilerplate(url, judged.judgement)
+            elif not degenerate:
+                judged = self._call_store(judge.judge_text, url, fp, degenerate, timestamp=timestamp,
+                                          declares=declares)
             else:
-                verdict = check(url, fp, degenerate)
+                judged = judge.judge_text(url, fp, degenerate, timestamp=timestamp, declares=declares)
         except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
             self._count("store_errors")
             return None
@@ -744,11 +731,11 @@ class DedupExtension:
             self._store_error(exc)
             return None
         if page is not None:
-            page.reduced_match, page.normal_hash = reduced_match, normal
+            page.url_page = None if judged.url_same else judged.url_page
         if request is not None:
-            verdict = self._same_request(verdict, request)
-        self._record(verdict, fp, request, reduced_match, normal)
-        return verdict
+            judged = dataclasses.replace(judged, verdict=self._same_request(judged.verdict, request))
+        self._record(judged, request)
+        return judged.verdict
 
     def _same_request(self, verdict: Verdict, request: Request) -> Verdict:
         """``verdict`` with ``same_request`` False when it matched a kept page of its URL that another request
@@ -829,8 +816,8 @@ class DedupExtension:
                          "check until it is back (counted in dedup/content/store_errors)",
                          describe(exc, self._secrets))
 
-    def _record(self, verdict: Verdict, fp: ContentFingerprint, request: Request | None,
-                reduced_match: bool = False, normal_hash: str | None = None) -> None:
+    def _record(self, judged: PageVerdict, request: Request | None) -> None:
+        verdict, fp = judged.verdict, judged.fingerprint
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
@@ -850,10 +837,11 @@ class DedupExtension:
                 # the engine's own sameness (exact, or near after verification): mine-dust judges by it
                 "cluster": verdict.cluster,
             }
-            if reduced_match:  # a near match only of the texts less boilerplate (mine-dust: same_page_evidence)
-                record["basis"] = REDUCED_BASIS
-            if normal_hash is not None:
-                record["normal_hash"] = normal_hash
+            if judged.basis is not None:  # the URL-level sameness does not hold with the kept page
+                record["basis"] = judged.basis
+                record["page"] = judged.url_page  # the page it serves at that strictness (mine-dust reads it)
+            if judged.normal_hash is not None:
+                record["normal_hash"] = judged.normal_hash
             # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust
             redirects = request.meta.get("redirect_urls") if request is not None else None
             if redirects:

@@ -29,7 +29,7 @@ import json
 import logging
 import re
 from typing import TYPE_CHECKING, Any
-from weakref import WeakKeyDictionary, WeakSet
+from weakref import WeakKeyDictionary
 
 from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
 from scrapy_dedup.url.canonical import Canonicalizer
@@ -88,9 +88,29 @@ def _class_path(obj: Any) -> str:
     return str(obj)
 
 
-#: crawler -> the CanonicalRequestFingerprinters built for it, so that
-#: OutermostCanonicalFingerprinter finds the one another fingerprinter wraps
-_BUILT_FOR: WeakKeyDictionary[Any, WeakSet] = WeakKeyDictionary()
+#: how deep :func:`_nested_ours` looks into fingerprinters wrapping fingerprinters
+MAX_WRAPPING_DEPTH = 8
+
+
+def _nested_ours(fingerprinter: Any, crawler: Any) -> list[CanonicalRequestFingerprinter]:
+    """The fingerprinters of ours built for ``crawler`` inside ``fingerprinter``, found through its fallback
+    chain: ``fingerprinter`` itself and, recursively, every attribute of it that is a fingerprinter (an
+    object with a ``fingerprint`` method: ours keeps it as ``fallback``, other add-ons under other names).
+    No registry: what another fingerprinter wraps is reached from it, as it reaches it."""
+    found: list[CanonicalRequestFingerprinter] = []
+    seen: set[int] = set()
+    todo: list[tuple[Any, int]] = [(fingerprinter, 0)]
+    while todo:
+        current, depth = todo.pop(0)
+        if id(current) in seen or depth > MAX_WRAPPING_DEPTH:
+            continue
+        seen.add(id(current))
+        if isinstance(current, CanonicalRequestFingerprinter) and current.crawler is crawler:
+            found.append(current)
+        for value in getattr(current, "__dict__", {}).values():
+            if not isinstance(value, type) and callable(getattr(value, "fingerprint", None)):
+                todo.append((value, depth + 1))
+    return found
 
 
 def _dust_rules(cfg: Any) -> Any:
@@ -134,8 +154,6 @@ class CanonicalRequestFingerprinter:
         self.count_stats = True
         # request -> [canonical URL, fingerprint or None, switches that fired]
         self._cache: WeakKeyDictionary[Request, list] = WeakKeyDictionary()
-        if crawler is not None:
-            _BUILT_FOR.setdefault(crawler, WeakSet()).add(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CanonicalRequestFingerprinter:
@@ -150,7 +168,7 @@ class CanonicalRequestFingerprinter:
         lend their canonicalizer (one set of DUST rules, learned ones included) and stop counting
         stats, so each request is counted once, by the new outer one.
         """
-        nested = list(_BUILT_FOR.get(crawler, ()))
+        nested = _nested_ours(fingerprinter, crawler)
         if nested:
             for inner in nested:
                 inner.count_stats = False

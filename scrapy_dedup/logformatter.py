@@ -11,12 +11,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import DropItem
 from scrapy.logformatter import LogFormatter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.logformatter import LogFormatterResult
     from typing_extensions import Self
+
+    from scrapy_dedup.content.engine import Verdict
 
 #: the longest item text :meth:`DedupLogFormatter.scraped` logs (Scrapy logs every kept item at DEBUG)
 SCRAPED_ITEM_CHARS = 1000
@@ -48,6 +51,27 @@ def formatter_logs_duplicates_itself(formatter: Any) -> bool:
     return dropped is not None and dropped not in (LogFormatter.dropped, DedupLogFormatter.dropped)
 
 
+class DuplicateItem(DropItem):
+    """An item of a page whose content was already kept; logged as one line at ``DEDUP_DUPLICATE_LOG_LEVEL``."""
+
+    log_level: str  # always given (DropItem's may be None)
+
+    def __init__(self, verdict: "Verdict", log_level: str = "DEBUG"):
+        self.kind, self.url, self.kept_url, self.distance = (verdict.kind, verdict.url, verdict.kept_url,
+                                                             verdict.distance)
+        self.representative = verdict.representative
+        super().__init__(f"{verdict.kind} duplicate of {verdict.kept_url} (distance {verdict.distance}, "
+                         f"page {verdict.url})", log_level=log_level)
+
+
+class ExactDuplicateItem(DuplicateItem):
+    """The page's main text is identical to a kept page's."""
+
+
+class NearDuplicateItem(DuplicateItem):
+    """The page's simhash is within DEDUP_HAMMING_THRESHOLD bits of a kept page's."""
+
+
 class _Shortened:
     """An item whose log text is cut to ``SCRAPED_ITEM_CHARS`` (formatted only if the line is emitted)."""
 
@@ -77,8 +101,6 @@ class DedupLogFormatter(LogFormatter):
         return cls(read_settings(crawler.settings).duplicate_log_level)
 
     def dropped(self, item: Any, exception: BaseException, response: Any, spider: Any) -> Any:
-        from scrapy_dedup.pipelines import DuplicateItem
-
         if isinstance(exception, DuplicateItem):
             return duplicate_log_entry(exception, self.duplicate_level)
         return super().dropped(item, exception, response, spider)

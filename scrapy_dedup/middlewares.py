@@ -39,8 +39,7 @@ from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
-from scrapy_dedup.url.canonical import Canonicalizer
-from scrapy_dedup.url.mining import safe_parts
+from scrapy_dedup.url.canonical import Canonicalizer, safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 from scrapy_dedup.url.views import is_view
 

@@ -13,10 +13,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from itemadapter import ItemAdapter
-from scrapy.exceptions import DropItem
 
 from scrapy_dedup.extensions import DedupExtension
-from scrapy_dedup.logformatter import duplicate_log_entry
+# the duplicate-item exceptions live beside their one log line; importable from here too
+from scrapy_dedup.logformatter import DuplicateItem, ExactDuplicateItem, NearDuplicateItem, duplicate_log_entry  # noqa: F401
 from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
 
 if TYPE_CHECKING:
@@ -37,27 +37,6 @@ UNSETTABLE_FIELD = (KeyError, TypeError, AttributeError, ValueError)
 MIDDLEWARE_PATH = "scrapy_dedup.middlewares.ContentFingerprintMiddleware"
 
 
-class DuplicateItem(DropItem):
-    """An item of a page whose content was already kept; logged as one line at ``DEDUP_DUPLICATE_LOG_LEVEL``."""
-
-    log_level: str  # always given (DropItem's may be None)
-
-    def __init__(self, verdict: "Verdict", log_level: str = "DEBUG"):
-        self.kind, self.url, self.kept_url, self.distance = (verdict.kind, verdict.url, verdict.kept_url,
-                                                             verdict.distance)
-        self.representative = verdict.representative
-        super().__init__(f"{verdict.kind} duplicate of {verdict.kept_url} (distance {verdict.distance}, "
-                         f"page {verdict.url})", log_level=log_level)
-
-
-class ExactDuplicateItem(DuplicateItem):
-    """The page's main text is identical to a kept page's."""
-
-
-class NearDuplicateItem(DuplicateItem):
-    """The page's simhash is within DEDUP_HAMMING_THRESHOLD bits of a kept page's."""
-
-
 def pipeline_enabled(crawler: "Crawler") -> bool:
     """Whether ``NearDuplicatePipeline`` is in the crawl's ``ITEM_PIPELINES`` (the action is the pipeline's)."""
     return _component_enabled(crawler, "ITEM_PIPELINES", NearDuplicatePipeline)
@@ -65,17 +44,18 @@ def pipeline_enabled(crawler: "Crawler") -> bool:
 
 def middleware_enabled(crawler: "Crawler") -> bool:
     """Whether ``ContentFingerprintMiddleware`` is in the crawl's ``SPIDER_MIDDLEWARES`` (it judges responses)."""
-    from scrapy_dedup.middlewares import ContentFingerprintMiddleware  # it imports this module
-
-    return _component_enabled(crawler, "SPIDER_MIDDLEWARES", ContentFingerprintMiddleware)
+    return _component_enabled(crawler, "SPIDER_MIDDLEWARES", MIDDLEWARE_PATH)  # by its path: it imports this module
 
 
-def _component_enabled(crawler: "Crawler", setting: str, component: type) -> bool:
+def _component_enabled(crawler: "Crawler", setting: str, component: type | str) -> bool:
+    """Whether ``component`` (a class, or its dotted path) is enabled in ``setting``."""
     for path, order in crawler.settings.getwithbase(setting).items():
         if order is None:
             continue
         try:
-            if load_setting_object(path, setting) is component:
+            loaded = load_setting_object(path, setting)
+            if loaded is component or f"{getattr(loaded, '__module__', '')}.{getattr(loaded, '__qualname__', '')}" \
+                    == component:
                 return True
         except DedupConfigError:  # a path of another component that does not load: Scrapy names it at start
             continue

@@ -262,6 +262,10 @@ _CATEGORY_PARAMS = ("category", "cat", "topic", "tag")
 _LISTING_BASES = ("/list", "/all/", "/pages/", "/contents", "/browse", "/archive/")
 
 
+#: the per-fetch greetings of ``greeting_in_main`` (one word each: the whole texts stay near duplicates)
+_GREETINGS = ("Hello", "Welcome", "Greetings", "Hi", "Howdy", "Salutations")
+
+
 def _token(rng: random.Random, n: int) -> str:
     while True:
         t = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(n))
@@ -341,7 +345,7 @@ class _Url:
 class DustSite:
     """One generated site: ``router`` for LocalSite, ``truth`` for any URL, ``universe`` of linked URLs."""
 
-    def __init__(self, seed: int, *, docs: int = 30, max_families: int = 8):
+    def __init__(self, seed: int, *, docs: int = 30, max_families: int = 8, greeting_in_main: bool = False):
         self.seed = seed
         rng = random.Random(f"dustgen-site-{seed}")
         english, german = corpus()
@@ -427,6 +431,8 @@ class DustSite:
         if any(t.startswith("canonical-") for t in traps) and self.canonical_mode == "none":
             self.canonical_mode = "link"
         self.noise_in_main = rng.random() < 0.3
+        #: a per-fetch greeting in the main text (words, which no normal form maps to one placeholder)
+        self.greeting_in_main = greeting_in_main
         self.per_page = rng.randint(4, 6)
         self.theme = rng.choice(("classic", "modern", "minimal", "dark"))
         self._lock = threading.Lock()
@@ -991,7 +997,8 @@ class DustSite:
         stamp = f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:" \
                 f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}"
         return (body.replace("@@STAMP@@", stamp).replace("@@TOKEN@@", _token(rng, 32))
-                .replace("@@VISITOR@@", str(rng.randint(10_000, 99_999))))
+                .replace("@@VISITOR@@", str(rng.randint(10_000, 99_999)))
+                .replace("@@GREETING@@", rng.choice(_GREETINGS)))
 
     def _declared_canonical(self, pid: str) -> str | None:
         if self.canonical_mode == "none":
@@ -1033,6 +1040,8 @@ class DustSite:
         main = self._main(page, r, link, lang)
         if self.noise_in_main:
             main += '<p class="rendered">Rendered for visitor @@VISITOR@@ at @@STAMP@@.</p>'
+        if self.greeting_in_main:
+            main += '<p class="greeting">@@GREETING@@, visitor! Thanks for reading our documentation.</p>'
         title = f"{page.title} | {self.name}"
         canonical = self._declared_canonical(pid)
         head = f'<meta charset="utf-8"><title>{html_lib.escape(title)}</title>'
@@ -1220,9 +1229,10 @@ def _case_variant(path: str, rng: random.Random) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def generate(seed: int, *, docs: int = 30) -> DustSite:
-    """The DUST site of ``seed`` (``docs`` pages of content besides home, indexes and listings)."""
-    return DustSite(seed, docs=docs)
+def generate(seed: int, *, docs: int = 30, greeting_in_main: bool = False) -> DustSite:
+    """The DUST site of ``seed`` (``docs`` pages of content besides home, indexes and listings; with
+    ``greeting_in_main``, a per-fetch greeting in every page's main text)."""
+    return DustSite(seed, docs=docs, greeting_in_main=greeting_in_main)
 
 
 # --------------------------------------------------------------------------------------- scoring

@@ -72,6 +72,38 @@ def test_html_lists_the_blocks_treated_as_boilerplate_escaped(tmp_path, capsys):
     assert "Page generated at" in text and "&lt;b&gt;&amp; friends&lt;/b&gt;" in text
 
 
+def test_both_passes_share_one_parse_of_each_record(tmp_path, capsys, monkeypatch):
+    """Boilerplate learning judges the dump twice over one extraction of each record (pass one spools what
+    it read): the extraction runs once a page, and the report counts the pages parsed."""
+    import scrapy_dedup.audit.runner as runner
+
+    calls = []
+    extract = runner.extract_text
+    monkeypatch.setattr(runner, "extract_text", lambda *a, **kw: calls.append(1) or extract(*a, **kw))
+    dump, site = templated_dump(tmp_path)
+    result = _report([str(dump), *_learning(tmp_path)], capsys)
+    pages = 2 * site.docs + site.siblings
+    assert result["numbers"]["exact"] + result["numbers"]["near"] == site.docs  # judged with the template
+    assert len(calls) == pages and result["pages_parsed"] == pages
+
+
+def test_the_timing_line_is_the_runs_wall_time(tmp_path, capsys, monkeypatch):
+    """The summary's seconds cover the whole run (both passes, the mirrors report), not one pass of it."""
+    import time
+
+    import scrapy_dedup.audit.runner as runner
+
+    report = runner.mirror_report
+
+    def slow_mirror_report(*args, **kwargs):
+        time.sleep(2.0)
+        return report(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "mirror_report", slow_mirror_report)
+    dump, _ = templated_dump(tmp_path)
+    assert _report([str(dump), *_learning(tmp_path)], capsys)["elapsed_seconds"] >= 2.0
+
+
 def test_pages_of_nothing_but_the_template_are_undecidable_and_named(tmp_path, capsys):
     """The audit judges as the crawl does: a page that, less its host's template, has no text of its own
     is kept (never flagged), counted and named by URL in the report (JSON and text)."""

@@ -83,3 +83,89 @@ def test_no_core_module_imports_a_top_level_module_or_scrapy_statically():
                 if target in top_level or name.split(".")[0] in ("scrapy", "twisted"):
                     wrong.append(f"{path.relative_to(root)}:{line} imports {name}")
     assert not wrong, "\n".join(wrong)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (any depth, function-level imports included)."""
+    root = Path(scrapy_dedup.__file__).parent
+    modules = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for _, imported in _imports_of(path):
+            while imported and imported not in modules:  # ``from pkg.mod import name`` names pkg.mod.name
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name and imported != "scrapy_dedup":
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The strongly connected components of two modules or more (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: set[frozenset[str]] = set()
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    out.add(frozenset(component))
+    return out
+
+
+#: import cycles not yet broken (a known gap, checked strictly: a new cycle fails, and so does a broken one
+#: left on this list)
+KNOWN_CYCLES = {
+    frozenset({"scrapy_dedup.content.redis_index", "scrapy_dedup.content.redis_sharded"}),
+}
+
+
+def test_no_import_cycle_inside_the_package_but_the_known_ones():
+    assert _cycles(_module_graph()) == KNOWN_CYCLES
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {frozenset("abc")}
+    assert _cycles({"a": {"b"}, "b": set()}) == set()
+
+
+#: content/ modules that still import url/ (a known gap, checked strictly as KNOWN_CYCLES)
+KNOWN_CONTENT_TO_URL = {"scrapy_dedup.content.representative"}
+
+
+def test_content_never_imports_url_but_the_known_ones():
+    graph = _module_graph()
+    wrong = {module for module, targets in graph.items() if module.startswith("scrapy_dedup.content.")
+             and any(t == "scrapy_dedup.url" or t.startswith("scrapy_dedup.url.") for t in targets)}
+    assert wrong == KNOWN_CONTENT_TO_URL

@@ -47,6 +47,13 @@ BACKOFF_CAP = 5.0
 LOG_EVERY = 60.0
 
 
+class RedisStartupError(RuntimeError):
+    """A Redis component could not start (the dupefilters, the content index): refused credentials, a key of
+    another type, Redis down at start-up where that is not an outage to wait out. Kept beside the outage
+    policy, which decides what is an outage. No secret inside.
+    """
+
+
 class RedisUnavailable(ConnectionError):
     """Redis could not be reached and the policy says not to wait (longer); the message has no secret."""
 

@@ -4,8 +4,8 @@ Pass one (:func:`learn_templates`) judges every page as a crawl would (:class:`B
 only pages judged unique are counted), to count the blocks of each host. Then the learner is
 frozen, and pass two (:class:`BoilerplateDecider`, the runner's decider) judges the dump again, each
 page less its host's whole template: no warm-up, no page judged before its host's template was
-known. A dump that cannot be read twice (stdin, a pipe) is judged in one pass, learning online, as
-a crawl does (``scrapy-dedup report`` spools such a dump first, so it gets both passes).
+known. Both passes share one parse of each record: pass one reads the dump once (stdin and pipes
+too) and spools what each record gave (``audit/runner.py``), pass two judges the spooled pages.
 """
 from __future__ import annotations
 
@@ -15,13 +15,8 @@ from typing import Any
 
 from scrapy_dedup.audit.methods import Decision, SimhashDecider
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
-from scrapy_dedup.content.engine import (
-    ContentDeduplicator,
-    ContentFingerprint,
-    UNDECIDABLE_NAMED,
-    MemoryContentStore,
-    verify_rule_from_settings,
-)
+from scrapy_dedup.content.engine import UNDECIDABLE_NAMED, ContentDeduplicator, ContentFingerprint
+from scrapy_dedup.content.judge import PageJudge, memory_store
 
 __all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
 
@@ -67,10 +62,7 @@ def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, Pag
     """Pass one: judge ``(url, page)`` in dump order as a crawl would, counting each host's blocks; frozen."""
     learner = learner_for(cfg)
     hosts = _Hosts()
-    store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
-                               allow_approximate=cfg.allow_approximate, sketch_size=cfg.sketch_size,
-                               verify=verify_rule_from_settings(cfg))
-    judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, store), learner, host_of_key=hosts)
+    judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, memory_store(cfg)), learner, host_of_key=hosts)
     for n, (url, page) in enumerate(pages):
         key = str(n)
         judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole, title=page.title)
@@ -86,13 +78,15 @@ class BoilerplateDecider(SimhashDecider):
         self.learner = learner
         self.hosts = _Hosts()
         self.judge = BoilerplateJudge(self.engine, learner, host_of_key=self.hosts)
+        self.page_judge = PageJudge(self.engine, self.judge)  # the crawl's page judge, at the item strictness
         self._undecidable_urls: list[str] = []  # the report names pages by URL, the judge's keys are numbers
 
     def check(self, index: int, url: str, fp: Any) -> Decision:
         key = str(index)
-        judgement = self.judge.check(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole,
-                                     title=fp.title)
-        verdict = judgement.verdict
+        judged = self.page_judge.judge_blocks(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole,
+                                              title=fp.title)
+        judgement, verdict = judged.judgement, judged.verdict
+        assert judgement is not None  # the boilerplate rule's account
         if judgement.undecidable and len(self._undecidable_urls) < UNDECIDABLE_NAMED:
             self._undecidable_urls.append(url)
         if verdict.is_duplicate and verdict.kept_url is not None:

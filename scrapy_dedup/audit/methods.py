@@ -30,8 +30,8 @@ import numpy as np
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.lshbloom import LshBloomMethod
 from scrapy_dedup.audit.records import Decision, SketchDecider, SketchFingerprint, sketch_fingerprint
-from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter, MemoryContentStore, \
-    verify_rule_from_settings
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter
+from scrapy_dedup.content.judge import memory_store
 from scrapy_dedup.content.index import SimhashIndex
 
 __all__ = ["Decision", "make_method", "SimhashMethod", "MinhashMethod", "MissingExtraError"]
@@ -66,10 +66,7 @@ class SimhashDecider:
     def __init__(self, cfg: AuditConfig, fingerprinter: Any):
         self.cfg = cfg
         self.fingerprinter = fingerprinter
-        store = MemoryContentStore(threshold=cfg.hamming_threshold, bands=cfg.bands, bits=cfg.fingerprint_bits,
-                                   allow_approximate=cfg.allow_approximate, sketch_size=cfg.sketch_size,
-                                   verify=verify_rule_from_settings(cfg))
-        self.engine = ContentDeduplicator(fingerprinter, store)
+        self.engine = ContentDeduplicator(fingerprinter, memory_store(cfg))
         self._all: Optional[Any] = None  # a second SimhashIndex, only for --all-pairs
         self._exact_first: dict = {}
         self._copies = {"exact": 0, "near": 0, "degenerate": 0}  # revisits, beside the engine's own counts

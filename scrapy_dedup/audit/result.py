@@ -58,6 +58,7 @@ class AuditResult:
     unit: str = "line"  # what the input's numbers count: "line" (JSON Lines) or "record" (WARC)
     input_format: str = "jsonl"
     input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
+    pages_parsed: int = 0  # records extracted and fingerprinted, over all passes (each once)
     undated: int = 0  # representative "newest": pages without a usable timestamp (ranked after the dated ones)
     mirrors: Optional[MirrorReport] = None  # what causes the mirrors (``scrapy-dedup report`` fills it)
     #: with ``paragraphs``: the block-level counts (audit/paragraphs.py ``ParagraphAudit.summary``), else None
@@ -129,7 +130,7 @@ class AuditResult:
     def elapsed_text(self) -> str:
         rate = self.lines_read / self.elapsed if self.elapsed > 0 else 0.0
         return (f"{self.lines_read} {self.unit}s in {self.elapsed:.1f} s ({rate:.0f} {self.unit}s/s, "
-                f"{self.jobs} job(s))")
+                f"{self.jobs} job(s), {self.pages_parsed} page(s) parsed)")
 
     def to_text(self) -> str:
         lines = [self.report.to_text()]  # the engine's block: the three numbers first
@@ -173,5 +174,6 @@ class AuditResult:
             "config": self.config.to_dict(),
             "lines_read": self.lines_read,
             "elapsed_seconds": round(self.elapsed, 3),
+            "pages_parsed": self.pages_parsed,
             "jobs": self.jobs,
         }

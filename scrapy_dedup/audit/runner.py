@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import random
 import stat
 import sys
@@ -41,7 +42,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Optional, cast
 
 from scrapy_dedup._util.batching import batches
-from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, learn_templates, learner_for, \
+from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, learn_templates, \
     learns_boilerplate
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames, input_items, open_input, parse_record
@@ -290,15 +291,9 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     method = make_method(cfg)
     # lshbloom sizes its filter for the dump when the dump can be counted first (a second read)
     decider = method.decider(count_lines(path) if cfg.method == "lshbloom" and can_read_twice(path) else None)
-    if learns_boilerplate(cfg):
-        assert isinstance(method, SimhashMethod)  # learns_boilerplate: the simhash method only
-        # two passes (audit/boilerplate.py): every host's template counted first, then the dump judged with it
-        learner = learn_templates(cfg, method.fingerprinter, _pages_of(path, cfg, jobs)) if can_read_twice(path) \
-            else learner_for(cfg)
-        decider = BoilerplateDecider(cfg, method.fingerprinter, learner)
+    started = time.perf_counter()  # the run's wall time: both passes
     pages = _Pages(dated=cfg.representative == "newest")
     paragraphs = ParagraphAudit(cfg) if cfg.paragraphs else None
-    started = time.perf_counter()
     size = None
     if path != "-":
         try:
@@ -315,6 +310,16 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     raw_pos = getattr(stream, "fileobj", stream)  # gzip: progress over compressed bytes
     last_pos = 0
     lines_read = 0
+    parsed: Counter[str] = Counter()  # "page": records extracted and fingerprinted (each once, whatever the passes)
+    results = _counted(_results(cfg, items, jobs), parsed)
+    if learns_boilerplate(cfg):
+        assert isinstance(method, SimhashMethod)  # learns_boilerplate: the simhash method only
+        # two passes (audit/boilerplate.py) over one parse: pass one reads the dump, spools what each record
+        # gave and counts every host's template; pass two judges the spooled pages with it
+        spool = opened.enter_context(tempfile.TemporaryFile(prefix="scrapy-dedup-pass-"))
+        learner = learn_templates(cfg, method.fingerprinter, _spooling(results, spool))
+        results = _unspooled(spool)
+        decider = BoilerplateDecider(cfg, method.fingerprinter, learner)
 
     def add_bad(bad_line: BadLine, keys: tuple = ()) -> None:
         if strict:
@@ -322,8 +327,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
         bad.add(bad_line, keys)
 
     try:
-        for results in _results(cfg, items, jobs):
-            for item in results:
+        for batch in results:
+            for item in batch:
                 lines_read += 1
                 tag = item[0]
                 if tag == "bad":
@@ -381,21 +386,38 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
         lines_read = reader.counts["records"]  # every record, also those only counted (requests, redirects, ...)
     result = AuditResult(source=path, config=cfg, report=decider.report(), bad_lines=bad,
                          lines_read=lines_read, elapsed=time.perf_counter() - started, jobs=jobs, unit=unit,
+                         pages_parsed=parsed["page"],
                          input_format=source.format, input_counts=dict(reader.counts) if reader is not None else {},
                          undated=pages.undated, paragraphs=paragraphs.summary() if paragraphs is not None else None)
     _summarize(result, pages, cfg, want_samples)
     return result, pages, decider
 
 
-def _pages_of(path: str, cfg: AuditConfig, jobs: int) -> Iterator[tuple[str, Any]]:
-    """(url, fingerprint) of every page of the dump, in dump order (the boilerplate pass; bad lines are the
-    second pass's to report)."""
-    with open_input(path) as source:
-        items, _, _ = input_items(source, max_bytes=cfg.max_bytes)
-        for results in _results(cfg, items, jobs):
-            for item in results:
-                if item[0] == "page":
-                    yield item[2], item[3]
+def _counted(results: Iterable[list], counts: Counter) -> Iterator[list]:
+    """``results`` as they come, each item counted by its tag in ``counts`` (``page``: a record parsed)."""
+    for batch in results:
+        counts.update(item[0] for item in batch)
+        yield batch
+
+
+def _spooling(results: Iterable[list], spool: Any) -> Iterator[tuple[str, Any]]:
+    """Pass one: (url, fingerprint) of every page, in dump order, each batch of ``results`` pickled into
+    ``spool`` as it goes (bad lines, skips and revisits too: pass two reports them)."""
+    for batch in results:
+        pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
+        for item in batch:
+            if item[0] == "page":
+                yield item[2], item[3]
+
+
+def _unspooled(spool: Any) -> Iterator[list]:
+    """Pass two: the batches pass one spooled, in order (no record parsed again)."""
+    spool.seek(0)
+    while True:
+        try:
+            yield pickle.load(spool)
+        except EOFError:
+            return
 
 
 def _cluster_roots(pages: _Pages) -> list[int]:
@@ -673,7 +695,8 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
                    for flag, path in (("pairs", args.pairs), ("clusters", args.clusters), ("html", args.html))
                    if path}
         dump = args.dump
-        if ("html" in outputs or learns_boilerplate(cfg)) and not can_read_twice(dump):
+        started = time.perf_counter()
+        if "html" in outputs and not can_read_twice(dump):
             dump = spool_dump(dump)
             stack.callback(_remove_quietly, dump)
         pairs_out = PairsWriter(outputs["pairs"]) if "pairs" in outputs else None
@@ -686,6 +709,8 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
             write_clusters(outputs["clusters"], pages, cfg)
         if "html" in outputs:
             fill_sample_texts(result, pages, dump, decider)
+        result.elapsed = time.perf_counter() - started  # the run's wall time, mirrors and samples included
+        if "html" in outputs:
             outputs["html"].write(render_html(result))
     # the files are closed and in place here: a full disk is an error before stdout says anything
     if args.json:

@@ -45,6 +45,7 @@ from scrapy_dedup.url.dust import RuleSet, load_rules
 from scrapy_dedup.url.policy import SWITCHES, DomainMap, PolicyMap, UrlPolicy
 
 __all__ = [
+    "safe_parts",
     "canonicalize",
     "Canonicalizer",
     "CanonicalResult",
@@ -811,3 +812,25 @@ def _mtime(path: Any) -> float:
 def _dust_canonicalizer_for(items: tuple[tuple[str, Any], ...], stamps: tuple[tuple[str, float], ...]) -> Canonicalizer:
     policy = UrlPolicy.from_mapping(dict(items), setting="canonicalize()")
     return Canonicalizer(policy, dust_rules=[path for path, _ in stamps])
+
+
+def safe_parts(canonicalizer: Canonicalizer, url: str) -> tuple[str, str, str] | None:
+    """(host, path, query) of ``url`` through ``canonicalizer`` (one without switches or rules: the safe
+    steps, the form DUST rules and aliases are written in); None for a URL it cannot parse."""
+    result = canonicalizer.canonicalize_with_info(url)
+    if result.unparsable:
+        return None
+    rest = result.url.partition("://")[2]
+    if not rest:
+        return None
+    rest = rest.partition("#")[0]
+    slash = rest.find("/")
+    hostport = rest if slash == -1 else rest[:slash]
+    path_query = "/" if slash == -1 else rest[slash:]
+    host = hostport.rpartition("@")[2]
+    if host.startswith("["):
+        host = host[: host.find("]") + 1]
+    else:
+        host = host.partition(":")[0]
+    path, _, query = path_query.partition("?")
+    return host, path or "/", query

@@ -27,24 +27,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from hashlib import blake2b
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
-from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, normalize_block
 from scrapy_dedup.content.clusters import Clusters
-from scrapy_dedup.content.engine import (
-    ContentDeduplicator,
-    ContentFingerprinter,
-    MemoryContentStore,
-    verify_rule_from_settings,
-)
+from scrapy_dedup.content.engine import ContentDeduplicator
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.index import SimhashIndex
+# moved to content/judge.py (the one definition of "same page"); kept importable from here
+from scrapy_dedup.content.judge import REDUCED_BASIS, PageJudge, normal_text_hash, same_page_evidence
 from scrapy_dedup.content.params import ENGINE_PARAMS
-from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.canonical import Canonicalizer, safe_parts  # safe_parts: importable from here too
 from scrapy_dedup.url.dust import (
     MAX_ALIASES,
     VALUE_SHAPES,
@@ -66,34 +61,6 @@ HASH_FIELDS = ("exact_hash", "content_hash", "hash", "sha1", "md5", "fingerprint
 _VALUE_SHAPE_ORDER = ("digits", "alnum", "slug", "path")
 #: redirects followed from a redirecting URL to the page it ends at, for the alias table
 MAX_REDIRECT_HOPS = 20
-#: a crawl log's ``basis`` of a verdict taken on the pages' texts less their host's boilerplate
-REDUCED_BASIS = "reduced"
-
-
-def normal_text_hash(blocks: list[str]) -> str:
-    """A page's whole main text (its ``blocks``) in boilerplate learning's normal form
-    (:func:`~scrapy_dedup.content.boilerplate.normalize_block`: case, punctuation, and digits, dates and
-    hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
-    fetches of one page that differ only in a per-fetch number, date or id have the same."""
-    normal = normalize_block("\n".join(blocks)).encode("utf-8", "surrogatepass")
-    return blake2b(normal, digest_size=8).hexdigest()
-
-
-def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
-    """Whether a content verdict may tell URL-level learning (a mined rule, an alias, an online-learned
-    rule) that a page's URL serves its kept page: ``kind``, ``basis`` (:data:`REDUCED_BASIS` when the match
-    was of the two pages' texts less boilerplate) and the :func:`normal_text_hash` of both pages.
-
-    Dropping a near-duplicate item only forgoes the item; not fetching a URL also forgoes the page's
-    links, so a URL merge needs a stronger "same page" than an item drop: the sameness must hold on the
-    pages' whole texts. An exact match (the same whole text) and a near match of the whole texts do; a
-    near match that holds only once boilerplate is removed does when the whole texts are the same in
-    the normal form (a re-fetch whose per-fetch line differs in its numbers), not otherwise: two listing
-    pages that show the same posts under other indexes (page 8 of all posts, page 4 of a tag) have the
-    same text less their headings and "page N of M", yet each links to pages the other does not."""
-    if not (kind == "near" and basis == REDUCED_BASIS):
-        return True
-    return isinstance(normal_hash, str) and normal_hash == kept_normal_hash
 
 
 @dataclass(frozen=True)
@@ -230,28 +197,6 @@ def _params(query: str) -> list[tuple[str, str]]:
     return out
 
 
-def safe_parts(canonicalizer: Canonicalizer, url: str) -> tuple[str, str, str] | None:
-    """(host, path, query) of ``url`` through ``canonicalizer`` (one without switches or rules: the safe
-    steps, the form DUST rules and aliases are written in); None for a URL it cannot parse."""
-    result = canonicalizer.canonicalize_with_info(url)
-    if result.unparsable:
-        return None
-    rest = result.url.partition("://")[2]
-    if not rest:
-        return None
-    rest = rest.partition("#")[0]
-    slash = rest.find("/")
-    hostport = rest if slash == -1 else rest[:slash]
-    path_query = "/" if slash == -1 else rest[slash:]
-    host = hostport.rpartition("@")[2]
-    if host.startswith("["):
-        host = host[: host.find("]") + 1]
-    else:
-        host = host.partition(":")[0]
-    path, _, query = path_query.partition("?")
-    return host, path or "/", query
-
-
 class DustMiner:
     """Collects (URL, content) pairs and mines per-host DUST rules from them.
 
@@ -271,8 +216,7 @@ class DustMiner:
         self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
         self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
         self._simhashes: SimhashIndex | None = None
-        self._engine: ContentDeduplicator | None = None  # for records with text or html and no verdict
-        self._judge: BoilerplateJudge | None = None  # for records with html, when the crawl learns boilerplate
+        self._judge: PageJudge | None = None  # for records with text or html and no verdict
         self._normal_hashes: dict[str, str] = {}  # a kept page's cluster -> its normal_text_hash, when logged
         #: the content engine's parameters at their defaults: what a crawl with the default settings uses
         self._defaults: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
@@ -321,25 +265,17 @@ class DustMiner:
                 self.stats["near_duplicate_contents"] += 1
         return cid
 
-    def engine(self) -> ContentDeduplicator:
-        """The content engine with the crawl's default parameters (``content/params.py``): records that bring
-        their text or HTML but no verdict get the verdict a crawl would have given them, in order."""
-        if self._engine is None:
-            p = self._defaults
-            fingerprinter = ContentFingerprinter(shingle_size=p.shingle_size, bits=p.fingerprint_bits,
-                                                 min_words=self.config.min_words, sketch_size=p.sketch_size)
-            store = MemoryContentStore(threshold=p.hamming_threshold, bands=p.bands, bits=p.fingerprint_bits,
-                                       sketch_size=p.sketch_size, verify=verify_rule_from_settings(p))
-            self._engine = ContentDeduplicator(fingerprinter, store)
-        return self._engine
-
-    def judge(self) -> BoilerplateJudge | None:
-        """The crawl's per-host boilerplate judge in front of :meth:`engine` when the crawl's defaults learn
-        boilerplate (``content/params.py``), else None: a page's HTML is judged as a crawl would judge it."""
-        if self._judge is None and self._boilerplate:
-            learner = BoilerplateLearner(BoilerplateRule.from_params(self._defaults))
-            self._judge = BoilerplateJudge(self.engine(), learner)
+    def page_judge(self) -> PageJudge:
+        """The crawl's page judge with its default parameters (``content/params.py``, the miner's ``min_words``):
+        records that bring their text or HTML but no verdict get the verdict a crawl would have given them, in
+        order, and its URL-level sameness (the boilerplate rule in front when the defaults learn boilerplate)."""
+        if self._judge is None:
+            self._judge = PageJudge.from_params(self._defaults, min_words=self.config.min_words, url_sameness=True)
         return self._judge
+
+    def engine(self) -> ContentDeduplicator:
+        """The content engine of :meth:`page_judge`."""
+        return self.page_judge().engine
 
     def add_record(self, record: Any) -> bool:
         """One log line (a parsed JSON object); returns False (and counts why) when it is unusable.
@@ -373,8 +309,12 @@ class DustMiner:
         simhash: int | None = None
         cluster = record.get("cluster")
         if isinstance(cluster, str) and cluster:
-            exact = ("cluster", self._evidence(url, cluster, record.get("kind"), record.get("basis"),
-                                               record.get("normal_hash")))
+            page = record.get("page")  # the crawl's page at the URL strictness, when not its cluster
+            if isinstance(page, str) and page:
+                self.stats["reduced_verdicts"] += page != cluster
+            else:
+                page = self._evidence(url, cluster, record.get("kind"), record.get("basis"), record.get("normal_hash"))
+            exact = ("cluster", page)
         for name in HASH_FIELDS if exact is None else ():
             value = record.get(name)
             if isinstance(value, (str, int)) and value != "":
@@ -394,28 +334,29 @@ class DustMiner:
             text = record.get("text")
             html = record.get("html")
             blocks: list[str] | None = None
+            title: str | None = None
             if not isinstance(text, str) and isinstance(html, str):
                 try:
                     extraction = extract_text(html, self.config.extraction, blocks=self._boilerplate)
                 except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
                     self.stats["bad_lines"] += 1
                     return False
-                text, blocks = extraction.text, extraction.blocks
+                text, blocks, title = extraction.text, extraction.blocks, extraction.title
             if not isinstance(text, str):
                 self.stats["lines_without_content"] += 1
                 return False
-            judge = self.judge() if blocks is not None else None
-            basis = normal = None
-            if judge is not None and blocks is not None:
-                judgement = judge.check(url, blocks)
-                verdict, normal = judgement.verdict, normal_text_hash(blocks)
-                basis = REDUCED_BASIS if judgement.reduced_match else None
+            judge = self.page_judge()
+            if judge.boilerplate is not None and blocks is not None:
+                page = judge.judge_blocks(url, blocks, title=title)  # as the crawl judges it
             else:
-                verdict = self.engine().check(url, text)
+                page = judge.judge_text(url, judge.engine.fingerprint(text))
+            verdict = page.verdict
             if verdict.kind == "degenerate" or verdict.cluster is None:
                 self.stats["degenerate_pages"] += 1
                 return False
-            exact, words = ("cluster", self._evidence(url, verdict.cluster, verdict.kind, basis, normal)), None
+            if not page.url_same:
+                self.stats["reduced_verdicts"] += 1
+            exact, words = ("cluster", page.page("url")), None
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
             return False

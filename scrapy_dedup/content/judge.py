@@ -1,0 +1,250 @@
+"""The page judge: where "same page" is decided, for the crawl, the audit, ``mine-dust`` and the learner.
+
+* :func:`memory_store` and :func:`build_engine` assemble the content engine and its store from the
+  engine's parameters (any object with the attributes of ``content/params.py``: the crawl's
+  settings, the audit's config, the parameters' defaults), so that every caller judges with the
+  same rule; a store built elsewhere (the Redis ones) is passed in.
+* :class:`PageJudge` reads one page (its text, or its blocks when its host learns boilerplate)
+  into a :class:`PageVerdict`: the engine's verdict with its evidence (the fingerprint it rests
+  on, whether it rests on the texts less boilerplate only, the normal hash of the whole text).
+* **Strictness.** One verdict, two strictnesses (:data:`STRICTNESS`), read with
+  :meth:`PageVerdict.page`: ``"item"``, what an item drop needs (the engine's cluster), and
+  ``"url"``, what a URL merge needs (a mined or learned DUST rule, an alias: not fetching a URL
+  also forgoes its links). At ``"url"`` the sameness must hold on the two pages' *whole* texts:
+  an exact match, a near match of the whole texts, or a near match of the texts less
+  boilerplate whose whole texts are alike too (by the engine's own pair rule on the kept page's
+  whole fingerprint, or, when that is no longer at hand, by :func:`normal_text_hash`). A verdict
+  that fails it names the page by its own URL at ``"url"``.
+
+The crawl log (``DEDUP_LOG_FILE``) writes ``"basis": "reduced"`` exactly when a verdict fails the
+URL-level sameness, so ``mine-dust`` (:func:`same_page_evidence` on the log's fields) reads the
+decision the crawl took, and the online learner asks the same judge.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from hashlib import blake2b
+from typing import Any, Literal
+
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, Judgement, \
+    host_of, normalize_block
+from scrapy_dedup.content.engine import (
+    ContentDeduplicator,
+    ContentFingerprint,
+    ContentFingerprinter,
+    ContentStore,
+    MemoryContentStore,
+    Verdict,
+    verify_rule_from_settings,
+)
+
+__all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
+           "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
+
+Strictness = Literal["item", "url"]
+#: the two strictnesses of "same page": an item drop's, a URL merge's
+STRICTNESS: tuple[str, ...] = ("item", "url")
+#: a crawl log's ``basis`` of a verdict that fails the URL-level sameness (it rests on the texts less boilerplate)
+REDUCED_BASIS = "reduced"
+#: kept pages whose whole fingerprint the judge keeps for the URL-level sameness (the most recent ones; an older
+#: kept page is compared by its normal hash). About 2 KB a page at the default sketch size: 16 MB at most.
+KEPT_WHOLE_PAGES = 8192
+
+
+def normal_text_hash(blocks: list[str]) -> str:
+    """A page's whole main text (its ``blocks``) in boilerplate learning's normal form
+    (:func:`~scrapy_dedup.content.boilerplate.normalize_block`: case, punctuation, and digits, dates and
+    hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
+    fetches of one page that differ only in a per-fetch number, date or id have the same."""
+    normal = normalize_block("\n".join(blocks)).encode("utf-8", "surrogatepass")
+    return blake2b(normal, digest_size=8).hexdigest()
+
+
+def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
+    """Whether a logged verdict joins a page's URL to its kept page at the URL-level strictness: ``kind``,
+    ``basis`` (:data:`REDUCED_BASIS` when the judge found the whole texts not alike) and the
+    :func:`normal_text_hash` of both pages (what older logs, whose ``basis`` marked every match of the texts
+    less boilerplate, are read by).
+
+    Dropping a near-duplicate item only forgoes the item; not fetching a URL also forgoes the page's
+    links, so a URL merge needs a stronger "same page" than an item drop: the sameness must hold on the
+    pages' whole texts. Two listing pages that show the same posts under other indexes (page 8 of all
+    posts, page 4 of a tag) have the same text less their headings and "page N of M", yet each links to
+    pages the other does not."""
+    if not (kind == "near" and basis == REDUCED_BASIS):
+        return True
+    return isinstance(normal_hash, str) and normal_hash == kept_normal_hash
+
+
+def memory_store(params: Any) -> MemoryContentStore:
+    """The in-memory content store of ``params`` (threshold, bands, bits, sketch, verification rule)."""
+    return MemoryContentStore(threshold=params.hamming_threshold, bands=params.bands, bits=params.fingerprint_bits,
+                              allow_approximate=getattr(params, "allow_approximate", False),
+                              sketch_size=params.sketch_size, verify=verify_rule_from_settings(params))
+
+
+def build_engine(params: Any, store: ContentStore | None = None, *, min_words: int | None = None,
+                 representative: str = "first", times_are_arrivals: bool = False) -> ContentDeduplicator:
+    """The content engine of ``params`` over ``store`` (None: :func:`memory_store`); ``min_words``: the
+    degenerate-page rule when it is not ``params.min_words`` (the miner's, a host's)."""
+    fingerprinter = ContentFingerprinter(shingle_size=params.shingle_size, bits=params.fingerprint_bits,
+                                         min_words=params.min_words if min_words is None else min_words,
+                                         sketch_size=params.sketch_size)
+    return ContentDeduplicator(fingerprinter, memory_store(params) if store is None else store,
+                               representative=representative, times_are_arrivals=times_are_arrivals)
+
+
+@dataclass(frozen=True)
+class PageVerdict:
+    """One page judged: the engine's ``verdict`` and its evidence.
+
+    ``fingerprint``: what the verdict rests on (the text less boilerplate when that decided);
+    ``judgement``: the boilerplate rule's account (None without it); ``reduced_match``: the match rests
+    on the texts less boilerplate; ``normal_hash``: the whole text's :func:`normal_text_hash` (None when
+    not asked); ``url_page``: the page the URL serves at the URL strictness (None: the verdict's cluster).
+    """
+
+    verdict: Verdict
+    fingerprint: ContentFingerprint
+    judgement: Judgement | None = None
+    reduced_match: bool = False
+    normal_hash: str | None = None
+    url_page: str | None = None
+
+    @property
+    def url_same(self) -> bool:
+        """Whether the verdict joins the URL to its kept page at the URL strictness."""
+        return self.url_page is None or self.url_page == self.verdict.cluster
+
+    def page(self, strictness: Strictness = "item") -> str | None:
+        """The page the URL serves at ``strictness`` (None: degenerate, no page): the verdict's cluster, or at
+        ``"url"``, when the sameness does not hold on the whole texts with the kept page, the first page of
+        the cluster it holds with (a page of its own, named by its URL)."""
+        if strictness not in STRICTNESS:
+            raise ValueError(f"strictness must be one of {STRICTNESS}, got {strictness!r}")
+        if self.verdict.cluster is None:
+            return None
+        return self.verdict.cluster if strictness == "item" or self.url_page is None else self.url_page
+
+    @property
+    def basis(self) -> str | None:
+        """The crawl log's ``basis``: :data:`REDUCED_BASIS` when the verdict fails the URL-level sameness."""
+        return None if self.url_same else REDUCED_BASIS
+
+
+@dataclass
+class _UrlPage:
+    """A page of a cluster at the URL strictness: its name (the first URL of it), its whole text's normal
+    hash and fingerprint (None once the judge let it go: only the normal hash compares then)."""
+
+    name: str
+    normal: str | None
+    whole: ContentFingerprint | None
+
+
+class PageJudge:
+    """The one judge of a page: the engine, the boilerplate rule in front of it (None: no host learns
+    boilerplate), and the URL-level sameness of its verdicts.
+
+    ``url_sameness``: keep what the URL-level sameness needs: per cluster, its pages at the URL strictness
+    (the kept page, then each page that matched it only less boilerplate and whose whole text is like none
+    of the cluster's earlier ones), their normal hashes and, for the clusters of the last
+    ``kept_whole_pages`` such pages, their whole fingerprints. Off, a match only less boilerplate is a page
+    of its own (nothing known to compare it with). Thread-safe."""
+
+    def __init__(self, engine: ContentDeduplicator, boilerplate: BoilerplateJudge | None = None, *,
+                 url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES):
+        self.engine = engine
+        self.boilerplate = boilerplate
+        self.url_sameness = url_sameness
+        self._url_pages: dict[str, list[_UrlPage]] = {}  # cluster -> its pages at the URL strictness
+        self._with_whole: OrderedDict[str, int] = OrderedDict()  # clusters holding whole fingerprints -> how many
+        self._wholes = 0
+        self._kept_whole_pages = kept_whole_pages
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_params(cls, params: Any, store: ContentStore | None = None, *, learner: BoilerplateLearner | None = None,
+                    boilerplate: bool | None = None, host_of_key: Callable[[str], str] = host_of,
+                    min_words: int | None = None, representative: str = "first", times_are_arrivals: bool = False,
+                    url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES) -> PageJudge:
+        """The judge of ``params`` (the factory every caller uses): the engine over ``store`` (None: in memory),
+        with the boilerplate rule when ``boilerplate`` (None: ``params.boilerplate``), its learner ``learner``
+        (None: a fresh one with ``params``' thresholds)."""
+        engine = build_engine(params, store, min_words=min_words, representative=representative,
+                              times_are_arrivals=times_are_arrivals)
+        learns = bool(params.boilerplate) if boilerplate is None else boilerplate
+        judge = None
+        if learns:
+            learner = learner or BoilerplateLearner(BoilerplateRule.from_params(params))
+            judge = BoilerplateJudge(engine, learner, host_of_key=host_of_key)
+        return cls(engine, judge, url_sameness=url_sameness, kept_whole_pages=kept_whole_pages)
+
+    def judge_text(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None,
+                   **kwargs: Any) -> PageVerdict:
+        """A page's whole text (fingerprinted as ``fp``) judged by the engine alone (its host learns no
+        boilerplate); ``kwargs``: ``timestamp``, ``declares`` (the representative policy)."""
+        verdict = self.engine.check_fingerprint(url, fp, degenerate, **kwargs)
+        return self._noted(PageVerdict(verdict, fp), fp, None)
+
+    def judge_blocks(self, url: str, blocks: list[str], *, whole: ContentFingerprint | None = None,
+                     **kwargs: Any) -> PageVerdict:
+        """A page made of ``blocks`` judged by the boilerplate rule (:meth:`BoilerplateJudge.check`; ``kwargs``:
+        ``host``, ``fingerprint``, ``degenerate``, ``timestamp``, ``declares``); ``whole``: the whole text's
+        fingerprint when the caller has it."""
+        assert self.boilerplate is not None, "judge_blocks needs the boilerplate rule"
+        judgement = self.boilerplate.check(url, blocks, whole=whole, **kwargs)
+        verdict = judgement.verdict
+        page = PageVerdict(verdict, judgement.fingerprint, judgement, judgement.reduced_match)
+        if (whole is None and self.url_sameness and verdict.cluster is not None
+                and (verdict.kind == "unique" or page.reduced_match)):
+            whole = (kwargs.get("fingerprint") or self.engine.fingerprint)(" ".join(blocks))
+        return self._noted(page, whole, blocks)
+
+    def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None) -> PageVerdict:
+        """``page`` with its page at the URL strictness; a kept page (or a new page of a cluster at the URL
+        strictness) noted for the later ones."""
+        verdict = page.verdict
+        cluster = verdict.cluster
+        if cluster is None or not (verdict.kind == "unique" or page.reduced_match):
+            return page
+        if not self.url_sameness:
+            return _with(page, url_page=verdict.url) if page.reduced_match else page
+        normal = normal_text_hash(blocks) if blocks is not None else None
+        with self._lock:
+            pages = self._url_pages.setdefault(cluster, [])
+            if verdict.kind != "unique":
+                for known in pages:  # the first of the cluster's pages whose whole text is alike
+                    if (normal is not None and normal == known.normal) or (
+                            whole is not None and known.whole is not None
+                            and self.engine.pair_matches(known.whole, whole)):
+                        return _with(page, normal_hash=normal, url_page=known.name)
+            name = cluster if verdict.kind == "unique" else verdict.url
+            pages.append(_UrlPage(name, normal, whole))
+            if whole is not None:
+                self._hold_whole(cluster)
+        return _with(page, normal_hash=normal, url_page=name)
+
+    def _hold_whole(self, cluster: str) -> None:
+        """Count one more whole fingerprint held for ``cluster``; past the bound, the oldest clusters' go."""
+        self._with_whole[cluster] = self._with_whole.get(cluster, 0) + 1
+        self._with_whole.move_to_end(cluster)
+        self._wholes += 1
+        while self._wholes > self._kept_whole_pages and self._with_whole:
+            oldest, held = self._with_whole.popitem(last=False)
+            for known in self._url_pages.get(oldest, ()):
+                known.whole = None
+            self._wholes -= held
+
+    def kept_normal_hash(self, cluster: str) -> str | None:
+        """The normal hash of the kept page of ``cluster`` (None: unknown)."""
+        with self._lock:
+            pages = self._url_pages.get(cluster)
+            return pages[0].normal if pages else None
+
+
+def _with(page: PageVerdict, **changes: Any) -> PageVerdict:
+    return PageVerdict(**{**page.__dict__, **changes})
