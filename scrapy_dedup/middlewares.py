@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.representative import url_preference
+from scrapy_dedup.engine_hook import internal, on_close_start
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
@@ -97,6 +99,7 @@ class ContentFingerprintMiddleware:
             crawler.signals.connect(self._item_error, signal=signals.item_error)
             crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
             crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+            crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -184,6 +187,8 @@ class ContentFingerprintMiddleware:
         self._cluster_of_response[response] = cluster
         self._carry_out(outcome, response)
         if outcome.action is Action.PASS:
+            if self.keeper.closing and (view or verdict.is_duplicate):  # it could have been held: the crawl closes
+                self.stats.inc_value("dedup/items/released_at_close")
             if verdict.is_duplicate:  # its cluster has no item (yet): this page's is it
                 self.stats.inc_value("dedup/items/cluster_had_no_item")
             return item
@@ -267,8 +272,35 @@ class ContentFingerprintMiddleware:
         self._carry_out(outcome, None)
         raise DontCloseSpider
 
+    def _spider_opened(self) -> None:
+        on_close_start(self.crawler, self._closing, who="The item keeper (drop mode)")
+
+    def _closing(self, reason: str) -> None:
+        """The crawl closes otherwise than by running out of requests (a ``CLOSESPIDER_*`` limit, a shutdown
+        signal): no ``spider_idle`` will come, so what is held goes to the item pipelines now, straight (the
+        engine takes no more requests; the spider middlewares after this one do not see these items), and
+        the pages still in flight hold nothing (``ItemKeeper.release_all(closing=True)``)."""
+        assert self.keeper is not None
+        outcome = self.keeper.release_all(closing=True)
+        if not outcome.release:
+            return
+        scraper = internal(self.crawler, "engine.scraper", who="The item keeper (drop mode)")
+        start = getattr(scraper, "start_itemproc_async", None)  # Scrapy >= 2.14
+        items = [held.item for group in outcome.release for held in group.items]
+        self.stats.inc_value("dedup/items/released", len(items))
+        self.stats.inc_value("dedup/items/released_at_close", len(items))
+        for item in items:
+            if start is not None:
+                deferred_from_coro(start(item, response=None))
+            else:  # Scrapy 2.13
+                scraper.start_itemproc(item, response=None)
+
     def _spider_closed(self, reason: str = "") -> None:
         assert self.keeper is not None
+        released = self.stats.get_value("dedup/items/released_at_close", 0)
+        if released:
+            logger.info("Released %d held items as the crawl closed (%s) before its end: the page each was a view "
+                        "of never came (dedup/items/released_at_close)", released, reason)
         if self.keeper.held_items:
             self.stats.set_value("dedup/items/unreleased_at_close", self.keeper.held_items)
             logger.warning("%d held items were not released: the crawl closed (%s) before its end, when they "

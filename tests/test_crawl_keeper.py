@@ -13,6 +13,8 @@ from pytest_twisted import inlineCallbacks
 from scrapy.exceptions import DropItem
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import reactor
 
 from tests.contentsite import edited_text, product_text, template
 from tests.support.crawl import run_crawl
@@ -168,14 +170,42 @@ def test_held_items_over_the_bound_are_released_at_once():
     assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
 
 
+class StoppedSpider(OrderedSpider):
+    """Asks the crawler to stop (what Scrapy does on SIGINT or SIGTERM) once it has fetched ``stop_after``."""
+
+    name = "stopped"
+
+    def __init__(self, stop_after: str, **kwargs):
+        super().__init__(**kwargs)
+        self.stop_after = stop_after
+
+    def parse(self, response, step):
+        if not response.url.endswith(self.stop_after):
+            yield from super().parse(response, step)
+            return
+        yield {"url": response.url}
+        stop_async = getattr(self.crawler, "stop_async", None)  # Scrapy >= 2.14
+        # from the reactor, as Scrapy's signal handler does
+        reactor.callLater(0, lambda: deferred_from_coro(stop_async()) if stop_async else self.crawler.stop())
+
+
+@pytest.mark.parametrize("how", ["closespider_pagecount", "shutdown"])
 @inlineCallbacks
-def test_a_crawl_closed_before_its_end_counts_and_logs_what_it_still_held(caplog):
-    settings = {**ADDON, "CLOSESPIDER_PAGECOUNT": 1}  # closed after the diff, so no spider_idle: nothing released
+def test_a_crawl_closed_before_its_end_releases_what_it_still_held(how, caplog):
+    # closed after the diff (no spider_idle comes): its item goes to the pipelines as the crawl closes
+    caplog.set_level(logging.INFO, logger="scrapy_dedup.middlewares")
     with LocalSite(wiki) as site:
-        crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
-    assert crawler.items == []
-    assert crawler.stats.get_value("dedup/items/unreleased_at_close") == 1
-    assert any("1 held items were not released" in r.getMessage() and r.levelname == "WARNING"
+        if how == "shutdown":
+            crawler = yield run_crawl(StoppedSpider, ADDON, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE],
+                                      stop_after=DIFF)
+        else:
+            crawler = yield run_crawl(OrderedSpider, {**ADDON, "CLOSESPIDER_PAGECOUNT": 1},
+                                      base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
+    assert crawler.stats.get_value("finish_reason") == how
+    assert urls_of(crawler, site) == [DIFF]  # the cluster's one item, not lost
+    assert crawler.stats.get_value("dedup/items/released_at_close") == 1
+    assert crawler.stats.get_value("dedup/items/unreleased_at_close") is None
+    assert any(f"Released 1 held items as the crawl closed ({how})" in r.getMessage()
                for r in caplog.records)
 
 

@@ -188,3 +188,16 @@ def test_a_fallback_released_over_the_bound_leaves_the_passing_page_passing():
     outcome = keeper.offer("/a", "/b", rank("/b"), False, "b")  # held as the fallback, released at once
     assert outcome.action is Action.HOLD and [h.item for g in outcome.release for h in g.items] == ["b"]
     assert keeper.offer("/a", "/a", rank("/a"), False, "a2").action is Action.PASS  # /a still yields
+
+
+def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_after():
+    crawl = Crawl()
+    assert crawl.page(DIFF, DIFF, first=True) == [Action.HOLD]
+    crawl.carry_out(crawl.keeper.release_all(closing=True))
+    assert crawl.released == [DIFF] and crawl.keeper.held_items == 0
+    # pages still in flight as the crawl closes: nothing held would ever be released, so nothing is held
+    assert crawl.page(OLD, OLD, first=True) == [Action.PASS]  # a view, alone in its cluster
+    assert crawl.page(DIFF, ARTICLE) == [Action.PASS]  # the fallback behind the released diff's item in flight
+    crawl.carry_out(crawl.keeper.scraped(DIFF))
+    assert crawl.page(DIFF, "/w?title=A&printable=yes") == [Action.DROP]  # the cluster has its item
+    assert crawl.keeper.held_items == 0

@@ -8,7 +8,8 @@ is dropped as a duplicate. Two guarantees:
   an old revision, a printable version: the caller says which, with a rank, smaller is
   better) does not pass while its cluster has no item: its items are held until a member
   that is no view arrives (its items pass, the view's are dropped as its duplicates) or
-  the crawl ends (released then). Of several views only the best-ranked is held.
+  the crawl ends (released then; a crawl that closes before its end releases them as it starts closing,
+  and from then on holds nothing). Of several views only the best-ranked is held.
 - **A cluster never ends with no item.** While the items of the member that passed have
   not yet been through every item pipeline (the caller reports :meth:`scraped` /
   :meth:`dropped` for each), a later member's items are held as the cluster's fallback,
@@ -111,6 +112,8 @@ class ItemKeeper:
         self._seq = itertools.count()
         #: items released early to keep the bound
         self.overflowed = 0
+        #: the crawl is closing (:meth:`release_all` called with ``closing``): no view waits any more
+        self.closing = False
 
     @property
     def held_items(self) -> int:
@@ -165,6 +168,12 @@ class ItemKeeper:
         if state.scraped:
             return Outcome(Action.DROP)
         outcome = Outcome(Action.HOLD)
+        if self.closing:  # nothing held now would be released: it passes (a fallback may so be a duplicate)
+            outcome.action = Action.PASS
+            state.in_flight += 1
+            if state.passed is None:
+                state.passed, state.passed_payload = url, payload
+            return outcome
         if state.passed is None and not view:
             outcome.action = Action.PASS
             state.passed, state.passed_payload = url, payload
@@ -216,8 +225,12 @@ class ItemKeeper:
         state.in_flight = max(0, state.in_flight - 1)
         return self._settle(cluster, state)
 
-    def release_all(self) -> Outcome:
-        """The crawl's end: every group still held is released (a cluster with an item has none held)."""
+    def release_all(self, closing: bool = False) -> Outcome:
+        """The crawl's end: every group still held is released (a cluster with an item has none held).
+        ``closing``: the crawl closes before its end (its pages in flight still yield items): from now on
+        nothing is held, since nothing would release it: an item that would be passes (a view's, or a
+        fallback's, which may then be a duplicate of an item in flight that a later pipeline keeps)."""
+        self.closing = self.closing or closing
         outcome = Outcome()
         for cluster in list(self._held):
             state = self._clusters[cluster]
