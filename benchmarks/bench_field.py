@@ -98,6 +98,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
     seen: set[str] = set()
     wasted = redirects = errors = 0
     noncontent: dict[str, str] = {}  # key -> view, for 200 HTML responses of non-content resources
+    views: set[str] = set()  # views of content pages fetched (old revisions, diffs rendering the page)
     examples: dict[str, str] = {}
     for rec in records:
         status = rec["status"]
@@ -116,7 +117,10 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         seen.add(key)
         examples.setdefault(key, rec["url"])
         order.append(key if key in content else None)
-        if status < 300 and "html" in rec["ctype"] and key not in content:
+        page = app.view_of(key) if status < 300 else None
+        if page is not None:
+            views.add(key)
+        elif status < 300 and "html" in rec["ctype"] and key not in content:
             noncontent[key] = view
     items_of: dict[str, list[str]] = defaultdict(list)
     unmapped = 0
@@ -125,7 +129,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         if vk is None:
             unmapped += 1
             continue
-        items_of[vk[1]].append(item["url"])
+        items_of[app.view_of(vk[1]) or vk[1]].append(item["url"])  # a view's item is its page's
     reached = content & seen
     with_item = {k for k in reached if items_of.get(k)}
     own = {k for k in with_item if any(path_query(u) in app.own_urls(k) for u in items_of[k])}
@@ -141,7 +145,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         "fetches": len(records), "wasted": wasted, "waste": wasted / max(1, len(records)), "redirects": redirects,
         "errors": errors, "content_pages": len(content), "reached": len(reached), "with_item": len(with_item),
         "own_url": len(own), "duplicate_items": dup_items, "items": len(items), "unmapped_items": unmapped,
-        "noncontent": len(noncontent), "noncontent_lost": len(lost),
+        "views": len(views), "noncontent": len(noncontent), "noncontent_lost": len(lost),
         "noncontent_duplicate_items": sum(len(items_of[k]) - 1 for k in noncontent if items_of.get(k)),
         "noncontent_by_view": dict(Counter(v.split(":")[0] for v in noncontent.values()).most_common()),
         "lost_by_view": dict(Counter(v.split(":")[0] for v in lost.values()).most_common()),
@@ -243,6 +247,7 @@ def print_app(result: dict, cap: int | None) -> None:
             ("  under the page's own URL", lambda r: f"{r['own_url']} ({_pct(r['own_url'], r['reached'])})"),
             ("duplicate items of content",
              lambda r: f"{r['duplicate_items']} ({_pct(r['duplicate_items'], r['reached'])})"),
+            ("views of content pages (items folded)", lambda r: str(r.get("views", "-"))),
             ("non-content resources", lambda r: str(r["noncontent"])),
             ("  their duplicate items", lambda r: str(r["noncontent_duplicate_items"])),
             ("  their items lost", lambda r: f"{r['noncontent_lost']} ({_pct(r['noncontent_lost'], r['noncontent'])})"),

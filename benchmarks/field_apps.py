@@ -296,6 +296,23 @@ class App:
         """The URLs under which the application itself shows a content page (path and query)."""
         raise NotImplementedError
 
+    #: kinds of resource key (``kind:page:...``) that show a content page itself, as it was or with
+    #: something above it: an earlier revision (the same page, edited: in this set each later revision
+    #: rewrites one sentence and adds a closing note) and, where the application renders the whole
+    #: revision below its diff, a diff. Their item is the page's (see :meth:`view_of`).
+    VIEWS_OF_PAGES: tuple[str, ...] = ("oldrev",)
+
+    def view_of(self, key: str) -> str | None:
+        """The content page whose view ``key`` is (its item folds into the page's: counted neither lost nor
+        as a resource of its own; an item kept of it besides the page's is a duplicate item of the page), or
+        None for a content page or a distinct resource (history list, source view, a diff of the change
+        alone, listing...)."""
+        kind, _, rest = key.partition(":")
+        if kind not in self.VIEWS_OF_PAGES:
+            return None
+        page = f"page:{rest.split(':', 1)[0]}"
+        return page if page in self.content_keys() else None
+
     def listing(self, view: str, body: str, title: bool = True) -> tuple[str, str]:
         """A resource the application names by no id: its view and what its content area shows (with the
         page's title unless the view is the same whatever page it was opened from)."""
@@ -317,6 +334,8 @@ class MediaWiki(App):
     region = '//div[@id="bodyContent"]'
     IP = "/usr/share/mediawiki"
     DOCROOT = "/var/lib/mediawiki"
+    #: MediaWiki renders the diff's newer revision, whole, below the diff table
+    VIEWS_OF_PAGES = ("oldrev", "diff")
 
     def conf(self) -> Path:
         return self.state / "LocalSettings.php"
@@ -391,12 +410,12 @@ class MediaWiki(App):
             return self.listing(f"special-{special}", body)
         old, new = conf.get("wgDiffOldId"), conf.get("wgDiffNewId")
         if (old is not None or new is not None) and old != new:
-            return "diff", f"diff:{old}:{new}"
+            return "diff", f"diff:{page}:{old}:{new}"
         if action == "view":  # a diff of a revision with itself shows that revision only
             if not conf.get("wgArticleId"):
                 return "missing", f"missing:{page}"
             if conf.get("wgRevisionId") != conf.get("wgCurRevisionId"):
-                return "oldrev", f"oldrev:{conf.get('wgRevisionId')}"
+                return "oldrev", f"oldrev:{page}:{conf.get('wgRevisionId')}"
             return "page", f"page:{page}"
         if action in ("edit", "submit"):  # a section's source is another resource than the page's
             return self.listing("source", body)
@@ -692,6 +711,8 @@ class Cgit(App):
                 return "raw", f"raw:{blob}"
             if view == "tree" and blob == self.blob("master", file) and file.endswith(".md") and file != "README.md":
                 return "page", f"page:{file[:-3]}"
+            if view == "tree" and file.endswith(".md") and file != "README.md":  # the page at another commit
+                return "oldrev", f"oldrev:{file[:-3]}:{blob}"
             return "oldrev", f"{view}:{blob}"
         if "html" not in ctype:
             return "raw", f"raw:{path}?{parts.query}"

@@ -170,6 +170,45 @@ def test_held_items_over_the_bound_are_released_at_once():
     assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
 
 
+COMMIT = "b13b61ab3f96dcc7558f08940806ddab61d3fed5"
+FILE, PLAIN, AT_COMMIT = "/cgit/docs/tree/a.md", "/cgit/docs/plain/a.md", f"/cgit/docs/tree/a.md?id={COMMIT}"
+
+
+def git_viewer(host: str, path: str) -> Page | None:
+    """A git web viewer's file page, the same file at an earlier commit (one word edited), and its raw text."""
+    if path == FILE:
+        return Page(template(product_text(1), title="a.md - docs"))
+    if path == AT_COMMIT:
+        return Page(template(edited_text(1), title="a.md - docs"))
+    if path == PLAIN:
+        return Page(product_text(1), content_type="text/plain; charset=utf-8")
+    return None
+
+
+class HtmlItemSpider(OrderedSpider):
+    """An item per HTML page only (a text/plain response yields none), as a link-following spider does."""
+
+    name = "html_items"
+
+    def parse(self, response, step):
+        for obj in super().parse(response, step):
+            if isinstance(obj, dict) and not isinstance(response, scrapy.http.HtmlResponse):
+                continue
+            yield obj
+
+
+@inlineCallbacks
+def test_a_file_at_a_commit_and_its_raw_text_fetched_first_leave_the_file_page_its_item():
+    # the commit-pinned page is a view (held); the raw text, kept first of the cluster's plain members, yields no
+    # item: the file's own page, fetched last, keeps the cluster's item under its URL
+    with LocalSite(git_viewer) as site:
+        crawler = yield run_crawl(HtmlItemSpider, ADDON, base=site.url("wiki.test", ""),
+                                  paths=[AT_COMMIT, PLAIN, FILE])
+    assert all(site.hits[("wiki.test", path)] == 1 for path in (AT_COMMIT, PLAIN, FILE))
+    assert urls_of(crawler, site) == [FILE]
+    assert crawler.stats.get_value("dedup/items/superseded") == 1
+
+
 class StoppedSpider(OrderedSpider):
     """Asks the crawler to stop (what Scrapy does on SIGINT or SIGTERM) once it has fetched ``stop_after``."""
 

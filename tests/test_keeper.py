@@ -167,6 +167,11 @@ def test_bounds_are_checked():
     ("https://b.test/post/?replytocom=4", True),
     ("https://b.test/post/", False),
     ("https://b.test/post/?print", True),
+    ("https://g.test/cgit.cgi/docs/tree/a.md?id=b13b61ab3f96dcc7558f08940806ddab61d3fed5", True),  # a commit
+    ("https://g.test/cgit.cgi/docs/tree/a.md?id=master", False),  # a branch: what it shows now
+    ("https://d.test/doku.php?id=b13b61ab3f96dcc7558f08940806ddab61d3fed5", True),  # (a page named so: held only)
+    ("https://d.test/doku.php?id=start", False),  # DokuWiki's page id
+    ("https://g.test/gitweb.cgi?p=a.git&a=blob&f=a.md&hb=" + "ab" * 32, True),
     ("http://[::1", False),  # unparsable: no view, no error
 ])
 def test_is_view(url, view):
@@ -178,6 +183,7 @@ def test_the_view_table_is_literal_and_unique():
     assert len(names) == len(set(names))
     assert all(p.name == p.name.lower() and p.software and p.shows for p in VIEW_PARAMETERS)
     assert all(p.values is None or all(v == v.lower() for v in p.values) for p in VIEW_PARAMETERS)
+    assert all(p.values is None or p.pattern is None for p in VIEW_PARAMETERS)
 
 
 def test_a_fallback_released_over_the_bound_leaves_the_passing_page_passing():

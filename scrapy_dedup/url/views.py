@@ -12,6 +12,7 @@ to be one page keeps the item, and how long a view's item waits.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
@@ -20,16 +21,27 @@ __all__ = ["ViewParameter", "VIEW_PARAMETERS", "is_view"]
 
 @dataclass(frozen=True)
 class ViewParameter:
-    """A query parameter that makes a URL a view of another page: any value, or one of ``values``."""
+    """A query parameter that makes a URL a view of another page: any value, one of ``values``, or a value
+    that matches ``pattern`` whole."""
 
     name: str
     software: str
     shows: str
     values: frozenset[str] | None = None
+    pattern: re.Pattern[str] | None = None
+
+    def makes_view(self, value: str) -> bool:
+        if self.pattern is not None:
+            return self.pattern.fullmatch(value) is not None
+        return self.values is None or value.lower() in self.values
 
 
 def _values(*names: str) -> frozenset[str]:
     return frozenset(names)
+
+
+#: a full commit id (SHA-1 or SHA-256): a URL pinned to a commit shows the file as it was then
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 
 VIEW_PARAMETERS: tuple[ViewParameter, ...] = (
@@ -46,6 +58,8 @@ VIEW_PARAMETERS: tuple[ViewParameter, ...] = (
     ViewParameter("replytocom", "WordPress", "a post with a comment's reply form open"),
     ViewParameter("print", "many CMSs", "the printable version"),
     ViewParameter("version", "Trac, many wikis", "an earlier version of the page"),
+    ViewParameter("id", "cgit", "the file, tree or diff at the commit named by its full id", pattern=_COMMIT_ID),
+    ViewParameter("hb", "gitweb", "the file at the commit named by its full id", pattern=_COMMIT_ID),
 )
 
 _BY_NAME: dict[str, ViewParameter] = {p.name: p for p in VIEW_PARAMETERS}
@@ -53,7 +67,8 @@ _BY_NAME: dict[str, ViewParameter] = {p.name: p for p in VIEW_PARAMETERS}
 
 def is_view(url: str) -> bool:
     """Whether ``url``'s query names a view parameter of :data:`VIEW_PARAMETERS` (names and values compared
-    case-insensitively). Never raises: an unparsable URL is no view."""
+    case-insensitively; a pattern matches a commit id in either case). Never raises: an unparsable URL is no
+    view."""
     try:
         query = urlsplit(url).query
     except ValueError:
@@ -62,6 +77,6 @@ def is_view(url: str) -> bool:
         return False
     for name, value in parse_qsl(query, keep_blank_values=True):
         parameter = _BY_NAME.get(name.lower())
-        if parameter is not None and (parameter.values is None or value.lower() in parameter.values):
+        if parameter is not None and parameter.makes_view(value):
             return True
     return False
