@@ -18,9 +18,11 @@ Figures per application and contender (ground truth: which resource each respons
 application's own data): fetches; fetch waste (responses that rendered a resource already fetched in the
 same crawl); content pages reached, and reached within the first N fetches (N = the largest fetch count at
 which Scrapy's defaults have reached at most 2/3 of the content pages, or ``--cap``); content pages with an
-item; content pages whose item is kept under the page's own URL; duplicate items of content pages; items
-lost of distinct non-content resources (history lists, old revisions, diffs, source views, listings: fetched
-with status 200 and HTML, and no item of that resource kept); wall and CPU time of the crawl process.
+item; content pages whose item is kept under the page's own URL; duplicate items of content pages (an item
+kept of a view of the page, ``App.view_of``: an old revision, a diff that renders the page whole, counts
+as one); items lost of distinct non-content resources (history lists, source views, diffs of the change
+alone, listings: fetched with status 200 and HTML, and no item of that resource kept); wall and CPU time
+of the crawl process. docs/benchmarks.md says where the line between a view and a distinct resource runs.
 The reach within N fetches is read from the order of the full crawl's responses (the same crawl stopped
 after N responses).
 """

@@ -22,8 +22,11 @@ Ground truth: every fetched response is mapped to the resource it renders, read 
 data: MediaWiki's page configuration (``wgPageName``, ``wgRevisionId``, ``wgCurRevisionId``, ``wgAction``,
 the diff's revision ids), DokuWiki's ``JSINFO`` (page id, action) and the ``rev`` it shows, git's blob and
 commit ids for cgit, fossil's artifact ids. A content page is one of the imported pages shown at its current
-revision (for fossil also each ticket). Every other response is a non-content resource (history list, old
-revision, diff, source view, listing, special page); where the application's data does not name it, the
+revision (for fossil also each ticket). A view of a content page (``App.VIEWS_OF_PAGES``, ``App.view_of``)
+shows that page itself: an earlier revision (the same page, edited: one sentence rewritten and a note added
+per revision) and, on MediaWiki, a diff, which renders the newer revision whole below its table; its item is
+the page's. Every other response is a distinct non-content resource (history list, source view, a diff of
+the change alone, listing, special page); where the application's data does not name it, the
 resource is the view's name and a hash of the page's title and the application's content area, scripts and
 styles left out (two listings showing the same entries are one resource). A login or account form is one
 resource whatever page it returns to (MediaWiki's ``returnto=``, Fossil's ``g=``; Fossil draws a captcha per
