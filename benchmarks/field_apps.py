@@ -311,10 +311,16 @@ class App:
         None for a content page or a distinct resource (history list, source view, a diff of the change
         alone, listing...)."""
         kind, _, rest = key.partition(":")
-        if kind not in self.VIEWS_OF_PAGES:
+        name = rest.split(":", 1)[0]
+        # an imported page only: its revisions are the edits above (a start page's earlier revision, the
+        # installer's welcome text, is another text)
+        if kind not in self.VIEWS_OF_PAGES or name.lower() not in self._imported():
             return None
-        page = f"page:{rest.split(':', 1)[0]}"
-        return page if page in self.content_keys() else None
+        page = next((k for k in self.content_keys() if k.lower() == f"page:{name}".lower()), None)
+        return page
+
+    def _imported(self) -> set[str]:
+        return {p.name.lower() for p in self.pages}
 
     def listing(self, view: str, body: str, title: bool = True) -> tuple[str, str]:
         """A resource the application names by no id: its view and what its content area shows (with the
