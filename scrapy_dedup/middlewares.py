@@ -43,7 +43,7 @@ from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplic
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer, safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
-from scrapy_dedup.url.views import is_view
+from scrapy_dedup.url.views import is_view, names_other_resource
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -182,6 +182,11 @@ class ContentFingerprintMiddleware:
             except DuplicateItem as exc:
                 self._dropped(item, exc, response)
                 return None
+        if verdict.kept_url and names_other_resource(url, verdict.kept_url):
+            # another resource of the page it matched (its source, its history): an item of its own, outside the
+            # cluster's bookkeeping (url/views.py)
+            self.stats.inc_value("dedup/items/other_resource_kept")
+            return item
         view = is_view(url) and not refetch  # (a refetch is kept in every mode: never held)
         outcome = self.keeper.offer(cluster, url, (view, *url_preference(url)), view, item, verdict, _size_of(item))
         self._cluster_of_response[response] = cluster

@@ -170,6 +170,31 @@ def test_held_items_over_the_bound_are_released_at_once():
     assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
 
 
+SOURCE = "/index.php?title=Harbor&action=edit"
+
+
+def wiki_with_source(host: str, path: str) -> Page | None:
+    """The wiki above, and its article's source view: the article's words as markup in a text area."""
+    if path == SOURCE:
+        markup = "== Harbor ==\n" + product_text(1)
+        return Page(template(f"<form method='post'><textarea name='text'>{markup}</textarea></form>",
+                             title="Editing Harbor"))
+    return wiki(host, path)
+
+
+@pytest.mark.parametrize("order", [[ARTICLE, SOURCE], [SOURCE, ARTICLE], [DIFF, SOURCE, ARTICLE]])
+@inlineCallbacks
+def test_a_source_view_near_its_article_keeps_its_own_item(order):
+    # the content engine takes the source for the article's near duplicate (the same words, a title that only
+    # adds one): still, it is another resource of the page (action=edit), with an item of its own
+    with LocalSite(wiki_with_source) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=order)
+    assert crawler.stats.get_value("dedup/content/redundant", 0) >= 1  # (judged one page: the keeper's case)
+    assert urls_of(crawler, site) == sorted([ARTICLE, SOURCE])
+    if DIFF not in order:  # (after the diff, the source is another cluster's first page)
+        assert crawler.stats.get_value("dedup/items/other_resource_kept") == 1
+
+
 COMMIT = "b13b61ab3f96dcc7558f08940806ddab61d3fed5"
 FILE, PLAIN, AT_COMMIT = "/cgit/docs/tree/a.md", "/cgit/docs/plain/a.md", f"/cgit/docs/tree/a.md?id={COMMIT}"
 

@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from scrapy_dedup.content.keeper import Action, ItemKeeper
-from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view
+from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource
 
 
 def rank(url: str) -> tuple:
@@ -207,3 +207,22 @@ def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_
     crawl.carry_out(crawl.keeper.scraped(DIFF))
     assert crawl.page(DIFF, "/w?title=A&printable=yes") == [Action.DROP]  # the cluster has its item
     assert crawl.keeper.held_items == 0
+
+
+@pytest.mark.parametrize("url,other,differ", [
+    ("https://w.test/index.php?title=Harbor&action=edit", "https://w.test/index.php?title=Harbor", True),
+    ("https://w.test/index.php?title=Harbor&action=history", "https://w.test/index.php?title=Harbor&action=edit",
+     True),
+    ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&action=edit",
+     False),  # one resource by the table (a section's source: the content engine decides)
+    ("https://w.test/index.php?title=Harbor&diff=2&oldid=1", "https://w.test/index.php?title=Harbor", False),  # a view
+    ("https://w.test/index.php?title=Harbor&action=render", "https://w.test/index.php?title=Harbor", False),  # a view
+    ("https://d.test/doku.php?id=start&do=edit", "https://d.test/doku.php?id=start", True),
+    ("https://d.test/doku.php?id=start&do=", "https://d.test/doku.php?id=start", False),  # empty: the page
+    ("https://d.test/doku.php?id=start&DO=Edit", "https://d.test/doku.php?id=start&do=edit", False),
+    ("https://b.test/post/", "https://b.test/post/?utm_source=x", False),
+    ("http://[::1", "https://b.test/", False),
+])
+def test_names_other_resource(url, other, differ):
+    assert names_other_resource(url, other) is differ
+    assert names_other_resource(other, url) is differ

@@ -9,6 +9,13 @@ The table is literal and reviewable: a parameter (and, where its other values ar
 their own, the values that make a view), the software, and what it shows. A wrong entry
 costs little: it only decides which member of a cluster the content engine already judged
 to be one page keeps the item, and how long a view's item waits.
+
+The other values of such a parameter name resources of their own: MediaWiki's
+``action=edit`` (the page's source in a text area) or ``action=history``, DokuWiki's
+``do=edit`` or ``do=revisions``. Their text may be near the article's (a source view holds
+the article's words as markup) and their title may only add a word to the article's
+("Editing X"), yet a user wants them as records of their own. :func:`names_other_resource`
+tells two URLs apart so: the keeper does not drop one's item as the other's duplicate.
 """
 from __future__ import annotations
 
@@ -16,7 +23,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["ViewParameter", "VIEW_PARAMETERS", "is_view"]
+__all__ = ["ViewParameter", "VIEW_PARAMETERS", "is_view", "names_other_resource"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +87,25 @@ def is_view(url: str) -> bool:
         if parameter is not None and parameter.makes_view(value):
             return True
     return False
+
+
+def _resource_actions(url: str) -> frozenset[tuple[str, str]]:
+    """The (name, value) pairs of ``url``'s query that name a resource of its own: a parameter of the table
+    with listed view values (``action``, ``do``) whose value is none of them and not empty."""
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        return frozenset()
+    pairs = set()
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        parameter = _BY_NAME.get(name.lower())
+        if parameter is not None and parameter.values is not None and value and not parameter.makes_view(value):
+            pairs.add((parameter.name, value.lower()))
+    return frozenset(pairs)
+
+
+def names_other_resource(url: str, other: str) -> bool:
+    """Whether ``url`` and ``other`` name different resources of a page by a parameter of the table whose
+    value is no view (``?title=X&action=edit`` and ``?title=X``, or ``?title=X&action=history``); False when
+    neither names one, or both the same (``action=edit`` of a page and of its section). Never raises."""
+    return _resource_actions(url) != _resource_actions(other)
