@@ -324,8 +324,10 @@ class App:
 
     def listing(self, view: str, body: str, title: bool = True) -> tuple[str, str]:
         """A resource the application names by no id: its view and what its content area shows (with the
-        page's title unless the view is the same whatever page it was opened from)."""
-        return view, f"{view}:{region_hash(body, self.region, title)}"
+        page's title unless the view is the same whatever page it was opened from). Two views that show the
+        same title and content area are one resource (Fossil's ``/dir`` is its ``/tree?type=flat``, its
+        ``/reportlist`` its ``/ticket``): the key does not hold the view's name."""
+        return view, f"listing:{region_hash(body, self.region, title)}"
 
 
 def _php_server(servers: Servers, docroot: str, port: int, env: dict, router: str | None = None,
