@@ -103,6 +103,8 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
     views: set[str] = set()  # views of content pages fetched (old revisions, diffs rendering the page)
     examples: dict[str, str] = {}
     for rec in records:
+        if rec["url"].startswith("data:"):  # the item keeper's release requests: no fetch
+            continue
         status = rec["status"]
         if 300 <= status < 400:
             redirects += 1

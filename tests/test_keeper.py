@@ -159,6 +159,7 @@ def test_bounds_are_checked():
     ("https://w.test/index.php?title=Harbor&action=render", True),
     ("https://w.test/index.php?title=Harbor&action=history", False),  # a page of its own
     ("https://w.test/index.php?title=Harbor&action=edit", False),
+    ("https://w.test/index.php?title=Harbor&action=edit&section=1", False),
     ("https://d.test/doku.php?id=start&rev=1690000000", True),
     ("https://d.test/doku.php?id=start&do=diff", True),
     ("https://d.test/doku.php?id=start&do=revisions", False),
@@ -214,7 +215,11 @@ def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_
     ("https://w.test/index.php?title=Harbor&action=history", "https://w.test/index.php?title=Harbor&action=edit",
      True),
     ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&action=edit",
-     False),  # one resource by the table (a section's source: the content engine decides)
+     True),  # a section's source
+    ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&section=2",
+     True),
+    ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&action=Edit"
+     "&section=2", False),
     ("https://w.test/index.php?title=Harbor&diff=2&oldid=1", "https://w.test/index.php?title=Harbor", False),  # a view
     ("https://w.test/index.php?title=Harbor&action=render", "https://w.test/index.php?title=Harbor", False),  # a view
     ("https://d.test/doku.php?id=start&do=edit", "https://d.test/doku.php?id=start", True),

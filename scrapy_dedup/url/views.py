@@ -65,6 +65,8 @@ VIEW_PARAMETERS: tuple[ViewParameter, ...] = (
     ViewParameter("replytocom", "WordPress", "a post with a comment's reply form open"),
     ViewParameter("print", "many CMSs", "the printable version"),
     ViewParameter("version", "Trac, many wikis", "an earlier version of the page"),
+    ViewParameter("section", "MediaWiki", "no view: one section of the page (its source, with action=edit)",
+                  _values()),
     ViewParameter("id", "cgit", "the file, tree or diff at the commit named by its full id", pattern=_COMMIT_ID),
     ViewParameter("hb", "gitweb", "the file at the commit named by its full id", pattern=_COMMIT_ID),
 )
