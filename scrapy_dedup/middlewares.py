@@ -173,6 +173,17 @@ class ContentFingerprintMiddleware:
         assert self.keeper is not None and self.decide is not None
         url = verdict.url
         refetch = verdict.kept_url == url
+        if refetch and not getattr(response.request, "dont_filter", True) and self.keeper.stored_here(cluster):
+            # the same URL fetched again by a request that asked for no refetch (a link back to a start URL:
+            # Scrapy's start requests skip the dupefilter, so the link passes it) after an item of its cluster
+            # was stored in this process: a duplicate, known to be one (judged as one another request fetched:
+            # DuplicateAction keeps a refetch because it cannot know; a dont_filter request keeps its item)
+            self.stats.inc_value("dedup/items/refetch_dropped")
+            try:
+                return self.decide.apply(item, replace(verdict, same_request=False))
+            except DuplicateItem as exc:
+                self._dropped(item, exc, response)
+                return None
         if refetch and self.keeper.has_item(cluster):
             # kept as before (DuplicateAction: whether the first fetch's items were stored is unknown), unless
             # this crawl knows the first fetch yielded none and another member's items passed instead

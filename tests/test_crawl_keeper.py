@@ -170,6 +170,39 @@ def test_held_items_over_the_bound_are_released_at_once():
     assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
 
 
+def home_and_page(host: str, path: str) -> Page | None:
+    """A start page and a page that links back to it."""
+    if path == "/":
+        return Page(template(product_text(1) + " <a href='/a'>a</a>", title="Home"))
+    if path == "/a":
+        return Page(template(product_text(2) + " <a href='/'>home</a>", title="A"))
+    return None
+
+
+class LinkSpider(scrapy.Spider):
+    """Scrapy's own start request (``dont_filter``: a link back to it is fetched again) and every link."""
+
+    name = "links"
+
+    def __init__(self, base: str, **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [base + "/"]
+
+    def parse(self, response):
+        yield {"url": response.url}
+        yield from response.follow_all(css="a")
+
+
+@inlineCallbacks
+def test_a_start_page_fetched_again_through_a_link_keeps_one_item():
+    with LocalSite(home_and_page) as site:
+        crawler = yield run_crawl(LinkSpider, ADDON, base=site.url("wiki.test", ""))
+    assert site.hits[("wiki.test", "/")] == 2  # the start request is not in the dupefilter: fetched again
+    assert urls_of(crawler, site) == ["/", "/a"]  # its item stored once: the link's fetch is a known duplicate
+    stats = crawler.stats.get_stats()
+    assert stats["dedup/items/refetch_dropped"] == 1 and "dedup/items/refetch_kept" not in stats
+
+
 SOURCE = "/index.php?title=Harbor&action=edit"
 
 

@@ -23,7 +23,8 @@ longest is released at once (:attr:`overflowed` counts them); such a released vi
 stays its cluster's item. Memory beyond what is held: one entry per cluster with a page
 whose items are in flight (gone once one is scraped), and one per cluster whose first page
 yielded no item (a crawl's link-only pages), with the URL of the member whose items passed
-instead once one has (:meth:`adopted_by`).
+instead once one has (:meth:`adopted_by`), and the id of each cluster an item of which went through
+every pipeline (:meth:`stored_here`: one per kept page, as the content index holds).
 
 Pure Python, no Scrapy: the Scrapy layer (``middlewares.py``) feeds it and carries out
 what it returns. Not thread-safe: Scrapy calls it from its one reactor thread.
@@ -114,6 +115,8 @@ class ItemKeeper:
         self.overflowed = 0
         #: the crawl is closing (:meth:`release_all` called with ``closing``): no view waits any more
         self.closing = False
+        #: clusters an item of which went through every pipeline in this process (:meth:`stored_here`)
+        self._stored_here: set[Hashable] = set()
 
     @property
     def held_items(self) -> int:
@@ -135,6 +138,12 @@ class ItemKeeper:
         """Whether an item of ``cluster`` passed on (in flight, or through every pipeline)."""
         state = self._clusters.get(cluster)
         return state is None or state.scraped or state.passed is not None
+
+    def stored_here(self, cluster: Hashable) -> bool:
+        """Whether an item of ``cluster`` went through every item pipeline in this process: a caller that keeps
+        the items of a page fetched again (whether its first fetch's were stored being unknown after a resume)
+        knows here that they were."""
+        return cluster in self._stored_here
 
     def adopted_by(self, cluster: Hashable) -> str | None:
         """The member whose items passed for ``cluster`` when its first page had yielded none (else None): a
@@ -207,6 +216,7 @@ class ItemKeeper:
             return Outcome()
         state.in_flight = max(0, state.in_flight - 1)
         state.scraped = True
+        self._stored_here.add(cluster)
         outcome = Outcome()
         if state.held is not None:
             held = state.held
