@@ -800,7 +800,7 @@ def _param_value(klass: tuple, query: str) -> str | None:
 #: the rule kinds of a query parameter
 _PARAM_KINDS = ("drop_param", "default_param")
 #: the rule kinds that drop a value (:func:`_dropped_value`), explored per value
-_VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment")
+_VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment", "drop_param_when")
 
 
 class _Budget:
@@ -827,7 +827,7 @@ def _value_class(value: str | None) -> str | None:
 def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
     """The value ``rule`` drops from this URL (a query or path parameter's, a path segment's), None for other
     kinds."""
-    if rule.kind == "drop_param":
+    if rule.kind in ("drop_param", "drop_param_when"):
         for part in query.split("&") if query else ():
             name, _, value = part.partition("=")
             if name == rule.param:

@@ -45,6 +45,8 @@ def _rule_of(cand: tuple) -> DustRule | None:
             rule = DustRule("drop_pathparam", param=cand[1], prefix="/")
         elif kind == "drop_segment":
             rule = DustRule("drop_segment", shape=cand[1], lead=cand[2], prefix="/")
+        elif kind == "context":
+            rule = DustRule("drop_param_when", param=cand[1], when=cand[2], prefix=cand[3])
         elif kind == "case_insensitive":
             rule = DustRule("case_insensitive")
         elif kind == "query_to_path":
@@ -115,6 +117,11 @@ def _param_candidates(path: str, q1: str, q2: str, out: set[tuple]) -> None:
             only_one_side = (name in names_a) != (name in names_b)
             if only_one_side:
                 out.add(("param", name, value, prefix))
+        # the parameter may matter only outside a context: another parameter both URLs carry with one value
+        # (``doku.php?id=X&do=recent`` ~ ``doku.php?id=Y&do=recent``: under ``do=recent``, ``id`` is irrelevant)
+        for other, other_value in sa & sb:
+            if other != name:
+                out.add(("context", name, f"{other}={other_value}", "/"))
 
 
 def _segment_candidates(p1: str, p2: str, out: set[tuple]) -> None:

@@ -95,6 +95,7 @@ class HostReport:
     redirects_explained: int = 0  # a kept rule already maps the URL to its redirect target
     aliases: int = 0
     content_aliases: int = 0  # of the aliases: a page the rules leave under two keys
+    unstable_redirects: int = 0  # redirects that stand for nothing (another target each time, or seen once)
 
     def lines(self) -> list[str]:
         head = (f"{self.host}: {self.urls} URL(s), {self.pages_with_aliases} page(s) reached by two URLs or more, "
@@ -102,6 +103,9 @@ class HostReport:
         if self.redirects:
             head += (f"; {self.redirects} redirect(s): {self.redirects_explained} explained by a rule, "
                      f"{self.aliases} alias(es) (new keys, or a fetchable URL for a key)")
+        if self.unstable_redirects:
+            head += (f"; {self.unstable_redirects} redirect(s) not aliased: not stable (another target each "
+                     "time, or seen once from a URL that names nothing)")
         if self.content_aliases:
             head += f"; {self.content_aliases} alias(es) of pages the rules leave under two keys"
         out = [head]

@@ -79,10 +79,10 @@ class _HostMiner:
         self.boilerplate = {c for c, n in sizes.items() if n > cfg.max_cluster_urls}
         members: dict[int, list[str]] = {}
         for key, cid in self.urls.items():
-            if sizes[cid] > 1 and cid not in self.boilerplate:
+            if sizes[cid] > 1:  # a page behind very many URLs gives context candidates only (below)
                 members.setdefault(cid, []).append(key)
         counts: Counter[tuple] = Counter()
-        for keys in members.values():
+        for cid, keys in members.items():
             # every pair of the first (shortest) URLs of the page, and the shortest with each of the others:
             # a form only the page's later URLs carry is still seen (pairs grow linearly past the first ones)
             found: set[tuple] = set()
@@ -92,7 +92,14 @@ class _HostMiner:
                     _candidates(keys[i], keys[j], found)
             for j in range(head, len(keys)):
                 _candidates(keys[0], keys[j], found)
+            if cid in self.boilerplate:
+                found = {cand for cand in found if cand[0] == "context"}
             counts.update(found)
+            # a context rule folds the many URLs of one view (recent changes, a login form, linked with every
+            # page's id): its evidence is the URLs of that view, not distinct pages
+            for cand in found:
+                if cand[0] == "context":
+                    counts[cand] += len(keys) - 2
         counts = _widen_values(counts)
         report = self.report
         report.pages_with_aliases = max(report.pages_with_aliases, len(members))
@@ -107,7 +114,8 @@ class _HostMiner:
             by_kind.setdefault(cand[0], []).append(cand)
         kept: list[DustRule] = []
         self._index()
-        for kind in ("drop_pathparam", "drop_segment", "case_insensitive", "param", "query_to_path", "substitute"):
+        for kind in ("drop_pathparam", "drop_segment", "case_insensitive", "param", "context", "query_to_path",
+                     "substitute"):
             cands = by_kind.get(kind, [])[: cfg.max_candidates]
             if kind == "drop_segment":  # a token with its literal segment first: dropped alone, '/s/' would stay
                 cands.sort(key=lambda cand: not cand[2])
@@ -288,7 +296,7 @@ class _HostMiner:
         return kept
 
     def _affected(self, rule: DustRule) -> Iterable[str]:
-        if rule.kind in ("drop_param", "default_param"):
+        if rule.kind in ("drop_param", "default_param", "drop_param_when"):
             return self.by_param.get(rule.param, ())
         if rule.kind == "query_to_path":
             return self.by_path.get(rule.path, ())
@@ -307,7 +315,7 @@ class _HostMiner:
         urls = self.urls
         groups: dict[str, list[int]] = {}
         examples: list[tuple[str, str]] = []
-        named: list[tuple[str, str]] | None = [] if rule.kind == "drop_param" else None
+        named: list[tuple[str, str]] | None = [] if rule.kind in ("drop_param", "drop_param_when") else None
         for key in self._affected(rule):
             path, query = split_key(key)
             new_path, new_query = compiled.apply(path, query)
@@ -343,13 +351,19 @@ class _HostMiner:
         # return (a soft 404, an error or login page): it says nothing about the rule.
         # (Three or more: one page may still stand for two URLs when another, not yet mined, DUST
         # dimension separates them.)
-        repeated = {c for c, n in targets_of.items() if n > 2} | (set(agreeing) & boilerplate)
+        # A context rule is narrow by construction: the one view it folds stands behind many URLs by nature,
+        # so its evidence is the URLs that agree (at least ``min_support`` of them), not distinct pages.
+        context = rule.kind == "drop_param_when"
+        repeated = set() if context else {c for c, n in targets_of.items() if n > 2} | (set(agreeing) & boilerplate)
         pages = set(agreeing) - repeated
         support = sum(agreeing[c] for c in pages)
         if named:
             violations += self._pages_named_by(rule.param, named)
         rate = violations / (support + violations) if support + violations else 0.0
-        if len(pages) < cfg.min_support:
+        if context and support < cfg.min_support:
+            reason = f"support from {support} URL(s) < {cfg.min_support}"
+            kept = False
+        elif not context and len(pages) < cfg.min_support:
             reason = f"support from {len(pages)} distinct page(s) < {cfg.min_support}"
             if repeated:
                 reason += (f" ({len(repeated)} page(s) returned for many different URLs ignored: "

@@ -2,6 +2,7 @@
 contents, mines every host and builds the alias table. This module imports nothing from Scrapy."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -19,6 +20,7 @@ from scrapy_dedup.url.dust import (
     HostRules,
     RuleSet,
     join_key,
+    shape_of_segment,
     split_key,
 )
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
@@ -43,6 +45,9 @@ class DustMiner:
         self.config = config or MiningConfig()
         self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
         self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
+        self._redirect_seen: Counter[tuple[str, str]] = Counter()  # (host, source) -> times seen to its target
+        #: host -> redirecting URLs seen going to two different targets (``Special:Random``): never an alias
+        self.unstable: dict[str, set[str]] = {}
         self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
         self._simhashes: SimhashIndex | None = None
         self._judge: PageJudge | None = None  # for records with text or html and no verdict
@@ -219,11 +224,29 @@ class DustMiner:
         if a is None or b is None or a[0] != b[0]:
             self.stats["redirects_across_hosts"] += 1
             return False
-        key = join_key(a[1], a[2])
-        if key not in self.redirects.setdefault(a[0], {}):
-            self.redirects[a[0]][key] = join_key(b[1], b[2])
+        key, to = join_key(a[1], a[2]), join_key(b[1], b[2])
+        known = self.redirects.setdefault(a[0], {}).get(key)
+        if known is None:
+            self.redirects[a[0]][key] = to
             self.stats["redirects"] += 1
+        elif known != to and key not in self.unstable.get(a[0], ()):
+            self.unstable.setdefault(a[0], set()).add(key)  # another target each time: no mapping at all
+            self.stats["unstable_redirects"] += 1
+        self._redirect_seen[a[0], key] += known is None or known == to
         return True
+
+    def _stable(self, host: str, source: str, end: str, explained: bool, forms: Counter[str]) -> bool:
+        """May the redirect ``source`` -> ``end`` stand for ``source`` (an alias, or evidence of its page)?
+
+        Never when ``source`` was seen going elsewhere too. Otherwise when the evidence repeats: the redirect
+        seen twice to one target, or a kept rule explains it, or the target carries a name of the source
+        (``?title=Foo`` -> ``/wiki/Foo``: the server maps names), or ``min_support`` redirects of the same
+        URL form (``/item.php?id=<n>`` -> each its own page: a scheme). One redirect seen once from a URL
+        that names nothing (``Special:Random``, which answers another page each time) stands for nothing."""
+        if source in self.unstable.get(host, ()):
+            return False
+        return (self._redirect_seen[host, source] >= 2 or explained or _names_target(source, end)
+                or forms[_url_form(source)] >= self.config.min_support)
 
     def _final(self, host: str, key: str) -> str | None:
         """Where the redirects from ``key`` end (``key`` itself when it does not redirect); None for a loop."""
@@ -245,7 +268,10 @@ class DustMiner:
             urls = self.hosts.get(host)
             if urls is None:
                 continue
+            unstable = self.unstable.get(host, set())
             for source in redirects:
+                if source in unstable:
+                    continue  # no page of its own: it answered several
                 end = self._final(host, source)
                 if end is not None and end in urls and source not in urls:
                     urls[source] = urls[end]
@@ -329,6 +355,7 @@ class DustMiner:
             return join_key(path, query)
 
         aliases: dict[str, str] = {}
+        forms = Counter(_url_form(source) for source in redirects if source not in self.unstable.get(host, ()))
         for source in sorted(redirects):
             end = self._final(host, source)
             if end is None or end == source or end not in urls:  # a loop, or no page known at its end
@@ -336,6 +363,9 @@ class DustMiner:
             key, target = rewritten(source), rewritten(end)
             if key == target:
                 report.redirects_explained += 1
+            if not self._stable(host, source, end, key == target, forms):
+                report.unstable_redirects += 1
+                continue
             if len(aliases) < self.config.max_aliases:
                 aliases.setdefault(key, end)
             else:
@@ -347,3 +377,25 @@ class DustMiner:
                    if (rt := rewritten(t)) == k or rt not in aliases or rewritten(aliases[rt]) == rt}
         report.aliases = len(aliases)
         return aliases
+
+
+def _url_form(key: str) -> str:
+    """A URL's form: its path with token segments as their shapes, its parameter names (``/node/17`` ->
+    ``/node/<digits:2>``, ``/item.php?id=4711`` -> ``/item.php?id``)."""
+    path, query = split_key(key)
+    segments = [shape_of_segment(segment) or segment for segment in path.split("/")]
+    names = sorted({part.partition("=")[0] for part in query.split("&")}) if query else []
+    return join_key("/".join(segments), "&".join(names))
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:~\-]*")
+
+
+def _names_target(source: str, end: str) -> bool:
+    """Does the redirect's target carry a name the source gives (a query value or its last path segment, two
+    characters or more)? ``/w/index.php?title=Foo`` -> ``/wiki/Foo``, ``/old/a.html`` -> ``/a.html``."""
+    path, query = split_key(source)
+    names = [segment for segment in path.split("/")[-1:] if segment]
+    names += [part.partition("=")[2] for part in query.split("&")] if query else []
+    words = {word for name in names for word in _NAME.findall(name) if len(word) >= 2}
+    return any(word in end for word in words)
