@@ -488,6 +488,10 @@ class OnlineDustLearner:
         together = HostRules(host, [single.rules[0] for _, single in learned])
         return [ident for ident, _ in learned] if together.fired(path, query) else []
 
+    def held_count(self) -> int:
+        """Requests the learned rules made the crawl drop, kept to send again should a rule be withdrawn."""
+        return sum(map(len, self._held.values()))
+
     def explore_held(self) -> list[Any]:
         """Held requests (:meth:`hold`) no exploration decision was taken for, judged now: a request dropped while
         its key's page was only being fetched (in flight, or queued under another URL) met no fetched key

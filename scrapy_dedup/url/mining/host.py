@@ -23,8 +23,13 @@ class _HostMiner:
     """Mining of one host's URL set."""
 
     def __init__(self, host: str, urls: dict[str, int], contents: Clusters[int], config: MiningConfig,
-                 result: MiningResult, base_rules: list[DustRule], report: HostReport | None = None):
+                 result: MiningResult, base_rules: list[DustRule], report: HostReport | None = None,
+                 item_of: dict[int, int] | None = None, noise: tuple[int, int] = (0, 0)):
         self.host = host
+        #: content id -> its page at the judge's item-level strictness (the log's ``cluster``), when logged
+        self.item_of = item_of or {}
+        #: the site's noise: (URLs recorded again judged another page, URLs recorded again)
+        self.noise = noise
         self.report = report or HostReport(host)
         self.config = config
         self.result = result
@@ -139,6 +144,14 @@ class _HostMiner:
                 kept.extend(new)
                 self._keep([r for r in new if r.key not in self.known])
         return kept
+
+    def _noise_allowance(self, pairs: int) -> float:
+        """Violations proven distinct a rule judged on ``pairs`` URL pairs may have: as many as the site's own
+        noise would give (the share of URLs fetched again that the judge called another page), none where
+        the crawl measured no noise: a judge that tells two pages apart is believed unless the site shows
+        it calls one page two."""
+        changed, again = self.noise
+        return pairs * changed / again if again else 0.0
 
     def _keep(self, rules: list[DustRule]) -> None:
         """Put ``rules`` in force: the URL set is rewritten by every rule kept so far."""
@@ -329,7 +342,8 @@ class _HostMiner:
                 examples.append((key, target))
             if named is not None:
                 named.append((path, query))
-        support = violations = 0
+        support = violations = distinct = 0
+        item_of = self.item_of
         agreeing: dict[int, int] = {}  # reference page -> agreeing URLs
         targets_of: Counter[int] = Counter()  # reference page -> distinct rewritten URLs it stands for
         boilerplate = self.boilerplate
@@ -344,6 +358,9 @@ class _HostMiner:
                 agree = sum(1 for c in cids if c == ref)
                 disagree = len(cids) - agree
             violations += disagree
+            if disagree and item_of and ref in item_of:
+                # pages of two clusters: distinct even by the judge's lenient (item-level) strictness
+                distinct += sum(1 for c in cids if c != ref and c in item_of and item_of[c] != item_of[ref])
             if agree:
                 agreeing[ref] = agreeing.get(ref, 0) + agree
                 targets_of[ref] += 1
@@ -368,6 +385,11 @@ class _HostMiner:
             if repeated:
                 reason += (f" ({len(repeated)} page(s) returned for many different URLs ignored: "
                            "a soft 404 or error page)")
+            kept = False
+        elif distinct > self._noise_allowance(support + violations):
+            changed, again = self.noise
+            reason = (f"merges {distinct} page(s) the judge proves distinct (other clusters), more than the site's "
+                      f"own noise allows ({changed} of {again} URL(s) fetched again judged another page)")
             kept = False
         elif rate > cfg.max_violation_rate:
             reason = f"violation rate {rate:.1%} > {cfg.max_violation_rate:.1%}: the rewrite merges different pages"

@@ -45,6 +45,8 @@ class DustMiner:
         self.config = config or MiningConfig()
         self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
         self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
+        self._item_of: dict[int, int] = {}  # content id -> its page at the item-level strictness, when logged
+        self._refetched: Counter[tuple[str, bool]] = Counter()  # (host, False): URLs recorded again; True: changed
         self._redirect_seen: Counter[tuple[str, str]] = Counter()  # (host, source) -> times seen to its target
         #: host -> redirecting URLs seen going to two different targets (``Special:Random``): never an alias
         self.unstable: dict[str, set[str]] = {}
@@ -65,8 +67,12 @@ class DustMiner:
         """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
         return safe_parts(self._canonicalizer, url)
 
-    def add_page(self, url: str, exact_key: Any, simhash: int | None = None) -> bool:
-        """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches)."""
+    def add_page(self, url: str, exact_key: Any, simhash: int | None = None, item: Any = None) -> bool:
+        """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches).
+
+        ``item``: the page at the judge's item-level strictness (the crawl log's ``cluster``), when known:
+        two pages of different clusters are distinct even by the lenient judge (a violation that proves a rule
+        merges distinct pages). A URL recorded twice measures the site's own noise (``noise(host)``)."""
         parts = self.split_url(url)
         if parts is None:
             self.stats["unparsable_urls"] += 1
@@ -77,12 +83,22 @@ class DustMiner:
         if urls is None:
             urls = self.hosts[host] = {}
         key = join_key(path, query)
-        if key in urls and self._contents.representative(urls[key]) != self._contents.representative(cid):
-            self.stats["changed_content"] += 1  # fetched twice with different content: keep the first
-            return True
+        if item is not None:
+            self._item_of.setdefault(cid, hash(("item", item)))
+        if key in urls:
+            self._refetched[host, False] += 1
+            if self._contents.representative(urls[key]) != self._contents.representative(cid):
+                self._refetched[host, True] += 1
+                self.stats["changed_content"] += 1  # fetched twice with different content: keep the first
+                return True
         urls[key] = cid
         self.stats["urls"] += 1
         return True
+
+    def noise(self, host: str) -> tuple[int, int]:
+        """The site's own noise as the crawl measured it: (URLs recorded again judged another page, URLs
+        recorded again)."""
+        return self._refetched[host, True], self._refetched[host, False]
 
     def _content_id(self, exact_key: Any, simhash: int | None) -> int:
         cid = hash(exact_key)
@@ -191,10 +207,11 @@ class DustMiner:
             if not page.url_same:
                 self.stats["reduced_verdicts"] += 1
             exact, words = ("cluster", page.page("url")), None
+            cluster = page.verdict.cluster
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
             return False
-        ok = self.add_page(url, exact, simhash)
+        ok = self.add_page(url, exact, simhash, cluster if isinstance(cluster, str) and cluster else None)
         if not ok:
             return False
         sources = record.get("redirect_urls")
@@ -292,7 +309,8 @@ class DustMiner:
         for host in sorted(self.hosts):
             base = list(existing.hosts.get(host, [])) if existing is not None else []
             report = result.hosts[host] = HostReport(host, urls=len(self.hosts[host]))
-            miner = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report)
+            miner = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report,
+                               self._item_of, self.noise(host))
             miner.known |= excluded.get(host, set())
             kept = miner.run()
             kept = _loadable(host, base, kept, result)
