@@ -47,7 +47,9 @@ class DustMiner:
         self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
         self._item_of: dict[int, int] = {}  # content id -> its page at the item-level strictness, when logged
         self._refetched: Counter[tuple[str, bool]] = Counter()  # (host, False): URLs recorded again; True: changed
-        self._redirect_seen: Counter[tuple[str, str]] = Counter()  # (host, source) -> times seen to its target
+        #: (host, source, from a redirect record) -> times seen to its target; a crawl log writes one redirect twice
+        #: (its record and the ``redirect_urls`` of the page it led to): the two ways are counted apart
+        self._redirect_seen: Counter[tuple[str, str, bool]] = Counter()
         #: host -> redirecting URLs seen going to two different targets (``Special:Random``): never an alias
         self.unstable: dict[str, set[str]] = {}
         self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
@@ -146,7 +148,7 @@ class DustMiner:
             if not (isinstance(source, str) and isinstance(target, str) and source and target):
                 self.stats["lines_without_url"] += 1
                 return False
-            return self._add_redirect(source, target)
+            return self._add_redirect(source, target, True)
         if record.get("kind") == "degenerate":
             self.stats["degenerate_pages"] += 1
             return False
@@ -221,7 +223,7 @@ class DustMiner:
             sources.append(request_url)
         for source in sources:
             if source != url:
-                self._add_redirect(source, url)
+                self._add_redirect(source, url, False)
         return ok
 
     def _evidence(self, url: str, cluster: str, kind: Any, basis: Any, normal_hash: Any) -> str:
@@ -234,7 +236,7 @@ class DustMiner:
         self.stats["reduced_verdicts"] += 1
         return url
 
-    def _add_redirect(self, source: str, target: str) -> bool:
+    def _add_redirect(self, source: str, target: str, record: bool) -> bool:
         """Evidence that ``source`` redirects to ``target`` (same host only: aliases are per host). At mining,
         a redirecting URL served the page its chain of redirects ends at."""
         a, b = self.split_url(source), self.split_url(target)
@@ -249,7 +251,7 @@ class DustMiner:
         elif known != to and key not in self.unstable.get(a[0], ()):
             self.unstable.setdefault(a[0], set()).add(key)  # another target each time: no mapping at all
             self.stats["unstable_redirects"] += 1
-        self._redirect_seen[a[0], key] += known is None or known == to
+        self._redirect_seen[a[0], key, record] += known is None or known == to
         return True
 
     def _stable(self, host: str, source: str, end: str, explained: bool, forms: Counter[str]) -> bool:
@@ -262,7 +264,8 @@ class DustMiner:
         that names nothing (``Special:Random``, which answers another page each time) stands for nothing."""
         if source in self.unstable.get(host, ()):
             return False
-        return (self._redirect_seen[host, source] >= 2 or explained or _names_target(source, end)
+        seen = max(self._redirect_seen[host, source, True], self._redirect_seen[host, source, False])
+        return (seen >= 2 or explained or _names_target(source, end)
                 or forms[_url_form(source)] >= self.config.min_support)
 
     def _final(self, host: str, key: str) -> str | None:
