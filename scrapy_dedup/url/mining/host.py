@@ -24,12 +24,17 @@ class _HostMiner:
 
     def __init__(self, host: str, urls: dict[str, int], contents: Clusters[int], config: MiningConfig,
                  result: MiningResult, base_rules: list[DustRule], report: HostReport | None = None,
-                 item_of: dict[int, int] | None = None, noise: tuple[int, int] = (0, 0)):
+                 item_of: dict[int, int] | None = None, noise: tuple[int, int] = (0, 0),
+                 simhash_of: dict[int, int] | None = None, noise_bits: int = 0):
         self.host = host
         #: content id -> its page at the judge's item-level strictness (the log's ``cluster``), when logged
         self.item_of = item_of or {}
         #: the site's noise: (URLs recorded again judged another page, URLs recorded again)
         self.noise = noise
+        #: content id -> simhash; two pages of other clusters are proven distinct only when further apart than
+        #: ``noise_bits``, the most two pages of one cluster were apart on this host
+        self.simhash_of = simhash_of or {}
+        self.noise_bits = noise_bits
         self.report = report or HostReport(host)
         self.config = config
         self.result = result
@@ -144,6 +149,14 @@ class _HostMiner:
                 kept.extend(new)
                 self._keep([r for r in new if r.key not in self.known])
         return kept
+
+    def _proven_distinct(self, a: int, b: int) -> bool:
+        item_of, simhash_of = self.item_of, self.simhash_of
+        if a not in item_of or b not in item_of or item_of[a] == item_of[b]:
+            return False
+        if a not in simhash_of or b not in simhash_of:
+            return False
+        return bin(simhash_of[a] ^ simhash_of[b]).count("1") > self.noise_bits
 
     def _noise_allowance(self, pairs: int) -> float:
         """Violations proven distinct a rule judged on ``pairs`` URL pairs may have: as many as the site's own
@@ -359,8 +372,9 @@ class _HostMiner:
                 disagree = len(cids) - agree
             violations += disagree
             if disagree and item_of and ref in item_of:
-                # pages of two clusters: distinct even by the judge's lenient (item-level) strictness
-                distinct += sum(1 for c in cids if c != ref and c in item_of and item_of[c] != item_of[ref])
+                # pages of two clusters (distinct even by the judge's lenient, item-level strictness) further apart
+                # than any two pages of one cluster on this site
+                distinct += sum(1 for c in cids if c != ref and self._proven_distinct(c, ref))
             if agree:
                 agreeing[ref] = agreeing.get(ref, 0) + agree
                 targets_of[ref] += 1
@@ -377,8 +391,10 @@ class _HostMiner:
         if named:
             violations += self._pages_named_by(rule.param, named)
         rate = violations / (support + violations) if support + violations else 0.0
-        if context and support < cfg.min_support:
-            reason = f"support from {support} URL(s) < {cfg.min_support}"
+        if context and support < 2 * cfg.min_support:
+            # one view linked with every page's id folds dozens of URLs; a page's own few views (an old
+            # revision and its diffs under ``title=X``) are no context, and the judge's leniency there is no rule
+            reason = f"support from {support} URL(s) < {2 * cfg.min_support} (twice min_support, a context rule)"
             kept = False
         elif not context and len(pages) < cfg.min_support:
             reason = f"support from {len(pages)} distinct page(s) < {cfg.min_support}"

@@ -46,6 +46,10 @@ class DustMiner:
         self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
         self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
         self._item_of: dict[int, int] = {}  # content id -> its page at the item-level strictness, when logged
+        self._simhash_of: dict[int, int] = {}  # content id -> the simhash of its first page, when logged
+        self._cluster_simhash: dict[int, int] = {}  # item-level page -> the simhash of its first page
+        #: host -> the most bits two pages of one cluster were apart: how far the judge's same pages vary there
+        self._noise_bits: dict[str, int] = {}
         self._refetched: Counter[tuple[str, bool]] = Counter()  # (host, False): URLs recorded again; True: changed
         #: (host, source, from a redirect record) -> times seen to its target; a crawl log writes one redirect twice
         #: (its record and the ``redirect_urls`` of the page it led to): the two ways are counted apart
@@ -69,12 +73,15 @@ class DustMiner:
         """(host, path, query) of ``url`` after the canonicalizer's safe steps only (no switch)."""
         return safe_parts(self._canonicalizer, url)
 
-    def add_page(self, url: str, exact_key: Any, simhash: int | None = None, item: Any = None) -> bool:
+    def add_page(self, url: str, exact_key: Any, simhash: int | None = None, item: Any = None,
+                 item_simhash: int | None = None) -> bool:
         """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches).
 
         ``item``: the page at the judge's item-level strictness (the crawl log's ``cluster``), when known:
         two pages of different clusters are distinct even by the lenient judge (a violation that proves a rule
-        merges distinct pages). A URL recorded twice measures the site's own noise (``noise(host)``)."""
+        merges distinct pages, when they are also further apart than the site's same pages ever are: the
+        simhashes, ``item_simhash``, of one cluster's pages measure how far apart the judge's same pages are on
+        this site). A URL recorded twice measures the site's own noise (``noise(host)``)."""
         parts = self.split_url(url)
         if parts is None:
             self.stats["unparsable_urls"] += 1
@@ -86,7 +93,13 @@ class DustMiner:
             urls = self.hosts[host] = {}
         key = join_key(path, query)
         if item is not None:
-            self._item_of.setdefault(cid, hash(("item", item)))
+            item_id = self._item_of.setdefault(cid, hash(("item", item)))
+            if item_simhash is not None:
+                self._simhash_of.setdefault(cid, item_simhash)
+                first = self._cluster_simhash.setdefault(item_id, item_simhash)
+                apart = bin(first ^ item_simhash).count("1")
+                if apart > self._noise_bits.get(host, 0):
+                    self._noise_bits[host] = apart
         if key in urls:
             self._refetched[host, False] += 1
             if self._contents.representative(urls[key]) != self._contents.representative(cid):
@@ -180,6 +193,7 @@ class DustMiner:
                 simhash = None
         elif isinstance(raw_simhash, int) and not isinstance(raw_simhash, bool):
             simhash = raw_simhash
+        item_simhash = simhash
         if exact is not None and exact[0] == "cluster":
             simhash = None  # the engine already decided which pages are one
         if exact is None:
@@ -213,7 +227,8 @@ class DustMiner:
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
             return False
-        ok = self.add_page(url, exact, simhash, cluster if isinstance(cluster, str) and cluster else None)
+        ok = self.add_page(url, exact, simhash, cluster if isinstance(cluster, str) and cluster else None,
+                           item_simhash)
         if not ok:
             return False
         sources = record.get("redirect_urls")
@@ -313,7 +328,8 @@ class DustMiner:
             base = list(existing.hosts.get(host, [])) if existing is not None else []
             report = result.hosts[host] = HostReport(host, urls=len(self.hosts[host]))
             miner = _HostMiner(host, self.hosts[host], self._contents, self.config, result, base, report,
-                               self._item_of, self.noise(host))
+                               self._item_of, self.noise(host), self._simhash_of,
+                               max(self._noise_bits.get(host, 0), self.config.hamming))
             miner.known |= excluded.get(host, set())
             kept = miner.run()
             kept = _loadable(host, base, kept, result)
