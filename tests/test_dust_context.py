@@ -93,3 +93,19 @@ def test_the_sites_measured_noise_allows_as_many_distinct_violations():
     assert miner.noise(H) == (2, 4)
     verdict = next(v for v in miner.mine().validations if v.rule.kind == "drop_param" and v.rule.param == "image")
     assert verdict.kept, verdict.reason
+
+
+def test_a_page_under_two_keys_gets_a_content_alias_only_when_its_texts_are_exact_copies():
+    """On a host that serves its pages' texts exactly (three pages fetched under two URLs, the same text each
+    time), two revisions of a wiki page the judge joins as near duplicates are one page for items, not a proof
+    that one URL stands for the other: no alias. The same text under an opaque id and a slug: an alias."""
+    for texts, aliased in ((("a1", "a1"), True), (("a1", "a2"), False)):
+        miner = DustMiner()
+        for i in range(3):
+            for url in (f"http://{H}/p{i}", f"http://{H}/p{i}?ref=x"):
+                miner.add_record({"url": url, "cluster": f"p{i}", "exact_hash": f"t{i}"})
+        miner.add_record({"url": f"http://{H}/shoes/blue-runner", "cluster": "c", "exact_hash": texts[0]})
+        miner.add_record({"url": f"http://{H}/item.php?id=4711", "cluster": "c", "exact_hash": texts[1]})
+        result = miner.mine()
+        assert (result.rules.aliases.get(H) == {"/item.php?id=4711": "/shoes/blue-runner"}) is aliased
+        assert miner.stats["content_aliases_inexact"] == (not aliased)

@@ -46,6 +46,10 @@ class DustMiner:
         self.hosts: dict[str, dict[str, int]] = {}  # host -> {"path?query": content id}
         self.redirects: dict[str, dict[str, str]] = {}  # host -> {redirecting "path?query": its target's}
         self._item_of: dict[int, int] = {}  # content id -> its page at the item-level strictness, when logged
+        self._text_of: dict[int, int] = {}  # content id -> the exact hash of its first URL's text, when logged
+        self._inexact: set[int] = set()  # content ids whose URLs served other texts (near duplicates joined)
+        #: host -> URLs that served the very text of an earlier URL of their page: a host without per-fetch noise
+        self._exact_joins: Counter[str] = Counter()
         self._simhash_of: dict[int, int] = {}  # content id -> the simhash of its first page, when logged
         self._cluster_simhash: dict[int, int] = {}  # item-level page -> the simhash of its first page
         #: host -> the most bits two pages of one cluster were apart: how far the judge's same pages vary there
@@ -74,14 +78,17 @@ class DustMiner:
         return safe_parts(self._canonicalizer, url)
 
     def add_page(self, url: str, exact_key: Any, simhash: int | None = None, item: Any = None,
-                 item_simhash: int | None = None) -> bool:
+                 item_simhash: int | None = None, text_hash: Any = None) -> bool:
         """Record that ``url`` served the content ``exact_key`` (any hashable; ``simhash`` for near matches).
 
         ``item``: the page at the judge's item-level strictness (the crawl log's ``cluster``), when known:
         two pages of different clusters are distinct even by the lenient judge (a violation that proves a rule
         merges distinct pages, when they are also further apart than the site's same pages ever are: the
         simhashes, ``item_simhash``, of one cluster's pages measure how far apart the judge's same pages are on
-        this site). A URL recorded twice measures the site's own noise (``noise(host)``)."""
+        this site). A URL recorded twice measures the site's own noise (``noise(host)``). ``text_hash``: the
+        exact hash of the URL's text, when logged: a page whose URLs served other texts (near duplicates the
+        judge joined: two revisions of a wiki page) gets no content alias on a host that serves its pages'
+        texts exactly (``min_support`` URLs or more served the very text of their page's first URL)."""
         parts = self.split_url(url)
         if parts is None:
             self.stats["unparsable_urls"] += 1
@@ -92,6 +99,13 @@ class DustMiner:
         if urls is None:
             urls = self.hosts[host] = {}
         key = join_key(path, query)
+        if text_hash is not None:
+            if cid not in self._text_of:
+                self._text_of[cid] = hash(text_hash)
+            elif self._text_of[cid] != hash(text_hash):
+                self._inexact.add(cid)
+            else:
+                self._exact_joins[host] += 1
         if item is not None:
             item_id = self._item_of.setdefault(cid, hash(("item", item)))
             if item_simhash is not None:
@@ -227,8 +241,9 @@ class DustMiner:
         if isinstance(words, int) and not isinstance(words, bool) and words < self.config.min_words:
             self.stats["degenerate_pages"] += 1
             return False
+        text_hash = record.get("exact_hash")
         ok = self.add_page(url, exact, simhash, cluster if isinstance(cluster, str) and cluster else None,
-                           item_simhash)
+                           item_simhash, text_hash if isinstance(text_hash, str) and text_hash else None)
         if not ok:
             return False
         sources = record.get("redirect_urls")
@@ -343,7 +358,7 @@ class DustMiner:
         result.stats["aliases"] = result.rules.alias_count()
         return result
 
-    def _content_aliases(self, urls: dict[str, int], redirects: dict[str, str], rewritten: Any,
+    def _content_aliases(self, host: str, urls: dict[str, int], redirects: dict[str, str], rewritten: Any,
                          aliases: dict[str, str], report: HostReport) -> None:
         """A page the rules leave under exactly two keys (an opaque id served as a page, ``/item.php?id=4711``
         beside ``/shoes/blue-runner``): the key fewer URLs reached becomes an alias of the other.
@@ -353,8 +368,12 @@ class DustMiner:
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
         redirecting = []
+        inexact: set[int] = set()  # pages some URL of which served another text, on a host without per-fetch noise
+        exact_host = self._exact_joins[host] >= self.config.min_support
         for raw in sorted(urls, key=_url_order):  # the URL to request: the shortest, whatever the log's order
             cid = urls[raw]
+            if exact_host and cid in self._inexact:
+                inexact.add(representative(cid))
             if raw in redirects:
                 redirecting.append((raw, cid))  # never the URL to request (the redirect evidence above)
                 continue
@@ -366,8 +385,13 @@ class DustMiner:
             into = pages.get(representative(cid), {}).get(rewritten(raw))
             if into is not None:
                 into[0] += 1
-        for keys in pages.values():
+        for page, keys in pages.items():
             if len(keys) != 2:
+                continue
+            if page in inexact:
+                # two texts the judge joined as near duplicates (a wiki page's two revisions): same enough for
+                # one item, not the proof one key stands for the other; only exact copies get an alias
+                self.stats["content_aliases_inexact"] += 1
                 continue
             # the main key: reached by more URLs, then one without a query, then the shorter
             (_main, (_, target)), (other, _) = sorted(
@@ -408,7 +432,7 @@ class DustMiner:
             else:
                 self.stats["aliases_over_limit"] += 1
         if self.config.content_aliases:
-            self._content_aliases(urls, redirects, rewritten, aliases, report)
+            self._content_aliases(host, urls, redirects, rewritten, aliases, report)
         # a target whose key is another alias (two redirects rewritten onto each other): not final, left out
         aliases = {k: t for k, t in aliases.items()
                    if (rt := rewritten(t)) == k or rt not in aliases or rewritten(aliases[rt]) == rt}
