@@ -331,11 +331,13 @@ class DustLearningMiddleware:
         content, sim = self._content_of(response)
         if content is None:  # not a page, unreadable, too short, or the content index away
             return self._unread(request, response)
-        deactivated = self._judge_exploration(request.url, content, sim)
+        verdict = self.content.verdict_for_response(response) if self.judge_responses else None
+        item = verdict.cluster if verdict is not None else None  # the page at the lenient strictness
+        deactivated = self._judge_exploration(request.url, content, sim, item)
         before = self.learner.pages
         redirects = request.meta.get("redirect_urls") or ()
         activated = self.learner.record(response.url, content, sim, request_url=request.url,
-                                        redirect_urls=[u for u in redirects if isinstance(u, str)])
+                                        redirect_urls=[u for u in redirects if isinstance(u, str)], item=item)
         if deactivated:
             # mined again at once, the violating page included, so that what the wrong rule got right (a
             # narrower rule) is in force before the requests it dropped are checked again
@@ -380,7 +382,8 @@ class DustLearningMiddleware:
 
     def _sync_stats(self) -> None:
         events = self.learner.events
-        for name in ("explored", "explore_agreed", "explore_violations", "explore_abandoned", "mining_runs",
+        for name in ("explored", "explore_agreed", "explore_violations", "explore_undecided", "explore_abandoned",
+                     "mining_runs",
                      "aliases"):
             if events[name]:
                 self.stats.set_value(f"dedup/dust/{name}", events[name])
@@ -388,14 +391,14 @@ class DustLearningMiddleware:
             if events[f"canonical_{name}"]:
                 self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
 
-    def _judge_exploration(self, url: str, content: Any, sim: int | None) -> bool:
+    def _judge_exploration(self, url: str, content: Any, sim: int | None, item: Any = None) -> bool:
         """``url``'s page, when it is an exploration, judged against its key's page; True when rules were
         deactivated (the caller mines again and sends back what they dropped)."""
         if url not in self.learner.exploring:
             return False
         deactivated = False
         loaded = self.learner.events["loaded_withdrawn"]
-        for rule in self.learner.check_explored(url, content, sim):
+        for rule in self.learner.check_explored(url, content, sim, item):
             deactivated = True
             self.stats.inc_value("dedup/dust/deactivated")
             logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",

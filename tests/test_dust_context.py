@@ -109,3 +109,23 @@ def test_a_page_under_two_keys_gets_a_content_alias_only_when_its_texts_are_exac
         result = miner.mine()
         assert (result.rules.aliases.get(H) == {"/item.php?id=4711": "/shoes/blue-runner"}) is aliased
         assert miner.stats["content_aliases_inexact"] == (not aliased)
+
+
+def test_an_exploration_within_the_sites_noise_keeps_the_rule_and_one_proven_distinct_withdraws_it():
+    """A per-fetch footer makes the explored page another page at the URL-level strictness while the judge keeps
+    it in its key's cluster: the site's noise, not a violation (a loaded rule was withdrawn for it, and the
+    crawl with mined rules fetched every variant). Another cluster too: withdrawn."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    for explored_item, kept in (("cluster-q1", True), ("cluster-other", False)):
+        rules = RuleSet()
+        learner = OnlineDustLearner(rules, Canonicalizer(dust_rules=rules).canonicalize, every=6, explore=0.01)
+        for i in range(3):
+            learner.record(f"http://{H}/q{i}", f"q{i}", None, item=f"cluster-q{i}")
+            learner.record(f"http://{H}/q{i}?ref=home", f"q{i}", None, item=f"cluster-q{i}")
+        assert len(rules) == 1
+        assert learner.should_explore(f"http://{H}/q1?ref=1", f"http://{H}/q1")
+        removed = learner.check_explored(f"http://{H}/q1?ref=1", "http://wiki.test/q1?ref=1", None, explored_item)
+        assert (removed == []) is kept
+        assert learner.events["explore_undecided"] == kept

@@ -98,6 +98,8 @@ class OnlineDustLearner:
         #: requests of deactivated rules to send again (the caller takes them)
         self.resend: list[Any] = []
         self.events: Counter = Counter()
+        #: a page (``content`` as recorded) -> its page at the item-level strictness, when the crawl said
+        self.item_of: dict[Any, Any] = {}
         #: rel="canonical" declarations, trusted per host once fetched pairs confirm them
         self.canonicals = DeclaredCanonicals(self.miner, self.config, self.events)
         #: requests for other forms of URLs already met, held back until the crawl runs dry
@@ -119,14 +121,17 @@ class OnlineDustLearner:
     # --- feeding ---
 
     def record(self, url: str, content: str | int, simhash: int | None = None, *, request_url: str | None = None,
-               redirect_urls: Iterable[str] = ()) -> list[RuleValidation]:
+               redirect_urls: Iterable[str] = (), item: Any = None) -> list[RuleValidation]:
         """A page was fetched: remember it, mine every ``every`` pages; returns the rules activated now.
 
         ``content`` names the page: the content engine's cluster (exact and verified near duplicates share
         it, so sameness is the crawl's own verdict) with ``simhash`` None; or, where the crawl does not
         judge responses, an exact hash with the page's ``simhash`` (near within ``config.hamming`` bits).
         ``redirect_urls`` (and a ``request_url`` other than ``url``) led to this page: they served it too.
+        ``item``: the page at the judge's lenient, item-level strictness (its cluster), when the crawl judged it.
         """
+        if item is not None:
+            self.item_of.setdefault(content, item)
         self.pages += 1
         self._since_mining += 1
         sources = [u for u in redirect_urls if u != url]
@@ -613,9 +618,14 @@ class OnlineDustLearner:
                 innocent.add(ident)
         return (fired - innocent) or fired
 
-    def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
+    def check_explored(self, url: str, exact: Any, simhash: int | None, item: Any = None) -> list[DustRule]:
         """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
-        but those proven innocent (:meth:`_to_blame`)."""
+        but those proven innocent (:meth:`_to_blame`).
+
+        Different at the URL-level strictness but one page at the lenient, item-level one (``item``, the
+        judge's cluster, the same as its key's page's): the site's own noise (a per-fetch footer, a date the
+        whole text differs by), no proof the rule merged two pages; counted (``explore_undecided``), and the
+        rule stays. Only a page the judge tells apart at both strictnesses withdraws it."""
         key = self.exploring.get(url)
         if key is None:
             return []
@@ -627,6 +637,9 @@ class OnlineDustLearner:
         self._explore_checks.pop(url, None)
         if _same_content(known, (exact, simhash), self.config.hamming):
             self.events["explore_agreed"] += 1
+            return []
+        if item is not None and self.item_of.get(known[0]) == item:
+            self.events["explore_undecided"] += 1
             return []
         self.events["explore_violations"] += 1
         parts = self.miner.split_url(url)
