@@ -129,3 +129,15 @@ def test_an_exploration_within_the_sites_noise_keeps_the_rule_and_one_proven_dis
         removed = learner.check_explored(f"http://{H}/q1?ref=1", "http://wiki.test/q1?ref=1", None, explored_item)
         assert (removed == []) is kept
         assert learner.events["explore_undecided"] == kept
+
+
+def test_a_generated_token_is_never_a_default_value():
+    """cgit's ``tree/X?id=<commit>`` is ``tree/X`` for the newest commit only; a rule that made that commit the
+    default sent the next crawl to an old commit's tree (10 of 60 pages reached)."""
+    miner = DustMiner()
+    head = "4a43e24157694e22bf1f9c338a6e4112e4867882"
+    for i in range(5):
+        miner.add_record({"url": f"http://{H}/tree/p{i}.md", "cluster": f"p{i}"})
+        miner.add_record({"url": f"http://{H}/tree/p{i}.md?id={head}", "cluster": f"p{i}"})
+        miner.add_record({"url": f"http://{H}/tree/p{i}.md?id={i:040d}", "cluster": f"old{i}"})  # an old commit
+    assert not any(r.kind == "default_param" for r in miner.mine().rules.hosts.get(H, []))

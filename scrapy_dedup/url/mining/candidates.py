@@ -115,7 +115,7 @@ def _param_candidates(path: str, q1: str, q2: str, out: set[tuple]) -> None:
         for prefix in dirs:
             out.add(("param", name, None, prefix))
             only_one_side = (name in names_a) != (name in names_b)
-            if only_one_side:
+            if only_one_side and not _is_token(value):
                 out.add(("param", name, value, prefix))
         # the parameter may matter only outside a context: another parameter both URLs carry with one value
         # (``doku.php?id=X&do=recent`` ~ ``doku.php?id=Y&do=recent``: under ``do=recent``, ``id`` is irrelevant)
@@ -215,3 +215,10 @@ def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
     a, b = p1[:end1], p2[: end1 + shift]
     if a != b and a.startswith("/") and b.startswith("/") and b.endswith("/"):
         out.add(("substitute", "prefix", *sorted((a, b))))
+
+
+def _is_token(value: str) -> bool:
+    """A generated token (8 characters or more with a digit, or a long run: a session id, a commit hash) is never
+    a parameter's default value: what is the default today (cgit's ``id=`` of the newest commit) is not tomorrow,
+    and a session id merely seen on the page's other URL is no default at all."""
+    return len(value) >= 8 and shape_of_segment(value) is not None
