@@ -65,8 +65,6 @@ from scrapy_dedup.url.mining import MiningConfig
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
     from tqdm import tqdm
 
-    from scrapy_dedup.content.engine import ContentFingerprint
-
 __all__ = ["run_report", "audit_dump", "AuditResult", "KIND_CODES"]
 
 BATCH_LINES = 64
@@ -129,9 +127,8 @@ class PageWorker:
         try:
             if self.blocks:
                 blocks, title = self.titled_blocks_of(parsed)
-                # blocks are asked for with the simhash method only (learns_boilerplate): a ContentFingerprint
-                fingerprint = PageBlocks(cast("ContentFingerprint", self.method.fingerprint(" ".join(blocks))), blocks,
-                                         title)
+                # blocks are asked for with the simhash method only (learns_boilerplate): its fingerprinter
+                fingerprint = PageBlocks.of(cast(SimhashMethod, self.method).fingerprinter, blocks, title)
             elif self.paragraphs and parsed.is_html:  # one extraction: the blocks, and the text they join to
                 blocks = self.blocks_of(parsed)
                 fingerprint = self.method.fingerprint(" ".join(blocks))

@@ -488,6 +488,13 @@ class PageWords:
         self.text = " ".join(tokens).encode("utf-8", "surrogatepass")
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
 
+    def made_like(self, fingerprinter: ContentFingerprinter) -> bool:
+        """Whether this page's fingerprints are those ``fingerprinter`` makes (shingles, bits, sketch): a copy
+        of the same fingerprinter in another process is, whatever its ``min_words``."""
+        mine = self.fingerprinter
+        return mine is fingerprinter or (mine.shingle_size, mine.bits, mine.sketch_size) == (
+            fingerprinter.shingle_size, fingerprinter.bits, fingerprinter.sketch_size)
+
     def exact(self, kept: np.ndarray | None = None) -> bytes:
         """The exact hash of the text of the blocks ``kept`` (a boolean per block; None: all)."""
         if kept is None or kept.all():
@@ -561,12 +568,14 @@ class BoilerplateJudge:
               fingerprint: Callable[[str], ContentFingerprint] | None = None,
               degenerate: Callable[[ContentFingerprint], bool] | None = None,
               whole: ContentFingerprint | None = None, timestamp: float | None = None,
-              declares: str | None = None, title: str | None = None) -> Judgement:
+              declares: str | None = None, title: str | None = None, words: PageWords | None = None) -> Judgement:
         """Judge the page at ``url`` made of ``blocks`` (``fingerprint``/``degenerate``: the caller's
         fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
         text if the caller has it; ``timestamp``/``declares``: what the representative policy may look
         at, as in :meth:`ContentDeduplicator.check_fingerprint`; ``title``: the page's ``<title>``
-        (``Extraction.title``), None when it has none or the caller does not know it)."""
+        (``Extraction.title``), None when it has none or the caller does not know it; ``words``: the
+        page's :class:`PageWords` of ``blocks`` if the caller tokenized them already, used when made with
+        the fingerprint parameters of the engine's fingerprinter: the page is not tokenized again)."""
         engine, learner = self.engine, self.learner
         record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
         host = self.host_of(url) if host is None else host
@@ -579,7 +588,10 @@ class BoilerplateJudge:
             reduction = learner.prepare(host, blocks)
             table = learner.table(host)
             page = None
-            if fingerprinter is not None and (whole is None or reduction.state == "reduced"):
+            if fingerprinter is not None and words is not None and words.made_like(fingerprinter):
+                page = words  # tokenized by the caller: the same words, every fingerprint the same
+                reduction = replace(reduction, words=page)
+            elif fingerprinter is not None and (whole is None or reduction.state == "reduced"):
                 page = PageWords(fingerprinter, blocks)
                 reduction = replace(reduction, words=page)
             text = " ".join(blocks)
