@@ -273,14 +273,16 @@ def _query_values(query: str) -> dict[str, str]:
 def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int, int]],
                     usable: Callable[[int], bool], *, command: tuple[Optional[str], str] = (None, ""),
                     note: str = "", mining: Optional[MiningConfig] = None,
-                    mine_from: Optional[str] = None) -> MirrorReport:
+                    mine_from: Optional[str] = None, fed_miner: Optional[DustMiner] = None) -> MirrorReport:
     """Explain the mirror pairs among ``pairs`` (kept index, flagged index) of pages ``urls``.
 
     ``roots[i]``: the audit's cluster of page ``i`` (distinct clusters are distinct pages);
     ``usable(i)``: whether page ``i`` is evidence (degenerate pages are not). ``mine_from``: the file the
     printed ``mine-dust`` command reads: the rules are then mined from it exactly as that command mines
     them (its own judgement of sameness, which may differ from the audit's), so that what the report says
-    the rules remove is what the command's rules remove; without it, from the audit's clusters.
+    the rules remove is what the command's rules remove; ``fed_miner``: the same, a miner the audit fed with
+    the dump's records as the command reads them (the dump is not read again); without either, from the
+    audit's clusters.
     """
     report = MirrorReport(note=note)
     report.command, report.command_note = command
@@ -331,8 +333,8 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
 
     # --- 3. and 4. the miner on the dump's evidence: URLs, and the audit's clusters as pages
     if rest:
-        mined = None
-        if mine_from is not None:  # a regular file: read a second time, as the command will
+        mined = fed_miner.mine() if fed_miner is not None else None
+        if mined is None and mine_from is not None:  # a regular file: read a second time, as the command will
             try:
                 mined = mine_logs([mine_from], mining)  # the command's own path, not a copy of it
             except (OSError, DumpError):  # changed or gone since the audit read it: the audit's clusters
