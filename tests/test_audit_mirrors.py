@@ -279,3 +279,31 @@ def test_a_warc_dump_gets_a_command_that_reads_it(tmp_path, capsys, monkeypatch)
     crawl = Canonicalizer(dust_rules="dust-rules.json")
     for n in range(1, 6):
         assert crawl.canonicalize(f"http://news.test/amp/story/{n}") == f"http://news.test/story/{n}"
+
+
+def test_the_mirrors_report_mines_the_audits_reading_of_the_dump(tmp_path, capsys, monkeypatch):
+    """The mirrors report mines its rules from the records the audit read (the miner fed in dump order, as
+    the printed mine-dust command reads the dump), not by reading the dump again: each page is extracted
+    once end to end and ``pages_parsed`` says so; the report is the one a second reading gives."""
+    import scrapy_dedup.audit.runner as runner
+    import scrapy_dedup.content.extract as extract
+
+    calls = []
+    for name in ("page_text", "page_blocks_titled"):  # every extraction, the audit's and the miner's
+        original = getattr(extract, name)
+        monkeypatch.setattr(extract, name, lambda *a, _f=original, **kw: calls.append(1) or _f(*a, **kw))
+    dump, _, _ = site_dump(tmp_path, 300)
+    pages = len(dump.read_text().splitlines())
+
+    def run() -> dict:
+        assert main(["report", str(dump), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    once = run()
+    assert len(calls) == pages and once["pages_parsed"] == pages
+    assert once["mirrors"]["dust_rules"]["pairs"] > 0  # the rules explain mirrors
+    calls.clear()
+    monkeypatch.setattr(runner, "feeds_miner", lambda *args: False)  # the miner reads the dump itself
+    again = run()
+    assert len(calls) == 2 * pages and again["pages_parsed"] == 2 * pages
+    assert again["mirrors"] == once["mirrors"]

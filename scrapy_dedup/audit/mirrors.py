@@ -126,6 +126,8 @@ class MirrorReport:
     command: Optional[str] = None  # the mine-dust command for this dump, when it can read it
     command_note: str = ""  # why there is none, or what differs
     note: str = ""  # what the method leaves out (lshbloom: near duplicates are not named)
+    #: records of the dump read again to mine its rules (0: the miner was fed by the audit's one reading)
+    records_read: int = 0
 
     def policy_line(self) -> str:
         return f"DEDUP_URL_POLICIES = {self.url_policies!r}" if self.url_policies else ""
@@ -337,6 +339,7 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
         if mined is None and mine_from is not None:  # a regular file: read a second time, as the command will
             try:
                 mined = mine_logs([mine_from], mining)  # the command's own path, not a copy of it
+                report.records_read = mined.stats["lines"]
             except (OSError, DumpError):  # changed or gone since the audit read it: the audit's clusters
                 mined = None
         if mined is None:

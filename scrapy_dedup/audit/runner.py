@@ -760,6 +760,7 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
                                             all_pairs=args.all_pairs, miner=miner)
         result.source = args.dump
         result.mirrors = mirror_report(pages, cfg, args.dump, result.input_format, miner)  # before the HTML page
+        result.pages_parsed += result.mirrors.records_read  # a dump the miner could not be fed is read again
         if "clusters" in outputs:
             write_clusters(outputs["clusters"], pages, cfg)
         if "html" in outputs:
