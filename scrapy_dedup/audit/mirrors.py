@@ -335,7 +335,9 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
 
     # --- 3. and 4. the miner on the dump's evidence: URLs, and the audit's clusters as pages
     if rest:
-        mined = fed_miner.mine() if fed_miner is not None else None
+        # a fed miner mines as ``mining`` says only when it was made with it
+        fed = fed_miner is not None and fed_miner.config == (mining or MiningConfig())
+        mined = fed_miner.mine() if fed and fed_miner is not None else None
         if mined is None and mine_from is not None:  # a regular file: read a second time, as the command will
             try:
                 mined = mine_logs([mine_from], mining)  # the command's own path, not a copy of it
