@@ -442,12 +442,13 @@ def _counted(results: Iterable[list], counts: Counter) -> Iterator[list]:
 
 def _spooling(results: Iterable[list], spool: Any) -> Iterator[tuple[str, Any]]:
     """Pass one: (url, fingerprint) of every page, in dump order, each batch of ``results`` pickled into
-    ``spool`` as it goes (bad lines, skips and revisits too: pass two reports them)."""
+    ``spool`` once pass one judged it (bad lines, skips and revisits too: pass two reports them; a page's
+    words with the block hashes pass one computed)."""
     for batch in results:
-        pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
         for item in batch:
             if item[0] == "page":
                 yield item[2], item[3]
+        pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _unspooled(spool: Any) -> Iterator[list]:

@@ -59,6 +59,7 @@ keyed by a salt kept there instead, alike in every process. No Scrapy imports.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 from collections import OrderedDict, deque
@@ -362,16 +363,18 @@ class BoilerplateLearner:
             table = self.tables[host] = self._new_table(host)
         return table
 
-    def prepare(self, host: str, blocks: list[str]) -> Reduction:
-        """The text to fingerprint of a page of ``host`` (nothing is learned yet)."""
+    def prepare(self, host: str, blocks: list[str], words: PageWords | None = None) -> Reduction:
+        """The text to fingerprint of a page of ``host`` (nothing is learned yet); ``words``: the page's words
+        (:class:`PageWords` of ``blocks``), which keep its block hashes for its other judgements."""
         table = self.table(host)
         refresh = getattr(table, "refresh", None)
         if refresh is not None:  # a shared table reads what other processes learnt
             refresh()
         if callable(self.hash_key):
             self.hash_key = self.hash_key()
-        return text_to_fingerprint(table, blocks, self.rule, block_hashes(blocks, self.rule.min_block_words,
-                                                                           self.hash_key), warmup=not self.frozen)
+        hashes = (words.block_hashes(blocks, self.rule.min_block_words, self.hash_key) if words is not None
+                  else block_hashes(blocks, self.rule.min_block_words, self.hash_key))
+        return text_to_fingerprint(table, blocks, self.rule, hashes, warmup=not self.frozen)
 
     def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
         """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
@@ -479,7 +482,7 @@ class PageWords:
     size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
     block)."""
 
-    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes")
 
     def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
@@ -487,6 +490,17 @@ class PageWords:
         self.hashes = token_hashes(tokens)
         self.text = " ".join(tokens).encode("utf-8", "surrogatepass")
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
+        self._block_hashes: dict[tuple, np.ndarray] = {}
+
+    def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
+        """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
+        ``(min_block_words, key)`` in this process (Python's hash, without a key, is per process): the
+        offline audit judges a page three times (its two passes, the DUST miner of its mirrors report)."""
+        memo = (min_block_words, key, os.getpid())
+        hashes = self._block_hashes.get(memo)
+        if hashes is None:
+            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key)
+        return hashes
 
     def made_like(self, fingerprinter: ContentFingerprinter) -> bool:
         """Whether this page's fingerprints are those ``fingerprinter`` makes (shingles, bits, sketch): a copy
@@ -585,10 +599,11 @@ class BoilerplateJudge:
         fingerprint = fingerprint or engine.fingerprint
         degenerate = degenerate or engine.fingerprinter.is_degenerate
         with self._lock:
-            reduction = learner.prepare(host, blocks)
+            usable = fingerprinter is not None and words is not None and words.made_like(fingerprinter)
+            reduction = learner.prepare(host, blocks, words if usable else None)
             table = learner.table(host)
             page = None
-            if fingerprinter is not None and words is not None and words.made_like(fingerprinter):
+            if usable:
                 page = words  # tokenized by the caller: the same words, every fingerprint the same
                 reduction = replace(reduction, words=page)
             elif fingerprinter is not None and (whole is None or reduction.state == "reduced"):
