@@ -73,7 +73,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
-from scrapy_dedup.content.simhash import exact_hash, token_hashes, words_per_block
+from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, word_bytes_per_block
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -486,9 +486,9 @@ class PageWords:
 
     def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
-        tokens, self.counts = words_per_block(blocks)
-        self.hashes = token_hashes(tokens)
-        self.text = " ".join(tokens).encode("utf-8", "surrogatepass")
+        tokens, self.counts = word_bytes_per_block(blocks)
+        self.hashes = byte_token_hashes(tokens)
+        self.text = b" ".join(tokens)
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._block_hashes: dict[tuple, np.ndarray] = {}
 
