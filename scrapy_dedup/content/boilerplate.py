@@ -469,6 +469,10 @@ def host_of(url: str) -> str:
         return ""
 
 
+#: fingerprints a :class:`PageWords` keeps (its texts asked for again; about 2 KB each at the default sketch size)
+PRINTS_KEPT = 8
+
+
 class PageWords:
     """A page's words, tokenized once, from which the fingerprint of any of its texts (its blocks less some
     blocks) is made without tokenizing again: the whole text, the text less its host's boilerplate, and
@@ -482,7 +486,7 @@ class PageWords:
     size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
     block)."""
 
-    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints")
 
     def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
@@ -491,6 +495,7 @@ class PageWords:
         self.text = b" ".join(tokens)
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._block_hashes: dict[tuple, np.ndarray] = {}
+        self._prints: dict[tuple, ContentFingerprint] = {}  # (kept blocks, exact) -> fingerprint
 
     def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
         """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
@@ -525,9 +530,17 @@ class PageWords:
 
     def fingerprint(self, kept: np.ndarray | None = None, exact: bytes | None = None) -> ContentFingerprint:
         """The fingerprint of the text of the blocks ``kept`` (None: the whole text); ``exact``: its exact
-        hash if the caller has it."""
-        hashes = self.hashes if kept is None else self.hashes[np.repeat(kept, self.counts)]
-        return self.fingerprinter.fingerprint_hashes(hashes, self.exact(kept) if exact is None else exact)
+        hash if the caller has it. The last few are kept: the audit's judgements of a page (its two passes,
+        the mirrors report's miner, which judges as its first pass) ask for the same texts again."""
+        memo = (None if kept is None else kept.tobytes(), exact)
+        fp = self._prints.get(memo)
+        if fp is None:
+            hashes = self.hashes if kept is None else self.hashes[np.repeat(kept, self.counts)]
+            fp = self.fingerprinter.fingerprint_hashes(hashes, self.exact(kept) if exact is None else exact)
+            if len(self._prints) >= PRINTS_KEPT:
+                self._prints.clear()
+            self._prints[memo] = fp
+        return fp
 
 
 class BoilerplateJudge:
