@@ -168,11 +168,19 @@ class PageWorker:
 
 def miner_record(record: dict, page: PageRecord, blocks: Optional[list[str]], title: Optional[str]) -> tuple:
     """What :meth:`DustMiner.add_record` reads of a JSON Lines record (``feeds_miner``): the object less its
-    ``html``, with that HTML's extraction (the miner reads a record's ``text`` first: then none is needed)."""
+    ``html``, with that HTML's blocks and title (None: the miner reads a record's ``text`` first, then none is
+    needed); :func:`_feed` makes them the extraction (not its text: the blocks, spooled once, join to it)."""
     slim = {key: value for key, value in record.items() if key != "html"}
     if isinstance(record.get("text"), str) or not page.is_html or blocks is None:
-        return slim, None
-    return slim, Extraction(" ".join(blocks), False, blocks, title)
+        return slim, None, None
+    return slim, blocks, title
+
+
+def _feed(miner: DustMiner, mining: tuple, fingerprint: Any) -> None:
+    """Give ``miner`` one page record the audit read (:func:`miner_record`), with the page's words if tokenized."""
+    record, blocks, title = mining
+    extraction = Extraction(" ".join(blocks), False, blocks, title) if blocks is not None else None
+    miner.add_record(record, extraction, fingerprint.words if isinstance(fingerprint, PageBlocks) else None)
 
 
 def feeds_miner(cfg: AuditConfig, miner: Optional[DustMiner], input_format: str) -> bool:
@@ -395,8 +403,7 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                 _, number, url, fingerprint, stamp, digests, mining = item
                 if mining is not None:  # the miner reads the page as mine-dust does, from this one parse
                     assert miner is not None
-                    miner.add_record(mining[0], mining[1],
-                                     fingerprint.words if isinstance(fingerprint, PageBlocks) else None)
+                    _feed(miner, mining, fingerprint)
                 verdict = decider.check(index, url, fingerprint)
                 if paragraphs is not None:
                     paragraphs.check(index, url, digests)
