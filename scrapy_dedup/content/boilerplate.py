@@ -42,8 +42,9 @@ as numpy arrays (hash uint64, count uint32, last page uint32: 16 bytes a block) 
 ``capacity // 4`` boilerplate hashes (8 bytes each): 72 KiB at the default 4,096; plus, for each
 of the last ``recheck_pages`` kept pages, its blocks (its main text) and, when the judge fingerprinted
 it with the engine's own fingerprinter, its words (:class:`PageWords`: their text, about the main
-text's size again, 8 bytes a word for their hashes and 8 a block), so that its re-checks are not
-tokenized again: at the default 32 pages, about 1 MB a host for pages of 2,000 words.
+text's size again, 8 bytes a word for their hashes and 8 a block, its block hashes and its last
+:data:`PRINTS_KEPT` fingerprints, about 2 KB each), so that its re-checks are not tokenized again: at the
+default 32 pages, about 1.4 MB a host for pages of 2,000 words.
 Per process, apart from the hosts: the hashes of the last blocks hashed (at most 32,768 blocks of at
 most :data:`MAX_BLOCK_CHARS` characters, about 100 bytes each: a host's template is the same strings
 on every page, normalized and hashed once). When a page's new blocks take
@@ -473,7 +474,7 @@ def host_of(url: str) -> str:
 
 
 #: fingerprints a :class:`PageWords` keeps (its texts asked for again; about 2 KB each at the default sketch size)
-PRINTS_KEPT = 8
+PRINTS_KEPT = 6
 
 
 class PageWords:
@@ -541,7 +542,7 @@ class PageWords:
             hashes = self.hashes if kept is None else self.hashes[np.repeat(kept, self.counts)]
             fp = self.fingerprinter.fingerprint_hashes(hashes, self.exact(kept) if exact is None else exact)
             if len(self._prints) >= PRINTS_KEPT:
-                self._prints.clear()
+                del self._prints[next(iter(self._prints))]  # the oldest
             self._prints[memo] = fp
         return fp
 
