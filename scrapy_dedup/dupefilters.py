@@ -26,7 +26,7 @@ from scrapy.utils.request import referer_str
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
-from scrapy_dedup.fingerprinter import crawl_generation
+from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, _class_path, crawl_generation
 from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
 from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
@@ -44,9 +44,16 @@ from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable f
     wait_until_reachable,
 )
 from scrapy_dedup.seen.base import SeenSet
+from scrapy_dedup.seen.baseline import SavedFetches
 from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
+from scrapy_dedup.settings import (
+    DedupConfigError,
+    DedupSettings,
+    read_settings,
+    tell_refusals_without_traceback,
+    unallocatable_bloom,
+)
 from scrapy_dedup.url.generation import Generation, GenerationChanged
 from scrapy_dedup.url.generation import check as generation_check
 
@@ -93,9 +100,14 @@ class _SeenDupeFilter(BaseDupeFilter):
         #: seconds between two runs of :meth:`_on_clock` while the spider is open (``DEDUP_CHECKPOINT_SECONDS``)
         self.clock_seconds = 0.0
         self._clock: Clock | None = None
+        #: the fetches this filter saved against Scrapy's own (set by from_crawler when the fingerprinter is ours)
+        self.saved_fetches: SavedFetches | None = None
+        self.plain_fingerprint: Callable[[Request], bytes] | None = None
+        self._saved_request: Request | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
+        tell_refusals_without_traceback()
         if hasattr(cls, "request_fingerprint"):  # RFPDupeFilter's old hook (scrapy-redis's too): never called here
             raise DedupConfigError(
                 f"{cls.__qualname__} defines request_fingerprint(), which scrapy_dedup's dupefilters never call: "
@@ -112,6 +124,12 @@ class _SeenDupeFilter(BaseDupeFilter):
         if dupefilter.frontier is None:
             dupefilter.frontier = _frontier(crawler)
         dupefilter.clock_seconds = cfg.checkpoint_seconds
+        dupefilter.plain_fingerprint = plain_fingerprinter(dupefilter.fingerprinter)
+        if dupefilter.plain_fingerprint is None:
+            warn_without_canonical_fingerprints(dupefilter.kind, dupefilter.fingerprinter)
+        else:
+            dupefilter.saved_fetches = SavedFetches()
+            dupefilter._set("dedup/url/saved", 0)  # the report's line: present, even when nothing was saved
         crawler.signals.connect(dupefilter._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(dupefilter._spider_closed, signal=signals.spider_closed)
         return dupefilter
@@ -154,10 +172,20 @@ class _SeenDupeFilter(BaseDupeFilter):
             return self._held_back()
         if new:
             self.new += 1
+        if self.saved_fetches is not None:
+            self._compare_with_plain(request, refused=not new)
         if self.stats is not None:  # kept current: a reader at spider_closed may come before our close
             self.stats.set_value("dedup/seen/checked", self.checked)
             self.stats.set_value("dedup/seen/new", self.new)
         return not new
+
+    def _compare_with_plain(self, request: Request, refused: bool) -> None:
+        """Whether Scrapy's own filter would have fetched this refused request: then it is a fetch saved
+        (``dedup/url/saved``), credited in :meth:`log` to the switches that changed its URL."""
+        assert self.saved_fetches is not None and self.plain_fingerprint is not None
+        if self.saved_fetches.check(self.plain_fingerprint(request), refused):
+            self._saved_request = request
+            self._set("dedup/url/saved", self.saved_fetches.saved)
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:
         return self.store.add(fingerprint)
@@ -267,6 +295,41 @@ class _SeenDupeFilter(BaseDupeFilter):
         if fired is not None:
             for switch in fired(request):
                 stats.inc_value(f"dedup/url/filtered/{switch}")
+            if request is self._saved_request:  # a fetch Scrapy's own filter would have made: what saved it
+                for switch in fired(request):
+                    if switch not in PLAIN_SCRAPY_DOES_TOO:
+                        stats.inc_value(f"dedup/url/saved/{switch}")
+        self._saved_request = None
+
+
+#: canonicalization switches whose change Scrapy's own fingerprint makes too (w3lib's canonicalize_url sorts the
+#: query and drops the fragment): never credited with a saved fetch
+PLAIN_SCRAPY_DOES_TOO = frozenset({"sort_query", "drop_fragment"})
+
+
+def plain_fingerprinter(fingerprinter: Any) -> Callable[[Request], bytes] | None:
+    """The fingerprint the crawl would identify a request by without scrapy-dedup: the fingerprinter ours wraps
+    (the project's, kept as its fallback) on the request as it is, else Scrapy's default. None when the crawl's
+    fingerprinter is not ours: then nothing is canonicalized, and there is nothing to compare."""
+    if not isinstance(fingerprinter, CanonicalRequestFingerprinter):
+        return None
+    while isinstance(fingerprinter, CanonicalRequestFingerprinter):
+        fingerprinter = fingerprinter.fallback
+    if fingerprinter is not None:
+        return fingerprinter.fingerprint  # type: ignore[no-any-return]
+    from scrapy.utils.request import fingerprint
+
+    return fingerprint
+
+
+def warn_without_canonical_fingerprints(kind: str, fingerprinter: Any) -> None:
+    """One WARNING at start: a dupefilter of ours whose fingerprinter is not ours canonicalizes nothing."""
+    logger.warning(
+        "%s: REQUEST_FINGERPRINTER_CLASS is %s, not scrapy_dedup.CanonicalRequestFingerprinter: requests are "
+        "fingerprinted by their URL as it is, so URL variants are fetched again. Set REQUEST_FINGERPRINTER_CLASS "
+        "= 'scrapy_dedup.CanonicalRequestFingerprinter' (it wraps the one set now: "
+        "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS), or use ADDONS = {'scrapy_dedup.Addon': 0}",
+        kind, _class_path(type(fingerprinter)))
 
 
 class BloomDupeFilter(_SeenDupeFilter):

@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
+from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings, tell_refusals_without_traceback
 from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.generation import Generation, generation_of
 from scrapy_dedup.url.policy import PolicyMap
@@ -157,6 +157,7 @@ class CanonicalRequestFingerprinter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CanonicalRequestFingerprinter:
+        tell_refusals_without_traceback()
         fallback = read_settings(crawler.settings).fallback_request_fingerprinter_class
         return cls(crawler, fallback=_build_fallback(fallback, crawler) if fallback else None)
 
