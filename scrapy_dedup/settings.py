@@ -562,14 +562,28 @@ class _RefusalLines(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if error is None or not type(error).__module__.startswith("scrapy_dedup."):
+        ours = _ours_in_chain(error)
+        if ours is None:
             return True
-        record.msg = f"scrapy-dedup cannot start: {str(error) or type(error).__name__}"
+        record.msg = f"scrapy-dedup cannot start: {str(ours) or type(ours).__name__}"
+        if ours is not error:  # Scrapy's own error closing the engine the refusal left half-open: a consequence
+            record.msg += f"\n(then, as Scrapy closed the engine: {type(error).__name__}: {error})"
         record.args = ()
         record.exc_info = None
         record.exc_text = None
         record.levelno, record.levelname = logging.ERROR, "ERROR"
         return True
+
+
+def _ours_in_chain(error: BaseException | None) -> BaseException | None:
+    """The first exception of scrapy-dedup's own classes in ``error``'s chain (it, its cause, its context)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if type(error).__module__.startswith("scrapy_dedup."):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def tell_refusals_without_traceback() -> None:
