@@ -316,7 +316,7 @@ def plain_fingerprinter(fingerprinter: Any) -> Callable[[Request], bytes] | None
     while isinstance(fingerprinter, CanonicalRequestFingerprinter):
         fingerprinter = fingerprinter.fallback
     if fingerprinter is not None:
-        return fingerprinter.fingerprint  # type: ignore[no-any-return]
+        return fingerprinter.fingerprint
     from scrapy.utils.request import fingerprint
 
     return fingerprint
