@@ -45,7 +45,7 @@ from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable f
 )
 from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.baseline import SavedFetches
-from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
+from scrapy_dedup.seen.bloom import START_CAPACITY, BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
 from scrapy_dedup.settings import (
     DedupConfigError,
@@ -302,6 +302,8 @@ class _SeenDupeFilter(BaseDupeFilter):
         self._saved_request = None
 
 
+#: URLs a Redis Bloom filter is sized for when DEDUP_BLOOM_CAPACITY is unset (it is allocated whole, in Redis)
+REDIS_BLOOM_CAPACITY = 10_000_000
 #: canonicalization switches whose change Scrapy's own fingerprint makes too (w3lib's canonicalize_url sorts the
 #: query and drops the fragment): never credited with a saved fetch
 PLAIN_SCRAPY_DOES_TOO = frozenset({"sort_query", "drop_fragment"})
@@ -352,13 +354,15 @@ class BloomDupeFilter(_SeenDupeFilter):
     store: BloomSeenSet
 
     def __init__(self, path: str | None = None, debug: bool = False, *,
-                 capacity: int = 10_000_000, error_rate: float = 1e-6,
+                 capacity: int | None = None, error_rate: float = 1e-6,
                  checkpoint_seconds: float = 300.0, on_corrupt: str = "fail",
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  stats: StatsCollector | None = None, frontier: JobdirFrontier | None = None):
         self.path = Path(path, CHECKPOINT_FILE) if path else None
         self.stats = stats  # (for the load's counter: set again below)
         store = self._load(capacity, error_rate, on_corrupt)
+        logger.info("%s: local Bloom filter of %s (it grows with the crawl; DEDUP_BLOOM_CAPACITY sizes it)",
+                    self.kind, store.describe())
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.frontier = frontier
         if frontier is not None and frontier.fingerprints:
@@ -378,10 +382,11 @@ class BloomDupeFilter(_SeenDupeFilter):
                        checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
                        fingerprinter=crawler.request_fingerprinter, stats=crawler.stats, frontier=frontier)
         except (MemoryError, OverflowError):  # the filter is allocated whole at start: too large for this machine
-            raise unallocatable_bloom("DEDUP_BLOOM_CAPACITY", cfg.bloom_capacity,
+            raise unallocatable_bloom("DEDUP_BLOOM_CAPACITY", cfg.bloom_capacity or START_CAPACITY,
                                       "DEDUP_BLOOM_ERROR_RATE", cfg.bloom_error_rate) from None
 
-    def _load(self, capacity: int, error_rate: float, on_corrupt: str) -> BloomSeenSet:
+    def _load(self, given_capacity: int | None, error_rate: float, on_corrupt: str) -> BloomSeenSet:
+        capacity = given_capacity or START_CAPACITY  # none given: start small and grow with the crawl
         if self.path is None or not self.path.exists():
             return BloomSeenSet(capacity, error_rate)
         try:
@@ -397,7 +402,7 @@ class BloomDupeFilter(_SeenDupeFilter):
                          "the crawl again: restore the file, or delete it or set "
                          "DEDUP_BLOOM_ON_CORRUPT='empty' to start over.", exc)
             raise
-        if (store.capacity, store.error_rate) != (capacity, error_rate):
+        if (store.capacity if given_capacity else None, store.error_rate) != (given_capacity, error_rate):
             logger.warning("%s: the checkpoint %s was made with DEDUP_BLOOM_CAPACITY=%d and "
                            "DEDUP_BLOOM_ERROR_RATE=%g; continuing with those (a filter cannot be resized "
                            "without its keys), not with the configured %d and %g",
@@ -431,6 +436,7 @@ class BloomDupeFilter(_SeenDupeFilter):
 
     def _close_store(self, reason: str) -> None:
         self.checkpoint()
+        logger.info("%s at close: %s", self.kind, self.store.describe())
 
     def clear(self) -> None:
         self.store.clear()
@@ -981,7 +987,7 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
     @staticmethod
     def _store(server: Any, key: str, cfg: DedupSettings) -> RedisBloomSeenSet:
         try:
-            return RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
+            return RedisBloomSeenSet(server, key, cfg.bloom_capacity or REDIS_BLOOM_CAPACITY, cfg.bloom_error_rate,
                                      shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
         except ValueError as exc:
             raise DedupConfigError(str(exc)) from None
