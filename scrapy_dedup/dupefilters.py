@@ -26,7 +26,12 @@ from scrapy.utils.request import referer_str
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
-from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, _class_path, crawl_generation
+from scrapy_dedup.fingerprinter import (
+    CanonicalRequestFingerprinter,
+    _class_path,
+    crawl_generation,
+    scrapy_shape_fingerprint,
+)
 from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
 from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
@@ -182,8 +187,10 @@ class _SeenDupeFilter(BaseDupeFilter):
     def _compare_with_plain(self, request: Request, refused: bool) -> None:
         """Whether Scrapy's own filter would have fetched this refused request: then it is a fetch saved
         (``dedup/url/saved``), credited in :meth:`log` to the switches that changed its URL."""
-        assert self.saved_fetches is not None and self.plain_fingerprint is not None
-        if self.saved_fetches.check(self.plain_fingerprint(request), refused):
+        plain = self.plain_fingerprint
+        assert self.saved_fetches is not None and plain is not None
+        raw = scrapy_shape_fingerprint(request.method, request.url, request.body)
+        if self.saved_fetches.check(raw, lambda: plain(request), refused):
             self._saved_request = request
             self._set("dedup/url/saved", self.saved_fetches.saved)
 

@@ -17,6 +17,7 @@ import pytest
 import scrapy
 from pytest_twisted import inlineCallbacks
 
+from scrapy_dedup.seen.baseline import SavedFetches
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
 
@@ -91,3 +92,23 @@ def test_fetches_saved_is_what_a_plain_scrapy_crawl_fetched_more(caplog):
     assert plain.stats.get_value("dupefilter/filtered") > 0
     report = next(r.getMessage() for r in caplog.records if "duplication report" in r.getMessage())
     assert f"Fetches saved:           {plain_fetches - ours_fetches}  (" in report
+
+
+def test_saved_fetches_counts_refused_requests_new_to_the_plain_filter_only():
+    """(raw key, plain key, refused here): a refused variant new to the plain filter is saved once; a link found
+    again (the same raw key) or a variant the plain filter merges too (the same plain key) is not."""
+    asked: list[bytes] = []
+    saved = SavedFetches(start_capacity=2)  # past its capacity at once: the counts hold after growth
+
+    def check(raw: bytes, plain: bytes, refused: bool) -> bool:
+        return saved.check(raw, lambda: asked.append(raw) or plain, refused)
+
+    assert not check(b"a", b"A", refused=False)      # fetched
+    assert check(b"a?utm", b"A?utm", refused=True)   # a variant only we merge: saved
+    assert not check(b"a#x", b"A", refused=True)     # a variant the plain filter merges too
+    assert not check(b"a?utm", b"A?utm", refused=True)  # the same variant found again
+    assert not check(b"a", b"A", refused=True)       # a link found again
+    assert check(b"b/", b"B/", refused=True)         # saved: the plain filter would have fetched it
+    assert not check(b"b/#y", b"B/", refused=True)   # then its plain twin is not saved again
+    assert saved.saved == 2
+    assert asked == [b"a", b"a?utm", b"a#x", b"b/", b"b/#y"]  # the plain key computed once per raw key

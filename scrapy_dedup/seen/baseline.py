@@ -10,9 +10,18 @@ small and grows with the crawl. A false positive there takes a saved fetch for a
 one, so the count never exceeds the truth; it is also a lower bound of what the plain crawl
 would have fetched, which would have followed the saved pages' links as well.
 
-No Scrapy imports here: the caller gives each request's two keys.
+Most requests a crawl checks are links found again under the very URL met before: a
+second filter of *raw* keys (method, URL and body as they are, cheap to hash) answers
+those without computing the plain key, which costs more (Scrapy's canonicalizes the URL).
+A request met before as it is has the plain key it had then, so it saves nothing (a plain
+fingerprinter that also hashes headers or meta may give it another: then a saved fetch goes
+uncounted, never one too many).
+
+No Scrapy imports here: the caller gives each request's keys.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from scrapy_dedup.seen.bloom import BloomSeenSet
 
@@ -25,22 +34,25 @@ class SavedFetches:
     """Counts the requests a filter refused that a plainer filter would have fetched.
 
     Call :meth:`check` once for every request the filter was asked about, in order, with the
-    request's plain key and whether the filter refused it.
+    request's raw key, a function giving its plain key, and whether the filter refused it.
     """
 
     def __init__(self, start_capacity: int = START_CAPACITY, error_rate: float = ERROR_RATE):
+        self.raw_seen = BloomSeenSet(start_capacity, error_rate)
         self.plain_seen = BloomSeenSet(start_capacity, error_rate)
         #: refused requests the plain filter would have fetched
         self.saved = 0
 
-    def check(self, plain_key: bytes, refused: bool) -> bool:
+    def check(self, raw_key: bytes, plain_key: Callable[[], bytes], refused: bool) -> bool:
         """Record one request; True when it is a saved fetch (refused here, new to the plain filter)."""
-        new_to_plain = self.plain_seen.add(plain_key)
+        if not self.raw_seen.add(raw_key):  # met before as it is: the plain filter has its key already
+            return False
+        new_to_plain = self.plain_seen.add(plain_key())
         if refused and new_to_plain:
             self.saved += 1
             return True
         return False
 
     def size_bytes(self) -> int:
-        """Memory of the plain keys' filter (it grows with the crawl)."""
-        return self.plain_seen.size_bytes()
+        """Memory of the two filters (they grow with the crawl)."""
+        return self.raw_seen.size_bytes() + self.plain_seen.size_bytes()
