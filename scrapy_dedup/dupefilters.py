@@ -132,7 +132,7 @@ class _SeenDupeFilter(BaseDupeFilter):
         dupefilter.plain_fingerprint = plain_fingerprinter(dupefilter.fingerprinter)
         if dupefilter.plain_fingerprint is None:
             warn_without_canonical_fingerprints(dupefilter.kind, dupefilter.fingerprinter)
-        else:
+        elif _writes_the_report(crawler):  # (the count costs Scrapy's fingerprint of each new URL: for the report)
             dupefilter.saved_fetches = SavedFetches()
             dupefilter._set("dedup/url/saved", 0)  # the report's line: present, even when nothing was saved
         crawler.signals.connect(dupefilter._spider_opened, signal=signals.spider_opened)
@@ -326,9 +326,20 @@ def plain_fingerprinter(fingerprinter: Any) -> Callable[[Request], bytes] | None
         fingerprinter = fingerprinter.fallback
     if fingerprinter is not None:
         return fingerprinter.fingerprint
-    from scrapy.utils.request import fingerprint
+    from w3lib.url import canonicalize_url
 
-    return fingerprint
+    # Scrapy's default fingerprint (scrapy.utils.request.fingerprint), byte for byte, without its per-request cache
+    return lambda request: scrapy_shape_fingerprint(request.method, canonicalize_url(request.url), request.body)
+
+
+def _writes_the_report(crawler: Crawler) -> bool:
+    """Whether the crawl has the extension that writes the crawl-end report (the add-on enables it)."""
+    from scrapy_dedup.extensions import DedupExtension
+
+    try:
+        return crawler.get_extension(DedupExtension) is not None
+    except RuntimeError:  # a crawler whose extensions were never built (a filter used on its own)
+        return False
 
 
 def warn_without_canonical_fingerprints(kind: str, fingerprinter: Any) -> None:

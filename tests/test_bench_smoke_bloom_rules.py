@@ -1,4 +1,4 @@
-"""The Bloom false-positive and the rules-loading benchmarks run (in --quick mode), so they never rot."""
+"""The Bloom false-positive, the rules-loading and the saved-fetches benchmarks run (in --quick mode), so they never rot."""
 from __future__ import annotations
 
 import re
@@ -40,3 +40,9 @@ def test_bench_rules_load_quick_loads_each_size():
     out = _run("bench_rules_load.py")
     rows = re.findall(r"^\s+([\d,]+)\s+[\d.]+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
     assert [r[0] for r in rows] == ["1,000", "4,000"], out
+
+
+def test_bench_saved_fetches_quick_measures_both_streams():
+    out = _run("bench_saved_fetches.py")
+    rows = re.findall(r"^\s+(\d+)x\s+([\d.]+)\s+([\d.]+)\s+[+-][\d.]+$", out, re.M)
+    assert [r[0] for r in rows] == ["1", "10"], out

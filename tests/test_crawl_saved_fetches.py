@@ -112,3 +112,17 @@ def test_saved_fetches_counts_refused_requests_new_to_the_plain_filter_only():
     assert not check(b"b/#y", b"B/", refused=True)   # then its plain twin is not saved again
     assert saved.saved == 2
     assert asked == [b"a", b"a?utm", b"a#x", b"b/", b"b/#y"]  # the plain key computed once per raw key
+
+
+def test_the_plain_fingerprint_is_scrapys_default_byte_for_byte():
+    from scrapy import Request
+    from scrapy.utils.request import fingerprint
+
+    from scrapy_dedup.dupefilters import plain_fingerprinter
+    from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter
+
+    plain = plain_fingerprinter(CanonicalRequestFingerprinter())
+    assert plain is not None
+    for request in (Request("http://a.test/x?b=2&a=1#f"), Request("http://a.test/%7Ex/ü?q=a b"),
+                    Request("http://a.test/p", method="POST", body=b"k=v")):
+        assert plain(request) == fingerprint(request)

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from scrapy_dedup.seen.bloom import BloomSeenSet
+from scrapy_dedup.seen.bloom import START_CAPACITY, BloomSeenSet
 
-#: keys the plain keys' filter is sized for before it grows; its rate holds after growth
-START_CAPACITY = 10_000
+#: the filters start as the crawl's own local one does (0.4 MiB each) and grow; their rate holds after growth
 ERROR_RATE = 1e-6
 
 
