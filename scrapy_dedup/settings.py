@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -558,7 +559,8 @@ _START_FAILURE_LOGGERS = ("asyncio", "twisted")
 
 class _RefusalLines(logging.Filter):
     """Tell a start-up refusal of scrapy-dedup (an exception of one of its classes that ended the crawl) in its
-    own lines, one per error, instead of the traceback Scrapy's event loop logs for it.
+    own lines, one per error, instead of the traceback Scrapy's event loop logs for it
+    (``SCRAPY_DEDUP_DEBUG=1`` keeps the traceback).
 
     The message already names the setting or the store and what to do; the frames under it (the event
     loop's, Scrapy's start-up's) say nothing more to the user. Any other exception keeps its traceback.
@@ -567,7 +569,7 @@ class _RefusalLines(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         ours = _ours_in_chain(error)
-        if ours is None:
+        if ours is None or os.environ.get("SCRAPY_DEDUP_DEBUG"):  # (as the console script: it keeps the traceback)
             return True
         record.msg = f"scrapy-dedup cannot start: {str(ours) or type(ours).__name__}"
         if ours is not error:  # Scrapy's own error closing the engine the refusal left half-open: a consequence

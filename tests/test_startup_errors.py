@@ -57,10 +57,11 @@ def project(tmp: Path, extra: str = "") -> Path:
     return root
 
 
-def scrapy_crawl(root: Path, *args: str) -> tuple[int, str]:
+def scrapy_crawl(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     """Exit status and everything printed (stdout and stderr) of ``scrapy crawl one``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "one", *args], cwd=root, env=env,
+    inherited = {name: value for name, value in os.environ.items() if name != "SCRAPY_DEDUP_DEBUG"}
+    full = {**inherited, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)]), **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "one", *args], cwd=root, env=full,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     return done.returncode, done.stdout.decode(errors="replace")
 
@@ -86,6 +87,9 @@ def test_several_configuration_errors_are_named_at_once_without_a_traceback(tmp_
         lines = [line for line in output.splitlines() if named in line]
         assert len(lines) == 1, (named, output[-3000:])  # once, on its own line
     assert "Spider opened" not in output
+    # SCRAPY_DEDUP_DEBUG=1 keeps the traceback, for a bug report
+    code, output = scrapy_crawl(project(tmp_path / "debug", SEVERAL_ERRORS), env={"SCRAPY_DEDUP_DEBUG": "1"})
+    assert code != 0 and "Traceback" in output and "DEDUP_CONTENT_ACTON" in output, output[-3000:]
 
 
 @pytest.mark.crawl
