@@ -27,7 +27,7 @@ from scrapy_dedup.settings import (
     SETTINGS,
     load_setting_object,
     read_settings,
-    tell_refusals_without_traceback,
+    refusing_start,
     to_bool,
 )
 
@@ -164,12 +164,12 @@ class Addon:
     def update_settings(self, settings: "BaseSettings") -> None:
         if not to_bool(settings.get("DEDUP_ENABLED", True), "DEDUP_ENABLED"):
             return
-        tell_refusals_without_traceback()
-        read_settings(settings)  # every DEDUP_* error at once, before any component stops at its first
-        compose_fingerprinter(settings)
-        for name, value in CLASS_SETTINGS.items():
-            settings.set(name, value, "addon")
-        share_with_the_seen_set(settings)
-        warn_of_own_fingerprints(settings)
-        for name, component, order in COMPONENTS:
-            settings.setdefault_in_component_priority_dict(name, component, order)
+        with refusing_start():
+            read_settings(settings)  # every DEDUP_* error at once, before any component stops at its first
+            compose_fingerprinter(settings)
+            for name, value in CLASS_SETTINGS.items():
+                settings.set(name, value, "addon")
+            share_with_the_seen_set(settings)
+            warn_of_own_fingerprints(settings)
+            for name, component, order in COMPONENTS:
+                settings.setdefault_in_component_priority_dict(name, component, order)

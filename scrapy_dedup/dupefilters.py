@@ -55,8 +55,9 @@ from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
 from scrapy_dedup.settings import (
     DedupConfigError,
     DedupSettings,
+    logged_already,
     read_settings,
-    tell_refusals_without_traceback,
+    refusing_start,
     unallocatable_bloom,
 )
 from scrapy_dedup.url.generation import Generation, GenerationChanged
@@ -112,7 +113,11 @@ class _SeenDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
-        tell_refusals_without_traceback()
+        with refusing_start():
+            return cls._from_crawler(crawler)
+
+    @classmethod
+    def _from_crawler(cls, crawler: Crawler) -> Any:
         if hasattr(cls, "request_fingerprint"):  # RFPDupeFilter's old hook (scrapy-redis's too): never called here
             raise DedupConfigError(
                 f"{cls.__qualname__} defines request_fingerprint(), which scrapy_dedup's dupefilters never call: "
@@ -419,6 +424,7 @@ class BloomDupeFilter(_SeenDupeFilter):
             logger.error("%s. Refusing to start with an empty filter, which would fetch every page of "
                          "the crawl again: restore the file, or delete it or set "
                          "DEDUP_BLOOM_ON_CORRUPT='empty' to start over.", exc)
+            logged_already(exc)
             raise
         if (store.capacity if given_capacity else None, store.error_rate) != (given_capacity, error_rate):
             logger.warning("%s: the checkpoint %s was made with DEDUP_BLOOM_CAPACITY=%d and "
@@ -696,6 +702,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
             self._start_or_raise()
         except RedisStartupError as exc:
             logger.error("%s", exc)
+            logged_already(exc)
             raise
 
     def _start_or_raise(self) -> None:

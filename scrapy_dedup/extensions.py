@@ -57,7 +57,7 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError,
     is_transient, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, logged_already, read_settings, unallocatable_bloom
 from scrapy_dedup.url.policy import DomainMap
 
 if TYPE_CHECKING:
@@ -351,7 +351,7 @@ class DedupExtension:
                     message = (f"content index: the server at {mask_url(cfg.redis_url)} speaks TLS: "
                                "DEDUP_REDIS_URL must start with rediss://")
                     logger.error("%s", message)
-                    raise RedisStartupError(message) from None
+                    raise logged_already(RedisStartupError(message)) from None
                 return False
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, self._secrets)}); "
@@ -361,7 +361,7 @@ class DedupExtension:
                        f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "
                        "DEDUP_REDIS_INDEX_KEY")
             logger.error("%s", message)  # (Scrapy's lines of a start-up that failed follow)
-            raise RedisStartupError(message)
+            raise logged_already(RedisStartupError(message))
         return True
 
     def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:

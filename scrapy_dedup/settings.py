@@ -15,8 +15,9 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS  # noqa: F401 - re-exported (a public name)
 from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, raising
@@ -571,6 +572,8 @@ class _RefusalLines(logging.Filter):
         ours = _ours_in_chain(error)
         if ours is None or os.environ.get("SCRAPY_DEDUP_DEBUG"):  # (as the console script: it keeps the traceback)
             return True
+        if getattr(ours, _LOGGED, False):  # told already, where it was raised (refusing_start)
+            return False
         record.msg = f"scrapy-dedup cannot start: {str(ours) or type(ours).__name__}"
         if ours is not error:  # Scrapy's own error closing the engine the refusal left half-open: a consequence
             record.msg += f"\n(then, as Scrapy closed the engine: {type(error).__name__}: {error})"
@@ -590,6 +593,36 @@ def _ours_in_chain(error: BaseException | None) -> BaseException | None:
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return None
+
+
+_LOGGED = "_scrapy_dedup_logged"
+_logger = logging.getLogger("scrapy_dedup")
+
+
+ErrorT = TypeVar("ErrorT", bound=BaseException)
+
+
+def logged_already(error: ErrorT) -> ErrorT:
+    """``error``, marked as logged where it was raised: neither :func:`refusing_start` nor the loggers' filter
+    tell it again."""
+    setattr(error, _LOGGED, True)
+    return error
+
+
+@contextmanager
+def refusing_start() -> Iterator[None]:
+    """Around the start-up of a component: a refusal of ours raised inside is logged at once, as its lines
+    (before whatever Scrapy or Twisted print of the failed start), then raised on (:class:`_RefusalLines`
+    drops Scrapy's own record of it)."""
+    tell_refusals_without_traceback()
+    try:
+        yield
+    except Exception as exc:
+        ours = _ours_in_chain(exc)
+        if ours is not None and not getattr(ours, _LOGGED, False):
+            _logger.error("scrapy-dedup cannot start: %s", str(ours) or type(ours).__name__)
+            setattr(ours, _LOGGED, True)
+        raise
 
 
 def tell_refusals_without_traceback() -> None:
