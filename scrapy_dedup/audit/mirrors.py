@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
 from scrapy_dedup.audit.mine_dust import mine_logs
+from scrapy_dedup.audit.pairs import site_of
 from scrapy_dedup.audit.records import DumpError
 from scrapy_dedup.url.canonical import Canonicalizer, looks_like_session_token
 from scrapy_dedup.url.dust import RuleSet
@@ -307,9 +308,10 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
             report.unusable_urls += 1
             continue
         mirrors.append((a, b))
-        hosts[pa[0]] += 1
-        if pb[0] != pa[0]:
-            hosts[pb[0]] += 1
+        site_a, site_b = site_of(urls[a]), site_of(urls[b])  # another port is another host, as the pairs say
+        hosts[site_a] += 1
+        if site_b != site_a:
+            hosts[site_b] += 1
     report.pairs = len(mirrors)
     report.hosts = [h for h, _ in hosts.most_common()]
     if not mirrors:
