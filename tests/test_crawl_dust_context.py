@@ -164,7 +164,6 @@ def _items_and_fetches(crawler, site: LocalSite) -> tuple[int, int]:
 
 
 @pytest.mark.crawl
-@pytest.mark.slow
 @inlineCallbacks
 def test_learning_adds_no_fetch_and_no_duplicate_item_over_the_addon(tmp_path):
     """On the DUST test site and on the wiki above: with ``DEDUP_DUST_LEARN``, never more fetches and never
