@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Hashable, Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from w3lib.url import safe_url_string
 
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.representative import url_preference
+from scrapy_dedup.content.sketch import Sketch, resemblance
 from scrapy_dedup.engine_hook import internal, on_close_start
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
@@ -43,7 +45,7 @@ from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplic
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer, safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
-from scrapy_dedup.url.views import is_view, names_other_resource
+from scrapy_dedup.url.views import is_view, names_other_resource, page_key
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -61,6 +63,18 @@ RELEASE_META = "dedup_release"
 RELEASE_URL = "data:application/octet-stream,"
 #: released items go out before the pages waiting in the scheduler
 RELEASE_PRIORITY = 1_000_000
+#: a view (url/views.py) shows the page its URL names when its text holds at least this share of the page's
+#: shingles (an earlier revision that rewrote a sentence and added a note, a diff with the page below its table:
+#: the content engine's resemblance rule cannot take them, their own text is a sibling's share on short pages);
+#: a view that does not show its page (an error, "no difference", a diff of the change alone) holds little of it
+VIEW_CONTAINS = 0.5
+#: ... and has no more text of its own (shingles not in the page) than the page has: a diff against a wholly
+#: other text (a start page's installer text) shows that text too, a record of its own
+VIEW_OWN_TEXT = 1.0
+#: pages and views remembered by the page they name (url/views.py page_key), for the views' items: each
+#: about a sketch (1 KB at the default size); a view of a page older than that is judged as before
+VIEW_PAGES_KEPT = 4096
+VIEWS_PER_PAGE = 16
 
 
 class DuplicateResponse(IgnoreRequest):
@@ -92,6 +106,10 @@ class ContentFingerprintMiddleware:
                         "cluster with an item keeps it (docs/items.md)")
         elif self.decide is not None and self.decide.action == "drop":
             self.keeper = ItemKeeper(cfg.hold_max_items, cfg.hold_max_bytes)
+            self.sketch_size = cfg.sketch_size
+            #: page key -> (cluster, URL, sketch) of the first page that is no view; -> views kept apart from it
+            self._page_by_key: OrderedDict[str, tuple[Hashable, str, Sketch]] = OrderedDict()
+            self._views_by_key: OrderedDict[str, list[tuple[Hashable, Sketch]]] = OrderedDict()
             #: the cluster of each response whose items went through the keeper (the signals name the response)
             self._cluster_of_response: weakref.WeakKeyDictionary[Response, Hashable] = weakref.WeakKeyDictionary()
             crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
@@ -133,16 +151,20 @@ class ContentFingerprintMiddleware:
         decide, field = self.decide, self.paragraphs_field
         unique_text = self.content.paragraph_text_of(response) if field is not None else None
         member = self._member(verdict)
+        shown = None
         if member is not None:
             assert self.keeper is not None and verdict is not None  # (_member)
             self.keeper.page_open(member, first=verdict.kind == "unique")
+            shown = self._page_shown(response, verdict, member)
+            if shown is not None:  # a view of a page kept apart: its items are that page's duplicates
+                verdict = replace(verdict, kind="near", kept_url=shown[1], cluster=str(shown[0]), distance=None)
         try:
             async for obj in result:
                 if field is not None and obj is not None and not isinstance(obj, Request):
                     field.fill(obj, unique_text)
                 if member is not None and obj is not None and not isinstance(obj, Request):
                     assert verdict is not None
-                    obj = self._keep(obj, verdict, member, response)
+                    obj = self._keep(obj, verdict, verdict.cluster if shown is not None else member, response)
                     if obj is None:
                         continue
                 elif decide is not None and obj is not None and not isinstance(obj, Request):
@@ -167,6 +189,50 @@ class ContentFingerprintMiddleware:
         if self.keeper is None or verdict is None or verdict.cluster is None or verdict.kind == "degenerate":
             return None
         return verdict.cluster
+
+    def _page_shown(self, response: "Response", verdict: "Verdict", cluster: Hashable) -> tuple[Hashable, str] | None:
+        """Views and the page their URL names (url/views.py ``page_key``), kept apart by the content engine: an
+        earlier revision or a diff is no near duplicate of its page by resemblance, yet shows it. For a view
+        whose text contains the page's (:data:`VIEW_CONTAINS`), fetched after the page: the page's (cluster,
+        URL), whose duplicates its items are. For the page (no view): the views of it fetched before, whose
+        items are held, are joined to its cluster (``ItemKeeper.join``). URLs that are no view of another are
+        never joined to another page: siblings on one template are judged by the engine alone."""
+
+        def shows(view: Sketch, page: Sketch) -> bool:
+            estimate = resemblance(view, page, self.sketch_size)
+            return (estimate.only_b <= (1 - VIEW_CONTAINS) * page.shingles
+                    and estimate.only_a <= VIEW_OWN_TEXT * page.shingles)
+
+        assert self.keeper is not None
+        fp = self.content.fingerprint_of_response(response)
+        sketch = fp.sketch if fp is not None else None
+        if sketch is None or not self.sketch_size:
+            return None
+        url, key = verdict.url, page_key(verdict.url)
+        if is_view(url):
+            page = self._page_by_key.get(key)
+            if page is not None:
+                if page[0] != cluster and shows(sketch, page[2]):
+                    self.stats.inc_value("dedup/items/views_joined")
+                    return page[0], page[1]
+                return None
+            views = self._views_by_key.setdefault(key, [])
+            self._views_by_key.move_to_end(key)
+            if len(views) < VIEWS_PER_PAGE and all(known != cluster for known, _ in views):
+                views.append((cluster, sketch))
+            if len(self._views_by_key) > VIEW_PAGES_KEPT:
+                self._views_by_key.popitem(last=False)
+            return None
+        if key in self._page_by_key:
+            return None
+        self._page_by_key[key] = (cluster, url, sketch)
+        if len(self._page_by_key) > VIEW_PAGES_KEPT:
+            self._page_by_key.popitem(last=False)
+        for view_cluster, view_sketch in self._views_by_key.pop(key, ()):
+            if view_cluster != cluster and shows(view_sketch, sketch):
+                self.stats.inc_value("dedup/items/views_joined")
+                self._carry_out(self.keeper.join(view_cluster, cluster, url, verdict), response)
+        return None
 
     def _keep(self, item: Any, verdict: "Verdict", cluster: Hashable, response: "Response") -> Any:
         """The item to pass on now, or None (held back, or dropped as a duplicate)."""

@@ -16,7 +16,7 @@ from scrapy.spiders import CrawlSpider, Rule
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import reactor
 
-from tests.contentsite import edited_text, product_text, template
+from tests.contentsite import edited_text, product_text, template, words
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite, Page
 
@@ -385,3 +385,66 @@ def test_a_link_following_crawl_of_a_wiki_keeps_every_article_under_its_own_url(
     articles = [f"/index.php?title=A{i}" for i in range(ARTICLES)]
     histories = [f"/index.php?title=A{i}&action=history" for i in range(ARTICLES)]
     assert sorted(urls) == sorted(["/index.php?title=Special:RecentChanges", *articles, *histories])
+
+
+# A MediaWiki-shaped article of about 120 words whose later revision rewrote one sentence and added a note: its
+# earlier revision and a diff (the diff table, then the article rendered whole) are no near duplicates of it by
+# resemblance (on a page this short, the edit is a sibling's share of words of its own), yet they show it.
+SENTENCES = [
+    "The harbor lies at the mouth of the river, sheltered from the western gales by a long breakwater of granite.",
+    "Fishing boats leave before dawn and return in the early afternoon with their catch of cod and herring.",
+    "A lighthouse built in the eighteenth century still guides ships past the shoals at the northern entrance.",
+    "The old customs house now holds a small museum of maps, ship models and the logbooks of local captains.",
+    "Ferries to the islands depart twice a day in summer and once a day through the winter months.",
+    "Every August the town holds a regatta that draws sailors from the whole coast and many visitors.",
+]
+REWRITTEN = "Fishing trawlers sail out at first light and come back by noon loaded with mackerel and sprats."
+NOTE = "Note: the breakwater was lengthened by forty metres after the storms of the last decade."
+MW_ARTICLE, MW_REVISION, MW_DIFF = ("/index.php/Harbor", "/index.php?title=Harbor&oldid=7",
+                                   "/index.php?title=Harbor&diff=9&oldid=7")
+
+
+def mediawiki(host: str, path: str) -> Page | None:
+    current = [SENTENCES[0], REWRITTEN, *SENTENCES[2:], NOTE]
+    if path == MW_ARTICLE:
+        return Page(template(" ".join(current), title="Harbor - Field Wiki"))
+    if path == MW_REVISION:
+        return Page(template(" ".join(SENTENCES), title="Harbor - Field Wiki"))
+    if path == MW_DIFF:
+        table = (f"<table class='diff'><tr><td>Revision as of 12:00, 3 December 2026</td><td>Latest revision as of "
+                 f"12:05, 3 December 2026</td></tr><tr><td>Line 1:</td><td>Line 1:</td></tr><tr><td>- {SENTENCES[1]}"
+                 f"</td><td>+ {REWRITTEN}</td></tr><tr><td></td><td>+ {NOTE}</td></tr></table>")
+        return Page(template(" ".join(current), title="Harbor: Difference between revisions - Field Wiki")
+                    .replace("<main>", f"<main>{table}"))
+    return None
+
+
+@pytest.mark.parametrize("order", [[MW_DIFF, MW_REVISION, MW_ARTICLE], [MW_REVISION, MW_DIFF, MW_ARTICLE],
+                                   [MW_ARTICLE, MW_DIFF, MW_REVISION], [MW_REVISION, MW_ARTICLE, MW_DIFF]])
+@inlineCallbacks
+def test_an_edited_revision_and_a_diff_keep_the_articles_item_under_its_url(order):
+    with LocalSite(mediawiki) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=order)
+    assert all(site.hits[("wiki.test", path)] == 1 for path in order)
+    assert urls_of(crawler, site) == [MW_ARTICLE]  # one item, the article's, under its URL
+    assert crawler.stats.get_value("dedup/items/views_joined", 0) >= 1  # the engine alone kept a view apart
+
+
+@inlineCallbacks
+def test_a_diff_against_another_text_keeps_its_item():
+    """A diff whose old side is a wholly other text (a start page's installer text) shows that text too: it is a
+    record of its own, not the article's view, whichever comes first."""
+    other = " ".join(words(4242, 150))
+
+    def site_with_other_diff(host: str, path: str) -> Page | None:
+        if path == MW_DIFF:
+            table = f"<table class='diff'><tr><td>- {other}</td><td>+ {' '.join(SENTENCES)}</td></tr></table>"
+            return Page(template(" ".join(SENTENCES), title="Harbor: Difference between revisions - Field Wiki")
+                        .replace("<main>", f"<main>{table}"))
+        if path == MW_ARTICLE:
+            return Page(template(" ".join(SENTENCES), title="Harbor - Field Wiki"))
+        return None
+
+    with LocalSite(site_with_other_diff) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=[MW_DIFF, MW_ARTICLE])
+    assert urls_of(crawler, site) == sorted([MW_ARTICLE, MW_DIFF])

@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from scrapy_dedup.content.keeper import Action, ItemKeeper
-from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource
+from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource, page_key
 
 
 def rank(url: str) -> tuple:
@@ -231,3 +231,58 @@ def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_
 def test_names_other_resource(url, other, differ):
     assert names_other_resource(url, other) is differ
     assert names_other_resource(other, url) is differ
+
+
+def test_views_held_in_clusters_of_their_own_join_their_article_when_it_arrives():
+    """An old revision and a diff the content engine kept apart (each its own cluster) are held; the article (a
+    third cluster) arrives: joined to it, their items are its fallback, then dropped once its item is stored."""
+    crawl = Crawl()
+    assert crawl.page(DIFF, DIFF, first=True) == [Action.HOLD]
+    assert crawl.page(OLD, OLD, first=True) == [Action.HOLD]
+    crawl.keeper.page_open(ARTICLE, True)
+    for view in (DIFF, OLD):
+        crawl.carry_out(crawl.keeper.join(view, ARTICLE, ARTICLE))
+    assert crawl.dropped == [DIFF]  # the worse-ranked view: one group held per cluster
+    outcome = crawl.keeper.offer(ARTICLE, ARTICLE, rank(ARTICLE), False, ARTICLE)
+    assert outcome.action is Action.PASS
+    crawl.carry_out(crawl.keeper.page_done(ARTICLE))
+    assert crawl.keeper.held_items == 1  # the revision's: the fallback while the article's item is in flight
+    crawl.carry_out(crawl.keeper.scraped(ARTICLE))
+    assert sorted(crawl.dropped) == [DIFF, OLD] and crawl.keeper.held_items == 0
+    crawl.carry_out(crawl.keeper.release_all())
+    assert not crawl.released
+    # the views' clusters have no item: a later member that is no view keeps its own
+    assert crawl.page(OLD, "/w?title=A_copy") == [Action.PASS]
+
+
+def test_a_joined_view_is_the_articles_fallback_when_its_item_is_dropped():
+    crawl = Crawl()
+    crawl.page(OLD, OLD, first=True)
+    crawl.keeper.page_open(ARTICLE, True)
+    crawl.carry_out(crawl.keeper.join(OLD, ARTICLE, ARTICLE))
+    crawl.keeper.offer(ARTICLE, ARTICLE, rank(ARTICLE), False, ARTICLE)
+    crawl.carry_out(crawl.keeper.page_done(ARTICLE))
+    crawl.carry_out(crawl.keeper.dropped(ARTICLE))  # a later pipeline dropped the article's item
+    assert crawl.released == [OLD]  # the cluster never ends with no item
+
+
+def test_join_is_a_no_op_unless_a_view_waits():
+    crawl = Crawl()
+    crawl.page(ARTICLE, ARTICLE, first=True)
+    assert crawl.keeper.join(ARTICLE, OLD, OLD).drop == [] and crawl.keeper.join(OLD, ARTICLE, ARTICLE).drop == []
+    assert crawl.passed == [ARTICLE] and crawl.keeper.held_items == 0
+
+
+@pytest.mark.parametrize("url, key", [
+    ("http://h/index.php?title=Py_token&curid=53&diff=0&oldid=99", "http://h/index.php/Py_token"),
+    ("http://h/index.php?title=Py_token&oldid=79", "http://h/index.php/Py_token"),
+    ("http://h/index.php/Py_token", "http://h/index.php/Py_token"),
+    ("http://H/index.php?title=Py_token&action=edit", "http://h/index.php?title=Py_token&action=edit"),
+    ("http://h/index.php?title=Main_Page&direction=prev&oldid=102", "http://h/index.php/Main_Page"),
+    ("http://h/doku.php?id=wiki:a&rev=1700000000&do=diff", "http://h/doku.php?id=wiki%3Aa"),
+    ("http://h/doku.php?id=wiki:a", "http://h/doku.php?id=wiki%3Aa"),
+    ("http://h/cgit/r/tree/X.md?id=" + "ab" * 20, "http://h/cgit/r/tree/X.md"),
+    ("http://h/page?title=A", "http://h/page?title=A"),  # not a .php script: the parameter stays
+])
+def test_page_key(url, key):
+    assert page_key(url) == key

@@ -209,6 +209,38 @@ class ItemKeeper:
         outcome.release += self._overflow()
         return outcome
 
+    def join(self, cluster: Hashable, into: Hashable, url: str, payload: Any = None) -> Outcome:
+        """The page of ``into`` (at ``url``, opened with :meth:`page_open`, its items not offered yet) is the
+        page the view held for ``cluster`` shows (the content engine judged them apart: an earlier revision,
+        a diff rendering the page below its table): that view's items are held for ``into`` from now on, as
+        if offered there (dropped as duplicates of ``url`` once ``into`` has its item, or of a better view
+        held for it). A no-op unless ``cluster`` holds a view waiting for its better member. ``cluster`` then
+        has no item and nothing held: a later member that is no view is kept there."""
+        state = self._clusters.get(cluster)
+        if cluster == into or state is None or state.held is None or not state.held.waiting:
+            return Outcome()
+        held = state.held
+        self._unhold(held)
+        state.held = None
+        if not state.open and not state.in_flight:
+            del self._clusters[cluster]
+            self._itemless.add(cluster)
+        outcome = Outcome()
+        target = self._clusters.get(into)
+        if target is None or target.scraped or (target.held is not None and target.held.rank <= held.rank):
+            kept = url if target is None or target.held is None or target.scraped else target.held.url
+            outcome.drop += [(h, kept, payload) for h in held.items]
+            return outcome
+        if target.held is not None:  # a better view than the one held for ``into``
+            worse = target.held
+            self._unhold(worse)
+            outcome.drop += [(h, held.url, held.items[0].payload if held.items else None) for h in worse.items]
+        held.cluster, held.waiting, held.seq = into, target.passed is None, next(self._seq)
+        target.held = self._held[into] = held
+        self._held_items += len(held.items)
+        self._held_bytes += held.size
+        return outcome
+
     def scraped(self, cluster: Hashable) -> Outcome:
         """An item of ``cluster`` that passed went through every item pipeline: the cluster has its item."""
         state = self._clusters.get(cluster)

@@ -16,14 +16,20 @@ The other values of such a parameter name resources of their own: MediaWiki's
 the article's words as markup) and their title may only add a word to the article's
 ("Editing X"), yet a user wants them as records of their own. :func:`names_other_resource`
 tells two URLs apart so: the keeper does not drop one's item as the other's duplicate.
+
+:func:`page_key` names the page a URL shows or is a view of: the URL less its view parameters, so
+that a view fetched before its page can be told apart from a sibling when the page arrives (the
+item keeper joins a view to its page only when the view's text contains the page's, and only for
+the page this key names).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-__all__ = ["ViewParameter", "VIEW_PARAMETERS", "is_view", "names_other_resource"]
+__all__ = ["ViewParameter", "VIEW_PARAMETERS", "PAGE_NAME_PARAMETERS", "is_view", "names_other_resource",
+           "page_key"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,8 @@ _COMMIT_ID = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 VIEW_PARAMETERS: tuple[ViewParameter, ...] = (
     ViewParameter("diff", "MediaWiki", "a diff between revisions, the article rendered below it"),
     ViewParameter("oldid", "MediaWiki", "an earlier revision of the article"),
+    ViewParameter("direction", "MediaWiki", "the revision before or after oldid's (with oldid)",
+                  _values("prev", "next")),
     ViewParameter("printable", "MediaWiki", "the printable version"),
     ViewParameter("curid", "MediaWiki", "the article named by its page id"),
     ViewParameter("action", "MediaWiki", "the article rendered again (render, purge's page, view)",
@@ -72,6 +80,10 @@ VIEW_PARAMETERS: tuple[ViewParameter, ...] = (
 )
 
 _BY_NAME: dict[str, ViewParameter] = {p.name: p for p in VIEW_PARAMETERS}
+
+#: query parameters that name the page, with the path form the software also serves it under: MediaWiki's
+#: ``index.php?title=X`` is ``index.php/X`` (the article's links use the second, its views the first)
+PAGE_NAME_PARAMETERS: dict[str, str] = {"title": "MediaWiki: script.php?title=X is script.php/X"}
 
 
 def is_view(url: str) -> bool:
@@ -111,3 +123,22 @@ def names_other_resource(url: str, other: str) -> bool:
     value is no view (``?title=X&action=edit`` and ``?title=X``, or ``?title=X&action=history``); False when
     neither names one, or both the same (``action=edit`` of a page and of its section). Never raises."""
     return _resource_actions(url) != _resource_actions(other)
+
+
+def page_key(url: str) -> str:
+    """The page ``url`` shows, or is a view of, named by a URL: ``url`` less its fragment and the parameters
+    of :data:`VIEW_PARAMETERS` that make it a view, a lone page-name parameter (:data:`PAGE_NAME_PARAMETERS`)
+    on a ``.php`` script moved into the path. A view and its page have the same key
+    (``index.php?title=X&oldid=7`` and ``index.php/X``; ``doku.php?id=p&rev=9`` and ``doku.php?id=p``); a
+    URL that is no view is its own key, in the same form. Never raises: an unparsable URL is its own key."""
+    try:
+        parts = urlsplit(url)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return url
+    kept = [(name, value) for name, value in pairs
+            if (parameter := _BY_NAME.get(name.lower())) is None or not parameter.makes_view(value)]
+    path = parts.path
+    if len(kept) == 1 and kept[0][0] in PAGE_NAME_PARAMETERS and path.endswith(".php") and kept[0][1]:
+        path, kept = f"{path}/{quote(kept[0][1].replace(' ', '_'), safe='/:')}", []
+    return urlunsplit((parts.scheme, parts.netloc.lower(), path, urlencode(kept), ""))
