@@ -63,11 +63,14 @@ RELEASE_META = "dedup_release"
 RELEASE_URL = "data:application/octet-stream,"
 #: released items go out before the pages waiting in the scheduler
 RELEASE_PRIORITY = 1_000_000
-#: a view (url/views.py) shows the page its URL names when its text holds at least this share of the page's
-#: shingles (an earlier revision that rewrote a sentence and added a note, a diff with the page below its table:
-#: the content engine's resemblance rule cannot take them, their own text is a sibling's share on short pages);
-#: a view that does not show its page (an error, "no difference", a diff of the change alone) holds little of it
-VIEW_CONTAINS = 0.5
+#: a view (url/views.py) shows the page its URL names when its text lacks at most this share of the page's shingles
+#: (an earlier revision that rewrote a sentence and added a note, a diff with the page below its table: the content
+#: engine's resemblance rule cannot take them, their own text is a sibling's share on short pages) ...
+VIEW_MISSING_SHARE = 0.25
+#: ... or, on a short page, at most this many shingles (a rewritten sentence and an added note: two sentences of
+#: about 24 words), and never half of the page: another view on the page's template (a git viewer's other commit,
+#: a tree at another commit that changed a file) lacks what differs, its own text
+VIEW_MISSING_EDIT = 48
 #: ... and has no more text of its own (shingles not in the page) than the page has: a diff against a wholly
 #: other text (a start page's installer text) shows that text too, a record of its own
 VIEW_OWN_TEXT = 1.0
@@ -193,15 +196,15 @@ class ContentFingerprintMiddleware:
     def _page_shown(self, response: "Response", verdict: "Verdict", cluster: Hashable) -> tuple[Hashable, str] | None:
         """Views and the page their URL names (url/views.py ``page_key``), kept apart by the content engine: an
         earlier revision or a diff is no near duplicate of its page by resemblance, yet shows it. For a view
-        whose text contains the page's (:data:`VIEW_CONTAINS`), fetched after the page: the page's (cluster,
-        URL), whose duplicates its items are. For the page (no view): the views of it fetched before, whose
-        items are held, are joined to its cluster (``ItemKeeper.join``). URLs that are no view of another are
-        never joined to another page: siblings on one template are judged by the engine alone."""
+        whose text holds the page's but for an edit (:data:`VIEW_MISSING_SHARE`), fetched after the page: the
+        page's (cluster, URL), whose duplicates its items are. For the page (no view): the views of it fetched
+        before, whose items are held, are joined to its cluster (``ItemKeeper.join``). URLs that are no view of
+        another are never joined to another page: siblings on one template are judged by the engine alone."""
 
         def shows(view: Sketch, page: Sketch) -> bool:
             estimate = resemblance(view, page, self.sketch_size)
-            return (estimate.only_b <= (1 - VIEW_CONTAINS) * page.shingles
-                    and estimate.only_a <= VIEW_OWN_TEXT * page.shingles)
+            missing = max(VIEW_MISSING_SHARE * page.shingles, min(VIEW_MISSING_EDIT, page.shingles / 2))
+            return estimate.only_b <= missing and estimate.only_a <= VIEW_OWN_TEXT * page.shingles
 
         assert self.keeper is not None
         fp = self.content.fingerprint_of_response(response)
