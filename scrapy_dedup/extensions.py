@@ -58,7 +58,7 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError,
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
-from scrapy_dedup.url.policy import DomainMap
+from scrapy_dedup._util.domains import DomainMap
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
