@@ -59,6 +59,7 @@ from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
 from scrapy_dedup._util.domains import DomainMap
+from scrapy_dedup.url.preference import url_preference
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -213,7 +214,7 @@ class DedupExtension:
             self.judge = PageJudge.from_params(
                 cfg, self.store, boilerplate=False, min_words=self.policies.default.min_words,
                 representative=cfg.representative, times_are_arrivals=not cfg.timestamp_field,
-                url_sameness=bool(cfg.log_file) or cfg.dust_learn)
+                url_sameness=bool(cfg.log_file) or cfg.dust_learn, url_key=url_preference)
             self.engine = self.judge.engine
             self._fingerprinters.setdefault(self.policies.default.min_words, self.engine.fingerprinter)
             if any(p.boilerplate for p in policies):

@@ -34,7 +34,7 @@ from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
-from scrapy_dedup.content.representative import url_preference
+from scrapy_dedup.url.preference import url_preference
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself

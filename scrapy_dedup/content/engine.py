@@ -33,7 +33,7 @@ import numpy as np
 
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.compact import DigestTable, StringList
-from scrapy_dedup.content.representative import ClusterRepresentatives
+from scrapy_dedup.content.representative import ClusterRepresentatives, UrlKey
 from scrapy_dedup._util.files import atomic_write
 from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _read_exactly
 from scrapy_dedup.content.simhash import (
@@ -447,7 +447,7 @@ class ContentDeduplicator:
     """
 
     def __init__(self, fingerprinter: ContentFingerprinter, store: ContentStore, representative: str = "first", *,
-                 times_are_arrivals: bool = False):
+                 times_are_arrivals: bool = False, url_key: UrlKey | None = None):
         store_bits = getattr(store, "bits", fingerprinter.bits)
         if store_bits != fingerprinter.bits:
             raise ValueError(f"fingerprinter makes {fingerprinter.bits}-bit simhashes, store holds {store_bits}-bit")
@@ -460,7 +460,9 @@ class ContentDeduplicator:
         self.clusters: Clusters[Any] = Clusters()  # URLs, and (URL, n) for a URL fetched again
         # Local to this process, as the clusters are: the store (Redis too) only ever names the kept page.
         # ``times_are_arrivals``: the pages' timestamps are their fetch times (see ClusterRepresentatives).
-        self.representatives = ClusterRepresentatives(representative, times_are_arrivals=times_are_arrivals)
+        # ``url_key``: the sort key of a URL, for every representative policy but ``first`` (content/representative.py)
+        self.representatives = ClusterRepresentatives(representative, times_are_arrivals=times_are_arrivals,
+                                                      url_key=url_key)
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
         self._skipped_non_html = 0

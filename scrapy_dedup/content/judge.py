@@ -40,6 +40,7 @@ from scrapy_dedup.content.engine import (
     Verdict,
     verify_rule_from_settings,
 )
+from scrapy_dedup.content.representative import UrlKey
 
 __all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
            "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
@@ -87,14 +88,17 @@ def memory_store(params: Any) -> MemoryContentStore:
 
 
 def build_engine(params: Any, store: ContentStore | None = None, *, min_words: int | None = None,
-                 representative: str = "first", times_are_arrivals: bool = False) -> ContentDeduplicator:
+                 representative: str = "first", times_are_arrivals: bool = False,
+                 url_key: UrlKey | None = None) -> ContentDeduplicator:
     """The content engine of ``params`` over ``store`` (None: :func:`memory_store`); ``min_words``: the
-    degenerate-page rule when it is not ``params.min_words`` (the miner's, a host's)."""
+    degenerate-page rule when it is not ``params.min_words`` (the miner's, a host's); ``url_key``: the
+    sort key of a URL the representative policy ranks by (every policy but ``first``; the caller's)."""
     fingerprinter = ContentFingerprinter(shingle_size=params.shingle_size, bits=params.fingerprint_bits,
                                          min_words=params.min_words if min_words is None else min_words,
                                          sketch_size=params.sketch_size)
     return ContentDeduplicator(fingerprinter, memory_store(params) if store is None else store,
-                               representative=representative, times_are_arrivals=times_are_arrivals)
+                               representative=representative, times_are_arrivals=times_are_arrivals,
+                               url_key=url_key)
 
 
 @dataclass(frozen=True)
@@ -170,12 +174,13 @@ class PageJudge:
     def from_params(cls, params: Any, store: ContentStore | None = None, *, learner: BoilerplateLearner | None = None,
                     boilerplate: bool | None = None, host_of_key: Callable[[str], str] = host_of,
                     min_words: int | None = None, representative: str = "first", times_are_arrivals: bool = False,
-                    url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES) -> PageJudge:
+                    url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES,
+                    url_key: UrlKey | None = None) -> PageJudge:
         """The judge of ``params`` (the factory every caller uses): the engine over ``store`` (None: in memory),
         with the boilerplate rule when ``boilerplate`` (None: ``params.boilerplate``), its learner ``learner``
         (None: a fresh one with ``params``' thresholds)."""
         engine = build_engine(params, store, min_words=min_words, representative=representative,
-                              times_are_arrivals=times_are_arrivals)
+                              times_are_arrivals=times_are_arrivals, url_key=url_key)
         learns = bool(params.boilerplate) if boilerplate is None else boilerplate
         judge = None
         if learns:
