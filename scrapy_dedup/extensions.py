@@ -37,14 +37,15 @@ from w3lib.url import safe_url_string
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
-from scrapy_dedup.content.judge import PageJudge, PageVerdict, memory_store
+from scrapy_dedup.content.judge import PageJudge, PageVerdict
+from scrapy_dedup.content.stores import open_store
+from scrapy_dedup.content.stores.redis_index import ContentIndexMismatch, config_fields
 from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
     ContentFingerprint,
     ContentFingerprinter,
     Verdict,
-    verify_rule_from_settings,
 )
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
@@ -293,21 +294,14 @@ class DedupExtension:
         return f"{self.store.index.prefix}:paragraphs"
 
     def _build_store(self, cfg: DedupSettings) -> Any:
-        verify = verify_rule_from_settings(cfg)
+        spider_name = getattr(self.crawler.spidercls, "name", None) or "spider"
+        key = cfg.redis_index_key % {"spider": spider_name}
+        store = open_store(cfg, cfg.content_backend, url=cfg.redis_url, key=key, redis_params=cfg.redis_params,
+                           ttl=cfg.redis_ttl)
         if cfg.content_backend == "redis":
-            from scrapy_dedup.content.redis_index import RedisContentStore
-
-            spider_name = getattr(self.crawler.spidercls, "name", None) or "spider"
-            key = cfg.redis_index_key % {"spider": spider_name}
-            store = RedisContentStore.from_url(
-                cfg.redis_url, key, params=cfg.redis_params, threshold=cfg.hamming_threshold,
-                bands=cfg.bands, bits=cfg.fingerprint_bits, ttl=cfg.redis_ttl,
-                sketch_size=cfg.sketch_size, verify=verify,
-            )
             logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), key,
                         type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
-            return store
-        return memory_store(cfg)
+        return store
 
     def _store_policy(self, cfg: DedupSettings) -> RedisErrorPolicy | None:
         """The outage policy of the Redis content index (None for the memory one): always ``fail_open``.
@@ -395,8 +389,6 @@ class DedupExtension:
         """An index written with another config (an earlier version's key layout, other bits, bands or
         sketch size) stops the crawl now, naming what to change; judged page by page, every page would
         fail and be kept unjudged. Redis down at start: the first page's call checks it."""
-        from scrapy_dedup.content.redis_index import ContentIndexMismatch, config_fields
-
         try:
             policy.call(self.store.check_config)
         except RedisUnavailable:
@@ -413,8 +405,8 @@ class DedupExtension:
                        "that wrote it")
             raise DedupConfigError(
                 f"Content index: {where} holds an index written with {exc.stored}; this crawl needs {exc.wanted}: "
-                f"{why}. To start over, delete the index's keys (RedisContentStore.from_url(<DEDUP_REDIS_URL>, "
-                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.redis_index, or "
+                f"{why}. To start over, delete the index's keys (open_redis_store(<DEDUP_REDIS_URL>, "
+                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.stores, or "
                 "DEDUP_REDIS_FLUSH_ON_START=True for one start), or set DEDUP_REDIS_INDEX_KEY "
                 "to a new key (the pages of the old index are then not found)") from None
 

@@ -15,7 +15,7 @@
   by a per-page sketch (:mod:`scrapy_dedup.content.sketch`: estimated Jaccard
   resemblance and one-sided shingle differences). Only unique pages are
   inserted; a duplicate points at the kept page it matched. :class:`MemoryContentStore` is the in-process store;
-  ``RedisContentStore`` (``content/redis_index.py``) shares one across processes.
+  ``RedisContentStore`` (``content/stores/``) shares one across processes.
 * :class:`ContentDeduplicator` combines the two, returns a :class:`Verdict` per
   page and keeps the counts and clusters of the :class:`DuplicationReport`.
 """

@@ -1,9 +1,9 @@
 """The page judge: where "same page" is decided, for the crawl, the audit, ``mine-dust`` and the learner.
 
-* :func:`memory_store` and :func:`build_engine` assemble the content engine and its store from the
-  engine's parameters (any object with the attributes of ``content/params.py``: the crawl's
-  settings, the audit's config, the parameters' defaults), so that every caller judges with the
-  same rule; a store built elsewhere (the Redis ones) is passed in.
+* :func:`build_engine` assembles the content engine from the engine's parameters (any object with
+  the attributes of ``content/params.py``: the crawl's settings, the audit's config, the parameters'
+  defaults), so that every caller judges with the same rule, over the store
+  :func:`scrapy_dedup.content.stores.open_store` opens (``memory_store`` is re-exported from there).
 * :class:`PageJudge` reads one page (its text, or its blocks when its host learns boilerplate)
   into a :class:`PageVerdict`: the engine's verdict with its evidence (the fingerprint it rests
   on, whether it rests on the texts less boilerplate only, the normal hash of the whole text).
@@ -36,11 +36,10 @@ from scrapy_dedup.content.engine import (
     ContentFingerprint,
     ContentFingerprinter,
     ContentStore,
-    MemoryContentStore,
     Verdict,
-    verify_rule_from_settings,
 )
 from scrapy_dedup.content.representative import UrlKey
+from scrapy_dedup.content.stores import memory_store, open_store
 
 __all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
            "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
@@ -80,23 +79,17 @@ def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, ke
     return isinstance(normal_hash, str) and normal_hash == kept_normal_hash
 
 
-def memory_store(params: Any) -> MemoryContentStore:
-    """The in-memory content store of ``params`` (threshold, bands, bits, sketch, verification rule)."""
-    return MemoryContentStore(threshold=params.hamming_threshold, bands=params.bands, bits=params.fingerprint_bits,
-                              allow_approximate=getattr(params, "allow_approximate", False),
-                              sketch_size=params.sketch_size, verify=verify_rule_from_settings(params))
-
-
 def build_engine(params: Any, store: ContentStore | None = None, *, min_words: int | None = None,
                  representative: str = "first", times_are_arrivals: bool = False,
                  url_key: UrlKey | None = None) -> ContentDeduplicator:
-    """The content engine of ``params`` over ``store`` (None: :func:`memory_store`); ``min_words``: the
-    degenerate-page rule when it is not ``params.min_words`` (the miner's, a host's); ``url_key``: the
-    sort key of a URL the representative policy ranks by (every policy but ``first``; the caller's)."""
+    """The content engine of ``params`` over ``store`` (None: the memory store of
+    :func:`~scrapy_dedup.content.stores.open_store`); ``min_words``: the degenerate-page rule when it is
+    not ``params.min_words`` (the miner's, a host's); ``url_key``: the sort key of a URL the representative
+    policy ranks by (every policy but ``first``; the caller's)."""
     fingerprinter = ContentFingerprinter(shingle_size=params.shingle_size, bits=params.fingerprint_bits,
                                          min_words=params.min_words if min_words is None else min_words,
                                          sketch_size=params.sketch_size)
-    return ContentDeduplicator(fingerprinter, memory_store(params) if store is None else store,
+    return ContentDeduplicator(fingerprinter, open_store(params) if store is None else store,
                                representative=representative, times_are_arrivals=times_are_arrivals,
                                url_key=url_key)
 
