@@ -17,19 +17,15 @@ taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import threading
 import time
 import weakref
-from collections import Counter, OrderedDict
+from collections import Counter
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from lxml import etree
 from scrapy import Request, signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
@@ -37,6 +33,7 @@ from w3lib.url import safe_url_string
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
+from scrapy_dedup.content.boilerplate import host_of
 from scrapy_dedup.content.judge import PageJudge, PageVerdict
 from scrapy_dedup.content.stores import open_store
 from scrapy_dedup.content.stores.redis_index import ContentIndexMismatch, config_fields
@@ -44,12 +41,10 @@ from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
     ContentFingerprint,
-    ContentFingerprinter,
     Verdict,
 )
-from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
+from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
-from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_access import missing_permissions, speaks_tls
@@ -59,7 +54,9 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError,
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
-from scrapy_dedup._util.domains import DomainMap
+from scrapy_dedup.content.pages import PageReader, PageReading, extraction_policies
+from scrapy_dedup.content.params import ParamError
+from scrapy_dedup.responses import declared_canonical, hex_of, looks_like_html, source_of
 from scrapy_dedup.url.preference import url_preference
 
 if TYPE_CHECKING:
@@ -73,28 +70,10 @@ EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
 CHECKPOINT_NAME = "dedup-content.idx"
 #: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
 PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
-#: fingerprints remembered by text digest: an exact duplicate's text (a mirror, a tracking or
-#: session variant the URL layer could not fold) is not tokenized and hashed again. A few KB each.
-FINGERPRINT_CACHE_SIZE = 512
 
 
 def _pct(part: int, whole: int) -> str:
     return format_percent(part, whole)
-
-
-def extraction_policies(cfg: DedupSettings) -> DomainMap[ExtractionPolicy]:
-    """The crawl's extraction policy per host: ``DEDUP_STRIP_*``, ``DEDUP_MIN_WORDS``, ``DEDUP_MAX_BYTES``,
-    overridden per domain by ``DEDUP_CONTENT_POLICIES``."""
-    default = ExtractionPolicy.from_values({key: getattr(cfg, key) for key in POLICY_KEYS})
-    per_domain = {}
-    for domain, overrides in cfg.content_policies.items():
-        policy = per_domain[domain] = default.overridden(overrides, f"DEDUP_CONTENT_POLICIES[{domain!r}]")
-        if policy.min_words < cfg.shingle_size:
-            raise DedupConfigError(
-                f"DEDUP_CONTENT_POLICIES: min_words ({policy.min_words}) must be at least "
-                f"DEDUP_SHINGLE_SIZE ({cfg.shingle_size})"
-            )
-    return DomainMap(default, per_domain)
 
 
 class _JsonLines:
@@ -113,28 +92,6 @@ class _JsonLines:
         self.file.close()
 
 
-@dataclass
-class _ResponsePage:
-    """What one response gave, remembered weakly per response object until it is judged."""
-
-    url: str
-    #: why it has no fingerprint: ``skipped_non_text``, ``skipped_non_html`` or ``extraction_errors``
-    skipped: str | None = None
-    policy: ExtractionPolicy | None = None
-    fingerprint: ContentFingerprint | None = None
-    #: the main text cut at block elements, when its host learns boilerplate
-    blocks: list[str] | None = None
-    #: its <title> (with its blocks; None without one): a near match across two titles is not taken
-    title: str | None = None
-    truncated: bool = False
-    judged: bool = False
-    verdict: Verdict | None = None
-    #: the page its URL serves at the URL-level strictness when not its verdict's cluster (content/judge.py)
-    url_page: str | None = None
-    #: its blocks checked for repeats (paragraph dedup on for its host), once judged
-    paragraphs: ParagraphCheck | None = None
-
-
 class DedupExtension:
     """For ``EXTENSIONS``: the crawl's content state (shared by the content components) and the report."""
 
@@ -142,12 +99,13 @@ class DedupExtension:
         self.crawler = crawler
         self.stats = crawler.stats
         self.cfg = cfg = read_settings(crawler.settings)
-        self.policies = extraction_policies(cfg)
-        # One fingerprinter per distinct min_words (degenerate pages are decided per host).
-        self._fingerprinters: dict[int, ContentFingerprinter] = {}
-        self._fingerprint_cache: OrderedDict[tuple[int, bytes], ContentFingerprint] = OrderedDict()
-        self._cache_lock = threading.Lock()  # the pipeline's DEDUP_CONTENT_FIELD path may run in threads
-        self._pages: "weakref.WeakKeyDictionary[Response, _ResponsePage]" = weakref.WeakKeyDictionary()
+        try:
+            self.policies = extraction_policies(cfg)
+        except ParamError as exc:
+            raise DedupConfigError(str(exc)) from None
+        #: reads each response's page once: its policy, main text, blocks, fingerprint (content/pages.py)
+        self.reader = PageReader(cfg, self.policies)
+        self._pages: "weakref.WeakKeyDictionary[Response, PageReading]" = weakref.WeakKeyDictionary()
         # The content state proper, built by open_content() (None: no content component asked).
         self.engine: ContentDeduplicator | None = None
         self.store: Any = None
@@ -161,7 +119,6 @@ class DedupExtension:
         self.events: Counter[str] = Counter()
         self._cluster_sizes: Counter[str] = Counter()
         self._canary_warned: set[str] = set()
-        self._structured_logged = False
         self.audit: _JsonLines | None = None
         self.crawl_log: _JsonLines | None = None
         #: the page judge (content/judge.py), built by open_content() with the engine
@@ -217,7 +174,7 @@ class DedupExtension:
                 representative=cfg.representative, times_are_arrivals=not cfg.timestamp_field,
                 url_sameness=bool(cfg.log_file) or cfg.dust_learn, url_key=url_preference)
             self.engine = self.judge.engine
-            self._fingerprinters.setdefault(self.policies.default.min_words, self.engine.fingerprinter)
+            self.reader.use(self.engine.fingerprinter)
             if any(p.boilerplate for p in policies):
                 self.boilerplate = self.judge.boilerplate = BoilerplateJudge(self.engine,
                                                                              self._boilerplate_learner(cfg))
@@ -232,15 +189,6 @@ class DedupExtension:
             self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
             self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
         return self
-
-    def _fingerprinter_for(self, policy: ExtractionPolicy) -> ContentFingerprinter:
-        fp = self._fingerprinters.get(policy.min_words)
-        if fp is None:
-            fp = self._fingerprinters[policy.min_words] = ContentFingerprinter(
-                shingle_size=self.cfg.shingle_size, bits=self.cfg.fingerprint_bits, min_words=policy.min_words,
-                sketch_size=self.cfg.sketch_size,
-            )
-        return fp
 
     def _boilerplate_learner(self, cfg: DedupSettings) -> BoilerplateLearner:
         """The per-host block tables: in this process, or shared through Redis with the Redis content index."""
@@ -508,46 +456,18 @@ class DedupExtension:
         fp = page.fingerprint
         if fp is None:
             return None
-        assert page.policy is not None  # set with the fingerprint (_read_page)
-        if self._fingerprinter_for(page.policy).is_degenerate(fp):
+        assert page.policy is not None  # set with the fingerprint (PageReader.read)
+        if self.reader.fingerprinter_for(page.policy).is_degenerate(fp):
             return None
         return fp
 
-    def _page_of(self, response: Response) -> _ResponsePage:
+    def _page_of(self, response: Response) -> PageReading:
         page = self._pages.get(response)
         if page is None:
-            page = self._pages[response] = self._read_page(response)
-        return page
-
-    def _read_page(self, response: Response) -> _ResponsePage:
-        # JSON, XML feeds, CSS, JavaScript are data, not pages (content/structured.py says why). Asked of
-        # every response: Scrapy makes some of them (``+json``) plain Responses, text all the same.
-        page = _ResponsePage(response.url)
-        kind = structured_kind(response.headers.get(b"Content-Type"), response.body[:SNIFF_BYTES])
-        if looks_binary(response.body) or (kind is None and not isinstance(response, TextResponse)):
-            page.skipped = "skipped_non_text"
-            return page
-        if kind is not None:
-            if not self._structured_logged:  # once per crawl: a line per response would flood the log
-                self._structured_logged = True
-                logger.info("Structured responses (JSON, XML feeds, CSS, JavaScript, CSV) are not fingerprinted, "
-                            "only counted in dedup/content/skipped_non_html (the first: %s at %s)",
-                            kind, response.url)
-            page.skipped = "skipped_non_html"
-            return page
-        page.policy = policy = self.policies.lookup(_host_of(response.url))
-        assert isinstance(response, TextResponse)  # a kind-less non-text response returned above
-        source, encoding = _source_of(response, policy)
-        try:
-            extraction = extract_text(source, policy, encoding=encoding, blocks=policy.needs_blocks)
-        except Exception as exc:  # hostile markup never stops the crawl
-            logger.warning("Could not extract text from %s (%s: %s); page not fingerprinted",
-                           response.url, type(exc).__name__, exc)
-            page.skipped = "extraction_errors"
-            return page
-        page.truncated = extraction.truncated
-        page.blocks, page.title = extraction.blocks, extraction.title
-        page.fingerprint = self._fingerprint(self._fingerprinter_for(policy), extraction.text)
+            page = self._pages[response] = self.reader.read(
+                response.url, response.headers.get(b"Content-Type"), response.body,
+                is_text=isinstance(response, TextResponse),
+                source=lambda policy: source_of(cast(TextResponse, response), policy))
         return page
 
     # --- verdicts ---
@@ -581,9 +501,9 @@ class DedupExtension:
         else:
             if page.truncated:
                 self._count("truncated")
-            # a page neither skipped nor unreadable has both (_read_page)
+            # a page neither skipped nor unreadable has both (PageReader.read)
             assert page.fingerprint is not None and page.policy is not None
-            declares = (_declared_canonical(response, page.policy.max_bytes)
+            declares = (declared_canonical(response, page.policy.max_bytes)
                         if self.cfg.representative == "canonical" else None)
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
                                        declares=declares, page=page, title=page.title)
@@ -601,7 +521,7 @@ class DedupExtension:
     def _check_paragraphs(self, url: str, blocks: list[str]) -> ParagraphCheck:
         """The page's blocks checked for repeats and counted; with the seen set away, all taken as new."""
         assert self.paragraphs is not None  # built by open_content() when a policy has paragraphs on
-        host = _host_of(url)
+        host = host_of(url)
         try:
             if self._paragraph_policy is not None:
                 check = self._paragraph_policy.call(self.paragraphs.check, host, blocks)
@@ -636,13 +556,13 @@ class DedupExtension:
         as a response is, anything else taken as the page's text; and that text less its repeated blocks when
         its host has paragraph dedup on (else None; the blocks of a plain text are its lines). ``timestamp``:
         the value of the item's ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time)."""
-        policy = self.policies.lookup(_host_of(url))
+        policy = self.policies.lookup(host_of(url))
         dating: dict[str, Any] = {}
         if self.cfg.representative == "newest" and self.cfg.timestamp_field:
             dating = {"timestamp": self._timestamp_of(url, timestamp), "dated": True}
         if isinstance(value, (bytearray, memoryview)):  # bytes by another type: its bytes, not its repr
             value = bytes(value)
-        if isinstance(value, (bytes, str)) and _looks_like_html(value):
+        if isinstance(value, (bytes, str)) and looks_like_html(value):
             try:
                 extraction = extract_text(value, policy, blocks=policy.needs_blocks)
             except Exception as exc:  # hostile markup never stops the crawl
@@ -652,8 +572,8 @@ class DedupExtension:
                 return None, None
             if extraction.truncated:
                 self._count("truncated")
-            fingerprinter = self._fingerprinter_for(policy)
-            verdict = self._judge(url, self._fingerprint(fingerprinter, extraction.text), policy, None,
+            fingerprinter = self.reader.fingerprinter_for(policy)
+            verdict = self._judge(url, self.reader.fingerprint(fingerprinter, extraction.text), policy, None,
                                   extraction.blocks, title=extraction.title, **dating)
             blocks = extraction.blocks
         else:
@@ -672,8 +592,8 @@ class DedupExtension:
         ``timestamp``: the page's time for ``newest``; None: the fetch time, unless ``dated`` (the
         page's own time was asked for and it has none: it ranks after the pages that have one).
         """
-        policy = policy or self.policies.lookup(_host_of(url))
-        return self._judge(url, self._fingerprint(self._fingerprinter_for(policy), text), policy, request,
+        policy = policy or self.policies.lookup(host_of(url))
+        return self._judge(url, self.reader.fingerprint(self.reader.fingerprinter_for(policy), text), policy, request,
                            timestamp=timestamp, dated=dated)
 
     def _timestamp_of(self, url: str, value: Any) -> float | None:
@@ -690,7 +610,7 @@ class DedupExtension:
 
     def _judge(self, url: str, fp: ContentFingerprint, policy: ExtractionPolicy,
                request: Request | None, blocks: list[str] | None = None, *, timestamp: float | None = None,
-               dated: bool = False, declares: str | None = None, page: _ResponsePage | None = None,
+               dated: bool = False, declares: str | None = None, page: PageReading | None = None,
                title: str | None = None) -> Verdict | None:
         """The verdict of a page (``fp``: of its whole text); with its ``blocks`` and a host that learns
         boilerplate, taken by the boilerplate rule (``content/boilerplate.py``: ``BoilerplateJudge``).
@@ -698,7 +618,7 @@ class DedupExtension:
         ``page``: the response's state, told whether the verdict rests on the text less boilerplate."""
         engine = self.open_content().engine
         assert engine is not None  # open_content() built it
-        fingerprinter = self._fingerprinter_for(policy)
+        fingerprinter = self.reader.fingerprinter_for(policy)
         degenerate = fingerprinter.is_degenerate(fp)
         if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
@@ -707,7 +627,7 @@ class DedupExtension:
         try:
             if blocks is not None and policy.boilerplate and judge.boilerplate is not None and not degenerate:
                 judged = self._call_store(judge.judge_blocks, url, blocks,
-                                          fingerprint=lambda text: self._fingerprint(fingerprinter, text),
+                                          fingerprint=lambda text: self.reader.fingerprint(fingerprinter, text),
                                           degenerate=fingerprinter.is_degenerate, whole=fp,
                                           timestamp=timestamp, declares=declares, title=title)
                 assert judged.judgement is not None  # the boilerplate rule's account
@@ -771,31 +691,10 @@ class DedupExtension:
             logger.info("Undecidable page kept: %s (only its host's template is left once that is left out)", url)
         if judgement.rechecked:
             self._count("boilerplate/rechecked", judgement.rechecked)
-        host = _host_of(url)
+        host = host_of(url)
         learned = self.boilerplate.learner.blocks_learned(host) if self.boilerplate is not None else 0
         if learned:
             self.stats.set_value(f"dedup/content/boilerplate/blocks/{host or '-'}", learned)
-
-    def _fingerprint(self, fingerprinter: ContentFingerprinter, text: str) -> ContentFingerprint:
-        """``fingerprinter.fingerprint(text)``, remembered for the last ``FINGERPRINT_CACHE_SIZE`` texts.
-
-        The fingerprint is a pure function of the text, so an exact duplicate's text (on a
-        duplicate-rich crawl, most fetched duplicates) costs a 16-byte digest (a few
-        microseconds) instead of tokenizing, hashing every word and shingle and sketching.
-        """
-        key = (id(fingerprinter), hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
-        cache = self._fingerprint_cache
-        with self._cache_lock:
-            fp = cache.get(key)
-            if fp is not None:
-                cache.move_to_end(key)
-                return fp
-        fp = fingerprinter.fingerprint(text)
-        with self._cache_lock:
-            cache[key] = fp
-            if len(cache) > FINGERPRINT_CACHE_SIZE:
-                cache.popitem(last=False)
-        return fp
 
     def _store_error(self, exc: Exception) -> None:
         """Content index unreachable: the page is kept unjudged (never dropped for an outage).
@@ -823,7 +722,7 @@ class DedupExtension:
                 "request_url": request.url if request is not None else verdict.url,
                 "url": verdict.url,
                 "canonical_url": self._canonical(request if request is not None else Request(verdict.url)),
-                "exact_hash": _hex(fp.exact),
+                "exact_hash": hex_of(fp.exact),
                 "simhash": format(fp.simhash, "016x"),
                 "words": fp.words,
                 "kind": verdict.kind,
@@ -1036,68 +935,3 @@ class DedupExtension:
 
 #: the former name, kept for ``EXTENSIONS`` entries that use it (the same class: one instance per crawl)
 DuplicationReportExtension = DedupExtension
-
-
-def _source_of(response: TextResponse, policy: ExtractionPolicy) -> tuple[Any, str | None]:
-    """What ``extract_text`` reads of a response, and its encoding: the tree Scrapy already parsed for the
-    spider (not modified), or the bytes of a body longer than the policy's max_bytes (cut, not parsed
-    whole) or of one Scrapy could not decode (a declared codec that is no text encoding: ours can)."""
-    if len(response.body) > policy.max_bytes:
-        return response.body, _encoding_of(response)
-    try:
-        return response.selector.root, None
-    except Exception:
-        return response.body, None
-
-
-#: the page's rel="canonical" link in its head (rel is a list of tokens, matched case-insensitively);
-#: compiled once, and a path from the root, not ``//``: about 30 microseconds a page, not 300
-_CANONICAL_LINK = etree.XPath("/html/head/link[contains(concat(' ', normalize-space(translate(@rel, "
-                              "'CANONICAL', 'canonical')), ' '), ' canonical ')]/@href")
-
-
-def _declared_canonical(response: Response, max_bytes: int | None = None) -> str | None:
-    """The absolute URL of the page's first ``rel="canonical"`` link, None when it has none (or is no HTML).
-
-    Read from the tree Scrapy parsed for the spider (and the extraction); a body over the policy's
-    ``max_bytes`` is not parsed whole for the extraction, nor for this: it declares nothing here.
-    DUST learning reads the HTML head with it too (after the HTTP ``Link`` header), with no cap.
-    """
-    if not isinstance(response, TextResponse) or (max_bytes is not None and len(response.body) > max_bytes):
-        return None
-    try:
-        hrefs = cast("list[Any]", _CANONICAL_LINK(response.selector.root))  # lxml-stubs: any XPath result type
-        href = str(hrefs[0]).strip() if hrefs else ""
-        return response.urljoin(safe_url_string(href)) if href else None
-    except Exception:  # markup Scrapy cannot parse, or a link that is no URL: no declaration
-        return None
-
-
-def _looks_like_html(value: str | bytes) -> bool:
-    head = value[:2048].lstrip()
-    return head[:1] in ("<", b"<")
-
-
-def _encoding_of(response: TextResponse) -> str | None:
-    """The response's encoding as Scrapy reads it, or None where Scrapy's own lookup fails."""
-    try:
-        return response.encoding
-    except Exception:
-        return None
-
-
-def _host_of(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
-
-
-def _hex(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.hex()
-    if isinstance(value, int):
-        return format(value, "x")
-    return str(value)

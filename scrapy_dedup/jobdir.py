@@ -29,6 +29,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
 from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries
+from scrapy_dedup.duplicates import UNJOURNALED_META
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done
 from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
 from scrapy_dedup.settings import DedupConfigError
@@ -47,9 +48,6 @@ GENERATION_FILE = "dedup-generation.json"
 #: Scrapy's scheduler's disk queue directory inside JOBDIR
 QUEUE_DIR = "requests.queue"
 META_KEY = "dedup_frontier_seq"
-#: request meta key of a request the crawl makes for itself that fetches no page (held items sent on by
-#: ``ContentFingerprintMiddleware``): not journaled (its callback is no spider method: it could not be)
-UNJOURNALED_META = "dedup_unjournaled"
 #: the close reason when JOBDIR's disk is full (:meth:`JobdirFrontier.disk_is_full`)
 DISK_FULL_REASON = "dedup_disk_full"
 #: what a write to a full disk (or past a quota, or past RLIMIT_FSIZE) raises

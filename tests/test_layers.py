@@ -160,3 +160,23 @@ def test_content_never_imports_url():
     wrong = {module for module, targets in graph.items() if module.startswith("scrapy_dedup.content")
              and any(t == "scrapy_dedup.url" or t.startswith("scrapy_dedup.url.") for t in targets)}
     assert not wrong, sorted(wrong)
+
+
+#: private names still imported across modules (a known gap, checked strictly as above): url/mining.py is
+#: becoming a package, which will export what the learner needs
+KNOWN_PRIVATE_IMPORTS = {"scrapy_dedup.url.learner imports _PATHPARAM"}
+
+
+def test_no_private_name_is_imported_across_modules():
+    """A ``_name`` is its module's own: what another module needs is public (``_util`` is a package, not a name)."""
+    import ast
+
+    root = Path(scrapy_dedup.__file__).parent
+    found = set()
+    for path in root.rglob("*.py"):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("scrapy_dedup")):
+                found |= {f"{module} imports {alias.name}" for alias in node.names
+                          if alias.name.startswith("_") and not alias.name.startswith("__")}
+    assert found == KNOWN_PRIVATE_IMPORTS

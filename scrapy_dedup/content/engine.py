@@ -35,7 +35,7 @@ from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.compact import DigestTable, StringList
 from scrapy_dedup.content.representative import ClusterRepresentatives, UrlKey
 from scrapy_dedup._util.files import atomic_write
-from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _read_exactly
+from scrapy_dedup.content.index import IndexFileError, SimhashIndex, read_exactly
 from scrapy_dedup.content.simhash import (
     SUPPORTED_BITS,
     exact_hash_words,
@@ -330,34 +330,34 @@ class MemoryContentStore:
         """
         with open(path, "rb") as fh:
             f = _Crc32Stream(fh)
-            magic, version, _, pages, url_bytes = _STORE_HEADER.unpack(_read_exactly(f, _STORE_HEADER.size))
+            magic, version, _, pages, url_bytes = _STORE_HEADER.unpack(read_exactly(f, _STORE_HEADER.size))
             if magic != _STORE_MAGIC:
                 raise IndexFileError("not a scrapy-dedup content store file")
             if version not in (1, 2, _STORE_VERSION):
                 raise IndexFileError(f"content store file version {version} is not supported")
-            lengths = np.frombuffer(_read_exactly(f, 4 * pages), dtype="<u4")
+            lengths = np.frombuffer(read_exactly(f, 4 * pages), dtype="<u4")
             if int(lengths.sum()) != url_bytes:
                 raise IndexFileError("content store file is corrupt (URL lengths)")
-            raw = _read_exactly(f, url_bytes)
+            raw = read_exactly(f, url_bytes)
             if not _valid_utf8_items(raw, lengths):
                 raise IndexFileError("content store file is corrupt (URLs)")
             urls = StringList.from_encoded(raw, lengths)
             del raw
-            digests = _read_exactly(f, 16 * pages)
+            digests = read_exactly(f, 16 * pages)
             index = SimhashIndex.read_from(f)
             sketches = None
             if version >= 2:
-                (size,) = struct.unpack("<I", _read_exactly(f, 4))
+                (size,) = struct.unpack("<I", read_exactly(f, 4))
                 if size:
                     try:
-                        sketches = SketchStore.read_from(f, _read_exactly)
+                        sketches = SketchStore.read_from(f, read_exactly)
                     except ValueError as exc:
                         raise IndexFileError(f"content store file is corrupt (sketches: {exc})") from None
                     if sketches.size != size:
                         raise IndexFileError("content store file is corrupt (sketch size)")
             if version >= 3:
                 expected = f.crc
-                (stored,) = struct.unpack("<I", _read_exactly(fh, 4))
+                (stored,) = struct.unpack("<I", read_exactly(fh, 4))
                 if stored != expected:
                     raise IndexFileError("content store file is corrupt (checksum mismatch)")
             if fh.read(1):
