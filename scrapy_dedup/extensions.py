@@ -36,7 +36,7 @@ from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearne
 from scrapy_dedup.content.boilerplate import host_of
 from scrapy_dedup.content.judge import PageJudge, PageVerdict
 from scrapy_dedup.content.stores import open_store
-from scrapy_dedup.content.stores.redis_index import ContentIndexMismatch, config_fields
+from scrapy_dedup.content.stores import ContentIndexMismatch, mismatch_message
 from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
@@ -47,11 +47,11 @@ from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
 from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
-from scrapy_dedup._util.redis_access import missing_permissions, speaks_tls
+from scrapy_dedup._util.redis_startup import check_at_start
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe, \
-    is_transient, secrets_of
-from scrapy_dedup.content.report import format_percent
+    secrets_of
+from scrapy_dedup.content.report import bucket_canary, paragraph_lines, url_lines
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
 from scrapy_dedup.content.pages import PageReader, PageReading, extraction_policies
@@ -70,10 +70,6 @@ EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
 CHECKPOINT_NAME = "dedup-content.idx"
 #: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
 PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
-
-
-def _pct(part: int, whole: int) -> str:
-    return format_percent(part, whole)
 
 
 class _JsonLines:
@@ -267,45 +263,17 @@ class DedupExtension:
             fail_open_means="pages are kept without a duplicate check until it is back (counted in "
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
-        reachable = self._check_redis(cfg)
+        index = self.store.index
+        probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
+        reachable = check_at_start(index.client, cfg.redis_url, secrets=self._secrets, what="content index",
+                                   probes=probes() if probes is not None else None, log=logger,
+                                   key_setting="DEDUP_REDIS_INDEX_KEY")
         if cfg.redis_flush_on_start:
             self._flush_content_state(policy, cfg)
         if reachable:  # (unreachable: the first page's call checks it)
             self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
-
-    def _check_redis(self, cfg: DedupSettings) -> bool:
-        """Refused credentials or TLS fail at start-up (masked); whether Redis answered.
-
-        The content index fails open (pages kept unchecked while Redis is away), so a
-        server that is down at start is an outage like any other, not a start-up error;
-        it is told (the policy's one line) when a page meets it. Not here: a Redis seen
-        set on the same server closes the crawl at start with its own line, and no page comes.
-        """
-        index = self.store.index
-        try:
-            index.client.ping()
-            probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
-            missing = missing_permissions(index.client, *probes()) if probes is not None else []
-        except Exception as exc:
-            if is_transient(exc):
-                if cfg.redis_url.startswith("redis://") and speaks_tls(cfg.redis_url, timeout=2.0):
-                    message = (f"content index: the server at {mask_url(cfg.redis_url)} speaks TLS: "
-                               "DEDUP_REDIS_URL must start with rediss://")
-                    logger.error("%s", message)
-                    raise RedisStartupError(message) from None
-                return False
-            raise RedisStartupError(
-                f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, self._secrets)}); "
-                "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
-        if missing:
-            message = (f"content index: the Redis user of {mask_url(cfg.redis_url)} may not run what the crawl "
-                       f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "
-                       "DEDUP_REDIS_INDEX_KEY")
-            logger.error("%s", message)  # (Scrapy's lines of a start-up that failed follow)
-            raise RedisStartupError(message)
-        return True
 
     def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.
@@ -342,21 +310,7 @@ class DedupExtension:
         except RedisUnavailable:
             return
         except ContentIndexMismatch as exc:
-            stored, wanted = config_fields(exc.stored), config_fields(exc.wanted)
-            where = f"DEDUP_REDIS_INDEX_KEY {exc.prefix!r} at {mask_url(cfg.redis_url)}"
-            if stored.get("layout") != wanted.get("layout"):
-                why = (f"its keys are in layout {stored.get('layout')} (written by an earlier scrapy-dedup, or by the "
-                       f"other store: one slot or sharded over a cluster), this crawl reads and writes layout "
-                       f"{wanted.get('layout')}{exc.hint}")
-            else:
-                why = ("use the DEDUP_FINGERPRINT_BITS, DEDUP_BANDS and DEDUP_SKETCH_SIZE of the processes "
-                       "that wrote it")
-            raise DedupConfigError(
-                f"Content index: {where} holds an index written with {exc.stored}; this crawl needs {exc.wanted}: "
-                f"{why}. To start over, delete the index's keys (open_redis_store(<DEDUP_REDIS_URL>, "
-                f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.stores, or "
-                "DEDUP_REDIS_FLUSH_ON_START=True for one start), or set DEDUP_REDIS_INDEX_KEY "
-                "to a new key (the pages of the old index are then not found)") from None
+            raise DedupConfigError(f"Content index: {mismatch_message(exc, mask_url(cfg.redis_url))}") from None
 
     def _spider_opened(self, spider: "Spider") -> None:
         if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
@@ -821,27 +775,7 @@ class DedupExtension:
         self.requests["filtered"] += 1  # the scheduler refused it: its dupefilter had seen it
 
     def url_lines(self) -> list[str]:
-        get = self.stats.get_value
-        filtered = get("dupefilter/filtered", 0)
-        seen = get("dedup/seen/checked")
-        if seen is None:  # a dupefilter other than ours: the engine's count
-            seen, filtered = self.requests["checked"], self.requests["filtered"]
-        lines = [
-            "URL layer:",
-            f"  Requests seen:           {seen}",
-            f"  Filtered as duplicates:  {filtered}  ({_pct(filtered, seen)})",
-        ]
-        stats = self.stats.get_stats()
-        by_switch = sorted(
-            (key.rsplit("/", 1)[-1], value) for key, value in stats.items()
-            if key.startswith("dedup/url/filtered/")
-        )
-        if by_switch:
-            lines.append("  Filtered after a switch changed the URL: "
-                         + ", ".join(f"{name} {count}" for name, count in by_switch))
-        lines.append(f"  URLs canonicalized:      {get('dedup/url/canonicalized', 0)}")
-        lines.append(f"  Unparsable URLs:         {get('dedup/url/unparsable', 0)}")
-        return lines
+        return url_lines(self.stats.get_stats(), self.requests)
 
     def content_lines(self) -> list[str]:
         if self.engine is None:
@@ -851,52 +785,18 @@ class DedupExtension:
         lines += ["  " + line for line in self.engine.report().to_text().splitlines()]
         bucket = self._bucket_canary()
         if bucket:
+            self.stats.set_value("dedup/content/largest_bucket", bucket)
             lines.append(f"  WARNING: one index bucket holds {bucket} pages (template canary, see the log)")
         if self.events["extraction_errors"]:
             lines.append(f"  Extraction errors:     {self.events['extraction_errors']}")
-        lines += self.paragraph_lines()
-        return lines
-
-    def paragraph_lines(self) -> list[str]:
-        """The block-level ratio beside the page-level one (paragraph dedup on), and the hosts repeating most."""
-        if self.paragraphs is None:
-            return []
-        total = self.paragraphs.total
-        lines = [f"  Repeated blocks:       {total.duplicates} of {total.blocks}  "
-                 f"({_pct(total.duplicates, total.blocks)}; blocks of at least {self.paragraphs.min_chars} "
-                 f"characters, {total.short} shorter ones not counted)"]
-        for host, counts in list(self.paragraphs.by_host())[:5]:
-            if counts.duplicates:
-                lines.append(f"    {host or '-'}: {counts.duplicates} of {counts.blocks} "
-                             f"({_pct(counts.duplicates, counts.blocks)})")
-        if self.events["paragraphs/store_errors"]:
-            lines.append(f"  Pages whose blocks were taken as new (seen set away): "
-                         f"{self.events['paragraphs/store_errors']}")
+        if self.paragraphs is not None:
+            lines += paragraph_lines(self.paragraphs, self.events["paragraphs/store_errors"])
         return lines
 
     def _bucket_canary(self) -> int:
-        """Size of an index bucket far above chance (0 if none): many pages share a fingerprint block.
-
-        Random fingerprints spread evenly over the 2**(bits/bands) keys of a band; a
-        bucket above DEDUP_CANARY_SIZE and 8 times the even share means many pages
-        fingerprint alike: usually boilerplate (a template, a cookie wall) in the text.
-        """
+        """:func:`~scrapy_dedup.content.report.bucket_canary` of the store's index (0: none, or no index)."""
         largest = getattr(getattr(self.store, "index", None), "largest_bucket", None)
-        if largest is None:
-            return 0
-        cfg = self.cfg
-        size = largest()
-        even_share = len(self.store) / 2 ** (cfg.fingerprint_bits // cfg.bands)
-        if size <= max(cfg.canary_size, 8 * even_share):
-            return 0
-        self.stats.set_value("dedup/content/largest_bucket", size)
-        logger.warning(
-            "One bucket of the content index holds %d pages (DEDUP_CANARY_SIZE %d): many kept pages "
-            "share a fingerprint block, usually because their text is mostly boilerplate; check "
-            "DEDUP_STRIP_SELECTORS for the site, or audit with DEDUP_CONTENT_ACTION='tag'",
-            size, cfg.canary_size,
-        )
-        return size
+        return 0 if largest is None else bucket_canary(largest(), len(self.store), self.cfg)
 
     def spider_closed(self, spider: "Spider", reason: str) -> None:
         lines = ["scrapy-dedup duplication report", *self.url_lines(), *self.content_lines()]

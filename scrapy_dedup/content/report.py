@@ -23,10 +23,12 @@ Counting rules
 """
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["DuplicationReport", "format_percent"]
+__all__ = ["DuplicationReport", "format_percent", "url_lines", "paragraph_lines", "bucket_canary"]
 
 
 def format_percent(part: int, whole: int) -> str:
@@ -170,3 +172,66 @@ class DuplicationReport:
         label_width = max(len(r[0]) for r in rows) + 2
         number_width = max(len(r[1]) for r in rows) + 2
         return "\n".join(f"{a:<{label_width}}{b:<{number_width}}{c}".rstrip() for a, b, c in rows)
+
+
+# --- the crawl-end report's lines (the extension logs them at spider_closed) ---
+
+def url_lines(stats: Mapping[str, Any], requests: Mapping[str, int]) -> list[str]:
+    """The crawl-end report's URL lines, from the crawl's stats; ``requests``: the requests the scheduler
+    asked its dupefilter about (``checked``) and those it filtered, when the dupefilter is not ours."""
+    get = stats.get
+    filtered = get("dupefilter/filtered", 0)
+    seen = get("dedup/seen/checked")
+    if seen is None:  # a dupefilter other than ours: the engine's count
+        seen, filtered = requests.get("checked", 0), requests.get("filtered", 0)
+    lines = [
+        "URL layer:",
+        f"  Requests seen:           {seen}",
+        f"  Filtered as duplicates:  {filtered}  ({format_percent(filtered, seen)})",
+    ]
+    by_switch = sorted(
+        (key.rsplit("/", 1)[-1], value) for key, value in stats.items()
+        if key.startswith("dedup/url/filtered/")
+    )
+    if by_switch:
+        lines.append("  Filtered after a switch changed the URL: "
+                     + ", ".join(f"{name} {count}" for name, count in by_switch))
+    lines.append(f"  URLs canonicalized:      {get('dedup/url/canonicalized', 0)}")
+    lines.append(f"  Unparsable URLs:         {get('dedup/url/unparsable', 0)}")
+    return lines
+
+
+def paragraph_lines(paragraphs: Any, store_errors: int = 0) -> list[str]:
+    """The block-level ratio beside the page-level one (a ``ParagraphDeduplicator``'s counts), the hosts
+    repeating most, and the pages whose blocks were taken as new while the seen set was away."""
+    total = paragraphs.total
+    lines = [f"  Repeated blocks:       {total.duplicates} of {total.blocks}  "
+             f"({format_percent(total.duplicates, total.blocks)}; blocks of at least {paragraphs.min_chars} "
+             f"characters, {total.short} shorter ones not counted)"]
+    for host, counts in list(paragraphs.by_host())[:5]:
+        if counts.duplicates:
+            lines.append(f"    {host or '-'}: {counts.duplicates} of {counts.blocks} "
+                         f"({format_percent(counts.duplicates, counts.blocks)})")
+    if store_errors:
+        lines.append(f"  Pages whose blocks were taken as new (seen set away): {store_errors}")
+    return lines
+
+
+def bucket_canary(size: int, pages: int, params: Any) -> int:
+    """``size``, the largest bucket of an index of ``pages`` kept pages, when far above chance (else 0):
+    many pages share a fingerprint block (a WARNING says so).
+
+    Random fingerprints spread evenly over the 2**(bits/bands) keys of a band; a
+    bucket above DEDUP_CANARY_SIZE and 8 times the even share means many pages
+    fingerprint alike: usually boilerplate (a template, a cookie wall) in the text.
+    """
+    even_share = pages / 2 ** (params.fingerprint_bits // params.bands)
+    if size <= max(params.canary_size, 8 * even_share):
+        return 0
+    logging.getLogger("scrapy_dedup.extensions").warning(  # the crawl's line, under the logger it always had
+        "One bucket of the content index holds %d pages (DEDUP_CANARY_SIZE %d): many kept pages "
+        "share a fingerprint block, usually because their text is mostly boilerplate; check "
+        "DEDUP_STRIP_SELECTORS for the site, or audit with DEDUP_CONTENT_ACTION='tag'",
+        size, params.canary_size,
+    )
+    return size

@@ -24,6 +24,7 @@ from scrapy_dedup.content.stores.redis_index import (
     ContentIndexMismatch,
     RedisContentStore,
     RedisSimhashIndex,
+    config_fields,
     hash_tagged,
     is_cluster_client,
 )
@@ -32,7 +33,7 @@ from scrapy_dedup._util.redis_conn import connect
 from scrapy_dedup._util.redis_policy import FAIL_OPEN_CALL_SECONDS
 
 __all__ = ["BACKENDS", "open_store", "open_redis_store", "memory_store", "MemoryContentStore", "RedisContentStore",
-           "RedisSimhashIndex", "ShardedRedisContentStore", "ContentIndexMismatch"]
+           "RedisSimhashIndex", "ShardedRedisContentStore", "ContentIndexMismatch", "mismatch_message"]
 
 #: the content backends (``DEDUP_CONTENT_BACKEND``)
 BACKENDS = ("memory", "redis")
@@ -86,3 +87,20 @@ def open_store(params: Any, backend: str = "memory", *, url: str | None = None, 
                             bits=params.fingerprint_bits, ttl=ttl,
                             allow_approximate=getattr(params, "allow_approximate", False),
                             sketch_size=params.sketch_size, verify=verify_rule_from_settings(params))
+
+
+def mismatch_message(exc: ContentIndexMismatch, where: str) -> str:
+    """What to tell when the index at ``where`` (a masked URL) was written with another config, and what to do."""
+    stored, wanted = config_fields(exc.stored), config_fields(exc.wanted)
+    if stored.get("layout") != wanted.get("layout"):
+        why = (f"its keys are in layout {stored.get('layout')} (written by an earlier scrapy-dedup, or by the "
+               f"other store: one slot or sharded over a cluster), this crawl reads and writes layout "
+               f"{wanted.get('layout')}{exc.hint}")
+    else:
+        why = ("use the DEDUP_FINGERPRINT_BITS, DEDUP_BANDS and DEDUP_SKETCH_SIZE of the processes "
+               "that wrote it")
+    return (f"DEDUP_REDIS_INDEX_KEY {exc.prefix!r} at {where} holds an index written with {exc.stored}; this crawl "
+            f"needs {exc.wanted}: {why}. To start over, delete the index's keys (open_redis_store(<DEDUP_REDIS_URL>, "
+            f"{exc.prefix!r}, params=<DEDUP_REDIS_PARAMS>).clear(), from scrapy_dedup.content.stores, or "
+            "DEDUP_REDIS_FLUSH_ON_START=True for one start), or set DEDUP_REDIS_INDEX_KEY "
+            "to a new key (the pages of the old index are then not found)")
