@@ -17,7 +17,6 @@ taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 import weakref
@@ -29,7 +28,6 @@ from typing import TYPE_CHECKING, Any, cast
 from scrapy import Request, signals
 from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
-from w3lib.url import safe_url_string
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
@@ -44,7 +42,7 @@ from scrapy_dedup.content.engine import (
     Verdict,
 )
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
-from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator, text_blocks
+from scrapy_dedup.content.paragraphs import ParagraphDeduplicator, text_blocks
 from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_startup import check_at_start
@@ -53,10 +51,12 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError,
     secrets_of
 from scrapy_dedup.content.report import bucket_canary, paragraph_lines, url_lines
 from scrapy_dedup.content.representative import parse_timestamp
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
 from scrapy_dedup.content.pages import PageReader, PageReading, extraction_policies
 from scrapy_dedup.content.params import ParamError
-from scrapy_dedup.responses import declared_canonical, hex_of, looks_like_html, source_of
+from scrapy_dedup.crawl_log import ClusterCanary, JsonLines, audit_record, crawl_log_record, redirect_record
+from scrapy_dedup.paragraph_flow import PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs, paragraph_key  # noqa: F401
+from scrapy_dedup.responses import declared_canonical, looks_like_html, source_of
 from scrapy_dedup.url.preference import url_preference
 
 if TYPE_CHECKING:
@@ -68,24 +68,6 @@ logger = logging.getLogger(__name__)
 
 EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
 CHECKPOINT_NAME = "dedup-content.idx"
-#: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
-PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
-
-
-class _JsonLines:
-    """An append-only JSON Lines file, flushed per line (a crawl may be killed at any time)."""
-
-    def __init__(self, path: str):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed at spider close
-
-    def write(self, record: dict[str, Any]) -> None:
-        self.file.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-        self.file.flush()
-
-    def close(self) -> None:
-        self.file.close()
 
 
 class DedupExtension:
@@ -107,16 +89,15 @@ class DedupExtension:
         self.store: Any = None
         #: the decision rule with per-host boilerplate learning (None: no host learns it)
         self.boilerplate: BoilerplateJudge | None = None
-        #: paragraph-level exact dedup (None: no host has it on)
+        #: paragraph-level exact dedup (None: no host has it on), and its crawl-side flow (paragraph_flow.py)
         self.paragraphs: ParagraphDeduplicator | None = None
-        self._paragraph_policy: RedisErrorPolicy | None = None
+        self.paragraph_flow: CrawlParagraphs | None = None
         self._redis_policy: RedisErrorPolicy | None = None
         #: what only a crawl meets, beside the engine's page counts (see _write_stats)
         self.events: Counter[str] = Counter()
-        self._cluster_sizes: Counter[str] = Counter()
-        self._canary_warned: set[str] = set()
-        self.audit: _JsonLines | None = None
-        self.crawl_log: _JsonLines | None = None
+        self.canary = ClusterCanary(cfg.canary_size)
+        self.audit: JsonLines | None = None
+        self.crawl_log: JsonLines | None = None
         #: the page judge (content/judge.py), built by open_content() with the engine
         self.judge: PageJudge | None = None
         #: a kept page's URL -> the fingerprint of the request that fetched it, when its URL alone does not
@@ -181,9 +162,11 @@ class DedupExtension:
                 raise DedupConfigError(f"DEDUP_PARAGRAPHS_FIELD ({cfg.paragraphs_field!r}) must differ from "
                                        "DEDUP_CONTENT_FIELD and DEDUP_TAG_FIELD")
             if any(p.paragraphs for p in policies):
-                self.paragraphs = self._paragraph_deduplicator(cfg)
-            self.audit = _JsonLines(cfg.audit_file) if cfg.audit_file else None
-            self.crawl_log = _JsonLines(cfg.log_file) if cfg.log_file else None
+                self.paragraph_flow = CrawlParagraphs(cfg, self.stats, self.events, secrets=self._secrets,
+                                                      index=getattr(self.store, "index", None), jobdir=self._jobdir)
+                self.paragraphs = self.paragraph_flow.dedup
+            self.audit = JsonLines(cfg.audit_file) if cfg.audit_file else None
+            self.crawl_log = JsonLines(cfg.log_file) if cfg.log_file else None
         return self
 
     def _boilerplate_learner(self, cfg: DedupSettings) -> BoilerplateLearner:
@@ -197,45 +180,6 @@ class DedupExtension:
         return BoilerplateLearner(rule, lambda host: RedisBlockTable(client, table_prefix(key, host), rule,
                                                                      cfg.redis_ttl),
                                   hash_key=lambda: shared_salt(client, key))
-
-    def _paragraph_deduplicator(self, cfg: DedupSettings) -> ParagraphDeduplicator:
-        """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
-        shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
-        from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet, RedisBloomSeenSet
-
-        if cfg.content_backend != "redis":
-            try:
-                seen_blocks = BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate)
-            except (MemoryError, OverflowError):  # allocated whole at start: too large for this machine
-                raise unallocatable_bloom("DEDUP_PARAGRAPHS_CAPACITY", cfg.paragraphs_capacity,
-                                          "DEDUP_PARAGRAPHS_ERROR_RATE", cfg.paragraphs_error_rate) from None
-            return ParagraphDeduplicator(seen_blocks, cfg.paragraphs_min_chars)
-        key = self._paragraph_key()
-        try:
-            seen = RedisBloomSeenSet(self.store.index.client, key, cfg.paragraphs_capacity, cfg.paragraphs_error_rate,
-                                     ttl=cfg.redis_ttl)
-        except ValueError as exc:  # a filter too large for one Redis string
-            raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY: {exc}") from None
-        self._paragraph_policy = RedisErrorPolicy(
-            "fail_open", name="Paragraph seen set", url=cfg.redis_url, secrets=self._secrets, stats=self.stats,
-            stats_prefix="dedup/paragraphs/redis_", key=key,
-            fail_open_means="blocks are counted as new and items keep their whole text until it is back "
-                            "(counted in dedup/paragraphs/store_errors)",
-            mode_note="the paragraph seen set always fails open", log=logger)
-        try:
-            self._paragraph_policy.call(seen.prepare)  # the layout is checked (or written) now
-        except RedisUnavailable:
-            pass  # down at start: an outage like any other (the policy logged it); prepared on first use
-        except BloomLayoutMismatch as exc:
-            raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY / DEDUP_PARAGRAPHS_ERROR_RATE: {exc}") from None
-        self._paragraph_policy.running = True
-        logger.info("Paragraph dedup: blocks of at least %d characters in a Redis Bloom filter, key %r",
-                    cfg.paragraphs_min_chars, key)
-        return ParagraphDeduplicator(seen, cfg.paragraphs_min_chars)
-
-    def _paragraph_key(self) -> str:
-        """The Redis key of the paragraph seen set: beside the content index's keys (not under its hash tag)."""
-        return f"{self.store.index.prefix}:paragraphs"
 
     def _build_store(self, cfg: DedupSettings) -> Any:
         spider_name = getattr(self.crawler.spidercls, "name", None) or "spider"
@@ -296,7 +240,7 @@ class DedupExtension:
     def _delete_content_state(self) -> None:
         """Delete the crawl's content state in Redis: the content index (with the boilerplate tables and their
         salt, under its hash tag) and the paragraph seen set, SCAN on every node of a cluster."""
-        paragraphs = glob_escape(self._paragraph_key())
+        paragraphs = glob_escape(paragraph_key(self.store.index.prefix))
         self.store.clear()
         # the filter's key, its layout, or its shards (each under a hash tag of its own): any layout left
         delete_matching(self.store.index.client, (paragraphs, paragraphs + ":*", f"\\{{{paragraphs}:*"))
@@ -327,7 +271,8 @@ class DedupExtension:
                              "content index; near duplicates of pages from the previous run will be kept "
                              "(%s)", path, exc, where_kept(path, set_aside(path)))
                 self.stats.inc_value("dedup/content/checkpoint_errors")
-        self._restore_paragraphs()
+        if self.paragraph_flow is not None:
+            self.paragraph_flow.restore()
         if self.cfg.checkpoint_seconds:
             self._checkpoint_loop = start_clock(self.cfg.checkpoint_seconds, self.checkpoint,
                                                 name="Content index checkpoint", stats=self.stats)
@@ -343,7 +288,8 @@ class DedupExtension:
         if (self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir
                 or disk_full_reported(self.crawler)):  # (a full disk: the last checkpoint stays)
             return
-        self._save_paragraphs()
+        if self.paragraph_flow is not None:
+            self.paragraph_flow.save()
         pages = len(self.store)
         if pages == self._saved_pages:
             return
@@ -358,48 +304,6 @@ class DedupExtension:
             return
         self._saved_pages = pages
         self.stats.inc_value("dedup/content/checkpoints")
-
-    def _restore_paragraphs(self) -> None:
-        """The paragraph Bloom filter of the previous run from ``JOBDIR``; a bad file: logged, counted, kept
-        aside, and the set starts empty (blocks of the previous run are then emitted again, never lost).
-
-        A filter saved with another DEDUP_PARAGRAPHS_CAPACITY or DEDUP_PARAGRAPHS_ERROR_RATE is resumed
-        with its own sizing, and a WARNING says so (as BloomDupeFilter does with its checkpoint): a Bloom
-        filter cannot be resized without its blocks, and one that started anew would count every block
-        of the previous run as new. It grows past its capacity, its error rate still bounded.
-        """
-        from scrapy_dedup.seen import BloomSeenSet, CheckpointError
-
-        path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
-        if self.paragraphs is None or not path.exists():
-            return
-        try:
-            seen = self.paragraphs.seen = BloomSeenSet.load(path)
-        except CheckpointError as exc:
-            logger.error("%s: starting with an empty paragraph seen set; blocks of the previous run count as new "
-                         "(%s)", exc, where_kept(path, set_aside(path)))
-            self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
-            return
-        if (seen.capacity, seen.error_rate) != (self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate):
-            logger.warning("Paragraph seen set: the checkpoint %s was made with DEDUP_PARAGRAPHS_CAPACITY=%d and "
-                           "DEDUP_PARAGRAPHS_ERROR_RATE=%g; continuing with those (a Bloom filter cannot be resized "
-                           "without its blocks), not with the configured %d and %g; delete the file to start anew "
-                           "(the previous run's blocks then count as new)", path, seen.capacity, seen.error_rate,
-                           self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate)
-        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(seen))
-        self.stats.set_value("dedup/paragraphs/restored", len(seen))
-
-    def _save_paragraphs(self) -> None:
-        """Checkpoint the local paragraph Bloom filter into ``JOBDIR`` if it changed (atomic); errors logged."""
-        seen = self.paragraphs.seen if self.paragraphs is not None else None
-        if seen is None or not getattr(seen, "dirty", False):
-            return
-        path = Path(self._jobdir or "", PARAGRAPHS_CHECKPOINT_NAME)
-        try:
-            seen.save(path)  # type: ignore[attr-defined]  # a BloomSeenSet: the memory backend's
-        except (OSError, ValueError) as exc:
-            logger.error("Could not checkpoint the paragraph seen set to %s: %s", path, exc)
-            self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
 
     # --- fingerprints of responses (DUST learning and the verdict share them) ---
 
@@ -462,7 +366,7 @@ class DedupExtension:
             page.verdict = self._judge(page.url, page.fingerprint, page.policy, response.request, page.blocks,
                                        declares=declares, page=page, title=page.title)
             if page.policy.paragraphs and page.blocks is not None:
-                page.paragraphs = self._check_paragraphs(page.url, page.blocks)
+                page.paragraphs = self._paragraph_flow().check(page.url, page.blocks)
         return page.verdict
 
     def paragraph_text_of(self, response: Response) -> str | None:
@@ -472,38 +376,9 @@ class DedupExtension:
         check = self._page_of(response).paragraphs
         return check.text if check is not None else None
 
-    def _check_paragraphs(self, url: str, blocks: list[str]) -> ParagraphCheck:
-        """The page's blocks checked for repeats and counted; with the seen set away, all taken as new."""
-        assert self.paragraphs is not None  # built by open_content() when a policy has paragraphs on
-        host = host_of(url)
-        try:
-            if self._paragraph_policy is not None:
-                check = self._paragraph_policy.call(self.paragraphs.check, host, blocks)
-            else:
-                check = self.paragraphs.check(host, blocks)
-        except Exception as exc:  # Redis away (logged once by the policy) or any other fault: never a lost item
-            self._count_paragraphs("store_errors")
-            if not isinstance(exc, RedisUnavailable):
-                logger.error("Paragraph seen set failed (%s); the blocks of %s are taken as new",
-                             describe(exc, self._secrets), url)
-            return ParagraphCheck(tuple(blocks), (False,) * len(blocks))
-        self._write_paragraph_stats(host)
-        return check
-
-    def _count_paragraphs(self, name: str) -> None:
-        self.events[f"paragraphs/{name}"] += 1
-        self.stats.set_value(f"dedup/paragraphs/{name}", self.events[f"paragraphs/{name}"])
-
-    def _write_paragraph_stats(self, host: str) -> None:
-        """``dedup/paragraphs/*``: totals and the page's host, copied from the deduplicator's counts."""
-        assert self.paragraphs is not None
-        set_value = self.stats.set_value
-        for prefix, counts in (("dedup/paragraphs/", self.paragraphs.total),
-                               (f"dedup/paragraphs/host/{host or '-'}/", self.paragraphs.host_counts(host))):
-            set_value(prefix + "blocks", counts.blocks)
-            set_value(prefix + "duplicate_blocks", counts.duplicates)
-            set_value(prefix + "short_blocks", counts.short)
-            set_value(prefix + "duplicate_share", round(counts.duplicate_share, 4))
+    def _paragraph_flow(self) -> CrawlParagraphs:
+        assert self.paragraph_flow is not None  # built by open_content() when a policy has paragraphs on
+        return self.paragraph_flow
 
     def judge_content(self, url: str, value: Any, timestamp: Any = None) -> tuple[Verdict | None, str | None]:
         """The verdict of an item's content (``DEDUP_CONTENT_FIELD``): HTML extracted under the host's policy
@@ -536,7 +411,7 @@ class DedupExtension:
             blocks = text_blocks(text) if policy.paragraphs else None
         if not policy.paragraphs or blocks is None:
             return verdict, None
-        return verdict, self._check_paragraphs(url, blocks).text
+        return verdict, self._paragraph_flow().check(url, blocks).text
 
     def check_text(self, url: str, text: str, policy: ExtractionPolicy | None = None,
                    request: Request | None = None, timestamp: float | None = None,
@@ -663,7 +538,7 @@ class DedupExtension:
                          describe(exc, self._secrets))
 
     def _record(self, judged: PageVerdict, request: Request | None) -> None:
-        verdict, fp = judged.verdict, judged.fingerprint
+        verdict = judged.verdict
         if self._store_failing:
             self._store_failing = False
             logger.info("Content index is back; duplicate checks resumed")
@@ -672,46 +547,19 @@ class DedupExtension:
         self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])
         self.stats.set_value("dedup/content/fingerprinted", sum(counts.values()))
         if self.crawl_log is not None:
-            record = {
-                "request_url": request.url if request is not None else verdict.url,
-                "url": verdict.url,
-                "canonical_url": self._canonical(request if request is not None else Request(verdict.url)),
-                "exact_hash": hex_of(fp.exact),
-                "simhash": format(fp.simhash, "016x"),
-                "words": fp.words,
-                "kind": verdict.kind,
-                # the engine's own sameness (exact, or near after verification): mine-dust judges by it
-                "cluster": verdict.cluster,
-            }
-            if judged.basis is not None:  # the URL-level sameness does not hold with the kept page
-                record["basis"] = judged.basis
-                record["page"] = judged.url_page  # the page it serves at that strictness (mine-dust reads it)
-            if judged.normal_hash is not None:
-                record["normal_hash"] = judged.normal_hash
-            # the URLs that redirected to this page (RedirectMiddleware's meta key): evidence for mine-dust
-            redirects = request.meta.get("redirect_urls") if request is not None else None
-            if redirects:
-                record["redirect_urls"] = [u for u in redirects if isinstance(u, str)]
-            self.crawl_log.write(record)
+            url_key = self._canonical(request if request is not None else Request(judged.verdict.url))
+            self.crawl_log.write(crawl_log_record(judged, request, url_key))
         if verdict.kind in ("exact", "near"):
             if self.audit is not None:
-                self.audit.write({"url": verdict.url, "kept_url": verdict.kept_url, "distance": verdict.distance,
-                                  "kind": verdict.kind, "cluster": verdict.cluster,
-                                  "representative": verdict.representative})
-            self._canary(verdict)
+                self.audit.write(audit_record(verdict))
+            if self.canary.grew(verdict):
+                self._count("canary_warnings")
 
     def _record_redirect(self, response: Response, request: Request, spider: Any = None) -> None:
-        """A crawl-log line for a redirect: ``mine-dust`` learns aliases from it, and the page it leads to
-        may never be logged under this URL (its request is dropped when the page was already seen)."""
-        location = response.headers.get("Location") if 300 <= response.status < 400 else None
-        if self.crawl_log is None or not location:
-            return
-        try:
-            target = response.urljoin(safe_url_string(location.decode("latin-1")))
-        except ValueError:  # an unusable Location: RedirectMiddleware will not follow it either
-            return
-        self.crawl_log.write({"request_url": request.url, "url": target, "kind": "redirect",
-                              "status": response.status})
+        """A crawl-log line for a redirect (``mine-dust`` learns aliases from it)."""
+        record = redirect_record(response, request)
+        if self.crawl_log is not None and record is not None:
+            self.crawl_log.write(record)
 
     def _canonical(self, request: Request) -> str:
         """The URL key of ``request`` (the fingerprinter caches it per request: no second canonicalization)."""
@@ -722,19 +570,6 @@ class DedupExtension:
             return canonical(request)
         except Exception:  # an odd URL: log it as it is
             return request.url
-
-    def _canary(self, verdict: Verdict) -> None:
-        cluster = verdict.cluster or verdict.kept_url or ""
-        self._cluster_sizes[cluster] += 1
-        size = self._cluster_sizes[cluster] + 1  # the kept page
-        if size > self.cfg.canary_size and cluster not in self._canary_warned:
-            self._canary_warned.add(cluster)
-            self._count("canary_warnings")
-            logger.warning(
-                "Duplicate cluster of %s has grown past %d pages (DEDUP_CANARY_SIZE): if these are "
-                "different pages, the fingerprint is seeing boilerplate (add DEDUP_STRIP_SELECTORS for "
-                "this site, or use DEDUP_CONTENT_ACTION='tag' to audit)", cluster, self.cfg.canary_size,
-            )
 
     def _count(self, name: str, count: int = 1) -> None:
         """One more event only a crawl meets, in ``events`` and copied to its stat (see :meth:`_write_stats`)."""
