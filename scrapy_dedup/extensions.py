@@ -34,7 +34,6 @@ from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearne
 from scrapy_dedup.content.boilerplate import host_of
 from scrapy_dedup.content.judge import PageJudge, PageVerdict
 from scrapy_dedup.content.stores import open_store
-from scrapy_dedup.content.stores import ContentIndexMismatch, mismatch_message
 from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
@@ -45,9 +44,8 @@ from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
 from scrapy_dedup.content.paragraphs import ParagraphDeduplicator, text_blocks
 from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
 from scrapy_dedup._util.files import set_aside, where_kept
-from scrapy_dedup._util.redis_startup import check_at_start
-from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe, \
+from scrapy_dedup._util.redis_conn import mask_url
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, \
     secrets_of
 from scrapy_dedup.content.report import bucket_canary, paragraph_lines, url_lines
 from scrapy_dedup.content.representative import parse_timestamp
@@ -55,6 +53,7 @@ from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
 from scrapy_dedup.content.pages import PageReader, PageReading, extraction_policies
 from scrapy_dedup.content.params import ParamError
 from scrapy_dedup.crawl_log import ClusterCanary, JsonLines, audit_record, crawl_log_record, redirect_record
+from scrapy_dedup.redis_content import RedisContentState
 from scrapy_dedup.paragraph_flow import PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs, paragraph_key  # noqa: F401
 from scrapy_dedup.responses import declared_canonical, looks_like_html, source_of
 from scrapy_dedup.url.preference import url_preference
@@ -143,7 +142,10 @@ class DedupExtension:
             #: what redis-py's exception texts must not show (the password, and any piece of it)
             self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
             self.store = self._build_store(cfg)
-            self._redis_policy = self._store_policy(cfg)
+            #: the Redis content index's start-up checks, outage policy and deletion (None: in memory)
+            self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets) \
+                if cfg.content_backend == "redis" else None
+            self._redis_policy = self.redis_state.policy if self.redis_state is not None else None
             policies = (self.policies.default, *self.policies.per_domain.values())
             # the one page judge; the URL-level sameness kept when a crawl log or DUST learning reads it
             self.judge = PageJudge.from_params(
@@ -153,8 +155,8 @@ class DedupExtension:
             self.engine = self.judge.engine
             self.reader.use(self.engine.fingerprinter)
             if any(p.boilerplate for p in policies):
-                self.boilerplate = self.judge.boilerplate = BoilerplateJudge(self.engine,
-                                                                             self._boilerplate_learner(cfg))
+                self.boilerplate = self.judge.boilerplate = BoilerplateJudge(self.engine, BoilerplateLearner(
+                    BoilerplateRule.from_params(cfg), *(self.redis_state.block_tables() if self.redis_state else ())))
             if cfg.paragraphs_field and not any(p.paragraphs for p in policies):
                 raise DedupConfigError("DEDUP_PARAGRAPHS_FIELD is set but paragraph dedup is off for every host: "
                                        "set DEDUP_PARAGRAPHS = True (or `paragraphs` in DEDUP_CONTENT_POLICIES)")
@@ -169,18 +171,6 @@ class DedupExtension:
             self.crawl_log = JsonLines(cfg.log_file) if cfg.log_file else None
         return self
 
-    def _boilerplate_learner(self, cfg: DedupSettings) -> BoilerplateLearner:
-        """The per-host block tables: in this process, or shared through Redis with the Redis content index."""
-        rule = BoilerplateRule.from_params(cfg)
-        if cfg.content_backend != "redis":
-            return BoilerplateLearner(rule)
-        from scrapy_dedup.content.redis_boilerplate import RedisBlockTable, shared_salt, table_prefix
-
-        client, key = self.store.index.client, self.store.index.prefix
-        return BoilerplateLearner(rule, lambda host: RedisBlockTable(client, table_prefix(key, host), rule,
-                                                                     cfg.redis_ttl),
-                                  hash_key=lambda: shared_salt(client, key))
-
     def _build_store(self, cfg: DedupSettings) -> Any:
         spider_name = getattr(self.crawler.spidercls, "name", None) or "spider"
         key = cfg.redis_index_key % {"spider": spider_name}
@@ -190,71 +180,6 @@ class DedupExtension:
             logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), key,
                         type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
         return store
-
-    def _store_policy(self, cfg: DedupSettings) -> RedisErrorPolicy | None:
-        """The outage policy of the Redis content index (None for the memory one): always ``fail_open``.
-
-        Why a policy: a page met while Redis is away is kept unjudged either way, but
-        without one every page would wait for a failing call (a hung server: the
-        socket timeout, each page); with it Redis is probed after growing pauses
-        and each outage is logged once.
-        """
-        if cfg.content_backend != "redis":
-            return None
-        policy = RedisErrorPolicy(
-            "fail_open", name="Content index", url=cfg.redis_url, secrets=self._secrets,
-            stats=self.stats, stats_prefix="dedup/content/redis_",
-            fail_open_means="pages are kept without a duplicate check until it is back (counted in "
-                            "dedup/content/store_errors)",
-            mode_note="the content index always fails open", log=logger)
-        index = self.store.index
-        probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
-        reachable = check_at_start(index.client, cfg.redis_url, secrets=self._secrets, what="content index",
-                                   probes=probes() if probes is not None else None, log=logger,
-                                   key_setting="DEDUP_REDIS_INDEX_KEY")
-        if cfg.redis_flush_on_start:
-            self._flush_content_state(policy, cfg)
-        if reachable:  # (unreachable: the first page's call checks it)
-            self._check_index(policy, cfg)
-        policy.running = True  # configuration errors were refused just now; from here on every error is an outage
-        return policy
-
-    def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
-        """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.
-
-        That is the content index (with the boilerplate tables and their salt, under its hash tag)
-        and the paragraph seen set, found with SCAN on every node of a cluster. Redis unreachable
-        now: the start is refused, since pages judged against the previous crawl's index would be
-        dropped as its duplicates, the opposite of the fresh crawl asked for.
-        """
-        try:
-            policy.call(self._delete_content_state)
-        except RedisUnavailable as exc:
-            raise RedisStartupError(
-                f"DEDUP_REDIS_FLUSH_ON_START: cannot delete the content index {self.store.index.prefix!r} at "
-                f"{mask_url(cfg.redis_url)} ({exc}); the crawl would judge its pages against the previous "
-                "crawl's: start it again once Redis is back") from None
-        logger.info("Content index %r, its boilerplate tables and paragraph seen set at %s deleted at start "
-                    "(DEDUP_REDIS_FLUSH_ON_START)", self.store.index.prefix, mask_url(cfg.redis_url))
-
-    def _delete_content_state(self) -> None:
-        """Delete the crawl's content state in Redis: the content index (with the boilerplate tables and their
-        salt, under its hash tag) and the paragraph seen set, SCAN on every node of a cluster."""
-        paragraphs = glob_escape(paragraph_key(self.store.index.prefix))
-        self.store.clear()
-        # the filter's key, its layout, or its shards (each under a hash tag of its own): any layout left
-        delete_matching(self.store.index.client, (paragraphs, paragraphs + ":*", f"\\{{{paragraphs}:*"))
-
-    def _check_index(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
-        """An index written with another config (an earlier version's key layout, other bits, bands or
-        sketch size) stops the crawl now, naming what to change; judged page by page, every page would
-        fail and be kept unjudged. Redis down at start: the first page's call checks it."""
-        try:
-            policy.call(self.store.check_config)
-        except RedisUnavailable:
-            return
-        except ContentIndexMismatch as exc:
-            raise DedupConfigError(f"Content index: {mismatch_message(exc, mask_url(cfg.redis_url))}") from None
 
     def _spider_opened(self, spider: "Spider") -> None:
         if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
@@ -650,22 +575,10 @@ class DedupExtension:
         if self.paragraphs is not None:
             self.paragraphs.seen.close()  # gives back a Redis filter's pinned connection, before the client closes
         if self.cfg.content_backend == "redis" and not self.cfg.redis_persist:
-            self._delete_content_state_at_close()
+            assert self.redis_state is not None  # the Redis backend has one
+            self.redis_state.delete_at_close()
         self.store.close()
 
-    def _delete_content_state_at_close(self) -> None:
-        """DEDUP_REDIS_PERSIST=False: the content state goes with the crawl, as the dupefilter's keys do. Redis
-        away now: a WARNING (the keys stay; nothing of this crawl is lost by that), counted by the policy in
-        ``dedup/content/redis_errors``."""
-        assert self._redis_policy is not None  # the Redis backend has one
-        try:
-            self._redis_policy.call(self._delete_content_state)
-        except RedisUnavailable as exc:
-            logger.warning("Content index %r: could not delete it at close (DEDUP_REDIS_PERSIST=False): %s; "
-                           "its keys stay", self.store.index.prefix, exc)
-            return
-        logger.info("Content index %r, its boilerplate tables and paragraph seen set at %s deleted at close "
-                    "(DEDUP_REDIS_PERSIST=False)", self.store.index.prefix, mask_url(self.cfg.redis_url))
 
 
 #: the former name, kept for ``EXTENSIONS`` entries that use it (the same class: one instance per crawl)
