@@ -17,11 +17,11 @@ taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import weakref
 from collections import Counter
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,33 +30,27 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.job import job_dir
 
 from scrapy_dedup.clock import Clock, start_clock
-from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
-from scrapy_dedup.content.boilerplate import host_of
-from scrapy_dedup.content.judge import PageJudge, PageVerdict
-from scrapy_dedup.content.stores import open_store
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
 from scrapy_dedup.content.boilerplate import Judgement as BoilerplateJudgement
-from scrapy_dedup.content.engine import (
-    ContentDeduplicator,
-    ContentFingerprint,
-    Verdict,
-)
-from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
-from scrapy_dedup.content.paragraphs import ParagraphDeduplicator, text_blocks
+from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, Verdict
+from scrapy_dedup.content.extract import ExtractionPolicy
+from scrapy_dedup.content.judge import PageJudge, PageVerdict
+from scrapy_dedup.content.pages import PageReader, PageReading, extraction_policies
+from scrapy_dedup.content.paragraphs import ParagraphDeduplicator
+from scrapy_dedup.content.params import ParamError
+from scrapy_dedup.content.report import bucket_canary, content_stats, paragraph_lines, url_lines
+from scrapy_dedup.content.representative import parse_timestamp
+from scrapy_dedup.content.stores import open_store
+from scrapy_dedup.crawl_log import ClusterCanary, JsonLines, audit_record, crawl_log_record, redirect_record
 from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
+from scrapy_dedup.paragraph_flow import PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs  # noqa: F401 (its former home)
+from scrapy_dedup.redis_content import RedisContentState
+from scrapy_dedup.responses import KeptRequests, declared_canonical, source_of
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.url.preference import url_preference
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_conn import mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, \
-    secrets_of
-from scrapy_dedup.content.report import bucket_canary, paragraph_lines, url_lines
-from scrapy_dedup.content.representative import parse_timestamp
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
-from scrapy_dedup.content.pages import PageReader, PageReading, extraction_policies
-from scrapy_dedup.content.params import ParamError
-from scrapy_dedup.crawl_log import ClusterCanary, JsonLines, audit_record, crawl_log_record, redirect_record
-from scrapy_dedup.redis_content import RedisContentState
-from scrapy_dedup.paragraph_flow import PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs, paragraph_key  # noqa: F401
-from scrapy_dedup.responses import declared_canonical, looks_like_html, source_of
-from scrapy_dedup.url.preference import url_preference
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -92,16 +86,15 @@ class DedupExtension:
         self.paragraphs: ParagraphDeduplicator | None = None
         self.paragraph_flow: CrawlParagraphs | None = None
         self._redis_policy: RedisErrorPolicy | None = None
-        #: what only a crawl meets, beside the engine's page counts (see _write_stats)
+        #: what only a crawl meets, beside the engine's page counts (content.report.content_stats)
         self.events: Counter[str] = Counter()
         self.canary = ClusterCanary(cfg.canary_size)
         self.audit: JsonLines | None = None
         self.crawl_log: JsonLines | None = None
         #: the page judge (content/judge.py), built by open_content() with the engine
         self.judge: PageJudge | None = None
-        #: a kept page's URL -> the fingerprint of the request that fetched it, when its URL alone does not
-        #: identify that request (a fragment the crawl keeps, a POST): what tells a refetch (_same_request)
-        self._kept_by_request: dict[str, bytes] = {}
+        #: which request fetched each kept page, when its URL alone does not tell: what tells a refetch
+        self.kept_requests = KeptRequests(crawler)
         self._jobdir = job_dir(crawler.settings)
         self._checkpoint_loop: Clock | None = None  # every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
         self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
@@ -310,31 +303,19 @@ class DedupExtension:
         as a response is, anything else taken as the page's text; and that text less its repeated blocks when
         its host has paragraph dedup on (else None; the blocks of a plain text are its lines). ``timestamp``:
         the value of the item's ``DEDUP_TIMESTAMP_FIELD`` (``newest`` with that setting; else the fetch time)."""
-        policy = self.policies.lookup(host_of(url))
         dating: dict[str, Any] = {}
         if self.cfg.representative == "newest" and self.cfg.timestamp_field:
             dating = {"timestamp": self._timestamp_of(url, timestamp), "dated": True}
-        if isinstance(value, (bytearray, memoryview)):  # bytes by another type: its bytes, not its repr
-            value = bytes(value)
-        if isinstance(value, (bytes, str)) and looks_like_html(value):
-            try:
-                extraction = extract_text(value, policy, blocks=policy.needs_blocks)
-            except Exception as exc:  # hostile markup never stops the crawl
-                logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
-                               url, type(exc).__name__, exc)
-                self._count("extraction_errors")
-                return None, None
-            if extraction.truncated:
-                self._count("truncated")
-            fingerprinter = self.reader.fingerprinter_for(policy)
-            verdict = self._judge(url, self.reader.fingerprint(fingerprinter, extraction.text), policy, None,
-                                  extraction.blocks, title=extraction.title, **dating)
-            blocks = extraction.blocks
-        else:
-            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-            verdict = self.check_text(url, text, policy, **dating)
-            blocks = text_blocks(text) if policy.paragraphs else None
-        if not policy.paragraphs or blocks is None:
+        page = self.reader.read_content(url, value)
+        if page.skipped:  # hostile markup never stops the crawl: the item is kept
+            self._count(page.skipped)
+            return None, None
+        if page.truncated:
+            self._count("truncated")
+        assert page.fingerprint is not None and page.policy is not None  # read, not skipped
+        verdict = self._judge(url, page.fingerprint, page.policy, None, page.blocks, title=page.title, **dating)
+        blocks = page.blocks if page.lines is None else page.lines
+        if not page.policy.paragraphs or blocks is None:
             return verdict, None
         return verdict, self._paragraph_flow().check(url, blocks).text
 
@@ -373,24 +354,15 @@ class DedupExtension:
         engine = self.open_content().engine
         assert engine is not None  # open_content() built it
         fingerprinter = self.reader.fingerprinter_for(policy)
-        degenerate = fingerprinter.is_degenerate(fp)
         if timestamp is None and not dated and self.cfg.representative == "newest":
             timestamp = time.time()  # the fetch time, near enough: a page is judged as soon as it arrives
-        judge = self.judge
-        assert judge is not None  # built with the engine
+        assert self.judge is not None  # built with the engine
         try:
-            if blocks is not None and policy.boilerplate and judge.boilerplate is not None and not degenerate:
-                judged = self._call_store(judge.judge_blocks, url, blocks,
-                                          fingerprint=lambda text: self.reader.fingerprint(fingerprinter, text),
-                                          degenerate=fingerprinter.is_degenerate, whole=fp,
-                                          timestamp=timestamp, declares=declares, title=title)
-                assert judged.judgement is not None  # the boilerplate rule's account
+            judged = self.judge.judge_page(url, fp, fingerprinter, blocks, learns_boilerplate=policy.boilerplate,
+                                           fingerprint=lambda text: self.reader.fingerprint(fingerprinter, text),
+                                           call=self._call_store, timestamp=timestamp, declares=declares, title=title)
+            if judged.judgement is not None:  # the boilerplate rule's account
                 self._count_boilerplate(url, judged.judgement)
-            elif not degenerate:
-                judged = self._call_store(judge.judge_text, url, fp, degenerate, timestamp=timestamp,
-                                          declares=declares)
-            else:
-                judged = judge.judge_text(url, fp, degenerate, timestamp=timestamp, declares=declares)
         except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
             self._count("store_errors")
             return None
@@ -400,33 +372,12 @@ class DedupExtension:
         if page is not None:
             page.url_page = None if judged.url_same else judged.url_page
         if request is not None:
-            judged = dataclasses.replace(judged, verdict=self._same_request(judged.verdict, request))
+            verdict = self.kept_requests.same_request(judged.verdict, request)
+            if verdict is not judged.verdict:  # a refetch of its URL, by another request
+                self._count("refetch_of_another_request")
+                judged = dataclasses.replace(judged, verdict=verdict)
         self._record(judged, request)
         return judged.verdict
-
-    def _same_request(self, verdict: Verdict, request: Request) -> Verdict:
-        """``verdict`` with ``same_request`` False when it matched a kept page of its URL that another request
-        fetched: the page's URL lost what told the requests apart (Scrapy's response URL has no fragment)."""
-        identity = self._request_identity(request)
-        if verdict.kind == "unique":
-            if identity is None:
-                self._kept_by_request.pop(verdict.url, None)
-            else:
-                self._kept_by_request[verdict.url] = identity
-        elif verdict.is_refetch and self._kept_by_request.get(verdict.url) != identity:
-            verdict = dataclasses.replace(verdict, same_request=False)
-            self._count("refetch_of_another_request")
-        return verdict
-
-    def _request_identity(self, request: Request) -> bytes | None:
-        """None when the page's URL identifies ``request`` (a GET whose canonical URL keeps no fragment), else
-        its request fingerprint."""
-        fingerprinter = self.crawler.request_fingerprinter
-        if request.method == "GET" and not request.body:
-            canonical_url = getattr(fingerprinter, "canonical_url", None)
-            if "#" not in request.url or canonical_url is None or "#" not in canonical_url(request):
-                return None
-        return fingerprinter.fingerprint(request)
 
     def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         """``call(*args, **kwargs)``, under the Redis outage policy when the content index is in Redis."""
@@ -497,33 +448,9 @@ class DedupExtension:
             return request.url
 
     def _count(self, name: str, count: int = 1) -> None:
-        """One more event only a crawl meets, in ``events`` and copied to its stat (see :meth:`_write_stats`)."""
+        """One more event only a crawl meets, in ``events`` and copied to its stat (content.report.content_stats)."""
         self.events[name] += count
         self.stats.set_value(f"dedup/content/{name}", self.events[name])
-
-    def _write_stats(self) -> None:
-        """Write every ``dedup/content/*`` stat from the one place each number is kept.
-
-        The page kinds, clusters and skips are counted by the engine (its report: the
-        numbers the offline audit computes the same way); what only a crawl meets
-        (extraction and store errors, truncated bodies, canary warnings) in ``events``.
-        The stats are a copy, never counted apart: after each page the numbers it
-        changed are copied (so a stats reader at ``spider_closed`` that runs before this
-        extension, or a mid-crawl look, sees them), and here, at the end, all of them
-        with the report's derived numbers (total, clusters, ratios), which are not
-        written per page (each costs a few microseconds). ``dedup/content/fingerprinted``
-        is the report's total (every judged page).
-        """
-        assert self.engine is not None  # content_lines() asks only once it is built
-        report = self.engine.report()
-        values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
-        values["dedup/content/fingerprinted"] = report.total
-        values.update((f"dedup/content/{name}", count) for name, count in self.events.items())
-        races = getattr(self.store, "races_kept_twice", 0)  # a sharded Redis index: near duplicates kept in a race
-        if races:
-            values["dedup/content/near_kept_twice"] = races
-        for key, value in values.items():
-            self.stats.set_value(key, value)
 
     # --- crawl end: the report, then closing ---
 
@@ -540,7 +467,9 @@ class DedupExtension:
     def content_lines(self) -> list[str]:
         if self.engine is None:
             return ["Content layer: not enabled (add NearDuplicatePipeline / ContentFingerprintMiddleware)"]
-        self._write_stats()
+        # every dedup/content/* stat from the one place each number is kept (content.report.content_stats)
+        for key, value in content_stats(self.engine.report(), self.events, self.store).items():
+            self.stats.set_value(key, value)
         lines = ["Content layer:"]
         lines += ["  " + line for line in self.engine.report().to_text().splitlines()]
         bucket = self._bucket_canary()

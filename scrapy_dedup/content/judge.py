@@ -202,6 +202,25 @@ class PageJudge:
             whole = (kwargs.get("fingerprint") or self.engine.fingerprint)(" ".join(blocks))
         return self._noted(page, whole, blocks)
 
+    def judge_page(self, url: str, fp: ContentFingerprint, fingerprinter: ContentFingerprinter,
+                   blocks: list[str] | None = None, *, learns_boilerplate: bool = False,
+                   fingerprint: Callable[[str], ContentFingerprint] | None = None,
+                   call: Callable[..., PageVerdict] = lambda judge, *args, **kwargs: judge(*args, **kwargs),
+                   **kwargs: Any) -> PageVerdict:
+        """A page as the crawl reads it (``fp``: of its whole text, by ``fingerprinter``, its host's rule of
+        degenerate pages): with its ``blocks`` and a host that ``learns_boilerplate``, judged by the boilerplate
+        rule (:meth:`judge_blocks`; ``fingerprint``: the caller's fingerprint of a text, cached or not), else by
+        its whole text (:meth:`judge_text`). ``call`` runs each call that reaches the store (the crawl's Redis
+        outage policy); a degenerate page reaches none. ``kwargs``: ``timestamp``, ``declares``, ``title``."""
+        degenerate = fingerprinter.is_degenerate(fp)
+        if blocks is not None and learns_boilerplate and self.boilerplate is not None and not degenerate:
+            return call(self.judge_blocks, url, blocks, fingerprint=fingerprint or fingerprinter.fingerprint,
+                        degenerate=fingerprinter.is_degenerate, whole=fp, **kwargs)
+        kwargs.pop("title", None)  # (only the boilerplate rule reads it)
+        if not degenerate:
+            return call(self.judge_text, url, fp, degenerate, **kwargs)
+        return self.judge_text(url, fp, degenerate, **kwargs)
+
     def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None) -> PageVerdict:
         """``page`` with its page at the URL strictness; a kept page (or a new page of a cluster at the URL
         strictness) noted for the later ones."""

@@ -20,12 +20,12 @@ from typing import Any
 from scrapy_dedup.content.boilerplate import host_of
 from scrapy_dedup.content.engine import ContentFingerprint, ContentFingerprinter, Verdict
 from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
-from scrapy_dedup.content.paragraphs import ParagraphCheck
+from scrapy_dedup.content.paragraphs import ParagraphCheck, text_blocks
 from scrapy_dedup.content.params import ParamError
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup._util.domains import DomainMap
 
-__all__ = ["FINGERPRINT_CACHE_SIZE", "extraction_policies", "PageReading", "PageReader"]
+__all__ = ["FINGERPRINT_CACHE_SIZE", "extraction_policies", "PageReading", "PageReader", "looks_like_html"]
 
 logger = logging.getLogger("scrapy_dedup.extensions")  # the crawl's lines, under the logger they always had
 
@@ -70,6 +70,8 @@ class PageReading:
     url_page: str | None = None
     #: its blocks checked for repeats (paragraph dedup on for its host), once judged
     paragraphs: ParagraphCheck | None = None
+    #: a plain text's lines (an item's text content): its blocks for paragraph dedup, never judged as blocks
+    lines: list[str] | None = None
 
 
 class PageReader:
@@ -155,3 +157,34 @@ class PageReader:
         page.blocks, page.title = extraction.blocks, extraction.title
         page.fingerprint = self.fingerprint(self.fingerprinter_for(policy), extraction.text)
         return page
+
+    def read_content(self, url: str, value: Any) -> PageReading:
+        """Read an item's content (``DEDUP_CONTENT_FIELD``) as the page at ``url``: HTML extracted under the
+        host's policy as a response is, anything else taken as the page's text (its :attr:`~PageReading.lines`
+        its blocks for paragraph dedup when the host has it on)."""
+        page = PageReading(url)
+        page.policy = policy = self.policies.lookup(host_of(url))
+        if isinstance(value, (bytearray, memoryview)):  # bytes by another type: its bytes, not its repr
+            value = bytes(value)
+        if isinstance(value, (bytes, str)) and looks_like_html(value):
+            try:
+                extraction = extract_text(value, policy, blocks=policy.needs_blocks)
+            except Exception as exc:  # hostile markup never stops the crawl
+                logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
+                               url, type(exc).__name__, exc)
+                page.skipped = "extraction_errors"
+                return page
+            page.truncated = extraction.truncated
+            page.blocks, page.title = extraction.blocks, extraction.title
+            text = extraction.text
+        else:
+            text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+            page.lines = text_blocks(text) if policy.paragraphs else None
+        page.fingerprint = self.fingerprint(self.fingerprinter_for(policy), text)
+        return page
+
+
+def looks_like_html(value: str | bytes) -> bool:
+    """Whether an item's content is HTML (its first non-blank character is ``<``), not the page's text."""
+    head = value[:2048].lstrip()
+    return head[:1] in ("<", b"<")

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["DuplicationReport", "format_percent", "url_lines", "paragraph_lines", "bucket_canary"]
+__all__ = ["DuplicationReport", "format_percent", "url_lines", "paragraph_lines", "bucket_canary", "content_stats"]
 
 
 def format_percent(part: int, whole: int) -> str:
@@ -235,3 +235,24 @@ def bucket_canary(size: int, pages: int, params: Any) -> int:
         size, params.canary_size,
     )
     return size
+
+
+def content_stats(report: DuplicationReport, events: Mapping[str, int], store: Any = None) -> dict[str, Any]:
+    """Every ``dedup/content/*`` stat of a crawl, from the one place each number is kept.
+
+    The page kinds, clusters and skips are counted by the engine (``report``: the numbers the
+    offline audit computes the same way); what only a crawl meets (extraction and store errors,
+    truncated bodies, canary warnings) in ``events``. The stats are a copy, never counted apart:
+    after each page the crawl copies the numbers it changed (so a stats reader at ``spider_closed``
+    that runs before the extension, or a mid-crawl look, sees them), and at the end all of these,
+    with the report's derived numbers (total, clusters, ratios), which are not written per page
+    (each costs a few microseconds). ``dedup/content/fingerprinted`` is the report's total (every
+    judged page).
+    """
+    values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
+    values["dedup/content/fingerprinted"] = report.total
+    values.update((f"dedup/content/{name}", count) for name, count in events.items())
+    races = getattr(store, "races_kept_twice", 0)  # a sharded Redis index: near duplicates kept in a race
+    if races:
+        values["dedup/content/near_kept_twice"] = races
+    return values
