@@ -1,19 +1,19 @@
-"""``DedupExtension``: the crawl's content state, and the crawl-end duplication report.
+"""``DedupExtension``: the crawl's content state and signals, and the crawl-end duplication report.
 
-One Scrapy extension per crawl holds what the content components share: the
-extraction policies, the fingerprints of responses (remembered weakly per response
-object), the content engine and its store, the audit and crawl logs, the
-checkpoints. ``ContentFingerprintMiddleware``, ``NearDuplicatePipeline`` and
+One Scrapy extension per crawl holds what the content components share: each response's
+reading (``content/pages.py``, remembered weakly per response object), the page judge with
+its engine and store (``content/judge.py``, ``content/stores/``), the crawl's counts, logs
+(``crawl_log.py``), paragraph flow (``paragraph_flow.py``), Redis state (``redis_content.py``)
+and checkpoints. ``ContentFingerprintMiddleware``, ``NearDuplicatePipeline`` and
 ``DustLearningMiddleware`` reach it with ``crawler.get_extension(DedupExtension)``
-(extensions are built before middlewares and pipelines). The store (memory or
-Redis) is built when the first of them asks for it, so the extension alone opens
-no connection, and its report then says the content layer is not enabled.
+(extensions are built before middlewares and pipelines). The store is built when the
+first of them asks for it, so the extension alone opens no connection, and its report
+then says the content layer is not enabled.
 
-A response is fingerprinted once, whoever asks first (DUST learning, a downloader
-middleware, sees it before the spider middleware), and judged once: the verdict,
-taken by ``ContentFingerprintMiddleware``, reuses the fingerprint.
-
-``DuplicationReportExtension`` is the same class under its former name.
+A response is read once, whoever asks first (DUST learning, a downloader middleware,
+sees it before the spider middleware), and judged once: the verdict, taken by
+``ContentFingerprintMiddleware``, reuses the reading. ``DuplicationReportExtension`` is
+the same class under its former name.
 """
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ import logging
 import time
 import weakref
 from collections import Counter
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from scrapy import Request, signals
@@ -42,15 +41,14 @@ from scrapy_dedup.content.report import bucket_canary, content_stats, paragraph_
 from scrapy_dedup.content.representative import parse_timestamp
 from scrapy_dedup.content.stores import open_store
 from scrapy_dedup.crawl_log import ClusterCanary, JsonLines, audit_record, crawl_log_record, redirect_record
-from scrapy_dedup.jobdir import disk_full_reported, report_disk_full
-from scrapy_dedup.paragraph_flow import PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs  # noqa: F401 (its former home)
-from scrapy_dedup.redis_content import RedisContentState
+from scrapy_dedup.jobdir import CHECKPOINT_NAME, IndexCheckpoint, disk_full_reported  # noqa: F401 (its former home)
+from scrapy_dedup.paragraph_flow import (  # noqa: F401 (PARAGRAPHS_CHECKPOINT_NAME: its former home)
+    PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs, check_paragraphs_field)
+from scrapy_dedup.redis_content import RedisContentState, StoreCalls, index_key
 from scrapy_dedup.responses import KeptRequests, declared_canonical, source_of
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings
+from scrapy_dedup.settings import DedupConfigError, read_settings
 from scrapy_dedup.url.preference import url_preference
-from scrapy_dedup._util.files import set_aside, where_kept
-from scrapy_dedup._util.redis_conn import mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe, secrets_of
+from scrapy_dedup._util.redis_policy import RedisUnavailable, secrets_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -60,7 +58,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 EXTENSION_PATH = "scrapy_dedup.extensions.DedupExtension"
-CHECKPOINT_NAME = "dedup-content.idx"
 
 
 class DedupExtension:
@@ -85,7 +82,6 @@ class DedupExtension:
         #: paragraph-level exact dedup (None: no host has it on), and its crawl-side flow (paragraph_flow.py)
         self.paragraphs: ParagraphDeduplicator | None = None
         self.paragraph_flow: CrawlParagraphs | None = None
-        self._redis_policy: RedisErrorPolicy | None = None
         #: what only a crawl meets, beside the engine's page counts (content.report.content_stats)
         self.events: Counter[str] = Counter()
         self.canary = ClusterCanary(cfg.canary_size)
@@ -97,9 +93,8 @@ class DedupExtension:
         self.kept_requests = KeptRequests(crawler)
         self._jobdir = job_dir(crawler.settings)
         self._checkpoint_loop: Clock | None = None  # every DEDUP_CHECKPOINT_SECONDS (memory index + JOBDIR)
-        self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
+        self._index_checkpoint: IndexCheckpoint | None = None  # the memory index in JOBDIR (open_content)
         self._closed = False
-        self._store_failing = False
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self.close, signal=signals.engine_stopped)
@@ -134,11 +129,16 @@ class DedupExtension:
             cfg = self.cfg
             #: what redis-py's exception texts must not show (the password, and any piece of it)
             self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
-            self.store = self._build_store(cfg)
+            self.store = open_store(cfg, cfg.content_backend, url=cfg.redis_url, redis_params=cfg.redis_params,
+                                    key=index_key(cfg, self.crawler.spidercls), ttl=cfg.redis_ttl)
             #: the Redis content index's start-up checks, outage policy and deletion (None: in memory)
             self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets) \
                 if cfg.content_backend == "redis" else None
-            self._redis_policy = self.redis_state.policy if self.redis_state is not None else None
+            #: every call that reaches the store: under the Redis outage policy; a failure fails open
+            self.store_calls = StoreCalls(self.redis_state.policy if self.redis_state is not None else None,
+                                          self._secrets, self._count)
+            if cfg.content_backend == "memory" and self._jobdir:
+                self._index_checkpoint = IndexCheckpoint(self.crawler, self.store, self._jobdir)
             policies = (self.policies.default, *self.policies.per_domain.values())
             # the one page judge; the URL-level sameness kept when a crawl log or DUST learning reads it
             self.judge = PageJudge.from_params(
@@ -150,12 +150,7 @@ class DedupExtension:
             if any(p.boilerplate for p in policies):
                 self.boilerplate = self.judge.boilerplate = BoilerplateJudge(self.engine, BoilerplateLearner(
                     BoilerplateRule.from_params(cfg), *(self.redis_state.block_tables() if self.redis_state else ())))
-            if cfg.paragraphs_field and not any(p.paragraphs for p in policies):
-                raise DedupConfigError("DEDUP_PARAGRAPHS_FIELD is set but paragraph dedup is off for every host: "
-                                       "set DEDUP_PARAGRAPHS = True (or `paragraphs` in DEDUP_CONTENT_POLICIES)")
-            if cfg.paragraphs_field and cfg.paragraphs_field in (cfg.content_field, cfg.tag_field):
-                raise DedupConfigError(f"DEDUP_PARAGRAPHS_FIELD ({cfg.paragraphs_field!r}) must differ from "
-                                       "DEDUP_CONTENT_FIELD and DEDUP_TAG_FIELD")
+            check_paragraphs_field(cfg, policies)
             if any(p.paragraphs for p in policies):
                 self.paragraph_flow = CrawlParagraphs(cfg, self.stats, self.events, secrets=self._secrets,
                                                       index=getattr(self.store, "index", None), jobdir=self._jobdir)
@@ -164,31 +159,10 @@ class DedupExtension:
             self.crawl_log = JsonLines(cfg.log_file) if cfg.log_file else None
         return self
 
-    def _build_store(self, cfg: DedupSettings) -> Any:
-        spider_name = getattr(self.crawler.spidercls, "name", None) or "spider"
-        key = cfg.redis_index_key % {"spider": spider_name}
-        store = open_store(cfg, cfg.content_backend, url=cfg.redis_url, key=key, redis_params=cfg.redis_params,
-                           ttl=cfg.redis_ttl)
-        if cfg.content_backend == "redis":
-            logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), key,
-                        type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
-        return store
-
     def _spider_opened(self, spider: "Spider") -> None:
-        if self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir:
+        if self._index_checkpoint is None:  # no content component, the Redis backend, or no JOBDIR
             return
-        path = Path(self._jobdir, CHECKPOINT_NAME)
-        if path.exists():
-            try:
-                self.store.load_into(path)
-                logger.info("Content index restored from %s (%d pages)", path, len(self.store))
-                self.stats.set_value("dedup/content/restored", len(self.store))
-                self._saved_pages = len(self.store)
-            except Exception as exc:  # a corrupt checkpoint must not pass silently
-                logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
-                             "content index; near duplicates of pages from the previous run will be kept "
-                             "(%s)", path, exc, where_kept(path, set_aside(path)))
-                self.stats.inc_value("dedup/content/checkpoint_errors")
+        self._index_checkpoint.restore()
         if self.paragraph_flow is not None:
             self.paragraph_flow.restore()
         if self.cfg.checkpoint_seconds:
@@ -203,25 +177,11 @@ class DedupExtension:
         near duplicates would be kept again on resume). A failed write is logged and
         counted, never raised: the crawl goes on.
         """
-        if (self.engine is None or self.cfg.content_backend != "memory" or not self._jobdir
-                or disk_full_reported(self.crawler)):  # (a full disk: the last checkpoint stays)
+        if self._index_checkpoint is None or disk_full_reported(self.crawler):  # (a full disk: the last stays)
             return
         if self.paragraph_flow is not None:
             self.paragraph_flow.save()
-        pages = len(self.store)
-        if pages == self._saved_pages:
-            return
-        path = Path(self._jobdir, CHECKPOINT_NAME)
-        try:
-            self.store.save(path)
-        except (OSError, ValueError) as exc:
-            if report_disk_full(self.crawler, self._jobdir, exc):
-                return
-            logger.error("Could not checkpoint the content index to %s: %s", path, exc)
-            self.stats.inc_value("dedup/content/checkpoint_errors")
-            return
-        self._saved_pages = pages
-        self.stats.inc_value("dedup/content/checkpoints")
+        self._index_checkpoint.save()
 
     # --- fingerprints of responses (DUST learning and the verdict share them) ---
 
@@ -360,14 +320,15 @@ class DedupExtension:
         try:
             judged = self.judge.judge_page(url, fp, fingerprinter, blocks, learns_boilerplate=policy.boilerplate,
                                            fingerprint=lambda text: self.reader.fingerprint(fingerprinter, text),
-                                           call=self._call_store, timestamp=timestamp, declares=declares, title=title)
+                                           call=self.store_calls.call, timestamp=timestamp, declares=declares,
+                                           title=title)
             if judged.judgement is not None:  # the boilerplate rule's account
                 self._count_boilerplate(url, judged.judgement)
         except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept
             self._count("store_errors")
             return None
         except Exception as exc:  # any other failure of the store: fail open too
-            self._store_error(exc)
+            self.store_calls.failed(exc)
             return None
         if page is not None:
             page.url_page = None if judged.url_same else judged.url_page
@@ -379,45 +340,20 @@ class DedupExtension:
         self._record(judged, request)
         return judged.verdict
 
-    def _call_store(self, call: Any, *args: Any, **kwargs: Any) -> Any:
-        """``call(*args, **kwargs)``, under the Redis outage policy when the content index is in Redis."""
-        if self._redis_policy is not None:
-            return self._redis_policy.call(lambda: call(*args, **kwargs))
-        return call(*args, **kwargs)
-
     def _count_boilerplate(self, url: str, judgement: BoilerplateJudgement) -> None:
         """Stats of boilerplate learning: pages by state, guarded matches, re-checks, blocks learnt per host."""
-        state = judgement.reduction.state
-        if state != "whole":
-            self._count(f"boilerplate/{state}")  # reduced: fingerprinted with boilerplate removed; warmup
-        if judgement.guarded:
-            self._count("boilerplate/guarded")
+        for name, count in judgement.counts().items():
+            self._count(name, count)
         if judgement.undecidable:  # counted in the report (dedup/content/undecidable), named there too
             logger.info("Undecidable page kept: %s (only its host's template is left once that is left out)", url)
-        if judgement.rechecked:
-            self._count("boilerplate/rechecked", judgement.rechecked)
         host = host_of(url)
         learned = self.boilerplate.learner.blocks_learned(host) if self.boilerplate is not None else 0
         if learned:
             self.stats.set_value(f"dedup/content/boilerplate/blocks/{host or '-'}", learned)
 
-    def _store_error(self, exc: Exception) -> None:
-        """Content index unreachable: the page is kept unjudged (never dropped for an outage).
-
-        Logged once per outage (the first error, then again after a success), counted always.
-        """
-        self._count("store_errors")
-        if not self._store_failing:
-            self._store_failing = True
-            logger.error("Content index unavailable (%s); pages are kept without a duplicate "
-                         "check until it is back (counted in dedup/content/store_errors)",
-                         describe(exc, self._secrets))
-
     def _record(self, judged: PageVerdict, request: Request | None) -> None:
         verdict = judged.verdict
-        if self._store_failing:
-            self._store_failing = False
-            logger.info("Content index is back; duplicate checks resumed")
+        self.store_calls.succeeded()
         assert self.engine is not None  # a verdict came from it
         counts = self.engine.counts()
         self.stats.set_value(f"dedup/content/{verdict.kind}", counts[verdict.kind])

@@ -5,22 +5,35 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from scrapy_dedup.content.boilerplate import host_of
+from scrapy_dedup.content.extract import ExtractionPolicy
 from scrapy_dedup.content.paragraphs import ParagraphCheck, ParagraphDeduplicator
 from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, unallocatable_bloom
 
-__all__ = ["PARAGRAPHS_CHECKPOINT_NAME", "CrawlParagraphs", "paragraph_key"]
+__all__ = ["PARAGRAPHS_CHECKPOINT_NAME", "CrawlParagraphs", "check_paragraphs_field", "paragraph_key"]
 
 #: the crawl's lines, under the logger they always had
 logger = logging.getLogger("scrapy_dedup.extensions")
 
 #: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
 PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
+
+
+def check_paragraphs_field(cfg: DedupSettings, policies: Iterable[ExtractionPolicy]) -> None:
+    """``DEDUP_PARAGRAPHS_FIELD`` refused at start-up where it cannot work: paragraph dedup off for every host
+    (``policies``), or the field one of the other fields the crawl writes or reads."""
+    if cfg.paragraphs_field and not any(p.paragraphs for p in policies):
+        raise DedupConfigError("DEDUP_PARAGRAPHS_FIELD is set but paragraph dedup is off for every host: "
+                               "set DEDUP_PARAGRAPHS = True (or `paragraphs` in DEDUP_CONTENT_POLICIES)")
+    if cfg.paragraphs_field and cfg.paragraphs_field in (cfg.content_field, cfg.tag_field):
+        raise DedupConfigError(f"DEDUP_PARAGRAPHS_FIELD ({cfg.paragraphs_field!r}) must differ from "
+                               "DEDUP_CONTENT_FIELD and DEDUP_TAG_FIELD")
 
 
 def paragraph_key(index_prefix: str) -> str:

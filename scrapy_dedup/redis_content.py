@@ -1,24 +1,66 @@
-"""The Redis content index's state in a crawl: its start-up checks (``_util/redis_startup.py``), its
-outage policy (always ``fail_open``), ``DEDUP_REDIS_FLUSH_ON_START``, its deletion at close
-(``DEDUP_REDIS_PERSIST = False``) and the boilerplate tables it shares. Built by ``DedupExtension`` with
-the Redis backend; imports no Scrapy."""
+"""The content store's state in a crawl: the Redis content index's start-up checks
+(``_util/redis_startup.py``), its outage policy (always ``fail_open``), ``DEDUP_REDIS_FLUSH_ON_START``,
+its deletion at close (``DEDUP_REDIS_PERSIST = False``) and the boilerplate tables it shares
+(:class:`RedisContentState`); and :class:`StoreCalls`, every call that reaches the store, of either
+backend, failing open. Built by ``DedupExtension``; imports no Scrapy."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from scrapy_dedup.content.boilerplate import BoilerplateRule
 from scrapy_dedup.content.stores import ContentIndexMismatch, mismatch_message
 from scrapy_dedup.paragraph_flow import paragraph_key
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
-from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable
+from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe
 from scrapy_dedup._util.redis_startup import check_at_start
 from scrapy_dedup.settings import DedupConfigError, DedupSettings
 
-__all__ = ["RedisContentState"]
+__all__ = ["RedisContentState", "StoreCalls", "index_key"]
 
 #: the crawl's lines, under the logger they always had
 logger = logging.getLogger("scrapy_dedup.extensions")
+
+
+def index_key(cfg: DedupSettings, spidercls: Any) -> str:
+    """The key prefix of the crawl's Redis content index: ``DEDUP_REDIS_INDEX_KEY`` for its spider."""
+    return cfg.redis_index_key % {"spider": getattr(spidercls, "name", None) or "spider"}
+
+
+class StoreCalls:
+    """Every call of the crawl that reaches the content store: under the Redis index's outage ``policy`` (None:
+    the memory store); a failure fails open, the page kept unjudged (never dropped for an outage)."""
+
+    def __init__(self, policy: RedisErrorPolicy | None, secrets: Any, count: Callable[[str], None]):
+        self.policy = policy
+        self.secrets = secrets
+        self.count = count
+        self._store_failing = False
+
+    def call(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        """``call(*args, **kwargs)``, under the Redis outage policy when the content index is in Redis."""
+        if self.policy is not None:
+            return self.policy.call(lambda: call(*args, **kwargs))
+        return call(*args, **kwargs)
+
+    def failed(self, exc: Exception) -> None:
+        """Content index unreachable: the page is kept unjudged (never dropped for an outage).
+
+        Logged once per outage (the first error, then again after a success), counted always.
+        """
+        self.count("store_errors")
+        if not self._store_failing:
+            self._store_failing = True
+            logger.error("Content index unavailable (%s); pages are kept without a duplicate "
+                         "check until it is back (counted in dedup/content/store_errors)",
+                         describe(exc, self.secrets))
+
+    def succeeded(self) -> None:
+        """A call went through: after an outage, one line says so."""
+        if self._store_failing:
+            self._store_failing = False
+            logger.info("Content index is back; duplicate checks resumed")
 
 
 class RedisContentState:
@@ -29,6 +71,8 @@ class RedisContentState:
         self.store = store
         self.stats = stats
         self.secrets = secrets
+        logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), store.index.prefix,
+                    type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
         self.policy = self._open_policy(cfg)
 
     def _open_policy(self, cfg: DedupSettings) -> RedisErrorPolicy:
