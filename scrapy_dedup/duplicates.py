@@ -37,7 +37,7 @@ __all__ = ["Verdict", "PageVerdict", "DUPLICATE_MSG", "duplicate_log_entry", "Du
            "NearDuplicateItem", "DuplicateAction", "ParagraphsField", "UNSETTABLE_FIELD", "MIDDLEWARE_PATH",
            "PIPELINE_PATH", "pipeline_enabled", "middleware_enabled", "RELEASE_META", "ALIAS_META",
            "SAME_KEY_REDIRECT_META", "RESENT_META", "REWRITTEN_META", "DEFERRED_META", "DUST_KEY_META",
-           "UNJOURNALED_META"]
+           "UNJOURNALED_META", "FRONTIER_SEQ_META"]
 
 logger = logging.getLogger("scrapy_dedup.pipelines")  # the logger the action's lines were always written under
 
@@ -60,6 +60,8 @@ DUST_KEY_META = "dedup_dust_key"
 #: request meta key of a request the crawl makes for itself that fetches no page (held items sent on by
 #: ``ContentFingerprintMiddleware``): not journaled (its callback is no spider method: it could not be)
 UNJOURNALED_META = "dedup_unjournaled"
+#: request meta key of a journaled request (JOBDIR): its sequence number in the frontier journal
+FRONTIER_SEQ_META = "dedup_frontier_seq"
 
 
 # --- the one line of a duplicate item, and its exceptions ---
@@ -71,7 +73,7 @@ DUPLICATE_MSG = ("%(action)s item of %(kind)s duplicate %(url)s (of %(kept_url)s
 def duplicate_log_entry(duplicate: Any, level: int | str, action: str = "Dropped") -> LogFormatterResult:
     """The log formatter result (``level``, ``msg``, ``args``) for an item of a duplicate page.
 
-    ``duplicate`` is a :class:`~scrapy_dedup.pipelines.DuplicateItem` or a verdict
+    ``duplicate`` is a :class:`DuplicateItem` or a verdict
     (anything with ``kind``, ``url``, ``kept_url``, ``distance``, ``representative``); ``action`` is
     ``Dropped``, ``Tagged`` or ``Kept``. The cluster's representative is named when it is
     not the kept URL (``DEDUP_REPRESENTATIVE`` preferred another member).

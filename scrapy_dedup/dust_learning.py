@@ -90,8 +90,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["DustLearningMiddleware"]
 
 
-
-
 class _ExploringCanonicalizer:
     """The fingerprinter's canonicalizer, letting a share of DUST-collapsed URLs keep their own key."""
 

@@ -29,7 +29,7 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
 from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries, set_aside, where_kept
-from scrapy_dedup.duplicates import UNJOURNALED_META
+from scrapy_dedup.duplicates import FRONTIER_SEQ_META, UNJOURNALED_META
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done
 from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
 from scrapy_dedup.settings import DedupConfigError
@@ -47,7 +47,8 @@ JOURNAL_FILE = "dedup-frontier.journal"
 GENERATION_FILE = "dedup-generation.json"
 #: Scrapy's scheduler's disk queue directory inside JOBDIR
 QUEUE_DIR = "requests.queue"
-META_KEY = "dedup_frontier_seq"
+#: request meta key of a journaled request: its sequence number in the frontier journal
+META_KEY = FRONTIER_SEQ_META
 #: the close reason when JOBDIR's disk is full (:meth:`JobdirFrontier.disk_is_full`)
 DISK_FULL_REASON = "dedup_disk_full"
 #: what a write to a full disk (or past a quota, or past RLIMIT_FSIZE) raises
@@ -345,8 +346,8 @@ class IndexCheckpoint:
                 self._saved_pages = len(self.store)
             except Exception as exc:  # a corrupt checkpoint must not pass silently
                 content_logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
-                             "content index; near duplicates of pages from the previous run will be kept "
-                             "(%s)", path, exc, where_kept(path, set_aside(path)))
+                                     "content index; near duplicates of pages from the previous run will be kept "
+                                     "(%s)", path, exc, where_kept(path, set_aside(path)))
                 self.stats.inc_value("dedup/content/checkpoint_errors")
 
     def save(self) -> None:

@@ -180,3 +180,21 @@ def test_no_private_name_is_imported_across_modules():
                 found |= {f"{module} imports {alias.name}" for alias in node.names
                           if alias.name.startswith("_") and not alias.name.startswith("__")}
     assert found == KNOWN_PRIVATE_IMPORTS
+
+
+def test_the_request_meta_keys_are_defined_in_one_module():
+    """Every ``dedup_*`` request meta key is written once, in duplicates.py (the adapters share it); a key
+    defined in an adapter is how two of them start to import each other."""
+    import ast
+
+    root = Path(scrapy_dedup.__file__).parent
+    elsewhere = []
+    for path in root.rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str) and node.value.value.startswith("dedup_")
+                    and any(isinstance(t, ast.Name) and "META" in t.id for t in node.targets)):
+                elsewhere.append(f"{path.relative_to(root)}: {node.value.value}")
+    defined = sorted(e for e in elsewhere if not e.startswith("duplicates.py"))
+    assert not defined, defined
+    assert len(elsewhere) >= 9  # (the finder finds them: the nine keys of duplicates.py)
