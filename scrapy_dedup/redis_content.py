@@ -15,7 +15,7 @@ from scrapy_dedup.paragraph_flow import paragraph_key
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe
 from scrapy_dedup._util.redis_startup import check_at_start
-from scrapy_dedup.settings import DedupConfigError, DedupSettings
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, logged_already
 
 __all__ = ["RedisContentState", "StoreCalls", "index_key"]
 
@@ -93,7 +93,7 @@ class RedisContentState:
         probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
         reachable = check_at_start(index.client, cfg.redis_url, secrets=self.secrets, what="content index",
                                    probes=probes() if probes is not None else None, log=logger,
-                                   key_setting="DEDUP_REDIS_INDEX_KEY")
+                                   key_setting="DEDUP_REDIS_INDEX_KEY", logged=logged_already)
         if cfg.redis_flush_on_start:
             self._flush(policy, cfg)
         if reachable:  # (unreachable: the first page's call checks it)

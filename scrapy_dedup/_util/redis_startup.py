@@ -4,7 +4,7 @@ what is an outage like any other (a server down: the policy's one line when it i
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from scrapy_dedup._util.redis_access import missing_permissions, speaks_tls
@@ -15,10 +15,12 @@ __all__ = ["check_at_start"]
 
 
 def check_at_start(client: Any, url: str, *, secrets: Iterable[str], what: str, probes: Any = None,
-                   log: logging.Logger, key_setting: str) -> bool:
+                   log: logging.Logger, key_setting: str,
+                   logged: Callable[[RedisStartupError], RedisStartupError] = lambda error: error) -> bool:
     """Refused credentials or TLS fail at start-up (:class:`RedisStartupError`, the URL masked); whether
     Redis answered. ``probes``: the commands the user must be allowed (``missing_permissions``'s probes);
-    ``what`` names the store in the messages, ``key_setting`` the setting of its key.
+    ``what`` names the store in the messages, ``key_setting`` the setting of its key; ``logged`` marks an
+    error this function logged itself (the caller's mark, so that the start-up's refusal is told once).
 
     A store that fails open (pages kept unchecked while Redis is away) meets a server that is down
     at start as an outage like any other, not a start-up error; it is told (the policy's one line)
@@ -34,7 +36,7 @@ def check_at_start(client: Any, url: str, *, secrets: Iterable[str], what: str, 
                 message = (f"{what}: the server at {mask_url(url)} speaks TLS: "
                            "DEDUP_REDIS_URL must start with rediss://")
                 log.error("%s", message)
-                raise RedisStartupError(message) from None
+                raise logged(RedisStartupError(message)) from None
             return False
         raise RedisStartupError(
             f"{what}: cannot use Redis at {mask_url(url)} ({describe(exc, secrets)}); "
@@ -44,5 +46,5 @@ def check_at_start(client: Any, url: str, *, secrets: Iterable[str], what: str, 
                    f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "
                    f"{key_setting}")
         log.error("%s", message)  # (Scrapy's lines of a start-up that failed follow)
-        raise RedisStartupError(message)
+        raise logged(RedisStartupError(message))
     return True

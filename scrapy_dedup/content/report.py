@@ -28,7 +28,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["DuplicationReport", "format_percent", "url_lines", "paragraph_lines", "bucket_canary", "content_stats"]
+__all__ = ["DuplicationReport", "format_percent", "url_lines", "saved_fetch_lines", "paragraph_lines", "bucket_canary",
+           "content_stats"]
 
 
 def format_percent(part: int, whole: int) -> str:
@@ -189,15 +190,23 @@ def url_lines(stats: Mapping[str, Any], requests: Mapping[str, int]) -> list[str
         f"  Requests seen:           {seen}",
         f"  Filtered as duplicates:  {filtered}  ({format_percent(filtered, seen)})",
     ]
-    by_switch = sorted(
-        (key.rsplit("/", 1)[-1], value) for key, value in stats.items()
-        if key.startswith("dedup/url/filtered/")
-    )
-    if by_switch:
-        lines.append("  Filtered after a switch changed the URL: "
-                     + ", ".join(f"{name} {count}" for name, count in by_switch))
+    lines += saved_fetch_lines(stats)
     lines.append(f"  URLs canonicalized:      {get('dedup/url/canonicalized', 0)}")
     lines.append(f"  Unparsable URLs:         {get('dedup/url/unparsable', 0)}")
+    return lines
+
+
+def saved_fetch_lines(stats: Mapping[str, Any]) -> list[str]:
+    """The report's fetches saved against Scrapy's own dupefilter, and the switches they are owed to
+    (``dedup/url/saved``; absent when the dupefilter is not one of ours or the fingerprinter not ours)."""
+    saved = stats.get("dedup/url/saved")
+    if saved is None:
+        return []
+    lines = [f"  Fetches saved:           {saved}  (requests Scrapy's own dupefilter would have fetched)"]
+    by_switch = sorted((key.rsplit("/", 1)[-1], value) for key, value in stats.items()
+                       if key.startswith("dedup/url/saved/"))
+    if by_switch:
+        lines.append("  Saved by:                " + ", ".join(f"{name} {count}" for name, count in by_switch))
     return lines
 
 
