@@ -281,9 +281,9 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_DUST_LEARN`: mine the pages fetched so far at least every this many pages (sooner when "
        "pages met again under other URLs, the evidence rules need, reach the miner's support)."),
     _s("DEDUP_DUST_EXPLORE", 0.05, _number(float, minimum=0, maximum=1), "url",
-       "With `DEDUP_DUST_LEARN`: of the distinct URLs an active learned rule collapses, the first and then "
-       "this share are still fetched (each URL at most once), to catch the rule's violations (a violating "
-       "rule is deactivated)."),
+       "With `DEDUP_DUST_LEARN` or `DEDUP_DUST_RULES`: of the distinct URLs an active learned or loaded rule "
+       "(or a loaded alias) collapses, the first and then this share are still fetched (each URL at most once), "
+       "to catch its violations (a violating rule or alias is withdrawn)."),
     _s("DEDUP_DUST_RULES_OUT", None, to_optional_str, "url",
        "With `DEDUP_DUST_LEARN`: write the DUST rules in force at crawl end (loaded and learned) to this "
        "file, for the next crawl."),
