@@ -401,7 +401,8 @@ SETTINGS: tuple[Setting, ...] = (
        "(at 1e-6 about 3.7 MiB per million blocks: the default costs 37.4 MiB of resident memory, measured, and "
        "as much in `JOBDIR`): a local Bloom filter that grows past it (its error rate still bounded), "
        "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
-       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises). A local filter "
+       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises: one WARNING then, and past 10 "
+       "times its error rate it sets no more bits, a block not in it counting as new). A local filter "
        "resumed from `JOBDIR` keeps the capacity and error rate it was saved with (a WARNING names them)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
