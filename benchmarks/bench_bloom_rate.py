@@ -3,6 +3,14 @@
     python benchmarks/bench_bloom_rate.py --quick                 # seconds; the smoke test runs this
     python benchmarks/bench_bloom_rate.py                          # the grid of docs/reliability.md
     python benchmarks/bench_bloom_rate.py --capacities 1000 --loads 100 --rates 1e-6 --seeds 10 --probes 2000000
+    python benchmarks/bench_bloom_rate.py --memory                 # BloomDupeFilter's memory by crawl size
+
+``--memory`` fills the local filter as ``BloomDupeFilter`` builds it with 2,000 and
+1,000,000 URLs (``--memory-keys``) at ``DEDUP_BLOOM_ERROR_RATE = 1e-6``, each
+sized three ways: unset (it starts at 100,000 URLs and grows), sized for the crawl
+(``DEDUP_BLOOM_CAPACITY`` = the URLs), and the former default (10,000,000), and
+prints its memory, its slices and the false-positive rate measured on ``--probes``
+new keys (with the same bound as below).
 
 For each capacity, error rate and load (keys added, as a multiple of the
 capacity), each filter is filled with random 20-byte keys (what a SHA-1
@@ -37,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scrapy_dedup.seen.base import KeyHashing  # noqa: E402
-from scrapy_dedup.seen.bloom import BloomSeenSet, _Slice  # noqa: E402
+from scrapy_dedup.seen.bloom import START_CAPACITY, BloomSeenSet, _Slice  # noqa: E402
 
 
 class VersionOneBloom(BloomSeenSet):
@@ -81,11 +89,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip a row whose filter would hold more keys (time and memory)")
     parser.add_argument("--pybloom-max-keys", type=int, default=200_000)
     parser.add_argument("--no-old", action="store_true", help="leave out the version 1 hashing")
+    parser.add_argument("--memory", action="store_true", help="the memory rows instead (see above)")
+    parser.add_argument("--memory-keys", type=int, nargs="+", default=[2_000, 1_000_000])
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
         args.capacities, args.loads, args.rates, args.seeds, args.probes = [1000], [1, 10], [1e-3], 1, 50_000
         args.pybloom_max_keys = 10_000
+        args.memory_keys = [2_000, 200_000]
+    if args.memory:
+        return memory_rows(args.memory_keys, args.probes)
     try:
         from pybloom_live import BloomFilter, ScalableBloomFilter
     except ImportError:  # pragma: no cover - a required dependency of scrapy-dedup
@@ -115,6 +128,24 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{capacity:10,} {rate:7.0e} {load:4}x  {name:34} {measured * 1e5:9.3f} "
                           f"{measured / rate:7.2f} {hits:7} {'ok' if hits <= allowed else 'ABOVE':>6} {seconds:6.0f}",
                           flush=True)
+    return 0
+
+
+def memory_rows(sizes: list[int], probes: int, rate: float = 1e-6) -> int:
+    """The local filter's memory and measured false-positive rate by crawl size and sizing (``--memory``)."""
+    print(f"bench_bloom_rate --memory: DEDUP_BLOOM_ERROR_RATE = {rate:g}, {probes:,} new keys asked")
+    print(f"{'URLs':>10}  {'DEDUP_BLOOM_CAPACITY':24} {'MiB':>8} {'slices':>6} {'fp/1e6':>8} {'count':>6} {'bound':>6}")
+    for size in sizes:
+        for label, capacity in (("unset (starts 100,000)", START_CAPACITY), (f"{size:,} (the crawl)", size),
+                                ("10,000,000 (former)", 10_000_000)):
+            bloom = BloomSeenSet(capacity, rate)
+            for key in keys(7, size):
+                bloom.add(key)
+            hits = sum(1 for key in keys(10**6 + 7, probes) if key in bloom)
+            allowed = rate * probes + 3 * math.sqrt(probes * rate)
+            print(f"{size:10,}  {label:24} {bloom.size_bytes() / 2**20:8.2f} {len(bloom.slices):6} "
+                  f"{hits / probes * 1e6:8.3f} {hits:6} {'ok' if hits <= allowed else 'ABOVE':>6}", flush=True)
+            del bloom
     return 0
 
 

@@ -22,7 +22,14 @@ from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, _class_path
 from scrapy_dedup.middlewares import ContentFingerprintMiddleware, CanonicalRedirectMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
-from scrapy_dedup.settings import DedupConfigError, SETTINGS, load_setting_object, to_bool
+from scrapy_dedup.settings import (
+    DedupConfigError,
+    SETTINGS,
+    load_setting_object,
+    read_settings,
+    refusing_start,
+    to_bool,
+)
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -157,10 +164,12 @@ class Addon:
     def update_settings(self, settings: "BaseSettings") -> None:
         if not to_bool(settings.get("DEDUP_ENABLED", True), "DEDUP_ENABLED"):
             return
-        compose_fingerprinter(settings)
-        for name, value in CLASS_SETTINGS.items():
-            settings.set(name, value, "addon")
-        share_with_the_seen_set(settings)
-        warn_of_own_fingerprints(settings)
-        for name, component, order in COMPONENTS:
-            settings.setdefault_in_component_priority_dict(name, component, order)
+        with refusing_start():
+            read_settings(settings)  # every DEDUP_* error at once, before any component stops at its first
+            compose_fingerprinter(settings)
+            for name, value in CLASS_SETTINGS.items():
+                settings.set(name, value, "addon")
+            share_with_the_seen_set(settings)
+            warn_of_own_fingerprints(settings)
+            for name, component, order in COMPONENTS:
+                settings.setdefault_in_component_priority_dict(name, component, order)

@@ -26,7 +26,12 @@ from scrapy.utils.request import referer_str
 
 from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
-from scrapy_dedup.fingerprinter import crawl_generation
+from scrapy_dedup.fingerprinter import (
+    CanonicalRequestFingerprinter,
+    _class_path,
+    crawl_generation,
+    scrapy_shape_fingerprint,
+)
 from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
 from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
@@ -44,9 +49,17 @@ from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable f
     wait_until_reachable,
 )
 from scrapy_dedup.seen.base import SeenSet
-from scrapy_dedup.seen.bloom import BloomSeenSet, CheckpointError
+from scrapy_dedup.seen.baseline import SavedFetches
+from scrapy_dedup.seen.bloom import START_CAPACITY, BloomSeenSet, CheckpointError
 from scrapy_dedup.seen.redis import RedisBloomSeenSet, RedisSeenSet
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
+from scrapy_dedup.settings import (
+    DedupConfigError,
+    DedupSettings,
+    logged_already,
+    read_settings,
+    refusing_start,
+    unallocatable_bloom,
+)
 from scrapy_dedup.url.generation import Generation, GenerationChanged
 from scrapy_dedup.url.generation import check as generation_check
 
@@ -93,9 +106,18 @@ class _SeenDupeFilter(BaseDupeFilter):
         #: seconds between two runs of :meth:`_on_clock` while the spider is open (``DEDUP_CHECKPOINT_SECONDS``)
         self.clock_seconds = 0.0
         self._clock: Clock | None = None
+        #: the fetches this filter saved against Scrapy's own (set by from_crawler when the fingerprinter is ours)
+        self.saved_fetches: SavedFetches | None = None
+        self.plain_fingerprint: Callable[[Request], bytes] | None = None
+        self._saved_request: Request | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
+        with refusing_start():
+            return cls._from_crawler(crawler)
+
+    @classmethod
+    def _from_crawler(cls, crawler: Crawler) -> Any:
         if hasattr(cls, "request_fingerprint"):  # RFPDupeFilter's old hook (scrapy-redis's too): never called here
             raise DedupConfigError(
                 f"{cls.__qualname__} defines request_fingerprint(), which scrapy_dedup's dupefilters never call: "
@@ -112,6 +134,12 @@ class _SeenDupeFilter(BaseDupeFilter):
         if dupefilter.frontier is None:
             dupefilter.frontier = _frontier(crawler)
         dupefilter.clock_seconds = cfg.checkpoint_seconds
+        dupefilter.plain_fingerprint = plain_fingerprinter(dupefilter.fingerprinter)
+        if dupefilter.plain_fingerprint is None:
+            warn_without_canonical_fingerprints(dupefilter.kind, dupefilter.fingerprinter)
+        elif _writes_the_report(crawler):  # (the count costs Scrapy's fingerprint of each new URL: for the report)
+            dupefilter.saved_fetches = SavedFetches()
+            dupefilter._set("dedup/url/saved", 0)  # the report's line: present, even when nothing was saved
         crawler.signals.connect(dupefilter._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(dupefilter._spider_closed, signal=signals.spider_closed)
         return dupefilter
@@ -154,10 +182,22 @@ class _SeenDupeFilter(BaseDupeFilter):
             return self._held_back()
         if new:
             self.new += 1
+        if self.saved_fetches is not None:
+            self._compare_with_plain(request, refused=not new)
         if self.stats is not None:  # kept current: a reader at spider_closed may come before our close
             self.stats.set_value("dedup/seen/checked", self.checked)
             self.stats.set_value("dedup/seen/new", self.new)
         return not new
+
+    def _compare_with_plain(self, request: Request, refused: bool) -> None:
+        """Whether Scrapy's own filter would have fetched this refused request: then it is a fetch saved
+        (``dedup/url/saved``), credited in :meth:`log` to the switches that changed its URL."""
+        plain = self.plain_fingerprint
+        assert self.saved_fetches is not None and plain is not None
+        raw = scrapy_shape_fingerprint(request.method, request.url, request.body)
+        if self.saved_fetches.check(raw, lambda: plain(request), refused):
+            self._saved_request = request
+            self._set("dedup/url/saved", self.saved_fetches.saved)
 
     def _add(self, fingerprint: bytes, request: Request) -> bool:
         return self.store.add(fingerprint)
@@ -267,6 +307,54 @@ class _SeenDupeFilter(BaseDupeFilter):
         if fired is not None:
             for switch in fired(request):
                 stats.inc_value(f"dedup/url/filtered/{switch}")
+            if request is self._saved_request:  # a fetch Scrapy's own filter would have made: what saved it
+                for switch in fired(request):
+                    if switch not in PLAIN_SCRAPY_DOES_TOO:
+                        stats.inc_value(f"dedup/url/saved/{switch}")
+        self._saved_request = None
+
+
+#: URLs a Redis Bloom filter is sized for when DEDUP_BLOOM_CAPACITY is unset (it is allocated whole, in Redis)
+REDIS_BLOOM_CAPACITY = 10_000_000
+#: canonicalization switches whose change Scrapy's own fingerprint makes too (w3lib's canonicalize_url sorts the
+#: query and drops the fragment): never credited with a saved fetch
+PLAIN_SCRAPY_DOES_TOO = frozenset({"sort_query", "drop_fragment"})
+
+
+def plain_fingerprinter(fingerprinter: Any) -> Callable[[Request], bytes] | None:
+    """The fingerprint the crawl would identify a request by without scrapy-dedup: the fingerprinter ours wraps
+    (the project's, kept as its fallback) on the request as it is, else Scrapy's default. None when the crawl's
+    fingerprinter is not ours: then nothing is canonicalized, and there is nothing to compare."""
+    if not isinstance(fingerprinter, CanonicalRequestFingerprinter):
+        return None
+    while isinstance(fingerprinter, CanonicalRequestFingerprinter):
+        fingerprinter = fingerprinter.fallback
+    if fingerprinter is not None:
+        return fingerprinter.fingerprint
+    from w3lib.url import canonicalize_url
+
+    # Scrapy's default fingerprint (scrapy.utils.request.fingerprint), byte for byte, without its per-request cache
+    return lambda request: scrapy_shape_fingerprint(request.method, canonicalize_url(request.url), request.body)
+
+
+def _writes_the_report(crawler: Crawler) -> bool:
+    """Whether the crawl has the extension that writes the crawl-end report (the add-on enables it)."""
+    from scrapy_dedup.extensions import DedupExtension
+
+    try:
+        return crawler.get_extension(DedupExtension) is not None
+    except RuntimeError:  # a crawler whose extensions were never built (a filter used on its own)
+        return False
+
+
+def warn_without_canonical_fingerprints(kind: str, fingerprinter: Any) -> None:
+    """One WARNING at start: a dupefilter of ours whose fingerprinter is not ours canonicalizes nothing."""
+    logger.warning(
+        "%s: REQUEST_FINGERPRINTER_CLASS is %s, not scrapy_dedup.CanonicalRequestFingerprinter: requests are "
+        "fingerprinted by their URL as it is, so URL variants are fetched again. Set REQUEST_FINGERPRINTER_CLASS "
+        "= 'scrapy_dedup.CanonicalRequestFingerprinter' (it wraps the one set now: "
+        "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS), or use ADDONS = {'scrapy_dedup.Addon': 0}",
+        kind, _class_path(type(fingerprinter)))
 
 
 class BloomDupeFilter(_SeenDupeFilter):
@@ -289,13 +377,15 @@ class BloomDupeFilter(_SeenDupeFilter):
     store: BloomSeenSet
 
     def __init__(self, path: str | None = None, debug: bool = False, *,
-                 capacity: int = 10_000_000, error_rate: float = 1e-6,
+                 capacity: int | None = None, error_rate: float = 1e-6,
                  checkpoint_seconds: float = 300.0, on_corrupt: str = "fail",
                  fingerprinter: RequestFingerprinterProtocol | None = None,
                  stats: StatsCollector | None = None, frontier: JobdirFrontier | None = None):
         self.path = Path(path, CHECKPOINT_FILE) if path else None
         self.stats = stats  # (for the load's counter: set again below)
         store = self._load(capacity, error_rate, on_corrupt)
+        logger.info("%s: local Bloom filter of %s (it grows with the crawl; DEDUP_BLOOM_CAPACITY sizes it)",
+                    self.kind, store.describe())
         super().__init__(store, fingerprinter=fingerprinter, debug=debug, stats=stats)
         self.frontier = frontier
         if frontier is not None and frontier.fingerprints:
@@ -315,10 +405,11 @@ class BloomDupeFilter(_SeenDupeFilter):
                        checkpoint_seconds=cfg.checkpoint_seconds, on_corrupt=cfg.bloom_on_corrupt,
                        fingerprinter=crawler.request_fingerprinter, stats=crawler.stats, frontier=frontier)
         except (MemoryError, OverflowError):  # the filter is allocated whole at start: too large for this machine
-            raise unallocatable_bloom("DEDUP_BLOOM_CAPACITY", cfg.bloom_capacity,
+            raise unallocatable_bloom("DEDUP_BLOOM_CAPACITY", cfg.bloom_capacity or START_CAPACITY,
                                       "DEDUP_BLOOM_ERROR_RATE", cfg.bloom_error_rate) from None
 
-    def _load(self, capacity: int, error_rate: float, on_corrupt: str) -> BloomSeenSet:
+    def _load(self, given_capacity: int | None, error_rate: float, on_corrupt: str) -> BloomSeenSet:
+        capacity = given_capacity or START_CAPACITY  # none given: start small and grow with the crawl
         if self.path is None or not self.path.exists():
             return BloomSeenSet(capacity, error_rate)
         try:
@@ -333,8 +424,9 @@ class BloomDupeFilter(_SeenDupeFilter):
             logger.error("%s. Refusing to start with an empty filter, which would fetch every page of "
                          "the crawl again: restore the file, or delete it or set "
                          "DEDUP_BLOOM_ON_CORRUPT='empty' to start over.", exc)
+            logged_already(exc)
             raise
-        if (store.capacity, store.error_rate) != (capacity, error_rate):
+        if (store.capacity if given_capacity else None, store.error_rate) != (given_capacity, error_rate):
             logger.warning("%s: the checkpoint %s was made with DEDUP_BLOOM_CAPACITY=%d and "
                            "DEDUP_BLOOM_ERROR_RATE=%g; continuing with those (a filter cannot be resized "
                            "without its keys), not with the configured %d and %g",
@@ -368,6 +460,7 @@ class BloomDupeFilter(_SeenDupeFilter):
 
     def _close_store(self, reason: str) -> None:
         self.checkpoint()
+        logger.info("%s at close: %s", self.kind, self.store.describe())
 
     def clear(self) -> None:
         self.store.clear()
@@ -609,6 +702,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
             self._start_or_raise()
         except RedisStartupError as exc:
             logger.error("%s", exc)
+            logged_already(exc)
             raise
 
     def _start_or_raise(self) -> None:
@@ -918,7 +1012,7 @@ class RedisBloomDupeFilter(_RedisDupeFilter):
     @staticmethod
     def _store(server: Any, key: str, cfg: DedupSettings) -> RedisBloomSeenSet:
         try:
-            return RedisBloomSeenSet(server, key, cfg.bloom_capacity, cfg.bloom_error_rate,
+            return RedisBloomSeenSet(server, key, cfg.bloom_capacity or REDIS_BLOOM_CAPACITY, cfg.bloom_error_rate,
                                      shards=cfg.redis_bloom_shards, ttl=cfg.redis_ttl)
         except ValueError as exc:
             raise DedupConfigError(str(exc)) from None

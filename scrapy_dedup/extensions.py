@@ -57,7 +57,7 @@ from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError,
     is_transient, secrets_of
 from scrapy_dedup.content.report import format_percent
 from scrapy_dedup.content.representative import parse_timestamp
-from scrapy_dedup.settings import DedupConfigError, DedupSettings, read_settings, unallocatable_bloom
+from scrapy_dedup.settings import DedupConfigError, DedupSettings, logged_already, read_settings, unallocatable_bloom
 from scrapy_dedup.url.policy import DomainMap
 
 if TYPE_CHECKING:
@@ -351,7 +351,7 @@ class DedupExtension:
                     message = (f"content index: the server at {mask_url(cfg.redis_url)} speaks TLS: "
                                "DEDUP_REDIS_URL must start with rediss://")
                     logger.error("%s", message)
-                    raise RedisStartupError(message) from None
+                    raise logged_already(RedisStartupError(message)) from None
                 return False
             raise RedisStartupError(
                 f"content index: cannot use Redis at {mask_url(cfg.redis_url)} ({describe(exc, self._secrets)}); "
@@ -361,7 +361,7 @@ class DedupExtension:
                        f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "
                        "DEDUP_REDIS_INDEX_KEY")
             logger.error("%s", message)  # (Scrapy's lines of a start-up that failed follow)
-            raise RedisStartupError(message)
+            raise logged_already(RedisStartupError(message))
         return True
 
     def _flush_content_state(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
@@ -939,14 +939,7 @@ class DedupExtension:
             f"  Requests seen:           {seen}",
             f"  Filtered as duplicates:  {filtered}  ({_pct(filtered, seen)})",
         ]
-        stats = self.stats.get_stats()
-        by_switch = sorted(
-            (key.rsplit("/", 1)[-1], value) for key, value in stats.items()
-            if key.startswith("dedup/url/filtered/")
-        )
-        if by_switch:
-            lines.append("  Filtered after a switch changed the URL: "
-                         + ", ".join(f"{name} {count}" for name, count in by_switch))
+        lines += saved_fetch_lines(self.stats.get_stats())
         lines.append(f"  URLs canonicalized:      {get('dedup/url/canonicalized', 0)}")
         lines.append(f"  Unparsable URLs:         {get('dedup/url/unparsable', 0)}")
         return lines
@@ -1043,6 +1036,20 @@ class DedupExtension:
 
 #: the former name, kept for ``EXTENSIONS`` entries that use it (the same class: one instance per crawl)
 DuplicationReportExtension = DedupExtension
+
+
+def saved_fetch_lines(stats: dict[str, Any]) -> list[str]:
+    """The report's fetches saved against Scrapy's own dupefilter, and the switches they are owed to
+    (``dedup/url/saved``; absent when the dupefilter is not one of ours or the fingerprinter not ours)."""
+    saved = stats.get("dedup/url/saved")
+    if saved is None:
+        return []
+    lines = [f"  Fetches saved:           {saved}  (requests Scrapy's own dupefilter would have fetched)"]
+    by_switch = sorted((key.rsplit("/", 1)[-1], value) for key, value in stats.items()
+                       if key.startswith("dedup/url/saved/"))
+    if by_switch:
+        lines.append("  Saved by:                " + ", ".join(f"{name} {count}" for name, count in by_switch))
+    return lines
 
 
 def _source_of(response: TextResponse, policy: ExtractionPolicy) -> tuple[Any, str | None]:

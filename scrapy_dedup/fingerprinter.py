@@ -31,7 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 from weakref import WeakKeyDictionary
 
-from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings
+from scrapy_dedup.settings import DedupConfigError, load_setting_object, read_settings, refusing_start
 from scrapy_dedup.url.canonical import Canonicalizer
 from scrapy_dedup.url.generation import Generation, generation_of
 from scrapy_dedup.url.policy import PolicyMap
@@ -157,8 +157,9 @@ class CanonicalRequestFingerprinter:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CanonicalRequestFingerprinter:
-        fallback = read_settings(crawler.settings).fallback_request_fingerprinter_class
-        return cls(crawler, fallback=_build_fallback(fallback, crawler) if fallback else None)
+        with refusing_start():
+            fallback = read_settings(crawler.settings).fallback_request_fingerprinter_class
+            return cls(crawler, fallback=_build_fallback(fallback, crawler) if fallback else None)
 
     @classmethod
     def around(cls, crawler: Crawler, fingerprinter: Any) -> CanonicalRequestFingerprinter:

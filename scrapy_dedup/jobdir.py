@@ -31,7 +31,7 @@ from scrapy.utils.request import request_from_dict
 from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done
 from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
-from scrapy_dedup.settings import DedupConfigError
+from scrapy_dedup.settings import DedupConfigError, logged_already
 from scrapy_dedup.url.generation import Generation, GenerationChanged
 from scrapy_dedup.url.generation import check as generation_check
 
@@ -100,7 +100,7 @@ def check_generation(jobdir: str, generation: Generation, *, accept: bool, store
                                           where=f"JOBDIR {jobdir} ({', '.join(holds)})", accept=accept)
     except GenerationChanged as exc:
         logger.error("%s", exc)
-        raise DedupConfigError(str(exc)) from None
+        raise logged_already(DedupConfigError(str(exc))) from None
     if warning:
         logger.warning("%s", warning)
     if write:

@@ -12,16 +12,37 @@ This module does not import Scrapy: it accepts any object with ``get(name)``
 from __future__ import annotations
 
 import json
+import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS  # noqa: F401 - re-exported (a public name)
 from scrapy_dedup.content.params import ENGINE_PARAMS, ParamError, check_engine, number, raising
 
 
 class DedupConfigError(ParamError):
-    """A ``DEDUP_*`` setting has a value that cannot work; raised at start-up."""
+    """A ``DEDUP_*`` setting has a value that cannot work; raised at start-up.
+
+    ``errors`` holds one line per error (several when :func:`read_settings` found several);
+    the message is those lines, one per line.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.errors: tuple[str, ...] = (message,)
+
+    @classmethod
+    def of(cls, errors: Iterable[str]) -> "DedupConfigError":
+        """One error listing ``errors``, one line each (the first line alone when there is one)."""
+        lines = tuple(errors)
+        if len(lines) == 1:
+            return cls(lines[0])
+        error = cls(f"{len(lines)} configuration errors:\n" + "\n".join(f"  {line}" for line in lines))
+        error.errors = lines
+        return error
 
 
 def load_setting_object(value: Any, setting: str) -> Any:
@@ -288,8 +309,12 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_DUST_LEARN`: write the DUST rules in force at crawl end (loaded and learned) to this "
        "file, for the next crawl."),
     # --- seen-URL stores ---
-    _s("DEDUP_BLOOM_CAPACITY", 10_000_000, _number(int, minimum=1), "seen",
-       "URLs the Bloom filter is sized for before it grows (local and Redis Bloom)."),
+    _s("DEDUP_BLOOM_CAPACITY", None, _number(int, minimum=1, optional=True), "seen",
+       "URLs the Bloom filter is sized for. The local filter (`BloomDupeFilter`) grows past it, its error rate "
+       "still bounded; unset, it starts at 100,000 URLs (0.4 MiB at 1e-6) and grows with the crawl: set it to "
+       "the crawl's size when you know it (fewer, larger slices: 10,000,000 URLs take 37.4 MiB at 1e-6). The Redis "
+       "Bloom filter (`RedisBloomDupeFilter`) is allocated whole at this size (unset: 10,000,000 URLs); past "
+       "it, its rate rises. Both log their memory at start and at close."),
     _s("DEDUP_BLOOM_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "seen",
        "Target false-positive rate: the share of new URLs wrongly skipped as seen."),
     _s("DEDUP_CHECKPOINT_SECONDS", 300.0, _number(float, minimum=0), "seen",
@@ -482,37 +507,135 @@ class DedupSettings(Mapping):
 def read_settings(settings: Any) -> DedupSettings:
     """Validate and freeze every ``DEDUP_*`` value of ``settings`` (a Scrapy Settings or a dict).
 
-    Raises :class:`DedupConfigError` naming the setting on the first bad value,
-    and also on an unknown ``DEDUP_*`` name (a typo would otherwise be silently ignored).
+    Raises :class:`DedupConfigError` listing every bad value, one line each naming the setting,
+    and every unknown ``DEDUP_*`` name (a typo would otherwise be silently ignored): a user fixes
+    them all in one go (:attr:`DedupConfigError.errors` holds the lines).
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    errors: list[str] = []
     for setting in SETTINGS:
         raw = settings.get(setting.name, None)
         source = setting.name
         if raw is None:
             raw, source = _fallback(settings, setting.name)
-        values[setting.name] = setting.convert(setting.default if raw is None else raw, source)
+        try:
+            values[setting.name] = setting.convert(setting.default if raw is None else raw, source)
+        except DedupConfigError as exc:
+            errors.append(str(exc))
+            continue
         if source != setting.name:
             sources[setting.name] = source
-    db = values["DEDUP_REDIS_PARAMS"].get("db")
-    if db is not None and sources.get("DEDUP_REDIS_URL") in ("default", "REDIS_HOST/REDIS_PORT"):
+    db = values.get("DEDUP_REDIS_PARAMS", {}).get("db")
+    if db is not None and "DEDUP_REDIS_URL" in values and sources.get("DEDUP_REDIS_URL") in (
+            "default", "REDIS_HOST/REDIS_PORT"):
         # scrapy-redis connects with Redis(host, port, **REDIS_PARAMS): there a `db` picks the database, which
         # the /0 of the URL built here would override (the dupefilter on another database than the queue)
         try:
             values["DEDUP_REDIS_URL"] = values["DEDUP_REDIS_URL"].rsplit("/", 1)[0] + f"/{int(db)}"
         except (TypeError, ValueError):
-            raise DedupConfigError(f"{sources.get('DEDUP_REDIS_PARAMS', 'DEDUP_REDIS_PARAMS')}: 'db' must be "
-                                   f"a database number, got {db!r}") from None
+            errors.append(f"{sources.get('DEDUP_REDIS_PARAMS', 'DEDUP_REDIS_PARAMS')}: 'db' must be "
+                          f"a database number, got {db!r}")
     names = settings.keys() if hasattr(settings, "keys") else ()
     for name in names:
         if isinstance(name, str) and name.startswith("DEDUP_") and name not in BY_NAME:
             close = closest_name(name, BY_NAME)
             hint = f"; did you mean {close}?" if close else ""
-            raise DedupConfigError(f"unknown setting {name}{hint}")
+            errors.append(f"unknown setting {name}{hint}")
     cfg = DedupSettings(values, sources)
-    cfg.check_content_engine()
+    if all(f"DEDUP_{p.key.upper()}" in values for p in ENGINE_PARAMS):  # (cross-checks of valid values only)
+        try:
+            cfg.check_content_engine()
+        except DedupConfigError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise DedupConfigError.of(errors)
     return cfg
+
+
+#: the loggers through which Scrapy reports a crawl that failed to start, with the exception's traceback:
+#: asyncio's "Task exception was never retrieved" (AsyncCrawlerProcess) and Twisted's "Unhandled error in
+#: Deferred" (CrawlerProcess)
+_START_FAILURE_LOGGERS = ("asyncio", "twisted")
+
+
+class _RefusalLines(logging.Filter):
+    """Tell a start-up refusal of scrapy-dedup (an exception of one of its classes that ended the crawl) in its
+    own lines, one per error, instead of the traceback Scrapy's event loop logs for it
+    (``SCRAPY_DEDUP_DEBUG=1`` keeps the traceback).
+
+    The message already names the setting or the store and what to do; the frames under it (the event
+    loop's, Scrapy's start-up's) say nothing more to the user. Any other exception keeps its traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        ours = _ours_in_chain(error)
+        if ours is None or os.environ.get("SCRAPY_DEDUP_DEBUG"):  # (as the console script: it keeps the traceback)
+            return True
+        if getattr(ours, _LOGGED, False):  # told already, where it was raised (refusing_start)
+            return False
+        record.msg = f"scrapy-dedup cannot start: {str(ours) or type(ours).__name__}"
+        if ours is not error:  # Scrapy's own error closing the engine the refusal left half-open: a consequence
+            record.msg += f"\n(then, as Scrapy closed the engine: {type(error).__name__}: {error})"
+        record.args = ()
+        record.exc_info = None
+        record.exc_text = None
+        record.levelno, record.levelname = logging.ERROR, "ERROR"
+        return True
+
+
+def _ours_in_chain(error: BaseException | None) -> BaseException | None:
+    """The first exception of scrapy-dedup's own classes in ``error``'s chain (it, its cause, its context)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if type(error).__module__.startswith("scrapy_dedup."):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
+
+
+_LOGGED = "_scrapy_dedup_logged"
+_logger = logging.getLogger("scrapy_dedup")
+
+
+ErrorT = TypeVar("ErrorT", bound=BaseException)
+
+
+def logged_already(error: ErrorT) -> ErrorT:
+    """``error``, marked as logged where it was raised: neither :func:`refusing_start` nor the loggers' filter
+    tell it again."""
+    setattr(error, _LOGGED, True)
+    return error
+
+
+@contextmanager
+def refusing_start() -> Iterator[None]:
+    """Around the start-up of a component: a refusal of ours raised inside is logged at once, as its lines
+    (before whatever Scrapy or Twisted print of the failed start), then raised on (:class:`_RefusalLines`
+    drops Scrapy's own record of it)."""
+    tell_refusals_without_traceback()
+    try:
+        yield
+    except Exception as exc:
+        ours = _ours_in_chain(exc)
+        if ours is not None and not getattr(ours, _LOGGED, False):
+            _logger.error("scrapy-dedup cannot start: %s", str(ours) or type(ours).__name__)
+            setattr(ours, _LOGGED, True)
+        raise
+
+
+def tell_refusals_without_traceback() -> None:
+    """Install :class:`_RefusalLines` on the loggers Scrapy reports a failed start through (once; idempotent).
+
+    Called where scrapy-dedup first meets a crawl (the add-on, the fingerprinter, the dupefilters); the
+    crawl still fails, so ``scrapy crawl`` exits with status 1.
+    """
+    for name in _START_FAILURE_LOGGERS:
+        target = logging.getLogger(name)
+        if not any(isinstance(f, _RefusalLines) for f in target.filters):
+            target.addFilter(_RefusalLines())
 
 
 def _fallback(settings: Any, name: str) -> tuple[Any, str]:

@@ -279,3 +279,65 @@ def test_a_warc_dump_gets_a_command_that_reads_it(tmp_path, capsys, monkeypatch)
     crawl = Canonicalizer(dust_rules="dust-rules.json")
     for n in range(1, 6):
         assert crawl.canonicalize(f"http://news.test/amp/story/{n}") == f"http://news.test/story/{n}"
+
+
+def test_the_mirrors_report_mines_the_audits_reading_of_the_dump(tmp_path, capsys, monkeypatch):
+    """The mirrors report mines its rules from the records the audit read (the miner fed in dump order, as
+    the printed mine-dust command reads the dump), not by reading the dump again: each page is extracted
+    once end to end and ``pages_parsed`` says so; the report is the one a second reading gives."""
+    import scrapy_dedup.audit.runner as runner
+    import scrapy_dedup.content.extract as extract
+
+    calls = []
+    for name in ("page_text", "page_blocks_titled"):  # every extraction, the audit's and the miner's
+        original = getattr(extract, name)
+        monkeypatch.setattr(extract, name, lambda *a, _f=original, **kw: calls.append(1) or _f(*a, **kw))
+    dump, _, _ = site_dump(tmp_path, 300)
+    pages = len(dump.read_text().splitlines())
+
+    def run() -> dict:
+        assert main(["report", str(dump), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    once = run()
+    assert len(calls) == pages and once["pages_parsed"] == pages
+    assert once["mirrors"]["dust_rules"]["pairs"] > 0  # the rules explain mirrors
+    calls.clear()
+    monkeypatch.setattr(runner, "feeds_miner", lambda *args: False)  # the miner reads the dump itself
+    again = run()
+    assert len(calls) == 2 * pages and again["pages_parsed"] == 2 * pages
+    assert again["mirrors"] == once["mirrors"]
+
+
+def test_url_variants_and_another_port_are_named_mirrors_and_counted_as_hosts(tmp_path, capsys):
+    """Near copies of a page under variants of its URL (letter case, trailing slash, a print view, an index file)
+    are URL variant mirrors, not possible templated siblings; a copy on another port of the same host is a mirror
+    host, and the Mirrors block counts that port as a host of its own. Two products on one template stay siblings."""
+    from tests.test_cli_report import edit_to_distance
+
+    pairs = [  # (kept URL, its near copy's URL, the category the pair must get)
+        ("http://shop.test/Guide/Intro", "http://shop.test/guide/intro", "URL variant mirror"),
+        ("http://shop.test/docs/setup/", "http://shop.test/docs/setup", "URL variant mirror"),
+        ("http://shop.test/article/5", "http://shop.test/print/article/5", "URL variant mirror"),
+        ("http://shop.test/news/", "http://shop.test/news/index.html", "URL variant mirror"),
+        ("http://shop.test/p/9", "http://shop.test:8080/p/9", "mirror host"),
+        ("http://shop.test/p/1", "http://shop.test/p/2", "possible templated siblings"),
+    ]
+    lines = []
+    for seed, (kept, copy, _) in enumerate(pairs, start=40):
+        words = body_words(seed)
+        lines.append({"url": kept, "html": html_page(words)})
+        lines.append({"url": copy, "html": html_page(edit_to_distance(words, 2, seed))})
+    dump = write_dump(tmp_path / "dump.jsonl", lines)
+    assert main(["report", str(dump), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["numbers"]["near"] == len(pairs), data["numbers"]
+    expected: dict[str, int] = {}
+    for _, _, category in pairs:
+        expected[category] = expected.get(category, 0) + 1
+    assert data["categories"] == expected
+    assert sorted(data["mirrors"]["hosts"]) == ["shop.test", "shop.test:8080"]
+    assert main(["report", str(dump)]) == 0
+    text = capsys.readouterr().out
+    assert "on 2 host(s): shop.test, shop.test:8080" in text or "on 2 host(s): shop.test:8080, shop.test" in text
+    assert "regional mirror" not in text

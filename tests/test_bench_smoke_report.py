@@ -26,3 +26,19 @@ def test_bench_report_quick():
     assert [row["method"] for row in summary["memory"]] == ["ours", "datasketch"]
     assert summary["memory"][0]["pages"] == summary["memory"][1]["pages"] > 0  # same pages for both
     assert summary["index"][0]["fingerprints"] == summary["index"][2]["fingerprints"]  # same count as datasketch
+
+
+def test_bench_report_ours_report_counts_one_parse_a_page(tmp_path):
+    """The real part's method (the report command's path end to end, mirrors report included) runs on any dump
+    and counts the pages parsed end to end: one a page."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_report import generate_dump
+
+    dump = tmp_path / "dump.jsonl"
+    generate_dump(dump, 40)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_report.py"), "--_run", "ours-report",
+                           "--dump", str(dump)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    row = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert row["method"] == "ours-report" and row["pages"] == 40 and row["pages_parsed"] == 40
+    assert row["flagged"] > 0

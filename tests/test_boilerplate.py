@@ -334,3 +334,21 @@ def test_judge_fingerprints_each_text_of_a_page_from_one_tokenization_without_ch
     assert {entry[4] for entry in judgements} >= {"warmup", "reduced"}
     assert {entry[0].kind for entry in judgements} >= {"unique", "near"}
     assert ours == reference
+
+
+_VARYING_WORDS = ["Tue", "tues", "March", "mar", "sept", "a3f9c2e1", "deadbeef", "0a0a0a", "abcdef", "face0ff",
+                  "monday", "Sundays", "marché", "x", "2026", "12:00", "-", " ", "\n", "app-07", "décembre", "ß"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_VARYING_WORDS), st.text(max_size=6)), max_size=25).map(" ".join))
+def test_the_varying_words_pattern_is_its_definition(text):
+    """The pattern with its first-character lookahead replaces what the plain pattern replaces."""
+    import re
+
+    from scrapy_dedup.content import boilerplate as B
+
+    plain = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
+        sorted(B._DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
+    data = text.encode("utf-8", "surrogatepass").translate(B._NORMAL, B._PUNCTUATION)
+    assert B._VARYING.sub(b"0", data) == plain.sub(b"0", data)

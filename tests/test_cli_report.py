@@ -155,7 +155,7 @@ def test_numbers_of_a_known_dump(known, capsys):
     assert lines == known.expect_bad_lines
     assert data["distance_histogram"] == {"0": 3, "1": 1, "2": 1, "3": 1}
     # mirrors of item/0: ?utm_source (query), other host, same URL; copies of item/1 at ?v=1..3 (query)
-    assert data["categories"] == {"query-string mirror": 4, "regional mirror": 1, "stale re-crawl": 1}
+    assert data["categories"] == {"query-string mirror": 4, "mirror host": 1, "stale re-crawl": 1}
 
 
 def test_stdin_and_progress_bar(known, capsys, monkeypatch):

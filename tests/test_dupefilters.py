@@ -485,3 +485,34 @@ def test_the_flush_at_start_names_the_keys_it_really_deleted(cls, redis_url, red
     line = [r.getMessage() for r in caplog.records if "deleted at start" in r.getMessage()]
     assert len(line) == 1
     assert all(repr(key) in line[0] for key in written), (written, line)
+
+
+def test_the_local_bloom_filter_is_sized_to_the_crawl_and_says_its_memory(tmp_path, caplog):
+    """Unset, DEDUP_BLOOM_CAPACITY no longer allocates 37 MiB for any crawl: the filter starts at 0.4 MiB and grows,
+    its rate kept; given, it sizes the filter. Its memory is in the log at start and at close."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    df = get_dupefilter(settings={"DUPEFILTER_CLASS": BloomDupeFilter})
+    assert df.store.size_bytes() < 2**20
+    for i in range(250_000):  # past the start: it grows
+        df.store.add(hashlib.sha1(b"%d" % i).digest())
+    assert len(df.store.slices) > 1 and df.store.expected_false_positive_rate() < 1e-6
+    df.close("finished")
+    start, close = [r.getMessage() for r in caplog.records if "local Bloom filter" in r.getMessage()
+                    or " at close: " in r.getMessage()]
+    assert "0 keys, sized for 100,000 at 1e-06" in start and "0.4 MiB" in start and "DEDUP_BLOOM_CAPACITY" in start
+    assert "250,000 keys" in close and "in 2 slices" in close and "MiB" in close
+    sized = get_dupefilter(settings={"DUPEFILTER_CLASS": BloomDupeFilter, "DEDUP_BLOOM_CAPACITY": 2_000})
+    assert sized.store.capacity == 2_000 and sized.store.size_bytes() < 10_000
+    sized.close("finished")
+
+
+def test_a_resumed_filter_of_the_default_sizing_does_not_warn(tmp_path, caplog):
+    settings = {"DUPEFILTER_CLASS": BloomDupeFilter, "JOBDIR": str(tmp_path)}
+    df = get_dupefilter(settings=settings)
+    df.request_seen(Request("http://example.com/a"))
+    df.close("finished")
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    again = get_dupefilter(settings=settings)
+    assert again.request_seen(Request("http://example.com/a"))
+    again.close("finished")
+    assert not [r for r in caplog.records if "DEDUP_BLOOM_CAPACITY" in r.getMessage()]

@@ -129,3 +129,20 @@ def test_redis_params_fall_back_to_scrapy_redis_settings_and_errors_name_the_sou
     assert read_settings({"REDIS_PARAMS": {"a": 1}, "DEDUP_REDIS_PARAMS": {"b": 2}}).redis_params == {"b": 2}
     with pytest.raises(DedupConfigError, match="^REDIS_URL"):
         read_settings({"REDIS_URL": "http://not-redis.test/"})
+
+
+def test_every_error_is_reported_at_once_one_line_each():
+    """Before, read_settings raised at the first bad value: a user fixed one mistake per start."""
+    from scrapy_dedup.settings import DedupConfigError, read_settings
+
+    with pytest.raises(DedupConfigError) as caught:
+        read_settings({"DEDUP_BLOOM_CAPACITY": 0, "DEDUP_CONTENT_ACTION": "zap", "DEDUP_CANARY_SIZE": 1,
+                       "DEDUP_BLOM_ERROR_RATE": 1e-6})
+    errors = caught.value.errors
+    assert len(errors) == 4, errors
+    assert [e.split()[0] for e in errors[:3]] == ["DEDUP_BLOOM_CAPACITY", "DEDUP_CONTENT_ACTION", "DEDUP_CANARY_SIZE"]
+    assert errors[3] == "unknown setting DEDUP_BLOM_ERROR_RATE; did you mean DEDUP_BLOOM_ERROR_RATE?"
+    assert str(caught.value).splitlines() == ["4 configuration errors:", *(f"  {e}" for e in errors)]
+    with pytest.raises(DedupConfigError) as one:  # a single error reads as before
+        read_settings({"DEDUP_CONTENT_ACTION": "zap"})
+    assert str(one.value).startswith("DEDUP_CONTENT_ACTION must be one of") and len(one.value.errors) == 1

@@ -78,3 +78,16 @@ def test_vote_blocked_path_agrees_with_the_one_product_path(monkeypatch):
 def test_ties_are_not_a_majority():
     hashes = np.array([0xFFFFFFFFFFFFFFFF, 0], dtype=np.uint64)
     assert S._vote(hashes) == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.lists(st.sampled_from(PIECES), max_size=12).map("".join), st.text(max_size=20)),
+                max_size=8))
+def test_word_bytes_and_their_hashes_are_the_words_and_their_hashes(blocks):
+    """The byte tokenizer of a page's blocks (what PageWords hashes and joins) cuts where the text tokenizer
+    does, on any text (Unicode separators and whitespace, lone surrogates, newlines inside a block), and
+    hashes each word as word_hash does."""
+    tokens, counts = S.word_bytes_per_block(blocks)
+    assert [t.decode("utf-8", "surrogatepass") for t in tokens] == ref_words(" ".join(blocks))
+    assert counts.tolist() == [len(ref_words(b)) for b in blocks]
+    assert S.byte_token_hashes(tokens).tolist() == [S.word_hash(t.decode("utf-8", "surrogatepass")) for t in tokens]

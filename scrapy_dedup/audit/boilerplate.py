@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from scrapy_dedup.audit.methods import Decision, SimhashDecider
-from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, host_of
-from scrapy_dedup.content.engine import UNDECIDABLE_NAMED, ContentDeduplicator, ContentFingerprint
+from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, PageWords, \
+    host_of
+from scrapy_dedup.content.engine import UNDECIDABLE_NAMED, ContentDeduplicator, ContentFingerprint, \
+    ContentFingerprinter
 from scrapy_dedup.content.judge import PageJudge, memory_store
 
 __all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
@@ -29,11 +31,20 @@ def learns_boilerplate(cfg: Any) -> bool:
 @dataclass(frozen=True)
 class PageBlocks:
     """What a worker hands the decider of a page when boilerplate is learnt: the whole text's
-    fingerprint (what the other paths and ``--all-pairs`` use), the page's blocks and its ``<title>``."""
+    fingerprint (what the other paths and ``--all-pairs`` use), the page's blocks, its ``<title>`` and its
+    words (:class:`PageWords`: both passes fingerprint its texts without tokenizing it again)."""
 
     whole: ContentFingerprint
     blocks: list[str]
     title: str | None = None
+    words: PageWords | None = None
+
+    @classmethod
+    def of(cls, fingerprinter: ContentFingerprinter, blocks: list[str], title: str | None) -> PageBlocks:
+        """The page of ``blocks`` tokenized once: its words, and from them its whole text's fingerprint (the
+        fingerprinter's own of ``" ".join(blocks)``)."""
+        words = PageWords(fingerprinter, blocks)
+        return cls(words.fingerprint(), blocks, title, words)
 
 
 def learner_for(cfg: Any) -> BoilerplateLearner:
@@ -65,7 +76,8 @@ def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, Pag
     judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, memory_store(cfg)), learner, host_of_key=hosts)
     for n, (url, page) in enumerate(pages):
         key = str(n)
-        judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole, title=page.title)
+        judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole, title=page.title,
+                    words=page.words)
     learner.freeze()
     return learner
 
@@ -84,7 +96,7 @@ class BoilerplateDecider(SimhashDecider):
     def check(self, index: int, url: str, fp: Any) -> Decision:
         key = str(index)
         judged = self.page_judge.judge_blocks(key, fp.blocks, host=self.hosts.add(key, url), whole=fp.whole,
-                                              title=fp.title)
+                                              title=fp.title, words=fp.words)
         judgement, verdict = judged.judgement, judged.verdict
         assert judgement is not None  # the boilerplate rule's account
         if judgement.undecidable and len(self._undecidable_urls) < UNDECIDABLE_NAMED:

@@ -33,7 +33,7 @@ from scrapy_dedup.audit.records import BadLine, DumpError, Input, PageRecord
 from scrapy_dedup.audit.warc import WarcReader, audit_items, starts_like_warc, warc_prefix_possible
 
 __all__ = ["FieldNames", "PageRecord", "BadLine", "BadLines", "DumpError", "read_lines", "parse_record",
-           "open_input", "Input", "input_items"]
+           "decode_record", "page_record", "open_input", "Input", "input_items"]
 
 #: Reasons are kept at most this many per kind with their line numbers (the count is always exact).
 MAX_EXAMPLES = 20
@@ -238,6 +238,12 @@ def read_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
 
 def parse_record(number: int, raw: Union[bytes, str], fields: FieldNames) -> Union[PageRecord, tuple[BadLine, tuple]]:
     """Turn one dump line into a :class:`PageRecord`, or ``(BadLine, record_keys)`` saying why not."""
+    record = decode_record(number, raw)
+    return record if isinstance(record, tuple) else page_record(number, record, fields)
+
+
+def decode_record(number: int, raw: Union[bytes, str]) -> Union[dict, tuple[BadLine, tuple]]:
+    """One dump line's JSON object, or ``(BadLine, ())`` saying why it is none."""
     try:
         record = json.loads(raw)
     except UnicodeDecodeError:
@@ -248,6 +254,11 @@ def parse_record(number: int, raw: Union[bytes, str], fields: FieldNames) -> Uni
         return BadLine(number, "JSON nested too deeply"), ()
     if not isinstance(record, dict):
         return BadLine(number, "not a JSON object"), ()
+    return record
+
+
+def page_record(number: int, record: dict, fields: FieldNames) -> Union[PageRecord, tuple[BadLine, tuple]]:
+    """The :class:`PageRecord` of one decoded dump line (:func:`decode_record`), or ``(BadLine, record_keys)``."""
     url = record.get(fields.url)
     if url is None:
         return BadLine(number, f"missing field {fields.url!r}"), tuple(record)

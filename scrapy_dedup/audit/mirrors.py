@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol
 
 from scrapy_dedup.audit.mine_dust import mine_logs
+from scrapy_dedup.audit.pairs import site_of
 from scrapy_dedup.audit.records import DumpError
 from scrapy_dedup.url.canonical import Canonicalizer, looks_like_session_token
 from scrapy_dedup.url.dust import RuleSet
@@ -126,6 +127,8 @@ class MirrorReport:
     command: Optional[str] = None  # the mine-dust command for this dump, when it can read it
     command_note: str = ""  # why there is none, or what differs
     note: str = ""  # what the method leaves out (lshbloom: near duplicates are not named)
+    #: records of the dump read again to mine its rules (0: the miner was fed by the audit's one reading)
+    records_read: int = 0
 
     def policy_line(self) -> str:
         return f"DEDUP_URL_POLICIES = {self.url_policies!r}" if self.url_policies else ""
@@ -273,14 +276,16 @@ def _query_values(query: str) -> dict[str, str]:
 def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int, int]],
                     usable: Callable[[int], bool], *, command: tuple[Optional[str], str] = (None, ""),
                     note: str = "", mining: Optional[MiningConfig] = None,
-                    mine_from: Optional[str] = None) -> MirrorReport:
+                    mine_from: Optional[str] = None, fed_miner: Optional[DustMiner] = None) -> MirrorReport:
     """Explain the mirror pairs among ``pairs`` (kept index, flagged index) of pages ``urls``.
 
     ``roots[i]``: the audit's cluster of page ``i`` (distinct clusters are distinct pages);
     ``usable(i)``: whether page ``i`` is evidence (degenerate pages are not). ``mine_from``: the file the
     printed ``mine-dust`` command reads: the rules are then mined from it exactly as that command mines
     them (its own judgement of sameness, which may differ from the audit's), so that what the report says
-    the rules remove is what the command's rules remove; without it, from the audit's clusters.
+    the rules remove is what the command's rules remove; ``fed_miner``: the same, a miner the audit fed with
+    the dump's records as the command reads them (the dump is not read again); without either, from the
+    audit's clusters.
     """
     report = MirrorReport(note=note)
     report.command, report.command_note = command
@@ -303,9 +308,10 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
             report.unusable_urls += 1
             continue
         mirrors.append((a, b))
-        hosts[pa[0]] += 1
-        if pb[0] != pa[0]:
-            hosts[pb[0]] += 1
+        site_a, site_b = site_of(urls[a]), site_of(urls[b])  # another port is another host, as the pairs say
+        hosts[site_a] += 1
+        if site_b != site_a:
+            hosts[site_b] += 1
     report.pairs = len(mirrors)
     report.hosts = [h for h, _ in hosts.most_common()]
     if not mirrors:
@@ -331,10 +337,13 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
 
     # --- 3. and 4. the miner on the dump's evidence: URLs, and the audit's clusters as pages
     if rest:
-        mined = None
-        if mine_from is not None:  # a regular file: read a second time, as the command will
+        # a fed miner mines as ``mining`` says only when it was made with it
+        fed = fed_miner is not None and fed_miner.config == (mining or MiningConfig())
+        mined = fed_miner.mine() if fed and fed_miner is not None else None
+        if mined is None and mine_from is not None:  # a regular file: read a second time, as the command will
             try:
                 mined = mine_logs([mine_from], mining)  # the command's own path, not a copy of it
+                report.records_read = mined.stats["lines"]
             except (OSError, DumpError):  # changed or gone since the audit read it: the audit's clusters
                 mined = None
         if mined is None:

@@ -58,7 +58,7 @@ class AuditResult:
     unit: str = "line"  # what the input's numbers count: "line" (JSON Lines) or "record" (WARC)
     input_format: str = "jsonl"
     input_counts: dict = field(default_factory=dict)  # WARC: records by type, responses by what they were
-    pages_parsed: int = 0  # records extracted and fingerprinted, over all passes (each once)
+    pages_parsed: int = 0  # records extracted, over all passes and the mirrors report (each once: the pages)
     undated: int = 0  # representative "newest": pages without a usable timestamp (ranked after the dated ones)
     mirrors: Optional[MirrorReport] = None  # what causes the mirrors (``scrapy-dedup report`` fills it)
     #: with ``paragraphs``: the block-level counts (audit/paragraphs.py ``ParagraphAudit.summary``), else None

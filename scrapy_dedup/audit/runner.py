@@ -45,7 +45,8 @@ from scrapy_dedup._util.batching import batches
 from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, learn_templates, \
     learns_boilerplate
 from scrapy_dedup.audit.config import AuditConfig
-from scrapy_dedup.audit.dump import BadLines, FieldNames, input_items, open_input, parse_record
+from scrapy_dedup.audit.dump import BadLines, FieldNames, decode_record, input_items, open_input, page_record, \
+    parse_record
 from scrapy_dedup.audit.html import render_html
 from scrapy_dedup.audit.methods import Decision, SimhashMethod, make_method
 from scrapy_dedup.audit.mirrors import MirrorReport, explain_mirrors, mine_dust_command
@@ -56,16 +57,14 @@ from scrapy_dedup.audit.paragraphs import ParagraphAudit, block_digests_of
 from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
-from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.extract import Extraction, ExtractionPolicy, extract_text
 from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.content.paragraphs import text_blocks
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
-from scrapy_dedup.url.mining import MiningConfig
+from scrapy_dedup.url.mining import DustMiner, MiningConfig
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
     from tqdm import tqdm
-
-    from scrapy_dedup.content.engine import ContentFingerprint
 
 __all__ = ["run_report", "audit_dump", "AuditResult", "KIND_CODES"]
 
@@ -80,16 +79,19 @@ MEMBERS_SHOWN = 50
 # --- the per-page work (in this process or a worker) ----------------------------------------------
 
 class PageWorker:
-    """Turns one input item into ``("page", number, url, fingerprint, timestamp, digests)`` or a bad line.
+    """Turns one input item into ``("page", number, url, fingerprint, timestamp, digests, mining)`` or a bad line.
     Picklable by its config. ``timestamp`` (``newest`` only, else None): seconds, NaN when the record has no
     usable one. ``digests`` (``paragraphs`` only, else None): the page's block digests (audit/paragraphs.py).
+    ``mining`` (``feeds_miner`` only, else None): what the DUST miner reads of the JSON Lines record, its
+    object less its ``html`` and that HTML's extraction (:func:`feed_miner`), so that the mirrors report
+    mines the dump without reading it again.
 
     An item is a JSON Lines line (bytes, parsed here), a :class:`PageRecord` (a WARC
     record's payload, extracted here), or a decision the WARC reader took already (a
     tuple: ``("skip", ...)``, ``("revisit", ...)``, ``("bad", ...)``), passed on.
     """
 
-    def __init__(self, cfg: AuditConfig):
+    def __init__(self, cfg: AuditConfig, feeds_miner: bool = False):
         self.cfg = cfg
         self.fields = FieldNames(cfg.url_field, cfg.html_field, cfg.text_field, cfg.timestamp_field)
         self.newest = cfg.representative == "newest"
@@ -97,6 +99,7 @@ class PageWorker:
         self.policy = ExtractionPolicy.from_values(asdict(cfg))
         self.blocks = learns_boilerplate(cfg)
         self.paragraphs = bool(cfg.paragraphs)
+        self.feeds_miner = feeds_miner
 
     def text_of(self, record: PageRecord) -> str:
         if not record.is_html:
@@ -115,33 +118,42 @@ class PageWorker:
         return extraction.blocks or [], extraction.title
 
     def process(self, number: int, raw: Any) -> tuple:
+        record: Any = None
         if isinstance(raw, PageRecord):
             parsed = raw
         elif isinstance(raw, tuple):
             return raw
         else:
-            parsed = parse_record(number, raw, self.fields)  # type: ignore[assignment]
+            record = decode_record(number, raw)
+            parsed = record if isinstance(record, tuple) else page_record(  # type: ignore[assignment]
+                number, record, self.fields)
             if not isinstance(parsed, PageRecord):
                 bad, keys = parsed
                 return ("bad", bad, keys)
         fingerprint: Any
         digests = None
+        mining = None
         try:
-            if self.blocks:
+            blocks: Optional[list[str]] = None
+            title = None
+            if self.blocks or (parsed.is_html and (self.paragraphs or self.feeds_miner)):
+                # one extraction: the blocks, their title, and the text they join to
                 blocks, title = self.titled_blocks_of(parsed)
-                # blocks are asked for with the simhash method only (learns_boilerplate): a ContentFingerprint
-                fingerprint = PageBlocks(cast("ContentFingerprint", self.method.fingerprint(" ".join(blocks))), blocks,
-                                         title)
-            elif self.paragraphs and parsed.is_html:  # one extraction: the blocks, and the text they join to
-                blocks = self.blocks_of(parsed)
+            if self.blocks:
+                # blocks are asked for with the simhash method only (learns_boilerplate): its fingerprinter
+                fingerprint = PageBlocks.of(cast(SimhashMethod, self.method).fingerprinter, blocks or [], title)
+            elif blocks is not None:
                 fingerprint = self.method.fingerprint(" ".join(blocks))
             else:
                 fingerprint = self.method.fingerprint(self.text_of(parsed))
             if self.paragraphs:  # a text record's blocks are its lines
-                digests = block_digests_of(blocks if parsed.is_html else text_blocks(str(parsed.content)), self.cfg)
+                digests = block_digests_of(blocks if parsed.is_html and blocks is not None
+                                           else text_blocks(str(parsed.content)), self.cfg)
+            if self.feeds_miner and isinstance(record, dict):
+                mining = miner_record(record, parsed, blocks, title)
         except Exception as exc:  # hostile markup is a bad line, never the end of the run
             return ("bad", BadLine(number, f"text extraction failed ({type(exc).__name__})"), ())
-        return ("page", number, parsed.url, fingerprint, self.timestamp_of(number, raw, parsed), digests)
+        return ("page", number, parsed.url, fingerprint, self.timestamp_of(number, raw, parsed), digests, mining)
 
     def timestamp_of(self, number: int, raw: Any, record: PageRecord) -> Optional[float]:
         if not self.newest:
@@ -152,6 +164,35 @@ class PageWorker:
 
     def process_batch(self, batch: list) -> list:
         return [self.process(number, raw) for number, raw in batch]
+
+
+def miner_record(record: dict, page: PageRecord, blocks: Optional[list[str]], title: Optional[str]) -> tuple:
+    """What :meth:`DustMiner.add_record` reads of a JSON Lines record (``feeds_miner``): the object less its
+    ``html``, with that HTML's blocks and title (None: the miner reads a record's ``text`` first, then none is
+    needed); :func:`_feed` makes them the extraction (not its text: the blocks, spooled once, join to it)."""
+    slim = {key: value for key, value in record.items() if key != "html"}
+    if isinstance(record.get("text"), str) or not page.is_html or blocks is None:
+        return slim, None, None
+    return slim, blocks, title
+
+
+def _feed(miner: DustMiner, mining: tuple, fingerprint: Any) -> None:
+    """Give ``miner`` one page record the audit read (:func:`miner_record`), with the page's words if tokenized."""
+    record, blocks, title = mining
+    extraction = Extraction(" ".join(blocks), False, blocks, title) if blocks is not None else None
+    miner.add_record(record, extraction, fingerprint.words if isinstance(fingerprint, PageBlocks) else None)
+
+
+def feeds_miner(cfg: AuditConfig, miner: Optional[DustMiner], input_format: str) -> bool:
+    """Whether the audit's reading of the dump is the reading of ``miner`` (``scrapy-dedup mine-dust`` on it):
+    JSON Lines with the fields it reads (``url``, ``html``, ``text``), extracted as it extracts them."""
+    if miner is None or input_format != "jsonl":
+        return False
+    if (cfg.url_field, cfg.html_field, cfg.text_field) != ("url", "html", "text"):
+        return False
+    mine = miner.config.extraction
+    return (tuple(cfg.strip_tags), tuple(cfg.strip_selectors), cfg.max_bytes) == (
+        tuple(mine.strip_tags), tuple(mine.strip_selectors), mine.max_bytes)
 
 
 _WORKER: Optional[PageWorker] = None
@@ -167,9 +208,9 @@ def _seconds(value: Any) -> float:
         return math.nan
 
 
-def _init_worker(cfg: AuditConfig) -> None:
+def _init_worker(cfg: AuditConfig, mining: bool) -> None:
     global _WORKER
-    _WORKER = PageWorker(cfg)
+    _WORKER = PageWorker(cfg, mining)
 
 
 def _work(batch: list) -> list:
@@ -203,14 +244,14 @@ def _weight(item: Any) -> int:
     return len(item) if isinstance(item, (bytes, bytearray)) else 64
 
 
-def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int) -> Iterator[list]:
+def _results(cfg: AuditConfig, lines: Iterable[tuple[int, bytes]], jobs: int, mining: bool = False) -> Iterator[list]:
     """Processed batches in dump order; bounded look-ahead with workers."""
     if jobs <= 1:
-        worker = PageWorker(cfg)
+        worker = PageWorker(cfg, mining)
         for batch in batches(lines, BATCH_LINES):
             yield worker.process_batch(batch)
         return
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(cfg,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(cfg, mining)) as pool:
         pending: deque = deque()
         for batch in _line_batches(lines):
             pending.append(pool.submit(_work, batch))
@@ -286,8 +327,10 @@ def _progress(mode: str, total_bytes: Optional[int]) -> Optional["tqdm[Any]"]:
 
 def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = False,
                progress: str = "never", want_samples: bool = True, pairs_out: Any = None,
-               all_pairs: bool = False) -> tuple[AuditResult, _Pages, Any]:
-    """Run the engine over the dump at ``path``; returns the result, the per-page state and the method."""
+               all_pairs: bool = False, miner: Optional[DustMiner] = None) -> tuple[AuditResult, _Pages, Any]:
+    """Run the engine over the dump at ``path``; returns the result, the per-page state and the method.
+    ``miner``: a DUST miner fed every page record in dump order when :func:`feeds_miner` (the mirrors report
+    then mines from it: the dump is read once)."""
     method = make_method(cfg)
     # lshbloom sizes its filter for the dump when the dump can be counted first (a second read)
     decider = method.decider(count_lines(path) if cfg.method == "lshbloom" and can_read_twice(path) else None)
@@ -311,7 +354,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     last_pos = 0
     lines_read = 0
     parsed: Counter[str] = Counter()  # "page": records extracted and fingerprinted (each once, whatever the passes)
-    results = _counted(_results(cfg, items, jobs), parsed)
+    feeding = feeds_miner(cfg, miner, source.format)
+    results = _counted(_results(cfg, items, jobs, feeding), parsed)
     if learns_boilerplate(cfg):
         assert isinstance(method, SimhashMethod)  # learns_boilerplate: the simhash method only
         # two passes (audit/boilerplate.py) over one parse: pass one reads the dump, spools what each record
@@ -356,7 +400,10 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                     if pairs_out is not None and verdict.matched >= 0:
                         pairs_out.write(index, verdict.matched, verdict.distance, verdict.kind, pages)
                     continue
-                _, number, url, fingerprint, stamp, digests = item
+                _, number, url, fingerprint, stamp, digests, mining = item
+                if mining is not None:  # the miner reads the page as mine-dust does, from this one parse
+                    assert miner is not None
+                    _feed(miner, mining, fingerprint)
                 verdict = decider.check(index, url, fingerprint)
                 if paragraphs is not None:
                     paragraphs.check(index, url, digests)
@@ -402,12 +449,13 @@ def _counted(results: Iterable[list], counts: Counter) -> Iterator[list]:
 
 def _spooling(results: Iterable[list], spool: Any) -> Iterator[tuple[str, Any]]:
     """Pass one: (url, fingerprint) of every page, in dump order, each batch of ``results`` pickled into
-    ``spool`` as it goes (bad lines, skips and revisits too: pass two reports them)."""
+    ``spool`` once pass one judged it (bad lines, skips and revisits too: pass two reports them; a page's
+    words with the block hashes pass one computed)."""
     for batch in results:
-        pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
         for item in batch:
             if item[0] == "page":
                 yield item[2], item[3]
+        pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _unspooled(spool: Any) -> Iterator[list]:
@@ -507,9 +555,21 @@ def _distance_key(distance: float, cfg: AuditConfig) -> Any:
     return round(distance, 4)
 
 
-def mirror_report(pages: _Pages, cfg: AuditConfig, source: str, input_format: str) -> MirrorReport:
+def mirror_miner(cfg: AuditConfig, source: str) -> Optional[DustMiner]:
+    """The miner of the ``mine-dust`` command the mirrors report prints for the dump ``source`` (as the user
+    named it), for :func:`audit_dump` to feed; None when the report would not mine as that command (standard
+    input, a pipe: the command cannot read it again)."""
+    if source == "-" or not os.path.isfile(source):
+        return None
+    return DustMiner(MiningConfig(min_words=cfg.min_words))
+
+
+def mirror_report(pages: _Pages, cfg: AuditConfig, source: str, input_format: str,
+                  miner: Optional[DustMiner] = None) -> MirrorReport:
     """What causes the dump's mirrors (:mod:`.mirrors`): its duplicate pairs, clusters and URLs; ``source`` is
-    the dump as the user named it (``-``: standard input), for the ``mine-dust`` command."""
+    the dump as the user named it (``-``: standard input), for the ``mine-dust`` command. ``miner``: the
+    :func:`mirror_miner` :func:`audit_dump` fed, if it did (:func:`feeds_miner`): the rules are mined from it,
+    else the dump is read again by the command's own path."""
     degenerate = KIND_CODES["degenerate"]
     pairs = ((pages.matched[i], i) for i in range(len(pages)) if pages.matched[i] >= 0)
     other_engine = [f"method {cfg.method}"] if cfg.method != "simhash" else []
@@ -522,9 +582,11 @@ def mirror_report(pages: _Pages, cfg: AuditConfig, source: str, input_format: st
     mining = {"mining": MiningConfig(min_words=cfg.min_words)} if cfg.min_words != MiningConfig().min_words else {}
     note = ("method lshbloom names the page an exact duplicate matched only: near-duplicate mirrors are not "
             "explained" if cfg.method == "lshbloom" else "")
+    fed = miner if command[0] is not None and feeds_miner(cfg, miner, input_format) else None
     return explain_mirrors(pages.urls, _cluster_roots(pages), pairs, lambda i: pages.kinds[i] != degenerate,
-                           command=command, note=note, **mining,
-                           mine_from=source if command[0] is not None and os.path.isfile(source) else None)
+                           command=command, note=note, **mining, fed_miner=fed,
+                           mine_from=source if command[0] is not None and fed is None and os.path.isfile(source)
+                           else None)
 
 
 def fill_sample_texts(result: AuditResult, pages: _Pages, path: str, decider: Any = None) -> None:
@@ -700,11 +762,13 @@ def run_report(args: Any, cfg: AuditConfig) -> int:
             dump = spool_dump(dump)
             stack.callback(_remove_quietly, dump)
         pairs_out = PairsWriter(outputs["pairs"]) if "pairs" in outputs else None
+        miner = mirror_miner(cfg, args.dump)  # fed by the audit's one reading of the dump
         result, pages, decider = audit_dump(dump, cfg, jobs=args.jobs, strict=args.strict, progress=args.progress,
-                                      want_samples="html" in outputs, pairs_out=pairs_out,
-                                      all_pairs=args.all_pairs)
+                                            want_samples="html" in outputs, pairs_out=pairs_out,
+                                            all_pairs=args.all_pairs, miner=miner)
         result.source = args.dump
-        result.mirrors = mirror_report(pages, cfg, args.dump, result.input_format)  # before the HTML page
+        result.mirrors = mirror_report(pages, cfg, args.dump, result.input_format, miner)  # before the HTML page
+        result.pages_parsed += result.mirrors.records_read  # a dump the miner could not be fed is read again
         if "clusters" in outputs:
             write_clusters(outputs["clusters"], pages, cfg)
         if "html" in outputs:

@@ -42,8 +42,9 @@ as numpy arrays (hash uint64, count uint32, last page uint32: 16 bytes a block) 
 ``capacity // 4`` boilerplate hashes (8 bytes each): 72 KiB at the default 4,096; plus, for each
 of the last ``recheck_pages`` kept pages, its blocks (its main text) and, when the judge fingerprinted
 it with the engine's own fingerprinter, its words (:class:`PageWords`: their text, about the main
-text's size again, 8 bytes a word for their hashes and 8 a block), so that its re-checks are not
-tokenized again: at the default 32 pages, about 1 MB a host for pages of 2,000 words.
+text's size again, 8 bytes a word for their hashes and 8 a block, its block hashes and its last
+:data:`PRINTS_KEPT` fingerprints, about 2 KB each), so that its re-checks are not tokenized again: at the
+default 32 pages, about 1.4 MB a host for pages of 2,000 words.
 Per process, apart from the hosts: the hashes of the last blocks hashed (at most 32,768 blocks of at
 most :data:`MAX_BLOCK_CHARS` characters, about 100 bytes each: a host's template is the same strings
 on every page, normalized and hashed once). When a page's new blocks take
@@ -59,6 +60,7 @@ keyed by a salt kept there instead, alike in every process. No Scrapy imports.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 from collections import OrderedDict, deque
@@ -72,7 +74,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
-from scrapy_dedup.content.simhash import exact_hash, token_hashes, words_per_block
+from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, word_bytes_per_block
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -91,8 +93,11 @@ _ZEROS = re.compile(rb"00+")
 _DATE_NAMES = ("monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun "
                "january february march april may june july august september october november december "
                "jan feb mar apr jun jul aug sep sept oct nov dec").split()
-_VARYING = re.compile(rb"\b(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
-    sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
+# (the lookahead after the first \b admits only the first characters of the alternatives: the same matches, and
+# most word starts are passed over without trying the 40 names, a third faster)
+_VARYING = re.compile(rb"\b(?=[0a-f" + "".join(sorted({name[0] for name in _DATE_NAMES})).encode()
+                      + rb"])(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
+                          sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
 _LOW_63 = _TOP_BIT - 1
 
@@ -362,16 +367,18 @@ class BoilerplateLearner:
             table = self.tables[host] = self._new_table(host)
         return table
 
-    def prepare(self, host: str, blocks: list[str]) -> Reduction:
-        """The text to fingerprint of a page of ``host`` (nothing is learned yet)."""
+    def prepare(self, host: str, blocks: list[str], words: PageWords | None = None) -> Reduction:
+        """The text to fingerprint of a page of ``host`` (nothing is learned yet); ``words``: the page's words
+        (:class:`PageWords` of ``blocks``), which keep its block hashes for its other judgements."""
         table = self.table(host)
         refresh = getattr(table, "refresh", None)
         if refresh is not None:  # a shared table reads what other processes learnt
             refresh()
         if callable(self.hash_key):
             self.hash_key = self.hash_key()
-        return text_to_fingerprint(table, blocks, self.rule, block_hashes(blocks, self.rule.min_block_words,
-                                                                           self.hash_key), warmup=not self.frozen)
+        hashes = (words.block_hashes(blocks, self.rule.min_block_words, self.hash_key) if words is not None
+                  else block_hashes(blocks, self.rule.min_block_words, self.hash_key))
+        return text_to_fingerprint(table, blocks, self.rule, hashes, warmup=not self.frozen)
 
     def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
         """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
@@ -466,6 +473,10 @@ def host_of(url: str) -> str:
         return ""
 
 
+#: fingerprints a :class:`PageWords` keeps (its texts asked for again; about 2 KB each at the default sketch size)
+PRINTS_KEPT = 6
+
+
 class PageWords:
     """A page's words, tokenized once, from which the fingerprint of any of its texts (its blocks less some
     blocks) is made without tokenizing again: the whole text, the text less its host's boilerplate, and
@@ -479,14 +490,33 @@ class PageWords:
     size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
     block)."""
 
-    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints")
 
     def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
-        tokens, self.counts = words_per_block(blocks)
-        self.hashes = token_hashes(tokens)
-        self.text = " ".join(tokens).encode("utf-8", "surrogatepass")
+        tokens, self.counts = word_bytes_per_block(blocks)
+        self.hashes = byte_token_hashes(tokens)
+        self.text = b" ".join(tokens)
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
+        self._block_hashes: dict[tuple, np.ndarray] = {}
+        self._prints: dict[tuple, ContentFingerprint] = {}  # (kept blocks, exact) -> fingerprint
+
+    def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
+        """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
+        ``(min_block_words, key)`` in this process (Python's hash, without a key, is per process): the
+        offline audit judges a page three times (its two passes, the DUST miner of its mirrors report)."""
+        memo = (min_block_words, key, os.getpid())
+        hashes = self._block_hashes.get(memo)
+        if hashes is None:
+            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key)
+        return hashes
+
+    def made_like(self, fingerprinter: ContentFingerprinter) -> bool:
+        """Whether this page's fingerprints are those ``fingerprinter`` makes (shingles, bits, sketch): a copy
+        of the same fingerprinter in another process is, whatever its ``min_words``."""
+        mine = self.fingerprinter
+        return mine is fingerprinter or (mine.shingle_size, mine.bits, mine.sketch_size) == (
+            fingerprinter.shingle_size, fingerprinter.bits, fingerprinter.sketch_size)
 
     def exact(self, kept: np.ndarray | None = None) -> bytes:
         """The exact hash of the text of the blocks ``kept`` (a boolean per block; None: all)."""
@@ -504,9 +534,17 @@ class PageWords:
 
     def fingerprint(self, kept: np.ndarray | None = None, exact: bytes | None = None) -> ContentFingerprint:
         """The fingerprint of the text of the blocks ``kept`` (None: the whole text); ``exact``: its exact
-        hash if the caller has it."""
-        hashes = self.hashes if kept is None else self.hashes[np.repeat(kept, self.counts)]
-        return self.fingerprinter.fingerprint_hashes(hashes, self.exact(kept) if exact is None else exact)
+        hash if the caller has it. The last few are kept: the audit's judgements of a page (its two passes,
+        the mirrors report's miner, which judges as its first pass) ask for the same texts again."""
+        memo = (None if kept is None else kept.tobytes(), exact)
+        fp = self._prints.get(memo)
+        if fp is None:
+            hashes = self.hashes if kept is None else self.hashes[np.repeat(kept, self.counts)]
+            fp = self.fingerprinter.fingerprint_hashes(hashes, self.exact(kept) if exact is None else exact)
+            if len(self._prints) >= PRINTS_KEPT:
+                del self._prints[next(iter(self._prints))]  # the oldest
+            self._prints[memo] = fp
+        return fp
 
 
 class BoilerplateJudge:
@@ -561,12 +599,14 @@ class BoilerplateJudge:
               fingerprint: Callable[[str], ContentFingerprint] | None = None,
               degenerate: Callable[[ContentFingerprint], bool] | None = None,
               whole: ContentFingerprint | None = None, timestamp: float | None = None,
-              declares: str | None = None, title: str | None = None) -> Judgement:
+              declares: str | None = None, title: str | None = None, words: PageWords | None = None) -> Judgement:
         """Judge the page at ``url`` made of ``blocks`` (``fingerprint``/``degenerate``: the caller's
         fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
         text if the caller has it; ``timestamp``/``declares``: what the representative policy may look
         at, as in :meth:`ContentDeduplicator.check_fingerprint`; ``title``: the page's ``<title>``
-        (``Extraction.title``), None when it has none or the caller does not know it)."""
+        (``Extraction.title``), None when it has none or the caller does not know it; ``words``: the
+        page's :class:`PageWords` of ``blocks`` if the caller tokenized them already, used when made with
+        the fingerprint parameters of the engine's fingerprinter: the page is not tokenized again)."""
         engine, learner = self.engine, self.learner
         record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
         host = self.host_of(url) if host is None else host
@@ -576,10 +616,14 @@ class BoilerplateJudge:
         fingerprint = fingerprint or engine.fingerprint
         degenerate = degenerate or engine.fingerprinter.is_degenerate
         with self._lock:
-            reduction = learner.prepare(host, blocks)
+            usable = fingerprinter is not None and words is not None and words.made_like(fingerprinter)
+            reduction = learner.prepare(host, blocks, words if usable else None)
             table = learner.table(host)
             page = None
-            if fingerprinter is not None and (whole is None or reduction.state == "reduced"):
+            if usable:
+                page = words  # tokenized by the caller: the same words, every fingerprint the same
+                reduction = replace(reduction, words=page)
+            elif fingerprinter is not None and (whole is None or reduction.state == "reduced"):
                 page = PageWords(fingerprinter, blocks)
                 reduction = replace(reduction, words=page)
             text = " ".join(blocks)

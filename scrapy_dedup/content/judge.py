@@ -193,15 +193,19 @@ class PageJudge:
     def judge_blocks(self, url: str, blocks: list[str], *, whole: ContentFingerprint | None = None,
                      **kwargs: Any) -> PageVerdict:
         """A page made of ``blocks`` judged by the boilerplate rule (:meth:`BoilerplateJudge.check`; ``kwargs``:
-        ``host``, ``fingerprint``, ``degenerate``, ``timestamp``, ``declares``); ``whole``: the whole text's
-        fingerprint when the caller has it."""
+        ``host``, ``fingerprint``, ``degenerate``, ``timestamp``, ``declares``, ``title``, ``words``); ``whole``:
+        the whole text's fingerprint when the caller has it."""
         assert self.boilerplate is not None, "judge_blocks needs the boilerplate rule"
         judgement = self.boilerplate.check(url, blocks, whole=whole, **kwargs)
         verdict = judgement.verdict
         page = PageVerdict(verdict, judgement.fingerprint, judgement, judgement.reduced_match)
         if (whole is None and self.url_sameness and verdict.cluster is not None
                 and (verdict.kind == "unique" or page.reduced_match)):
-            whole = (kwargs.get("fingerprint") or self.engine.fingerprint)(" ".join(blocks))
+            words, fingerprint = kwargs.get("words"), kwargs.get("fingerprint")
+            if fingerprint is None and words is not None and words.made_like(self.engine.fingerprinter):
+                whole = words.fingerprint()  # the page's words, tokenized once by the caller
+            else:
+                whole = (fingerprint or self.engine.fingerprint)(" ".join(blocks))
         return self._noted(page, whole, blocks)
 
     def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None) -> PageVerdict:

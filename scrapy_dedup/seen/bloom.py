@@ -69,6 +69,8 @@ _CHUNK = 1 << 20
 
 GROWTH = 2
 TIGHTENING = 0.5
+#: keys a local filter given no capacity starts with (0.4 MiB at 1e-6): it grows with the crawl
+START_CAPACITY = 100_000
 
 
 class CheckpointError(ValueError):
@@ -237,6 +239,14 @@ class BloomSeenSet(SeenSet):
     def expected_false_positive_rate(self) -> float:
         """The rate the sizing formulas predict for the keys held now (no bit counting)."""
         return _union(piece.expected_false_positive_rate() for piece in self.slices)
+
+    def describe(self) -> str:
+        """Its size for a log line: keys held, capacity, slices, memory, and the rate the bits set give."""
+        slices = len(self.slices)
+        return (f"{len(self):,} keys, sized for {self.capacity:,} at {self.error_rate:g} and grown to "
+                f"{sum(piece.capacity for piece in self.slices):,} in {slices} slice{'s' * (slices > 1)}, "
+                f"{self.size_bytes() / 2**20:.1f} MiB, estimated false-positive rate "
+                f"{self.estimated_false_positive_rate():.2g}")
 
     def __repr__(self) -> str:
         return (f"BloomSeenSet(capacity={self.capacity}, error_rate={self.error_rate}, "

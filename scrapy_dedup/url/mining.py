@@ -32,9 +32,10 @@ from dataclasses import asdict, dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
+from scrapy_dedup.content.boilerplate import PageWords
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.engine import ContentDeduplicator
-from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.content.extract import Extraction, ExtractionPolicy, extract_text
 from scrapy_dedup.content.index import SimhashIndex
 # moved to content/judge.py (the one definition of "same page"); kept importable from here
 from scrapy_dedup.content.judge import REDUCED_BASIS, PageJudge, normal_text_hash, same_page_evidence
@@ -277,8 +278,13 @@ class DustMiner:
         """The content engine of :meth:`page_judge`."""
         return self.page_judge().engine
 
-    def add_record(self, record: Any) -> bool:
+    def add_record(self, record: Any, extraction: Extraction | None = None,
+                   page_words: PageWords | None = None) -> bool:
         """One log line (a parsed JSON object); returns False (and counts why) when it is unusable.
+
+        ``extraction``: its ``html`` extracted already by this miner's extraction policy (with blocks when the
+        defaults learn boilerplate), ``page_words``: those blocks' :class:`PageWords` (the offline audit's, which
+        read the page once): then neither is done again, the verdict is the same.
 
         Sameness, best evidence first: the content engine's ``cluster`` (a crawl log written by this
         version: exact or verified near duplicates share it); else a content hash with an optional
@@ -335,7 +341,9 @@ class DustMiner:
             html = record.get("html")
             blocks: list[str] | None = None
             title: str | None = None
-            if not isinstance(text, str) and isinstance(html, str):
+            if not isinstance(text, str) and extraction is not None:
+                text, blocks, title = extraction.text, extraction.blocks, extraction.title
+            elif not isinstance(text, str) and isinstance(html, str):
                 try:
                     extraction = extract_text(html, self.config.extraction, blocks=self._boilerplate)
                 except Exception:  # noqa: BLE001 - hostile markup: the line is skipped, counted
@@ -347,7 +355,7 @@ class DustMiner:
                 return False
             judge = self.page_judge()
             if judge.boilerplate is not None and blocks is not None:
-                page = judge.judge_blocks(url, blocks, title=title)  # as the crawl judges it
+                page = judge.judge_blocks(url, blocks, title=title, words=page_words)  # as the crawl judges it
             else:
                 page = judge.judge_text(url, judge.engine.fingerprint(text))
             verdict = page.verdict

@@ -1,0 +1,146 @@
+"""Configuration mistakes and refused start-ups, as a user meets them: real ``scrapy crawl`` processes.
+
+Several bad ``DEDUP_*`` settings are all named at once, one line each, without a traceback, and
+the command exits with a non-zero status (before, the first error alone was printed under the
+event loop's 20-line traceback). A refused fingerprint generation (a JOBDIR resumed under another
+URL policy) ends the same way. A dupefilter of ours without our fingerprinter warns at start,
+naming the setting.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import scrapy
+from pytest_twisted import inlineCallbacks
+
+from tests.support.crawl import run_crawl
+from tests.support.localsite import LocalSite, Page
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SPIDER = '''
+import scrapy
+
+
+class OneSpider(scrapy.Spider):
+    name = "one"
+
+    def __init__(self, start_url="http://127.0.0.1:9/", **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [start_url]
+
+    def parse(self, response):
+        yield {"url": response.url}
+'''
+
+
+def project(tmp: Path, extra: str = "") -> Path:
+    root = tmp / "project"
+    (root / "proj" / "spiders").mkdir(parents=True)
+    (root / "scrapy.cfg").write_text("[settings]\ndefault = proj.settings\n")
+    (root / "proj" / "__init__.py").write_text("")
+    (root / "proj" / "spiders" / "__init__.py").write_text("")
+    (root / "proj" / "spiders" / "one.py").write_text(SPIDER)
+    (root / "proj" / "settings.py").write_text(textwrap.dedent("""\
+        BOT_NAME = "proj"
+        SPIDER_MODULES = ["proj.spiders"]
+        ROBOTSTXT_OBEY = False
+        TELNETCONSOLE_ENABLED = False
+        ADDONS = {"scrapy_dedup.Addon": 0}
+        """) + textwrap.dedent(extra))
+    return root
+
+
+def scrapy_crawl(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """Exit status and everything printed (stdout and stderr) of ``scrapy crawl one``."""
+    inherited = {name: value for name, value in os.environ.items() if name != "SCRAPY_DEDUP_DEBUG"}
+    full = {**inherited, "PYTHONPATH": os.pathsep.join([str(root), str(ROOT)]), **(env or {})}
+    done = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "one", *args], cwd=root, env=full,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    return done.returncode, done.stdout.decode(errors="replace")
+
+
+SEVERAL_ERRORS = """\
+    DEDUP_BLOOM_CAPACITY = -5
+    DEDUP_CONTENT_ACTION = "zap"
+    DEDUP_BLOOM_ERROR_RATE = 2
+    DEDUP_CONTENT_ACTON = "drop"
+    """
+#: what each error's line names
+NAMED = ("DEDUP_BLOOM_CAPACITY must be >= 1, got -5", "DEDUP_CONTENT_ACTION must be one of",
+         "DEDUP_BLOOM_ERROR_RATE", "unknown setting DEDUP_CONTENT_ACTON; did you mean DEDUP_CONTENT_ACTION?")
+
+
+@pytest.mark.crawl
+def test_several_configuration_errors_are_named_at_once_without_a_traceback(tmp_path):
+    code, output = scrapy_crawl(project(tmp_path, SEVERAL_ERRORS))
+    assert code != 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    assert "scrapy-dedup cannot start: 4 configuration errors:" in output, output[-3000:]
+    for named in NAMED:
+        lines = [line for line in output.splitlines() if named in line]
+        assert len(lines) == 1, (named, output[-3000:])  # once, on its own line
+    assert "Spider opened" not in output
+    # SCRAPY_DEDUP_DEBUG=1 keeps the traceback, for a bug report
+    code, output = scrapy_crawl(project(tmp_path / "debug", SEVERAL_ERRORS), env={"SCRAPY_DEDUP_DEBUG": "1"})
+    assert code != 0 and "Traceback" in output and "DEDUP_CONTENT_ACTON" in output, output[-3000:]
+
+
+@pytest.mark.crawl
+def test_scrapys_twisted_crawler_process_exits_non_zero_and_names_every_error(tmp_path):
+    """``CrawlerProcess`` (a non-asyncio reactor, or FORCE_CRAWLER_PROCESS): Twisted prints its own traceback of
+    the failed start on stderr (not through logging), after our lines; every error is named once, and the status is
+    non-zero."""
+    code, output = scrapy_crawl(project(tmp_path, SEVERAL_ERRORS + "FORCE_CRAWLER_PROCESS = True\n"))
+    assert code != 0, output[-3000:]
+    assert "Using CrawlerProcess" in output
+    ours = output.index("scrapy-dedup cannot start: 4 configuration errors:")
+    assert output.count("scrapy-dedup cannot start") == 1, output[-3000:]
+    assert "Traceback" not in output[:ours], output[-3000:]  # ours first, then Twisted's
+    for named in NAMED:
+        assert named in output[ours:], (named, output[-3000:])
+
+
+@pytest.mark.crawl
+def test_a_refused_fingerprint_generation_exits_non_zero_without_a_traceback(tmp_path):
+    with LocalSite({("127.0.0.1", "/"): Page("<html><body><p>one page</p></body></html>")}) as site:
+        root = project(tmp_path, f"JOBDIR = {str(tmp_path / 'job')!r}\n")
+        code, output = scrapy_crawl(root, "-a", f"start_url={site.url('127.0.0.1')}")
+        assert code == 0, output[-3000:]
+        code, output = scrapy_crawl(root, "-a", f"start_url={site.url('127.0.0.1')}",
+                                    "-s", 'DEDUP_URL_POLICY={"strip_www": true}')
+    assert code != 0, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+    told = [line for line in output.splitlines() if "written under another canonicalization" in line]
+    assert len(told) == 1 and "DEDUP_ACCEPT_NEW_GENERATION" in told[0], output[-3000:]  # once, naming the way out
+
+
+class _Spider(scrapy.Spider):
+    name = "plain_fingerprinter"
+
+    def parse(self, response):
+        yield from ()
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_a_dupefilter_of_ours_without_our_fingerprinter_warns_naming_the_setting(caplog):
+    caplog.set_level(logging.WARNING)
+    with LocalSite({("127.0.0.1", "/"): Page("<p>x</p>")}) as site:
+        yield run_crawl(_Spider, {"DUPEFILTER_CLASS": "scrapy_dedup.BloomDupeFilter"}, start_urls=[site.url("127.0.0.1")])
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING and r.name == "scrapy_dedup.dupefilters"]
+    assert len(warnings) == 1, warnings
+    assert "REQUEST_FINGERPRINTER_CLASS is scrapy.utils.request.RequestFingerprinter" in warnings[0]
+    caplog.clear()
+    with LocalSite({("127.0.0.1", "/"): Page("<p>x</p>")}) as site:
+        yield run_crawl(_Spider, {"DUPEFILTER_CLASS": "scrapy_dedup.BloomDupeFilter",
+                                  "REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.CanonicalRequestFingerprinter"},
+                        start_urls=[site.url("127.0.0.1")])
+    assert not [r for r in caplog.records if "REQUEST_FINGERPRINTER_CLASS is" in r.getMessage()]
