@@ -87,3 +87,31 @@ def test_a_loaded_alias_table_that_sends_articles_to_the_home_page_loses_none(tm
     assert any(m.startswith("DEDUP_DUST_RULES: ") and "withdrawn" in m for m in warnings), warnings
     kept = RuleSet.load(tmp_path / "out.json").aliases.get(site.host, {})  # (the file written loads)
     assert not {k for k, target in kept.items() if wrong.get(k) == target}  # (learned aliases may be there)
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_an_alias_table_sending_articles_to_an_unreadable_home_page_loses_none(tmp_path, caplog):
+    """The fault round's case: a 1,241-page site (tests/faultcrawl.py) whose home page is one link (too short
+    for the learner to read), and a rules file whose alias table sends 58 articles to ``/``. No fetched page
+    stands for ``/``'s key, so the first article explored answers a readable page where the target answered
+    none: the table is withdrawn and every article fetched (before: the 58 were never fetched)."""
+    from tests.faultcrawl import FollowSpider, ResumeSite
+
+    site = ResumeSite(lists=40, per_list=30, delay=0)
+    paths = site.paths()
+    assert len(paths) == 1241
+    rules_file = tmp_path / "rules.json"
+    RuleSet({}, aliases={"site.test": {f"/a/{i}": "/" for i in range(58)}}).save(rules_file)
+    settings = {**ADDON, "DEDUP_DUST_RULES": str(rules_file)}
+    with caplog.at_level("WARNING", logger="scrapy_dedup.dust_learning"):
+        with LocalSite(site.route) as local:
+            crawler = yield run_crawl(FollowSpider, settings, start_url=local.url("site.test"))
+            fetched = local.fetched()
+    lost = sorted(set(paths) - {path for _, path in fetched})
+    withdrawn = crawler.stats.get_value("dedup/dust/loaded_withdrawn")
+    print(f"alias table to an unreadable page: {len(fetched)} fetches, lost {len(lost)}, {withdrawn} withdrawn")
+    assert not lost, lost
+    assert withdrawn == 58
+    assert len(fetched) <= len(paths) + 2  # the table's exploration, and / once more at most
+    assert any(r.getMessage().startswith("DEDUP_DUST_RULES: ") for r in caplog.records)

@@ -449,7 +449,9 @@ class OnlineDustLearner:
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
-        if self.explore <= 0 or key not in self.content_of or url in self._decided or url in self.fetched:
+        if self.explore <= 0 or url in self._decided or url in self.fetched:
+            return False
+        if key not in self.content_of and not self._alias_target_unread(url):
             return False
         parts = self.miner.split_url(url)
         if parts is None:
@@ -532,6 +534,20 @@ class OnlineDustLearner:
         """How many loaded aliases are in force (not withdrawn)."""
         return sum(len(table) for table in self._loaded_aliases.values())
 
+    def _alias_target_unread(self, url: str) -> bool:
+        """Does a loaded alias on trial send ``url`` to a target that answered what the learner cannot read (not
+        a page, too short: :meth:`answered_unread`)? Then no fetched page stands for the alias's key, and an
+        explored URL of it that answers a readable page proves the alias wrong (:meth:`check_explored`): a page
+        is not an unreadable answer (the fault round's table sent 58 articles to a one-link home page)."""
+        if not self._loaded_aliases:
+            return False
+        parts = self.miner.split_url(url)
+        target = self._loaded_alias_target(*parts) if parts is not None else None
+        if target is None:
+            return False
+        prefix = url[: url.find("/", url.find("://") + 3)] if url.count("/") >= 3 else url
+        return prefix + target in self.unread
+
     def hold_aliased(self, url: str, request: Any) -> bool:
         """``request`` (for ``url``) is about to be downloaded, and a loaded alias on trial sends it to its
         target instead (the URL itself is not fetched): kept as :meth:`hold` keeps a dropped request, so that
@@ -569,8 +585,7 @@ class OnlineDustLearner:
             for url, request in bucket.items():
                 if url in out or url in self._decided or url in self.fetched:
                     continue
-                key = self.key_of(url)
-                if key in self.content_of and self.should_explore(url, key, new_values_only=True):
+                if self.should_explore(url, self.key_of(url), new_values_only=True):
                     out[url] = request
         self.events["explored_held"] += len(out)
         return list(out.values())
@@ -690,12 +705,12 @@ class OnlineDustLearner:
         if key is None:
             return []
         known = self.content_of.get(key)
-        if known is None:
+        if known is None and not self._alias_target_unread(url):
             self.abandon_exploration(url)  # nothing to compare with: nothing checked
             return []
         del self.exploring[url]
         self._explore_checks.pop(url, None)
-        if _same_content(known, (exact, simhash), self.config.hamming):
+        if known is not None and _same_content(known, (exact, simhash), self.config.hamming):
             self.events["explore_agreed"] += 1
             return []
         self.events["explore_violations"] += 1
