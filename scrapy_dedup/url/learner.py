@@ -433,8 +433,9 @@ class OnlineDustLearner:
     # --- exploration ---
 
     def should_explore(self, url: str, key: str, *, new_values_only: bool = False) -> bool:
-        """Would ``url`` be collapsed by learned rules onto an already fetched ``key``? Then fetch it anyway
-        when a rule that collapses it has exploration budget left.
+        """Would ``url`` be collapsed by learned rules onto an already fetched ``key`` (or by a loaded alias onto
+        a target that answered what the learner cannot read)? Then fetch it anyway when a rule that collapses
+        it has exploration budget left.
 
         Budget per rule: of the distinct URLs a learned rule collapses, the first and then a share
         ``explore`` are fetched (``ceil(collapsed * explore)``), so a rule is checked at once and then
