@@ -5,7 +5,9 @@ only pages judged unique are counted), to count the blocks of each host. Then th
 frozen, and pass two (:class:`BoilerplateDecider`, the runner's decider) judges the dump again, each
 page less its host's whole template: no warm-up, no page judged before its host's template was
 known. Both passes share one parse of each record: pass one reads the dump once (stdin and pipes
-too) and spools what each record gave (``audit/runner.py``), pass two judges the spooled pages.
+too) and spools what each record gave (``audit/runner.py``), pass two judges the spooled pages. Pass
+one's verdicts, read at the URL strictness, are the mirrors report's DUST miner's where its judge is
+the same (``SharedJudgements`` in ``audit/runner.py``): that miner does not judge the pages again.
 """
 from __future__ import annotations
 
