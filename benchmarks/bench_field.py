@@ -18,9 +18,11 @@ Figures per application and contender (ground truth: which resource each respons
 application's own data): fetches; fetch waste (responses that rendered a resource already fetched in the
 same crawl); content pages reached, and reached within the first N fetches (N = the largest fetch count at
 which Scrapy's defaults have reached at most 2/3 of the content pages, or ``--cap``); content pages with an
-item; content pages whose item is kept under the page's own URL; duplicate items of content pages; items
-lost of distinct non-content resources (history lists, old revisions, diffs, source views, listings: fetched
-with status 200 and HTML, and no item of that resource kept); wall and CPU time of the crawl process.
+item; content pages whose item is kept under the page's own URL; duplicate items of content pages (an item
+kept of a view of the page, ``App.view_of``: an old revision, a diff that renders the page whole, counts
+as one); items lost of distinct non-content resources (history lists, source views, diffs of the change
+alone, listings: fetched with status 200 and HTML, and no item of that resource kept); wall and CPU time
+of the crawl process. docs/benchmarks.md says where the line between a view and a distinct resource runs.
 The reach within N fetches is read from the order of the full crawl's responses (the same crawl stopped
 after N responses).
 """
@@ -98,8 +100,11 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
     seen: set[str] = set()
     wasted = redirects = errors = 0
     noncontent: dict[str, str] = {}  # key -> view, for 200 HTML responses of non-content resources
+    views: set[str] = set()  # views of content pages fetched (old revisions, diffs rendering the page)
     examples: dict[str, str] = {}
     for rec in records:
+        if rec["url"].startswith("data:"):  # the item keeper's release requests: no fetch
+            continue
         status = rec["status"]
         if 300 <= status < 400:
             redirects += 1
@@ -116,7 +121,10 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         seen.add(key)
         examples.setdefault(key, rec["url"])
         order.append(key if key in content else None)
-        if status < 300 and "html" in rec["ctype"] and key not in content:
+        page = app.view_of(key) if status < 300 else None
+        if page is not None:
+            views.add(key)
+        elif status < 300 and "html" in rec["ctype"] and key not in content:
             noncontent[key] = view
     items_of: dict[str, list[str]] = defaultdict(list)
     unmapped = 0
@@ -125,7 +133,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         if vk is None:
             unmapped += 1
             continue
-        items_of[vk[1]].append(item["url"])
+        items_of[app.view_of(vk[1]) or vk[1]].append(item["url"])  # a view's item is its page's
     reached = content & seen
     with_item = {k for k in reached if items_of.get(k)}
     own = {k for k in with_item if any(path_query(u) in app.own_urls(k) for u in items_of[k])}
@@ -141,7 +149,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
         "fetches": len(records), "wasted": wasted, "waste": wasted / max(1, len(records)), "redirects": redirects,
         "errors": errors, "content_pages": len(content), "reached": len(reached), "with_item": len(with_item),
         "own_url": len(own), "duplicate_items": dup_items, "items": len(items), "unmapped_items": unmapped,
-        "noncontent": len(noncontent), "noncontent_lost": len(lost),
+        "views": len(views), "noncontent": len(noncontent), "noncontent_lost": len(lost),
         "noncontent_duplicate_items": sum(len(items_of[k]) - 1 for k in noncontent if items_of.get(k)),
         "noncontent_by_view": dict(Counter(v.split(":")[0] for v in noncontent.values()).most_common()),
         "lost_by_view": dict(Counter(v.split(":")[0] for v in lost.values()).most_common()),
@@ -243,6 +251,7 @@ def print_app(result: dict, cap: int | None) -> None:
             ("  under the page's own URL", lambda r: f"{r['own_url']} ({_pct(r['own_url'], r['reached'])})"),
             ("duplicate items of content",
              lambda r: f"{r['duplicate_items']} ({_pct(r['duplicate_items'], r['reached'])})"),
+            ("views of content pages (items folded)", lambda r: str(r.get("views", "-"))),
             ("non-content resources", lambda r: str(r["noncontent"])),
             ("  their duplicate items", lambda r: str(r["noncontent_duplicate_items"])),
             ("  their items lost", lambda r: f"{r['noncontent_lost']} ({_pct(r['noncontent_lost'], r['noncontent'])})"),

@@ -22,8 +22,11 @@ Ground truth: every fetched response is mapped to the resource it renders, read 
 data: MediaWiki's page configuration (``wgPageName``, ``wgRevisionId``, ``wgCurRevisionId``, ``wgAction``,
 the diff's revision ids), DokuWiki's ``JSINFO`` (page id, action) and the ``rev`` it shows, git's blob and
 commit ids for cgit, fossil's artifact ids. A content page is one of the imported pages shown at its current
-revision (for fossil also each ticket). Every other response is a non-content resource (history list, old
-revision, diff, source view, listing, special page); where the application's data does not name it, the
+revision (for fossil also each ticket). A view of a content page (``App.VIEWS_OF_PAGES``, ``App.view_of``)
+shows that page itself: an earlier revision (the same page, edited: one sentence rewritten and a note added
+per revision) and, on MediaWiki, a diff, which renders the newer revision whole below its table; its item is
+the page's. Every other response is a distinct non-content resource (history list, source view, a diff of
+the change alone, listing, special page); where the application's data does not name it, the
 resource is the view's name and a hash of the page's title and the application's content area, scripts and
 styles left out (two listings showing the same entries are one resource). A login or account form is one
 resource whatever page it returns to (MediaWiki's ``returnto=``, Fossil's ``g=``; Fossil draws a captcha per
@@ -296,10 +299,35 @@ class App:
         """The URLs under which the application itself shows a content page (path and query)."""
         raise NotImplementedError
 
+    #: kinds of resource key (``kind:page:...``) that show a content page itself, as it was or with
+    #: something above it: an earlier revision (the same page, edited: in this set each later revision
+    #: rewrites one sentence and adds a closing note) and, where the application renders the whole
+    #: revision below its diff, a diff. Their item is the page's (see :meth:`view_of`).
+    VIEWS_OF_PAGES: tuple[str, ...] = ("oldrev",)
+
+    def view_of(self, key: str) -> str | None:
+        """The content page whose view ``key`` is (its item folds into the page's: counted neither lost nor
+        as a resource of its own; an item kept of it besides the page's is a duplicate item of the page), or
+        None for a content page or a distinct resource (history list, source view, a diff of the change
+        alone, listing...)."""
+        kind, _, rest = key.partition(":")
+        name = rest.split(":", 1)[0]
+        # an imported page only: its revisions are the edits above (a start page's earlier revision, the
+        # installer's welcome text, is another text)
+        if kind not in self.VIEWS_OF_PAGES or name.lower() not in self._imported():
+            return None
+        page = next((k for k in self.content_keys() if k.lower() == f"page:{name}".lower()), None)
+        return page
+
+    def _imported(self) -> set[str]:
+        return {p.name.lower() for p in self.pages}
+
     def listing(self, view: str, body: str, title: bool = True) -> tuple[str, str]:
         """A resource the application names by no id: its view and what its content area shows (with the
-        page's title unless the view is the same whatever page it was opened from)."""
-        return view, f"{view}:{region_hash(body, self.region, title)}"
+        page's title unless the view is the same whatever page it was opened from). Two views that show the
+        same title and content area are one resource (Fossil's ``/dir`` is its ``/tree?type=flat``, its
+        ``/reportlist`` its ``/ticket``): the key does not hold the view's name."""
+        return view, f"listing:{region_hash(body, self.region, title)}"
 
 
 def _php_server(servers: Servers, docroot: str, port: int, env: dict, router: str | None = None,
@@ -317,6 +345,8 @@ class MediaWiki(App):
     region = '//div[@id="bodyContent"]'
     IP = "/usr/share/mediawiki"
     DOCROOT = "/var/lib/mediawiki"
+    #: MediaWiki renders the diff's newer revision, whole, below the diff table
+    VIEWS_OF_PAGES = ("oldrev", "diff")
 
     def conf(self) -> Path:
         return self.state / "LocalSettings.php"
@@ -391,12 +421,12 @@ class MediaWiki(App):
             return self.listing(f"special-{special}", body)
         old, new = conf.get("wgDiffOldId"), conf.get("wgDiffNewId")
         if (old is not None or new is not None) and old != new:
-            return "diff", f"diff:{old}:{new}"
+            return "diff", f"diff:{page}:{old}:{new}"
         if action == "view":  # a diff of a revision with itself shows that revision only
             if not conf.get("wgArticleId"):
                 return "missing", f"missing:{page}"
             if conf.get("wgRevisionId") != conf.get("wgCurRevisionId"):
-                return "oldrev", f"oldrev:{conf.get('wgRevisionId')}"
+                return "oldrev", f"oldrev:{page}:{conf.get('wgRevisionId')}"
             return "page", f"page:{page}"
         if action in ("edit", "submit"):  # a section's source is another resource than the page's
             return self.listing("source", body)
@@ -692,6 +722,8 @@ class Cgit(App):
                 return "raw", f"raw:{blob}"
             if view == "tree" and blob == self.blob("master", file) and file.endswith(".md") and file != "README.md":
                 return "page", f"page:{file[:-3]}"
+            if view == "tree" and file.endswith(".md") and file != "README.md":  # the page at another commit
+                return "oldrev", f"oldrev:{file[:-3]}:{blob}"
             return "oldrev", f"{view}:{blob}"
         if "html" not in ctype:
             return "raw", f"raw:{path}?{parts.query}"

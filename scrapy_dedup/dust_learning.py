@@ -58,6 +58,7 @@ add-on sets both).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -90,6 +91,8 @@ RESENT_META = "dedup_dust_resent"
 REWRITTEN_META = "dedup_dust_rewritten_from"
 #: request meta key of a request that was deferred (another form of a URL already met), then released
 DEFERRED_META = "dedup_dust_deferred"
+#: seconds between two INFO lines of what learning is doing (at most; none when nothing changed)
+PROGRESS_SECONDS = 5.0
 
 
 class _ExploringCanonicalizer:
@@ -154,6 +157,8 @@ class DustLearningMiddleware:
         crawler.signals.connect(self.response_downloaded, signal=signals.response_downloaded)
         crawler.signals.connect(self.spider_idle, signal=signals.spider_idle)
         self.fingerprinter = fingerprinter
+        self._progress_at = time.monotonic()
+        self._progress_state: tuple = ()
         #: parked requests live in this process's memory only: where the frontier must outlive it (a JOBDIR
         #: to resume from; a scheduler not Scrapy's own, e.g. a shared Redis queue whose end one process's
         #: idle does not mark) a pause or a kill would lose them, so variants are scheduled as they come
@@ -192,6 +197,7 @@ class DustLearningMiddleware:
         """The scheduler ran dry: the parked requests go to it (the dupefilter drops those a rule learned
         meanwhile gave the key of a fetched page), and the crawl goes on. So do the explorations of requests
         a learned rule dropped before their key's page was fetched (never judged then)."""
+        self._progress(force=True)
         explore = self.learner.explore_held()
         for request in explore:
             self.crawler.engine.crawl(request.replace(dont_filter=True, meta={**request.meta, RESENT_META: True}))
@@ -238,6 +244,11 @@ class DustLearningMiddleware:
                 or request.meta.get(REWRITTEN_META))
         if (request.dont_filter and not ours) or request.meta.get("verbatim_url"):
             return None
+        if ours and (request.url in self.learner.fetched or request.url in self.learner.unread):
+            # learning sends requests again past the dupefilter (a withdrawn rule's, an exploration held): never
+            # one whose URL was downloaded already, whatever key it has now
+            self.stats.inc_value("dedup/dust/refetch_refused")
+            raise IgnoreRequest(f"DUST: {request.url} was downloaded already")
         if self.learner.take_exploration(request.url):
             request.meta["dedup_dust_key"] = None
             return None
@@ -320,11 +331,13 @@ class DustLearningMiddleware:
         content, sim = self._content_of(response)
         if content is None:  # not a page, unreadable, too short, or the content index away
             return self._unread(request, response)
-        deactivated = self._judge_exploration(request.url, content, sim)
+        verdict = self.content.verdict_for_response(response) if self.judge_responses else None
+        item = verdict.cluster if verdict is not None else None  # the page at the lenient strictness
+        deactivated = self._judge_exploration(request.url, content, sim, item)
         before = self.learner.pages
         redirects = request.meta.get("redirect_urls") or ()
         activated = self.learner.record(response.url, content, sim, request_url=request.url,
-                                        redirect_urls=[u for u in redirects if isinstance(u, str)])
+                                        redirect_urls=[u for u in redirects if isinstance(u, str)], item=item)
         if deactivated:
             # mined again at once, the violating page included, so that what the wrong rule got right (a
             # narrower rule) is in force before the requests it dropped are checked again
@@ -337,7 +350,25 @@ class DustLearningMiddleware:
         self._canonical_changes()
         self.stats.set_value("dedup/dust/learned_pages", self.learner.pages)
         self._sync_stats()
+        self._progress()
         return response
+
+    def _progress(self, force: bool = False) -> None:
+        """One INFO line of what learning is doing, at most every :data:`PROGRESS_SECONDS` and only when it
+        changed (``force``: now, if it changed): so a long wait for parked requests or explorations is never
+        silent, and a busy crawl's log is not flooded."""
+        now = time.monotonic()
+        if not force and now - self._progress_at < PROGRESS_SECONDS:
+            return
+        learner, events = self.learner, self.learner.events
+        state = (learner.pages, len(learner.learned), events["deactivated"], events["loaded_withdrawn"],
+                 events["explored"], len(learner.deferral.parked), learner.held_count())
+        if state == self._progress_state:
+            return
+        self._progress_at, self._progress_state = now, state
+        logger.info("DUST learning: %d page(s) read, %d rule(s) learned in force, %d withdrawn (%d loaded), "
+                    "%d URL(s) explored, %d request(s) parked, %d held by rules", state[0], state[1], state[2],
+                    state[3], state[4], state[5], state[6])
 
     def _unread(self, request: Request, response: Response) -> Response:
         """A 2xx answer the learner cannot read: an exploration checked nothing (its values go back to its
@@ -351,7 +382,8 @@ class DustLearningMiddleware:
 
     def _sync_stats(self) -> None:
         events = self.learner.events
-        for name in ("explored", "explore_agreed", "explore_violations", "explore_abandoned", "mining_runs",
+        for name in ("explored", "explore_agreed", "explore_violations", "explore_undecided", "explore_abandoned",
+                     "mining_runs",
                      "aliases"):
             if events[name]:
                 self.stats.set_value(f"dedup/dust/{name}", events[name])
@@ -359,14 +391,14 @@ class DustLearningMiddleware:
             if events[f"canonical_{name}"]:
                 self.stats.set_value(f"dedup/dust/canonical/{name}", events[f"canonical_{name}"])
 
-    def _judge_exploration(self, url: str, content: Any, sim: int | None) -> bool:
+    def _judge_exploration(self, url: str, content: Any, sim: int | None, item: Any = None) -> bool:
         """``url``'s page, when it is an exploration, judged against its key's page; True when rules were
         deactivated (the caller mines again and sends back what they dropped)."""
         if url not in self.learner.exploring:
             return False
         deactivated = False
         loaded = self.learner.events["loaded_withdrawn"]
-        for rule in self.learner.check_explored(url, content, sim):
+        for rule in self.learner.check_explored(url, content, sim, item):
             deactivated = True
             self.stats.inc_value("dedup/dust/deactivated")
             logger.info("DUST rule deactivated: %s: %s (an explored URL, %s, holds another page)",

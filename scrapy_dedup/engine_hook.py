@@ -1,5 +1,6 @@
 """The one place that touches Scrapy's internals: "the engine is done with this request", the
-scheduler's dupefilter, the crawler's request fingerprinter, pausing and closing the spider.
+scheduler's dupefilter, the crawler's request fingerprinter, pausing and closing the spider, "the engine
+starts closing" (:func:`on_close_start`).
 
 Every such access goes through :func:`internal`, which checks that the attribute
 exists and refuses to start, naming it and who needs it, on a Scrapy version
@@ -95,6 +96,55 @@ def on_request_done(crawler: "Crawler", callback: Callable[["Request"], None], *
 
         # an instance attribute of this slot shadows the class's method (the engine calls it on the slot)
         setattr(slot, "remove_request", remove_request)  # noqa: B010
+    callbacks.append(callback)
+    return True
+
+
+_CLOSE_CALLBACKS = "_scrapy_dedup_close_callbacks"
+
+
+def on_close_start(crawler: "Crawler", callback: Callable[[str], None], *, who: str) -> bool:
+    """Call ``callback(reason)`` once when the engine starts closing the spider, whatever closes it (the end
+    of the requests, a ``CLOSESPIDER_*`` limit, a shutdown signal, a component of ours), before the engine
+    stops taking requests and while the item pipelines are still open; False without an engine.
+
+    Scrapy sends no signal at that moment (``spider_closed`` comes after the pipelines are closed): the
+    engine's close method (``close_spider_async``, Scrapy >= 2.14; ``close_spider`` before) is wrapped
+    once per engine. A callback that raises is logged and does not stop the close.
+    """
+    engine = internal(crawler, "engine", who=who)
+    if engine is None:
+        return False
+    name = "close_spider_async" if hasattr(engine, "close_spider_async") else "close_spider"
+    close = internal(crawler, f"engine.{name}", who=who)
+    callbacks: list[Callable[[str], None]] | None = getattr(engine, _CLOSE_CALLBACKS, None)
+    if callbacks is None:
+        callbacks = []
+        setattr(engine, _CLOSE_CALLBACKS, callbacks)
+        started: list[bool] = []
+
+        def run(reason: str) -> None:
+            if started or getattr(getattr(engine, "_slot", None), "closing", None) is not None:
+                return  # closing already (a second caller waits for the first close)
+            started.append(True)
+            for closing in callbacks:
+                try:
+                    closing(reason)
+                except Exception:  # ours must never stop the engine from closing
+                    logger.exception("Error in a close-start callback (reason %s)", reason)
+
+        if name == "close_spider_async":
+            async def close_spider_async(*, reason: str = "cancelled") -> None:
+                run(reason)
+                await close(reason=reason)
+
+            setattr(engine, name, close_spider_async)
+        else:  # Scrapy 2.13
+            def close_spider(spider: Any, reason: str = "cancelled") -> Any:
+                run(reason)
+                return close(spider, reason)
+
+            setattr(engine, name, close_spider)
     callbacks.append(callback)
     return True
 

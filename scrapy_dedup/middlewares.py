@@ -30,18 +30,20 @@ from typing import TYPE_CHECKING, Any
 from itemadapter import ItemAdapter
 from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.representative import url_preference
+from scrapy_dedup.engine_hook import internal, on_close_start
 from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
 from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
 from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
 from scrapy_dedup.url.canonical import Canonicalizer, safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
-from scrapy_dedup.url.views import is_view
+from scrapy_dedup.url.views import is_view, names_other_resource
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -97,6 +99,7 @@ class ContentFingerprintMiddleware:
             crawler.signals.connect(self._item_error, signal=signals.item_error)
             crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
             crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+            crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
 
     @classmethod
     def from_crawler(cls, crawler: "Crawler") -> "Self":
@@ -170,6 +173,17 @@ class ContentFingerprintMiddleware:
         assert self.keeper is not None and self.decide is not None
         url = verdict.url
         refetch = verdict.kept_url == url
+        if refetch and not getattr(response.request, "dont_filter", True) and self.keeper.stored_here(cluster):
+            # the same URL fetched again by a request that asked for no refetch (a link back to a start URL:
+            # Scrapy's start requests skip the dupefilter, so the link passes it) after an item of its cluster
+            # was stored in this process: a duplicate, known to be one (judged as one another request fetched:
+            # DuplicateAction keeps a refetch because it cannot know; a dont_filter request keeps its item)
+            self.stats.inc_value("dedup/items/refetch_dropped")
+            try:
+                return self.decide.apply(item, replace(verdict, same_request=False))
+            except DuplicateItem as exc:
+                self._dropped(item, exc, response)
+                return None
         if refetch and self.keeper.has_item(cluster):
             # kept as before (DuplicateAction: whether the first fetch's items were stored is unknown), unless
             # this crawl knows the first fetch yielded none and another member's items passed instead
@@ -179,11 +193,18 @@ class ContentFingerprintMiddleware:
             except DuplicateItem as exc:
                 self._dropped(item, exc, response)
                 return None
+        if verdict.kept_url and names_other_resource(url, verdict.kept_url):
+            # another resource of the page it matched (its source, its history): an item of its own, outside the
+            # cluster's bookkeeping (url/views.py)
+            self.stats.inc_value("dedup/items/other_resource_kept")
+            return item
         view = is_view(url) and not refetch  # (a refetch is kept in every mode: never held)
         outcome = self.keeper.offer(cluster, url, (view, *url_preference(url)), view, item, verdict, _size_of(item))
         self._cluster_of_response[response] = cluster
         self._carry_out(outcome, response)
         if outcome.action is Action.PASS:
+            if self.keeper.closing and (view or verdict.is_duplicate):  # it could have been held: the crawl closes
+                self.stats.inc_value("dedup/items/released_at_close")
             if verdict.is_duplicate:  # its cluster has no item (yet): this page's is it
                 self.stats.inc_value("dedup/items/cluster_had_no_item")
             return item
@@ -267,8 +288,35 @@ class ContentFingerprintMiddleware:
         self._carry_out(outcome, None)
         raise DontCloseSpider
 
+    def _spider_opened(self) -> None:
+        on_close_start(self.crawler, self._closing, who="The item keeper (drop mode)")
+
+    def _closing(self, reason: str) -> None:
+        """The crawl closes otherwise than by running out of requests (a ``CLOSESPIDER_*`` limit, a shutdown
+        signal): no ``spider_idle`` will come, so what is held goes to the item pipelines now, straight (the
+        engine takes no more requests; the spider middlewares after this one do not see these items), and
+        the pages still in flight hold nothing (``ItemKeeper.release_all(closing=True)``)."""
+        assert self.keeper is not None
+        outcome = self.keeper.release_all(closing=True)
+        if not outcome.release:
+            return
+        scraper = internal(self.crawler, "engine.scraper", who="The item keeper (drop mode)")
+        start = getattr(scraper, "start_itemproc_async", None)  # Scrapy >= 2.14
+        items = [held.item for group in outcome.release for held in group.items]
+        self.stats.inc_value("dedup/items/released", len(items))
+        self.stats.inc_value("dedup/items/released_at_close", len(items))
+        for item in items:
+            if start is not None:
+                deferred_from_coro(start(item, response=None))
+            else:  # Scrapy 2.13
+                scraper.start_itemproc(item, response=None)
+
     def _spider_closed(self, reason: str = "") -> None:
         assert self.keeper is not None
+        released = self.stats.get_value("dedup/items/released_at_close", 0)
+        if released:
+            logger.info("Released %d held items as the crawl closed (%s) before its end: the page each was a view "
+                        "of never came (dedup/items/released_at_close)", released, reason)
         if self.keeper.held_items:
             self.stats.set_value("dedup/items/unreleased_at_close", self.keeper.held_items)
             logger.warning("%d held items were not released: the crawl closed (%s) before its end, when they "

@@ -13,6 +13,8 @@ from pytest_twisted import inlineCallbacks
 from scrapy.exceptions import DropItem
 from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import CrawlSpider, Rule
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import reactor
 
 from tests.contentsite import edited_text, product_text, template
 from tests.support.crawl import run_crawl
@@ -168,14 +170,139 @@ def test_held_items_over_the_bound_are_released_at_once():
     assert crawler.stats.get_value("dedup/items/released_over_bound") == 1
 
 
+def home_and_page(host: str, path: str) -> Page | None:
+    """A start page and a page that links back to it."""
+    if path == "/":
+        return Page(template(product_text(1) + " <a href='/a'>a</a>", title="Home"))
+    if path == "/a":
+        return Page(template(product_text(2) + " <a href='/'>home</a>", title="A"))
+    return None
+
+
+class LinkSpider(scrapy.Spider):
+    """Scrapy's own start request (``dont_filter``: a link back to it is fetched again) and every link."""
+
+    name = "links"
+
+    def __init__(self, base: str, **kwargs):
+        super().__init__(**kwargs)
+        self.start_urls = [base + "/"]
+
+    def parse(self, response):
+        yield {"url": response.url}
+        yield from response.follow_all(css="a")
+
+
 @inlineCallbacks
-def test_a_crawl_closed_before_its_end_counts_and_logs_what_it_still_held(caplog):
-    settings = {**ADDON, "CLOSESPIDER_PAGECOUNT": 1}  # closed after the diff, so no spider_idle: nothing released
+def test_a_start_page_fetched_again_through_a_link_keeps_one_item():
+    with LocalSite(home_and_page) as site:
+        crawler = yield run_crawl(LinkSpider, ADDON, base=site.url("wiki.test", ""))
+    assert site.hits[("wiki.test", "/")] == 2  # the start request is not in the dupefilter: fetched again
+    assert urls_of(crawler, site) == ["/", "/a"]  # its item stored once: the link's fetch is a known duplicate
+    stats = crawler.stats.get_stats()
+    assert stats["dedup/items/refetch_dropped"] == 1 and "dedup/items/refetch_kept" not in stats
+
+
+SOURCE = "/index.php?title=Harbor&action=edit"
+
+
+def wiki_with_source(host: str, path: str) -> Page | None:
+    """The wiki above, and its article's source view: the article's words as markup in a text area."""
+    if path == SOURCE:
+        markup = "== Harbor ==\n" + product_text(1)
+        return Page(template(f"<form method='post'><textarea name='text'>{markup}</textarea></form>",
+                             title="Editing Harbor"))
+    return wiki(host, path)
+
+
+@pytest.mark.parametrize("order", [[ARTICLE, SOURCE], [SOURCE, ARTICLE], [DIFF, SOURCE, ARTICLE]])
+@inlineCallbacks
+def test_a_source_view_near_its_article_keeps_its_own_item(order):
+    # the content engine takes the source for the article's near duplicate (the same words, a title that only
+    # adds one): still, it is another resource of the page (action=edit), with an item of its own
+    with LocalSite(wiki_with_source) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=order)
+    assert crawler.stats.get_value("dedup/content/redundant", 0) >= 1  # (judged one page: the keeper's case)
+    assert urls_of(crawler, site) == sorted([ARTICLE, SOURCE])
+    if DIFF not in order:  # (after the diff, the source is another cluster's first page)
+        assert crawler.stats.get_value("dedup/items/other_resource_kept") == 1
+
+
+COMMIT = "b13b61ab3f96dcc7558f08940806ddab61d3fed5"
+FILE, PLAIN, AT_COMMIT = "/cgit/docs/tree/a.md", "/cgit/docs/plain/a.md", f"/cgit/docs/tree/a.md?id={COMMIT}"
+
+
+def git_viewer(host: str, path: str) -> Page | None:
+    """A git web viewer's file page, the same file at an earlier commit (one word edited), and its raw text."""
+    if path == FILE:
+        return Page(template(product_text(1), title="a.md - docs"))
+    if path == AT_COMMIT:
+        return Page(template(edited_text(1), title="a.md - docs"))
+    if path == PLAIN:
+        return Page(product_text(1), content_type="text/plain; charset=utf-8")
+    return None
+
+
+class HtmlItemSpider(OrderedSpider):
+    """An item per HTML page only (a text/plain response yields none), as a link-following spider does."""
+
+    name = "html_items"
+
+    def parse(self, response, step):
+        for obj in super().parse(response, step):
+            if isinstance(obj, dict) and not isinstance(response, scrapy.http.HtmlResponse):
+                continue
+            yield obj
+
+
+@inlineCallbacks
+def test_a_file_at_a_commit_and_its_raw_text_fetched_first_leave_the_file_page_its_item():
+    # the commit-pinned page is a view (held); the raw text, kept first of the cluster's plain members, yields no
+    # item: the file's own page, fetched last, keeps the cluster's item under its URL
+    with LocalSite(git_viewer) as site:
+        crawler = yield run_crawl(HtmlItemSpider, ADDON, base=site.url("wiki.test", ""),
+                                  paths=[AT_COMMIT, PLAIN, FILE])
+    assert all(site.hits[("wiki.test", path)] == 1 for path in (AT_COMMIT, PLAIN, FILE))
+    assert urls_of(crawler, site) == [FILE]
+    assert crawler.stats.get_value("dedup/items/superseded") == 1
+
+
+class StoppedSpider(OrderedSpider):
+    """Asks the crawler to stop (what Scrapy does on SIGINT or SIGTERM) once it has fetched ``stop_after``."""
+
+    name = "stopped"
+
+    def __init__(self, stop_after: str, **kwargs):
+        super().__init__(**kwargs)
+        self.stop_after = stop_after
+
+    def parse(self, response, step):
+        if not response.url.endswith(self.stop_after):
+            yield from super().parse(response, step)
+            return
+        yield {"url": response.url}
+        stop_async = getattr(self.crawler, "stop_async", None)  # Scrapy >= 2.14
+        # from the reactor, as Scrapy's signal handler does
+        reactor.callLater(0, lambda: deferred_from_coro(stop_async()) if stop_async else self.crawler.stop())
+
+
+@pytest.mark.parametrize("how", ["closespider_pagecount", "shutdown"])
+@inlineCallbacks
+def test_a_crawl_closed_before_its_end_releases_what_it_still_held(how, caplog):
+    # closed after the diff (no spider_idle comes): its item goes to the pipelines as the crawl closes
+    caplog.set_level(logging.INFO, logger="scrapy_dedup.middlewares")
     with LocalSite(wiki) as site:
-        crawler = yield run_crawl(OrderedSpider, settings, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
-    assert crawler.items == []
-    assert crawler.stats.get_value("dedup/items/unreleased_at_close") == 1
-    assert any("1 held items were not released" in r.getMessage() and r.levelname == "WARNING"
+        if how == "shutdown":
+            crawler = yield run_crawl(StoppedSpider, ADDON, base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE],
+                                      stop_after=DIFF)
+        else:
+            crawler = yield run_crawl(OrderedSpider, {**ADDON, "CLOSESPIDER_PAGECOUNT": 1},
+                                      base=site.url("wiki.test", ""), paths=[DIFF, ARTICLE])
+    assert crawler.stats.get_value("finish_reason") == how
+    assert urls_of(crawler, site) == [DIFF]  # the cluster's one item, not lost
+    assert crawler.stats.get_value("dedup/items/released_at_close") == 1
+    assert crawler.stats.get_value("dedup/items/unreleased_at_close") is None
+    assert any(f"Released 1 held items as the crawl closed ({how})" in r.getMessage()
                for r in caplog.records)
 
 

@@ -287,7 +287,29 @@ def test_redirects_become_rules_where_a_rule_explains_them_else_aliases(tmp_path
     # the redirect_urls of a page record are the same evidence
     page = _page("/shoes/new-one", "/shoes/new-one", rng)
     page["redirect_urls"] = [f"http://{H}/item.php?id=9"]
-    assert mine_logs([_write(tmp_path, [page], "one.jsonl")]).rules.aliases[H] == {"/item.php?id=9": "/shoes/new-one"}
+    # seen once, from a URL whose name is not in its target, and alone of its form: no evidence it is stable
+    assert H not in mine_logs([_write(tmp_path, [page], "one.jsonl")]).rules.aliases
+    # seen twice to the same target (two crawls' logs): stable
+    assert mine_logs([_write(tmp_path, [page], "one.jsonl"), _write(tmp_path, [page], "two.jsonl")]
+                     ).rules.aliases[H] == {"/item.php?id=9": "/shoes/new-one"}
+
+
+def test_an_unstable_redirect_is_no_alias_and_no_evidence(tmp_path):
+    """``Special:Random`` answers a redirect to another page each time: it names no page, so it gets no alias
+    (seen twice with two targets, or once: nothing says it is stable), while a redirect whose target carries
+    the source's name (``?title=Foo`` -> ``/wiki/Foo``) is aliased from one sighting."""
+    rng = random.Random(8)
+    lines = [_page(f"/wiki/P{i}", f"/wiki/P{i}", rng) for i in range(4)]
+    lines.append({"request_url": f"http://{H}/wiki/Special:Random", "url": f"http://{H}/wiki/P1", "kind": "redirect"})
+    lines.append({"request_url": f"http://{H}/w/index.php?title=P2", "url": f"http://{H}/wiki/P2",
+                  "kind": "redirect"})
+    once = mine_logs([_write(tmp_path, lines, "once.jsonl")])
+    assert once.rules.aliases[H] == {"/w/index.php?title=P2": "/wiki/P2"}
+    assert once.hosts[H].unstable_redirects == 1
+    again = [{"request_url": f"http://{H}/wiki/Special:Random", "url": f"http://{H}/wiki/P3", "kind": "redirect"}]
+    twice = mine_logs([_write(tmp_path, lines, "once.jsonl"), _write(tmp_path, again, "again.jsonl")])
+    assert "/wiki/Special:Random" not in twice.rules.aliases[H]
+    assert twice.stats["unstable_redirects"] == 1
 
 
 def test_verbose_says_per_host_what_was_considered_and_why_nothing_was_kept(tmp_path, capsys):

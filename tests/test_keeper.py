@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from scrapy_dedup.content.keeper import Action, ItemKeeper
-from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view
+from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource
 
 
 def rank(url: str) -> tuple:
@@ -159,6 +159,7 @@ def test_bounds_are_checked():
     ("https://w.test/index.php?title=Harbor&action=render", True),
     ("https://w.test/index.php?title=Harbor&action=history", False),  # a page of its own
     ("https://w.test/index.php?title=Harbor&action=edit", False),
+    ("https://w.test/index.php?title=Harbor&action=edit&section=1", False),
     ("https://d.test/doku.php?id=start&rev=1690000000", True),
     ("https://d.test/doku.php?id=start&do=diff", True),
     ("https://d.test/doku.php?id=start&do=revisions", False),
@@ -167,6 +168,11 @@ def test_bounds_are_checked():
     ("https://b.test/post/?replytocom=4", True),
     ("https://b.test/post/", False),
     ("https://b.test/post/?print", True),
+    ("https://g.test/cgit.cgi/docs/tree/a.md?id=b13b61ab3f96dcc7558f08940806ddab61d3fed5", True),  # a commit
+    ("https://g.test/cgit.cgi/docs/tree/a.md?id=master", False),  # a branch: what it shows now
+    ("https://d.test/doku.php?id=b13b61ab3f96dcc7558f08940806ddab61d3fed5", True),  # (a page named so: held only)
+    ("https://d.test/doku.php?id=start", False),  # DokuWiki's page id
+    ("https://g.test/gitweb.cgi?p=a.git&a=blob&f=a.md&hb=" + "ab" * 32, True),
     ("http://[::1", False),  # unparsable: no view, no error
 ])
 def test_is_view(url, view):
@@ -178,6 +184,7 @@ def test_the_view_table_is_literal_and_unique():
     assert len(names) == len(set(names))
     assert all(p.name == p.name.lower() and p.software and p.shows for p in VIEW_PARAMETERS)
     assert all(p.values is None or all(v == v.lower() for v in p.values) for p in VIEW_PARAMETERS)
+    assert all(p.values is None or p.pattern is None for p in VIEW_PARAMETERS)
 
 
 def test_a_fallback_released_over_the_bound_leaves_the_passing_page_passing():
@@ -188,3 +195,39 @@ def test_a_fallback_released_over_the_bound_leaves_the_passing_page_passing():
     outcome = keeper.offer("/a", "/b", rank("/b"), False, "b")  # held as the fallback, released at once
     assert outcome.action is Action.HOLD and [h.item for g in outcome.release for h in g.items] == ["b"]
     assert keeper.offer("/a", "/a", rank("/a"), False, "a2").action is Action.PASS  # /a still yields
+
+
+def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_after():
+    crawl = Crawl()
+    assert crawl.page(DIFF, DIFF, first=True) == [Action.HOLD]
+    crawl.carry_out(crawl.keeper.release_all(closing=True))
+    assert crawl.released == [DIFF] and crawl.keeper.held_items == 0
+    # pages still in flight as the crawl closes: nothing held would ever be released, so nothing is held
+    assert crawl.page(OLD, OLD, first=True) == [Action.PASS]  # a view, alone in its cluster
+    assert crawl.page(DIFF, ARTICLE) == [Action.PASS]  # the fallback behind the released diff's item in flight
+    crawl.carry_out(crawl.keeper.scraped(DIFF))
+    assert crawl.page(DIFF, "/w?title=A&printable=yes") == [Action.DROP]  # the cluster has its item
+    assert crawl.keeper.held_items == 0
+
+
+@pytest.mark.parametrize("url,other,differ", [
+    ("https://w.test/index.php?title=Harbor&action=edit", "https://w.test/index.php?title=Harbor", True),
+    ("https://w.test/index.php?title=Harbor&action=history", "https://w.test/index.php?title=Harbor&action=edit",
+     True),
+    ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&action=edit",
+     True),  # a section's source
+    ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&section=2",
+     True),
+    ("https://w.test/index.php?title=Harbor&action=edit&section=2", "https://w.test/index.php?title=Harbor&action=Edit"
+     "&section=2", False),
+    ("https://w.test/index.php?title=Harbor&diff=2&oldid=1", "https://w.test/index.php?title=Harbor", False),  # a view
+    ("https://w.test/index.php?title=Harbor&action=render", "https://w.test/index.php?title=Harbor", False),  # a view
+    ("https://d.test/doku.php?id=start&do=edit", "https://d.test/doku.php?id=start", True),
+    ("https://d.test/doku.php?id=start&do=", "https://d.test/doku.php?id=start", False),  # empty: the page
+    ("https://d.test/doku.php?id=start&DO=Edit", "https://d.test/doku.php?id=start&do=edit", False),
+    ("https://b.test/post/", "https://b.test/post/?utm_source=x", False),
+    ("http://[::1", "https://b.test/", False),
+])
+def test_names_other_resource(url, other, differ):
+    assert names_other_resource(url, other) is differ
+    assert names_other_resource(other, url) is differ

@@ -8,7 +8,8 @@ is dropped as a duplicate. Two guarantees:
   an old revision, a printable version: the caller says which, with a rank, smaller is
   better) does not pass while its cluster has no item: its items are held until a member
   that is no view arrives (its items pass, the view's are dropped as its duplicates) or
-  the crawl ends (released then). Of several views only the best-ranked is held.
+  the crawl ends (released then; a crawl that closes before its end releases them as it starts closing,
+  and from then on holds nothing). Of several views only the best-ranked is held.
 - **A cluster never ends with no item.** While the items of the member that passed have
   not yet been through every item pipeline (the caller reports :meth:`scraped` /
   :meth:`dropped` for each), a later member's items are held as the cluster's fallback,
@@ -22,7 +23,8 @@ longest is released at once (:attr:`overflowed` counts them); such a released vi
 stays its cluster's item. Memory beyond what is held: one entry per cluster with a page
 whose items are in flight (gone once one is scraped), and one per cluster whose first page
 yielded no item (a crawl's link-only pages), with the URL of the member whose items passed
-instead once one has (:meth:`adopted_by`).
+instead once one has (:meth:`adopted_by`), and the id of each cluster an item of which went through
+every pipeline (:meth:`stored_here`: one per kept page, as the content index holds).
 
 Pure Python, no Scrapy: the Scrapy layer (``middlewares.py``) feeds it and carries out
 what it returns. Not thread-safe: Scrapy calls it from its one reactor thread.
@@ -111,6 +113,10 @@ class ItemKeeper:
         self._seq = itertools.count()
         #: items released early to keep the bound
         self.overflowed = 0
+        #: the crawl is closing (:meth:`release_all` called with ``closing``): no view waits any more
+        self.closing = False
+        #: clusters an item of which went through every pipeline in this process (:meth:`stored_here`)
+        self._stored_here: set[Hashable] = set()
 
     @property
     def held_items(self) -> int:
@@ -132,6 +138,12 @@ class ItemKeeper:
         """Whether an item of ``cluster`` passed on (in flight, or through every pipeline)."""
         state = self._clusters.get(cluster)
         return state is None or state.scraped or state.passed is not None
+
+    def stored_here(self, cluster: Hashable) -> bool:
+        """Whether an item of ``cluster`` went through every item pipeline in this process: a caller that keeps
+        the items of a page fetched again (whether its first fetch's were stored being unknown after a resume)
+        knows here that they were."""
+        return cluster in self._stored_here
 
     def adopted_by(self, cluster: Hashable) -> str | None:
         """The member whose items passed for ``cluster`` when its first page had yielded none (else None): a
@@ -165,6 +177,12 @@ class ItemKeeper:
         if state.scraped:
             return Outcome(Action.DROP)
         outcome = Outcome(Action.HOLD)
+        if self.closing:  # nothing held now would be released: it passes (a fallback may so be a duplicate)
+            outcome.action = Action.PASS
+            state.in_flight += 1
+            if state.passed is None:
+                state.passed, state.passed_payload = url, payload
+            return outcome
         if state.passed is None and not view:
             outcome.action = Action.PASS
             state.passed, state.passed_payload = url, payload
@@ -198,6 +216,7 @@ class ItemKeeper:
             return Outcome()
         state.in_flight = max(0, state.in_flight - 1)
         state.scraped = True
+        self._stored_here.add(cluster)
         outcome = Outcome()
         if state.held is not None:
             held = state.held
@@ -216,8 +235,12 @@ class ItemKeeper:
         state.in_flight = max(0, state.in_flight - 1)
         return self._settle(cluster, state)
 
-    def release_all(self) -> Outcome:
-        """The crawl's end: every group still held is released (a cluster with an item has none held)."""
+    def release_all(self, closing: bool = False) -> Outcome:
+        """The crawl's end: every group still held is released (a cluster with an item has none held).
+        ``closing``: the crawl closes before its end (its pages in flight still yield items): from now on
+        nothing is held, since nothing would release it: an item that would be passes (a view's, or a
+        fallback's, which may then be a duplicate of an item in flight that a later pipeline keeps)."""
+        self.closing = self.closing or closing
         outcome = Outcome()
         for cluster in list(self._held):
             state = self._clusters[cluster]

@@ -52,7 +52,8 @@ MAX_ALIASES = 10_000
 MAX_FILE_BYTES = 16 * 2**20
 
 RULE_KINDS: tuple[str, ...] = (
-    "drop_pathparam", "drop_segment", "case_insensitive", "drop_param", "default_param", "query_to_path", "substitute",
+    "drop_pathparam", "drop_segment", "case_insensitive", "drop_param", "default_param", "drop_param_when",
+    "query_to_path", "substitute",
 )
 
 #: value shapes a ``query_to_path`` rule may capture; none can contain ``?``, ``#``, ``%`` or ``..``;
@@ -183,6 +184,8 @@ class DustRule:
     shape: str = ""
     #: ``drop_segment`` only: a literal segment before the token, dropped with it (``/s/<token>/``)
     lead: str = ""
+    #: ``drop_param_when`` only: the context, another parameter with its value (``do=recent``), literal
+    when: str = ""
     support: int = 0
     support_pages: int = 0
     violations: int = 0
@@ -252,12 +255,18 @@ class DustRule:
 
     def check(self) -> None:
         """Raise ``ValueError`` if the rule cannot be applied safely (would not terminate, or is void)."""
-        if self.kind in ("drop_param", "default_param", "drop_segment", "drop_pathparam") or self.prefix != "/":
+        if self.kind in ("drop_param", "default_param", "drop_segment", "drop_pathparam", "drop_param_when") \
+                or self.prefix != "/":
             if not self.prefix.startswith("/"):
                 raise ValueError(f"prefix must start with '/', got {self.prefix!r}")
-        if self.kind in ("drop_param", "default_param", "query_to_path"):
+        if self.kind in ("drop_param", "default_param", "query_to_path", "drop_param_when"):
             if not self.param or any(c in self.param for c in "&=#?"):
                 raise ValueError(f"param must be a query parameter name, got {self.param!r}")
+        if self.kind == "drop_param_when":
+            name, eq, value = self.when.partition("=")
+            if not eq or not name or any(c in self.when for c in "&#?") or name == self.param:
+                raise ValueError(f"when must be another query parameter with its value ('do=recent'), "
+                                 f"got {self.when!r}")
         if self.kind == "drop_pathparam" and (not self.param or any(c in self.param for c in ";=/?#&%")):
             raise ValueError(f"param must be a path parameter name, got {self.param!r}")
         if self.kind == "query_to_path":
@@ -300,12 +309,13 @@ class DustRule:
     def key(self) -> tuple:
         """Identity of the rule regardless of its evidence."""
         return (self.kind, self.param, self.value, self.prefix, self.path, self.to, self.from_, self.anchor,
-                self.shape, self.lead)
+                self.shape, self.lead, self.when)
 
 
 _DESCRIPTIONS = {
     "drop_param": "drop ?{rule.param}= under {rule.prefix}",
     "default_param": "?{rule.param}={rule.value} is the default under {rule.prefix}",
+    "drop_param_when": "drop ?{rule.param}= when ?{rule.when} under {rule.prefix}",
     "substitute": "path {rule.anchor} {rule.from_!r} -> {rule.to!r}",
     "drop_segment": "drop path segment {rule.shape} under {rule.prefix}",
     "drop_pathparam": "drop path parameter ;{rule.param}= under {rule.prefix}",
@@ -322,6 +332,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "case_insensitive": (),
     "drop_param": ("param", "prefix"),
     "default_param": ("param", "value", "prefix"),
+    "drop_param_when": ("param", "when", "prefix"),
     "query_to_path": ("path", "param", "value", "to"),
     "substitute": ("anchor", "from_", "to"),
 }
@@ -336,7 +347,7 @@ class HostRules:
     __slots__ = ("host", "rules", "_segments", "_segment_match", "_segment_search", "_segment_prefixes",
                  "_lowercase", "_params", "_q2p", "_heads", "_tails", "_param_search",
                  "_head_match", "_tail_match", "_root_sub", "_root_alternatives", "_narrow", "apply", "changes",
-                 "_once", "aliases", "_pathparams", "alias_of", "_lead_drops")
+                 "_once", "aliases", "_pathparams", "alias_of", "_lead_drops", "_contexts")
 
     def __init__(self, host: str, rules: Sequence[DustRule], aliases: Mapping[str, str] | None = None):
         self.host = host
@@ -368,6 +379,11 @@ class HostRules:
                 self._params.setdefault(r.param, []).append((r.prefix, None))
             elif r.kind == "default_param":
                 self._params.setdefault(r.param, []).append((r.prefix, r.value))
+        # context rules: parameter -> [(prefix, "name=value" of the context)]
+        self._contexts: dict[str, list[tuple[str, str]]] = {}
+        for r in rules:
+            if r.kind == "drop_param_when":
+                self._contexts.setdefault(r.param, []).append((r.prefix, r.when))
         # path -> [(param, compiled value shape, template head, template tail)]
         self._q2p: dict[str, list[tuple[str, Any, str, str]]] = {}
         for r in rules:
@@ -437,6 +453,10 @@ class HostRules:
         param_gate = (re.compile(f"&(?:(?:{root_alternatives})(?=&|$)|{narrow_alternative})").search
                       if alternatives and narrow else
                       re.compile(f"&{narrow_alternative}").search if narrow else None)
+        # context rules: the gate looks for a context ("&do=recent") in "&" + query; rare, so cheap
+        contexts = self._contexts
+        context_gate = (re.compile(f"&(?:{_trie_pattern({w for rs in contexts.values() for _, w in rs})})(?=&|$)")
+                        .search if contexts else None)
         # query_to_path: path -> [(param, "param=", value matcher, template head, template tail)]; a rule
         # needs its parameter with a value, so the gate looks for "&param=" in "&" + query
         q2p = {path: [(c[0], c[0] + "=", *c[1:]) for c in cands] for path, cands in self._q2p.items()} or None
@@ -486,6 +506,13 @@ class HostRules:
                             continue
                         kept_parts.append(part)
                     query = "&".join(kept_parts)
+                if context_gate is not None and query and context_gate("&" + query) is not None:
+                    parts = query.split("&")
+                    present = set(parts)
+                    kept_parts = [part for part in parts if not any(
+                        when in present and _under(path, prefix)
+                        for prefix, when in contexts.get(part.partition("=")[0], ()))]
+                    query = "&".join(kept_parts)
                 if q2p is not None and query:
                     candidates = q2p.get(path)
                     if candidates:
@@ -529,6 +556,8 @@ class HostRules:
                     hit = param_gate(amp_query) is not None  # type: ignore[misc]
                 else:
                     hit = root_gate is not None and root_gate(amp_query) is not None
+                if not hit and context_gate is not None:
+                    hit = context_gate(amp_query) is not None
                 if not hit:
                     keys = q2p_keys.get(path) if q2p_keys is not None else None
                     if keys is None:

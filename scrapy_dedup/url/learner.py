@@ -98,6 +98,8 @@ class OnlineDustLearner:
         #: requests of deactivated rules to send again (the caller takes them)
         self.resend: list[Any] = []
         self.events: Counter = Counter()
+        #: a page (``content`` as recorded) -> its page at the item-level strictness, when the crawl said
+        self.item_of: dict[Any, Any] = {}
         #: rel="canonical" declarations, trusted per host once fetched pairs confirm them
         self.canonicals = DeclaredCanonicals(self.miner, self.config, self.events)
         #: requests for other forms of URLs already met, held back until the crawl runs dry
@@ -119,14 +121,17 @@ class OnlineDustLearner:
     # --- feeding ---
 
     def record(self, url: str, content: str | int, simhash: int | None = None, *, request_url: str | None = None,
-               redirect_urls: Iterable[str] = ()) -> list[RuleValidation]:
+               redirect_urls: Iterable[str] = (), item: Any = None) -> list[RuleValidation]:
         """A page was fetched: remember it, mine every ``every`` pages; returns the rules activated now.
 
         ``content`` names the page: the content engine's cluster (exact and verified near duplicates share
         it, so sameness is the crawl's own verdict) with ``simhash`` None; or, where the crawl does not
         judge responses, an exact hash with the page's ``simhash`` (near within ``config.hamming`` bits).
         ``redirect_urls`` (and a ``request_url`` other than ``url``) led to this page: they served it too.
+        ``item``: the page at the judge's lenient, item-level strictness (its cluster), when the crawl judged it.
         """
+        if item is not None:
+            self.item_of.setdefault(content, item)
         self.pages += 1
         self._since_mining += 1
         sources = [u for u in redirect_urls if u != url]
@@ -488,6 +493,10 @@ class OnlineDustLearner:
         together = HostRules(host, [single.rules[0] for _, single in learned])
         return [ident for ident, _ in learned] if together.fired(path, query) else []
 
+    def held_count(self) -> int:
+        """Requests the learned rules made the crawl drop, kept to send again should a rule be withdrawn."""
+        return sum(map(len, self._held.values()))
+
     def explore_held(self) -> list[Any]:
         """Held requests (:meth:`hold`) no exploration decision was taken for, judged now: a request dropped while
         its key's page was only being fetched (in flight, or queued under another URL) met no fetched key
@@ -609,9 +618,14 @@ class OnlineDustLearner:
                 innocent.add(ident)
         return (fired - innocent) or fired
 
-    def check_explored(self, url: str, exact: Any, simhash: int | None) -> list[DustRule]:
+    def check_explored(self, url: str, exact: Any, simhash: int | None, item: Any = None) -> list[DustRule]:
         """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
-        but those proven innocent (:meth:`_to_blame`)."""
+        but those proven innocent (:meth:`_to_blame`).
+
+        Different at the URL-level strictness but one page at the lenient, item-level one (``item``, the
+        judge's cluster, the same as its key's page's): the site's own noise (a per-fetch footer, a date the
+        whole text differs by), no proof the rule merged two pages; counted (``explore_undecided``), and the
+        rule stays. Only a page the judge tells apart at both strictnesses withdraws it."""
         key = self.exploring.get(url)
         if key is None:
             return []
@@ -623,6 +637,9 @@ class OnlineDustLearner:
         self._explore_checks.pop(url, None)
         if _same_content(known, (exact, simhash), self.config.hamming):
             self.events["explore_agreed"] += 1
+            return []
+        if item is not None and self.item_of.get(known[0]) == item:
+            self.events["explore_undecided"] += 1
             return []
         self.events["explore_violations"] += 1
         parts = self.miner.split_url(url)
@@ -800,7 +817,7 @@ def _param_value(klass: tuple, query: str) -> str | None:
 #: the rule kinds of a query parameter
 _PARAM_KINDS = ("drop_param", "default_param")
 #: the rule kinds that drop a value (:func:`_dropped_value`), explored per value
-_VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment")
+_VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment", "drop_param_when")
 
 
 class _Budget:
@@ -827,7 +844,7 @@ def _value_class(value: str | None) -> str | None:
 def _dropped_value(rule: DustRule, path: str, query: str) -> str | None:
     """The value ``rule`` drops from this URL (a query or path parameter's, a path segment's), None for other
     kinds."""
-    if rule.kind == "drop_param":
+    if rule.kind in ("drop_param", "drop_param_when"):
         for part in query.split("&") if query else ():
             name, _, value = part.partition("=")
             if name == rule.param:
