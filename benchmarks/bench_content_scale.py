@@ -130,12 +130,12 @@ def _servers(kind: str) -> list[Any]:
 
 
 def _open(kind: str, nodes: list[Any]) -> Any:
-    from scrapy_dedup.content.redis_index import RedisContentStore
+    from scrapy_dedup.content.stores import open_redis_store
 
     url = f"redis://127.0.0.1:{nodes[0].port}/0"
     if kind == "one":
-        return RedisContentStore.from_url(url, "bench:content")
-    return RedisContentStore.from_url(url, "bench:content", params={"redis_cls": "redis.cluster.RedisCluster"})
+        return open_redis_store(url, "bench:content")
+    return open_redis_store(url, "bench:content", params={"redis_cls": "redis.cluster.RedisCluster"})
 
 
 def _used_memory(nodes: list[Any]) -> int:
@@ -204,11 +204,11 @@ def measure_redis(args: argparse.Namespace) -> dict[str, Any]:
 
 def _throughput_worker(kind: str, ports: list[int], worker: int, n: int, exact: float, near: float,
                        barrier: Any, results: Any) -> None:
-    from scrapy_dedup.content.redis_index import RedisContentStore
+    from scrapy_dedup.content.stores import open_redis_store
 
     url = f"redis://127.0.0.1:{ports[0]}/0"
     params = {"redis_cls": "redis.cluster.RedisCluster"} if kind == "cluster" else None
-    store = RedisContentStore.from_url(url, "bench:content", params=params)
+    store = open_redis_store(url, "bench:content", params=params)
     work = list(pages(n, 100 + worker // 2, exact, near))  # processes 0 and 1 (2 and 3) get the same pages
     barrier.wait()
     t0 = time.perf_counter()

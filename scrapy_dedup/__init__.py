@@ -24,7 +24,8 @@ _EXPORTS = {
     "page_text": "scrapy_dedup.content.text",
     "simhash": "scrapy_dedup.content.simhash",
     "SimhashIndex": "scrapy_dedup.content.index",
-    "RedisSimhashIndex": "scrapy_dedup.content.redis_index",
+    "RedisSimhashIndex": "scrapy_dedup.content.stores.redis_index",
+    "open_store": "scrapy_dedup.content.stores",
     "DuplicationReport": "scrapy_dedup.content.report",
     "ContentDeduplicator": "scrapy_dedup.content.engine",
     "ContentFingerprinter": "scrapy_dedup.content.engine",
@@ -72,7 +73,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only (kept eq
     )
     from scrapy_dedup.content.index import SimhashIndex  # noqa: F401
     from scrapy_dedup.content.judge import PageJudge  # noqa: F401
-    from scrapy_dedup.content.redis_index import RedisSimhashIndex  # noqa: F401
+    from scrapy_dedup.content.stores import open_store  # noqa: F401
+    from scrapy_dedup.content.stores.redis_index import RedisSimhashIndex  # noqa: F401
     from scrapy_dedup.content.simhash import simhash  # noqa: F401
     from scrapy_dedup.content.text import page_text  # noqa: F401
     from scrapy_dedup.dupefilters import BloomDupeFilter, RedisBloomDupeFilter, RedisDupeFilter  # noqa: F401

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_dedup.dupefilters import RedisBloomDupeFilter, RedisDupeFilter
 from scrapy_dedup.dust_learning import DustLearningMiddleware
 from scrapy_dedup.extensions import DedupExtension
-from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, _class_path
+from scrapy_dedup.fingerprinter import CanonicalRequestFingerprinter, OutermostCanonicalFingerprinter, class_path
 from scrapy_dedup.middlewares import ContentFingerprintMiddleware, CanonicalRedirectMiddleware
 from scrapy_dedup.pipelines import NearDuplicatePipeline
 from scrapy_dedup.settings import (
@@ -84,7 +84,7 @@ def compose_fingerprinter(settings: "BaseSettings") -> None:
             elif (fallback_cls := load_setting_object(explicit, FALLBACK_SETTING)) is not current_cls:
                 logger.warning(
                     "%s is %s, so the %s %s is not used; set %s to it to keep it",
-                    FALLBACK_SETTING, _class_path(fallback_cls), name, _class_path(current_cls), FALLBACK_SETTING)
+                    FALLBACK_SETTING, class_path(fallback_cls), name, class_path(current_cls), FALLBACK_SETTING)
     # at the priority of the value it replaces (as scrapy-zyte-api's add-on does), at least "addon"
     settings.set(name, FINGERPRINTER, max(priority, SETTINGS_PRIORITIES["addon"]))
 
@@ -155,7 +155,7 @@ def warn_of_own_fingerprints(settings: "BaseSettings") -> None:
             "%s %s computes its own request fingerprints (request_fingerprint), not with REQUEST_FINGERPRINTER_CLASS: "
             "scrapy-dedup's canonical URLs never reach the seen set, so URL variants are fetched again; use one of "
             "scrapy-dedup's dupefilters (scrapy_dedup.RedisDupeFilter is scrapy-redis's drop-in)",
-            name, _class_path(dupefilter))
+            name, class_path(dupefilter))
 
 
 class Addon:

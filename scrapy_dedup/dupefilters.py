@@ -28,7 +28,7 @@ from scrapy_dedup.clock import Clock, start_clock
 from scrapy_dedup.engine_hook import close_spider_soon, closing_reason, stop_at_start
 from scrapy_dedup.fingerprinter import (
     CanonicalRequestFingerprinter,
-    _class_path,
+    class_path,
     crawl_generation,
     scrapy_shape_fingerprint,
 )
@@ -354,7 +354,7 @@ def warn_without_canonical_fingerprints(kind: str, fingerprinter: Any) -> None:
         "fingerprinted by their URL as it is, so URL variants are fetched again. Set REQUEST_FINGERPRINTER_CLASS "
         "= 'scrapy_dedup.CanonicalRequestFingerprinter' (it wraps the one set now: "
         "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS), or use ADDONS = {'scrapy_dedup.Addon': 0}",
-        kind, _class_path(type(fingerprinter)))
+        kind, class_path(type(fingerprinter)))
 
 
 class BloomDupeFilter(_SeenDupeFilter):

@@ -67,10 +67,16 @@ from scrapy.http import TextResponse
 from w3lib.url import safe_url_string
 
 from scrapy_dedup.extensions import DedupExtension
-from scrapy_dedup.extensions import _declared_canonical as canonical_link_in_head
+from scrapy_dedup.responses import declared_canonical as canonical_link_in_head
 from scrapy_dedup.jobdir import uses_scrapys_scheduler
-from scrapy_dedup.middlewares import SAME_KEY_REDIRECT_META
-from scrapy_dedup.pipelines import middleware_enabled
+from scrapy_dedup.duplicates import (  # noqa: F401 (the meta keys re-exported: their former home)
+    DEFERRED_META,
+    DUST_KEY_META,
+    RESENT_META,
+    REWRITTEN_META,
+    SAME_KEY_REDIRECT_META,
+    middleware_enabled,
+)
 from scrapy_dedup.settings import DedupConfigError, read_settings
 from scrapy_dedup.url.learner import OnlineDustLearner
 from scrapy_dedup.url.mining import MiningConfig
@@ -85,12 +91,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["DustLearningMiddleware"]
 
 
-#: request meta key of a request sent again after the rule that dropped it was deactivated
-RESENT_META = "dedup_dust_resent"
-#: request meta key of a request sent to the URL a learned redirect rule gives it (the URL it was for)
-REWRITTEN_META = "dedup_dust_rewritten_from"
-#: request meta key of a request that was deferred (another form of a URL already met), then released
-DEFERRED_META = "dedup_dust_deferred"
 #: seconds between two INFO lines of what learning is doing (at most; none when nothing changed)
 PROGRESS_SECONDS = 5.0
 
@@ -250,7 +250,7 @@ class DustLearningMiddleware:
             self.stats.inc_value("dedup/dust/refetch_refused")
             raise IgnoreRequest(f"DUST: {request.url} was downloaded already")
         if self.learner.take_exploration(request.url):
-            request.meta["dedup_dust_key"] = None
+            request.meta[DUST_KEY_META] = None
             return None
         key = self.canonicalizer.canonicalize(request.url)
         if self.learner.is_fetched(key) or self.inflight.get(key):
@@ -265,11 +265,11 @@ class DustLearningMiddleware:
             logger.debug("DUST: %s requested as %s (a learned rule the server redirects by)", request.url, target)
             return request.replace(url=target, dont_filter=True, meta={**request.meta, REWRITTEN_META: request.url})
         self.inflight[key] = self.inflight.get(key, 0) + 1
-        request.meta["dedup_dust_key"] = key
+        request.meta[DUST_KEY_META] = key
         return None
 
     def _release(self, request: Request) -> None:
-        key = request.meta.pop("dedup_dust_key", None)
+        key = request.meta.pop(DUST_KEY_META, None)
         if key and self.inflight.get(key):
             self.inflight[key] -= 1
             if not self.inflight[key]:
@@ -320,7 +320,7 @@ class DustLearningMiddleware:
             if original and original != request.url:
                 # the rewritten URL does not answer: the URL as linked is requested after all (nothing lost)
                 self.stats.inc_value("dedup/dust/redirect_rewrite_failed")
-                meta = {k: v for k, v in request.meta.items() if k != "dedup_dust_key"}
+                meta = {k: v for k, v in request.meta.items() if k != DUST_KEY_META}
                 return request.replace(url=original, dont_filter=True, meta={**meta, REWRITTEN_META: original})
         if not (200 <= response.status < 300):
             self.learner.abandon_exploration(request.url)  # no page to compare: it checked nothing

@@ -74,14 +74,14 @@ def _build_fallback(path: Any, crawler: Crawler) -> Any:
     if isinstance(fallback_cls, type) and issubclass(fallback_cls, CanonicalRequestFingerprinter):
         raise DedupConfigError(
             "DEDUP_FALLBACK_REQUEST_FINGERPRINTER_CLASS must name another fingerprinter, "
-            f"not {_class_path(fallback_cls)} itself (it would wrap itself)"
+            f"not {class_path(fallback_cls)} itself (it would wrap itself)"
         )
     from scrapy.utils.misc import build_from_crawler
 
     return build_from_crawler(fallback_cls, crawler)
 
 
-def _class_path(obj: Any) -> str:
+def class_path(obj: Any) -> str:
     """``module.Name`` of a class (for log lines), or the value as given."""
     if isinstance(obj, type):
         return f"{obj.__module__}.{obj.__qualname__}"
@@ -236,7 +236,7 @@ def crawl_generation(fingerprinter: Any, learning: bool = False) -> Generation:
     chain: list[str] = []
     canonicalizer = None
     while fingerprinter is not None and len(chain) < 10:
-        chain.append(_class_path(type(fingerprinter)))
+        chain.append(class_path(type(fingerprinter)))
         if canonicalizer is None and isinstance(fingerprinter, CanonicalRequestFingerprinter):
             canonicalizer = fingerprinter.canonicalizer
         fingerprinter = getattr(fingerprinter, "fallback", None)
@@ -262,7 +262,7 @@ class OutermostCanonicalFingerprinter:
         current = internal(crawler, "request_fingerprinter", who="OutermostCanonicalFingerprinter")
         if not isinstance(current, CanonicalRequestFingerprinter):
             crawler.request_fingerprinter = CanonicalRequestFingerprinter.around(crawler, current)
-            self.wrapped = _class_path(type(current))
+            self.wrapped = class_path(type(current))
             logger.info(
                 "REQUEST_FINGERPRINTER_CLASS is %s (an add-on after scrapy_dedup.Addon set it): "
                 "CanonicalRequestFingerprinter now wraps it and hands it canonical requests",

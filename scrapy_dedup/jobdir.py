@@ -28,7 +28,8 @@ from scrapy import signals
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import request_from_dict
 
-from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries
+from scrapy_dedup._util.files import atomic_write, remove_stale_temporaries, set_aside, where_kept
+from scrapy_dedup.duplicates import FRONTIER_SEQ_META, UNJOURNALED_META
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done
 from scrapy_dedup.seen.journal import FrontierJournal, JournalError, Replay
 from scrapy_dedup.settings import DedupConfigError, logged_already
@@ -46,10 +47,8 @@ JOURNAL_FILE = "dedup-frontier.journal"
 GENERATION_FILE = "dedup-generation.json"
 #: Scrapy's scheduler's disk queue directory inside JOBDIR
 QUEUE_DIR = "requests.queue"
-META_KEY = "dedup_frontier_seq"
-#: request meta key of a request the crawl makes for itself that fetches no page (held items sent on by
-#: ``ContentFingerprintMiddleware``): not journaled (its callback is no spider method: it could not be)
-UNJOURNALED_META = "dedup_unjournaled"
+#: request meta key of a journaled request: its sequence number in the frontier journal
+META_KEY = FRONTIER_SEQ_META
 #: the close reason when JOBDIR's disk is full (:meth:`JobdirFrontier.disk_is_full`)
 DISK_FULL_REASON = "dedup_disk_full"
 #: what a write to a full disk (or past a quota, or past RLIMIT_FSIZE) raises
@@ -316,3 +315,54 @@ class JobdirFrontier:
             except OSError as exc:
                 self.disk_is_full(exc)
                 self.journal.close(clean=False)
+
+
+#: the memory content index's checkpoint in JOBDIR
+CHECKPOINT_NAME = "dedup-content.idx"
+#: the content index's lines, under the logger they always had
+content_logger = logging.getLogger("scrapy_dedup.extensions")
+
+
+class IndexCheckpoint:
+    """The memory content index (``store``) of a crawl in ``JOBDIR``: restored when the spider opens, saved
+    by ``DedupExtension.checkpoint`` (every ``DEDUP_CHECKPOINT_SECONDS`` and at close) when it changed."""
+
+    def __init__(self, crawler: Crawler, store: Any, jobdir: str):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.store = store
+        self.path = Path(jobdir, CHECKPOINT_NAME)
+        self.jobdir = jobdir
+        self._saved_pages = -1  # pages in the store at the last checkpoint (skip unchanged saves)
+
+    def restore(self) -> None:
+        """The previous run's index, if any; an unreadable one is logged, counted and set aside."""
+        path = self.path
+        if path.exists():
+            try:
+                self.store.load_into(path)
+                content_logger.info("Content index restored from %s (%d pages)", path, len(self.store))
+                self.stats.set_value("dedup/content/restored", len(self.store))
+                self._saved_pages = len(self.store)
+            except Exception as exc:  # a corrupt checkpoint must not pass silently
+                content_logger.error("Content index checkpoint %s is unreadable (%s): starting with an empty "
+                                     "content index; near duplicates of pages from the previous run will be kept "
+                                     "(%s)", path, exc, where_kept(path, set_aside(path)))
+                self.stats.inc_value("dedup/content/checkpoint_errors")
+
+    def save(self) -> None:
+        """Save the index now if it changed (atomic); a failed write is logged and counted, never raised."""
+        pages = len(self.store)
+        if pages == self._saved_pages:
+            return
+        path = self.path
+        try:
+            self.store.save(path)
+        except (OSError, ValueError) as exc:
+            if report_disk_full(self.crawler, self.jobdir, exc):
+                return
+            content_logger.error("Could not checkpoint the content index to %s: %s", path, exc)
+            self.stats.inc_value("dedup/content/checkpoint_errors")
+            return
+        self._saved_pages = pages
+        self.stats.inc_value("dedup/content/checkpoints")

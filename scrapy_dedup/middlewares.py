@@ -35,12 +35,22 @@ from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
-from scrapy_dedup.content.representative import url_preference
 from scrapy_dedup.engine_hook import internal, on_close_start
+from scrapy_dedup.url.preference import url_preference
 from scrapy_dedup.extensions import DedupExtension
-from scrapy_dedup.jobdir import UNJOURNALED_META, uses_scrapys_scheduler
-from scrapy_dedup.logformatter import duplicate_log_entry, formatter_logs_duplicates_itself
-from scrapy_dedup.pipelines import DuplicateAction, DuplicateItem, ParagraphsField, pipeline_enabled
+from scrapy_dedup.duplicates import (  # noqa: F401 (the meta keys re-exported: their former home)
+    ALIAS_META,
+    RELEASE_META,
+    SAME_KEY_REDIRECT_META,
+    UNJOURNALED_META,
+    DuplicateAction,
+    DuplicateItem,
+    ParagraphsField,
+    duplicate_log_entry,
+    pipeline_enabled,
+)
+from scrapy_dedup.jobdir import uses_scrapys_scheduler
+from scrapy_dedup.logformatter import formatter_logs_duplicates_itself
 from scrapy_dedup.url.canonical import Canonicalizer, safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
 from scrapy_dedup.url.views import is_view, names_other_resource
@@ -55,8 +65,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: request meta key of a request that sends held items on (the id of their cluster)
-RELEASE_META = "dedup_release"
 #: what a release request fetches: nothing, with no download (Scrapy's ``data:`` handler), and not a page
 RELEASE_URL = "data:application/octet-stream,"
 #: released items go out before the pages waiting in the scheduler
@@ -367,10 +375,6 @@ def _size_of(item: Any) -> int:
     return 64 + sum(len(v) if isinstance(v, (str, bytes)) else 16 for v in values)
 
 
-#: request meta key of a request sent to its alias target (the URL it was for)
-ALIAS_META = "dedup_dust_alias_of"
-#: request meta key of a request whose redirect stays within its canonical key (``dont_filter`` set here)
-SAME_KEY_REDIRECT_META = "dedup_same_key_redirect"
 
 
 class CanonicalRedirectMiddleware:

@@ -498,7 +498,7 @@ def test_warc_responses_are_skipped_as_the_crawl_skips_them(content_type, url, b
     headers = Headers({"Content-Type": content_type} if content_type else {})
     response = responsetypes.from_args(headers=headers, url=url, body=body)(url=url, headers=headers, body=body)
     kind = structured_kind(response.headers.get(b"Content-Type"), response.body[:SNIFF_BYTES])
-    # the crawl's rule (scrapy_dedup/extensions.py, DedupExtension._read_page) on Scrapy's own response
+    # the crawl's rule (scrapy_dedup/content/pages.py, PageReader.read) on Scrapy's own response
     if looks_binary(response.body) or (kind is None and not isinstance(response, TextResponse)):
         crawl = _NON_TEXT
     else:

@@ -5,7 +5,7 @@ import json
 
 from scrapy.utils.test import get_crawler
 
-from scrapy_dedup import extensions
+from scrapy_dedup.content import pages
 from scrapy_dedup.content.engine import ContentFingerprinter
 from scrapy_dedup.extensions import DedupExtension
 
@@ -26,7 +26,7 @@ def test_exact_duplicate_text_reuses_the_fingerprint(tmp_path):
     first = layer.check_text("http://a.test/1", text)
     second = layer.check_text("http://a.test/2?ref=x", text)
     assert (first.kind, second.kind, second.kept_url) == ("unique", "exact", "http://a.test/1")
-    assert len(layer._fingerprint_cache) == 1
+    assert len(layer.reader._cache) == 1
     layer.close()
     fresh = ContentFingerprinter(shingle_size=layer.cfg.shingle_size, bits=layer.cfg.fingerprint_bits,
                                  min_words=layer.cfg.min_words, sketch_size=layer.cfg.sketch_size).fingerprint(text)
@@ -39,16 +39,16 @@ def test_exact_duplicate_text_reuses_the_fingerprint(tmp_path):
 
 
 def test_cache_is_bounded_and_evicted_texts_are_judged_the_same(tmp_path, monkeypatch):
-    monkeypatch.setattr(extensions, "FINGERPRINT_CACHE_SIZE", 3)
+    monkeypatch.setattr(pages, "FINGERPRINT_CACHE_SIZE", 3)
     layer = make_layer(tmp_path)
     texts = [text_of(100, start=1000 * k) for k in range(5)]
     assert [layer.check_text(f"http://a.test/{k}", t).kind for k, t in enumerate(texts)] == ["unique"] * 5
-    assert len(layer._fingerprint_cache) == 3
+    assert len(layer.reader._cache) == 3
     # texts 0 and 1 were evicted, 4 is cached: all are still exact duplicates of their first URL
     for k in (0, 1, 4):
         verdict = layer.check_text(f"http://a.test/{k}/copy", texts[k])
         assert (verdict.kind, verdict.kept_url) == ("exact", f"http://a.test/{k}")
-    assert len(layer._fingerprint_cache) == 3
+    assert len(layer.reader._cache) == 3
     layer.close()
 
 

@@ -173,12 +173,16 @@ def test_extraction_errors_of_item_fields_reach_the_report(caplog, monkeypatch):
     where the report reads it: the report's "Extraction errors" line and
     dedup/content/extraction_errors agree (the pipeline used to count them in stats only, and the
     report left the line out)."""
-    from scrapy_dedup import extensions
+    from scrapy_dedup.content import pages
 
-    def broken_extractor(*args, **kwargs):
-        raise RuntimeError("extractor fault")
+    real_extract = pages.extract_text
 
-    monkeypatch.setattr(extensions, "extract_text", broken_extractor)
+    def broken_extractor(source, *args, **kwargs):  # an item's HTML (a string), not a response's parsed tree
+        if isinstance(source, (str, bytes)):
+            raise RuntimeError("extractor fault")
+        return real_extract(source, *args, **kwargs)
+
+    monkeypatch.setattr(pages, "extract_text", broken_extractor)
     site_def = ContentSite()
     settings = {**ADDON, "DEDUP_CONTENT_FIELD": "html"}
     with caplog.at_level(logging.INFO):

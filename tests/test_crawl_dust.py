@@ -243,13 +243,13 @@ def test_online_learning_reads_pages_under_the_hosts_extraction_policy():
 
 
 def test_a_response_is_read_once_for_learning_and_verdict_and_judged_once(monkeypatch):
-    from scrapy_dedup import extensions
+    from scrapy_dedup.content import pages
     from scrapy_dedup.extensions import DedupExtension
 
     crawler, dust, content = _learning_setup()
     reads = []
-    real_extract = extensions.extract_text
-    monkeypatch.setattr(extensions, "extract_text", lambda *a, **kw: reads.append(a) or real_extract(*a, **kw))
+    real_extract = pages.extract_text
+    monkeypatch.setattr(pages, "extract_text", lambda *a, **kw: reads.append(a) or real_extract(*a, **kw))
     page = _promo_page("http://shop.test/a", "")
     dust.process_response(page.request, page)  # the downloader middleware sees it first
     content.process_spider_input(page)

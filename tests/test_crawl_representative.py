@@ -137,9 +137,9 @@ def test_newest_reads_the_items_timestamp_field(policy, expected):
 def test_the_declared_canonical_link_of_a_response(head, expected):
     from scrapy.http import HtmlResponse
 
-    from scrapy_dedup.extensions import _declared_canonical
+    from scrapy_dedup.responses import declared_canonical
 
     body = f"<html><head><title>t</title>{head}</head><body><p>text</p></body></html>".encode()
     response = HtmlResponse("http://shop.test/p/1?utm_source=x", body=body)
-    assert _declared_canonical(response, 1 << 20) == expected
-    assert _declared_canonical(response, 10) is None  # over max_bytes: not parsed whole, declares nothing
+    assert declared_canonical(response, 1 << 20) == expected
+    assert declared_canonical(response, 10) is None  # over max_bytes: not parsed whole, declares nothing

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprinter
-from scrapy_dedup.content.redis_index import RedisContentStore
-from scrapy_dedup.content.redis_sharded import ShardedRedisContentStore
+from scrapy_dedup.content.stores import RedisContentStore, ShardedRedisContentStore, open_redis_store, open_store
 from tests.test_redis_index import _verification_pages
 from tests.textgen import article_words, edit_words
 
@@ -47,9 +46,9 @@ def _pages():
 
 
 def test_a_cluster_client_gets_the_sharded_store_unless_the_prefix_names_its_slot(cluster_url, redis_url):
-    sharded = RedisContentStore.from_url(cluster_url, "dedup:s:content", params=CLUSTER)
-    one_slot = RedisContentStore.from_url(cluster_url, "{dedup:s}:content", params=CLUSTER)
-    single = RedisContentStore.from_url(redis_url, "dedup:s:content")
+    sharded = open_redis_store(cluster_url, "dedup:s:content", params=CLUSTER)
+    one_slot = open_redis_store(cluster_url, "{dedup:s}:content", params=CLUSTER)
+    single = open_redis_store(redis_url, "dedup:s:content")
     assert isinstance(sharded, ShardedRedisContentStore)
     assert isinstance(one_slot, RedisContentStore) and isinstance(single, RedisContentStore)
     for store in (sharded, one_slot, single):
@@ -58,14 +57,34 @@ def test_a_cluster_client_gets_the_sharded_store_unless_the_prefix_names_its_slo
         ShardedRedisContentStore(None, "a{b")
 
 
+def test_open_store_is_the_one_factory_of_the_engines_stores(cluster_url, redis_url):
+    from scrapy_dedup.content.engine import MemoryContentStore
+    from types import SimpleNamespace
+
+    from scrapy_dedup.content.params import ENGINE_PARAMS
+    from scrapy_dedup.content.redis_index import RedisContentStore as FormerPath
+
+    params = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
+    assert isinstance(open_store(params), MemoryContentStore)
+    single = open_store(params, "redis", url=redis_url, key="dedup:f:content", ttl=60)
+    sharded = open_store(params, "redis", url=cluster_url, key="dedup:f:content", redis_params=CLUSTER)
+    assert type(single) is FormerPath and isinstance(sharded, ShardedRedisContentStore)  # the old path re-exports
+    assert (single.sketch_size, single.bits, sharded.bands) == (params.sketch_size, params.fingerprint_bits,
+                                                                params.bands)
+    single.close()
+    sharded.close()
+    with pytest.raises(ValueError, match="'memory', 'redis'"):
+        open_store(params, "disk")
+
+
 @pytest.mark.parametrize("where", ["one-node", "cluster"])
 def test_same_verdicts_as_the_memory_store(where, redis_url, request):
     from scrapy_dedup.content.text import page_text
 
     if where == "cluster":
-        store = RedisContentStore.from_url(request.getfixturevalue("cluster_url"), "verdicts", params=CLUSTER)
+        store = open_redis_store(request.getfixturevalue("cluster_url"), "verdicts", params=CLUSTER)
     else:
-        store = RedisContentStore.from_url(redis_url, "verdicts", sharded=True)
+        store = open_redis_store(redis_url, "verdicts", sharded=True)
     assert isinstance(store, ShardedRedisContentStore)
     memory = ContentDeduplicator.in_memory()
     shared = ContentDeduplicator(ContentFingerprinter(), store)
@@ -86,7 +105,7 @@ def test_keys_spread_over_the_nodes_get_the_ttl_and_clear_removes_them(cluster_u
     import redis
     from redis.crc import key_slot
 
-    store = RedisContentStore.from_url(cluster_url, "dedup:spread:content", params=CLUSTER, ttl=600)
+    store = open_redis_store(cluster_url, "dedup:spread:content", params=CLUSTER, ttl=600)
     fingerprinter = ContentFingerprinter()
     rng = random.Random(8)
     for i in range(150):
@@ -98,7 +117,7 @@ def test_keys_spread_over_the_nodes_get_the_ttl_and_clear_removes_them(cluster_u
     assert all(keys for keys in per_node)  # every node holds part of the index
     assert len({key_slot(k) for k in names}) > 500  # buckets, records, exact hashes: their own slots
     assert all(0 < node.ttl(k) <= 600 for node, keys in zip(nodes, per_node) for k in keys)
-    other = RedisContentStore.from_url(cluster_url, "dedup:spread:contents", params=CLUSTER)
+    other = open_redis_store(cluster_url, "dedup:spread:contents", params=CLUSTER)
     other.check_and_add("https://o.test/", fingerprinter.fingerprint(" ".join(article_words(rng, 80))))
     store.clear()
     left = [k for node in nodes for k in node.keys("*")]
@@ -111,13 +130,13 @@ def test_keys_spread_over_the_nodes_get_the_ttl_and_clear_removes_them(cluster_u
 
 def test_the_one_slot_and_the_sharded_layouts_refuse_to_share_a_prefix(redis_url):
     fp = ContentFingerprinter().fingerprint(" ".join(article_words(random.Random(2), 80)))
-    RedisContentStore.from_url(redis_url, "mixed", sharded=True).check_and_add("https://a.test/", fp)
+    open_redis_store(redis_url, "mixed", sharded=True).check_and_add("https://a.test/", fp)
     with pytest.raises(ValueError, match="layout=sharded"):
-        RedisContentStore.from_url(redis_url, "mixed").check_and_add("https://b.test/", fp)
+        open_redis_store(redis_url, "mixed").check_and_add("https://b.test/", fp)
     # an index of the one-slot layout met by the sharded store (a crawl moved onto a cluster): the way out named
-    RedisContentStore.from_url(redis_url, "older").check_and_add("https://a.test/", fp)
+    open_redis_store(redis_url, "older").check_and_add("https://a.test/", fp)
     with pytest.raises(ValueError, match=r"DEDUP_REDIS_INDEX_KEY \('\{older\}'\)"):
-        RedisContentStore.from_url(redis_url, "older", sharded=True).check_and_add("https://b.test/", fp)
+        open_redis_store(redis_url, "older", sharded=True).check_and_add("https://b.test/", fp)
 
 
 class _Interleaved:
@@ -142,9 +161,9 @@ def test_a_race_of_two_near_duplicates_keeps_both_and_counts_it_once(redis_url, 
     words = article_words(random.Random(4), 300)
     first = fingerprinter.fingerprint(" ".join(words))
     second = fingerprinter.fingerprint(" ".join(edit_words(words, random.Random(5), 2)))
-    other = RedisContentStore.from_redis(redis_client, "race2", sharded=True)
+    other = open_redis_store(redis_client, "race2", sharded=True)
     answers = []
-    racing = RedisContentStore.from_redis(
+    racing = open_redis_store(
         _Interleaved(redis_client, lambda: answers.append(other.check_and_add("https://b.test/", second))),
         "race2", sharded=True)
     assert racing.check_and_add("https://a.test/", first) == ("unique", None, None)
@@ -158,9 +177,9 @@ def test_a_race_of_two_near_duplicates_keeps_both_and_counts_it_once(redis_url, 
 
 def test_a_race_of_two_exact_duplicates_keeps_one(redis_url, redis_client):
     fp = ContentFingerprinter().fingerprint(" ".join(article_words(random.Random(4), 300)))
-    other = RedisContentStore.from_redis(redis_client, "race1", sharded=True)
+    other = open_redis_store(redis_client, "race1", sharded=True)
     answers = []
-    racing = RedisContentStore.from_redis(
+    racing = open_redis_store(
         _Interleaved(redis_client, lambda: answers.append(other.check_and_add("https://b.test/", fp))),
         "race1", sharded=True)
     assert racing.check_and_add("https://a.test/", fp) == ("exact", "https://b.test/", 0)
@@ -184,7 +203,7 @@ def _group_texts():
 
 
 def _cluster_race_worker(url: str, worker: int, barrier: Any, results: Any) -> None:
-    store = RedisContentStore.from_url(url, "race4", params=CLUSTER)
+    store = open_redis_store(url, "race4", params=CLUSTER)
     assert isinstance(store, ShardedRedisContentStore)
     fingerprinter = ContentFingerprinter()
     near, exact = _group_texts()
@@ -238,12 +257,12 @@ def test_four_processes_on_a_three_node_cluster_keep_the_stated_guarantees(clust
         group = kept_per_group[f"n{g}"]
         for i, a in enumerate(group):
             for b in group[i + 1:]:
-                judge = RedisContentStore.from_url(redis_url, f"judge:{a}:{b}")
+                judge = open_redis_store(redis_url, f"judge:{a}:{b}")
                 judge.check_and_add(a, fingerprinter.fingerprint(text_of[a]))
                 pairs += judge.check_and_add(b, fingerprinter.fingerprint(text_of[b]))[0] == "near"
                 judge.close()
     counted = sum(races for _, _, races in collected)
-    store = RedisContentStore.from_url(cluster_url, "race4", params=CLUSTER)
+    store = open_redis_store(cluster_url, "race4", params=CLUSTER)
     extra = sum(len(kept_per_group[f"n{g}"]) - 1 for g in range(GROUPS))
     assert pairs == sum(len(k) * (len(k) - 1) // 2 for g, k in kept_per_group.items() if g.startswith("n"))
     print(f"\n[reliability] sharded content index, 4 processes, 3-node cluster: {GROUPS} exact groups kept once "

@@ -13,8 +13,8 @@ from scrapy_dedup.content.representative import (
     Member,
     choose_representative,
     rank_members,
-    url_preference,
 )
+from scrapy_dedup.url.preference import url_preference
 
 SESSION = "sessionid=4f8a2c9e1b7d3a6f0c5e"
 
@@ -45,7 +45,7 @@ CANONICAL_TABLE = [
 
 @pytest.mark.parametrize("urls,expected", CANONICAL_TABLE)
 def test_canonical_table(urls, expected):
-    assert choose_representative(members(*urls), "canonical").url == expected
+    assert choose_representative(members(*urls), "canonical", url_preference).url == expected
 
 
 @pytest.mark.parametrize("urls,expected", CANONICAL_TABLE)
@@ -57,26 +57,26 @@ def test_a_declared_canonical_target_in_the_cluster_wins_over_a_cleaner_url():
     urls = ["http://a.test/p/1", "http://a.test/product/1-blue-shoe?utm_source=x", "http://a.test/product/1-blue-shoe"]
     target = "http://a.test/product/1-blue-shoe"
     plain = members(*urls)
-    assert choose_representative(plain, "canonical").url == "http://a.test/p/1"
+    assert choose_representative(plain, "canonical", url_preference).url == "http://a.test/p/1"
     declared = members(*urls, declares=[target, target, target])
-    assert choose_representative(declared, "canonical").url == target
+    assert choose_representative(declared, "canonical", url_preference).url == target
 
 
 def test_a_declaration_is_not_trusted_when_the_target_is_not_in_the_cluster_or_names_itself():
     urls = ["http://a.test/p?utm_source=x", "http://a.test/p"]
     elsewhere = members(*urls, declares=["http://evil.test/", "http://evil.test/"])
-    assert choose_representative(elsewhere, "canonical").url == "http://a.test/p"
+    assert choose_representative(elsewhere, "canonical", url_preference).url == "http://a.test/p"
     # a page that declares itself (an echo of its own URL, tracking parameters and all) vouches for nothing
     selfish = members(*urls, declares=[urls[0], None])
-    assert choose_representative(selfish, "canonical").url == "http://a.test/p"
+    assert choose_representative(selfish, "canonical", url_preference).url == "http://a.test/p"
 
 
 def test_newest_takes_the_latest_timestamp_then_the_canonical_order():
     urls = ["http://a.test/p", "http://a.test/p?utm_source=x", "http://b.test/p"]
-    assert choose_representative(members(*urls, stamps=[1.0, 3.0, 2.0]), "newest").url == urls[1]
-    assert choose_representative(members(*urls, stamps=[5.0, 5.0, 5.0]), "newest").url == "http://a.test/p"
+    assert choose_representative(members(*urls, stamps=[1.0, 3.0, 2.0]), "newest", url_preference).url == urls[1]
+    assert choose_representative(members(*urls, stamps=[5.0, 5.0, 5.0]), "newest", url_preference).url == "http://a.test/p"
     # a member without a timestamp comes after every member with one
-    assert choose_representative(members(*urls, stamps=[None, None, 0.0]), "newest").url == urls[2]
+    assert choose_representative(members(*urls, stamps=[None, None, 0.0]), "newest", url_preference).url == urls[2]
 
 
 def test_url_preference_reads_the_canonicalizers_tables():
@@ -87,9 +87,21 @@ def test_url_preference_reads_the_canonicalizers_tables():
 
 def test_an_unknown_policy_is_refused_naming_the_choices():
     with pytest.raises(ValueError, match="'first', 'canonical', 'newest'"):
-        rank_members(members("http://a.test/"), "oldest")
+        rank_members(members("http://a.test/"), "oldest", url_preference)
     with pytest.raises(ValueError, match="'first', 'canonical', 'newest'"):
-        ClusterRepresentatives("best")
+        ClusterRepresentatives("best", url_key=url_preference)
+
+
+def test_a_policy_that_ranks_urls_needs_the_callers_url_key():
+    """content/ knows nothing of URLs (it imports no url/): the URL sort key comes from the caller."""
+    with pytest.raises(ValueError, match="pass url_key"):
+        ClusterRepresentatives("canonical")
+    with pytest.raises(ValueError, match="pass url_key"):
+        choose_representative(members("http://a.test/p", "http://a.test/q"), "newest")
+    assert ClusterRepresentatives("first").representative("x") is None  # ``first`` ranks by arrival only
+    by_length = choose_representative(members("http://a.test/pp", "http://a.test/p?utm_source=x"), "canonical",
+                                      lambda url: (len(url),))
+    assert by_length.url == "http://a.test/pp"  # the caller's key, not a table of this module's own
 
 
 # --- properties ---------------------------------------------------------------------------------
@@ -109,30 +121,30 @@ def as_members(pages) -> list[Member]:
 @settings(max_examples=300, deadline=None)
 @given(PAGES, st.sampled_from(POLICIES), st.randoms(use_true_random=False))
 def test_the_order_is_total_and_the_representative_does_not_depend_on_arrival(pages, policy, rnd):
-    ranked = rank_members(as_members(pages), policy)
+    ranked = rank_members(as_members(pages), policy, url_preference)
     keys = [(m.url, m.arrival) for m in ranked]
     assert len(set(keys)) == len(keys)  # a strict total order: no two members compare equal
     if policy == "first":
         return
     shuffled = list(pages)
     rnd.shuffle(shuffled)
-    assert choose_representative(as_members(shuffled), policy).url == ranked[0].url
+    assert choose_representative(as_members(shuffled), policy, url_preference).url == ranked[0].url
 
 
 @settings(max_examples=300, deadline=None)
 @given(PAGES, st.sampled_from(POLICIES))
 def test_the_incremental_bookkeeping_equals_the_pure_choice(pages, policy):
-    reps = ClusterRepresentatives(policy)
+    reps = ClusterRepresentatives(policy, url_key=url_preference)
     (kept, stamp, declares), rest = pages[0], pages[1:]
     reps.note_kept(kept, stamp, declares)
     got = kept
     for url, t, d in rest:
         got = reps.join(kept, kept, url, t, d)
-    assert got == choose_representative(as_members(pages), policy).url
+    assert got == choose_representative(as_members(pages), policy, url_preference).url
 
 
 def test_merged_clusters_keep_the_best_of_both():
-    reps = ClusterRepresentatives("canonical")
+    reps = ClusterRepresentatives("canonical", url_key=url_preference)
     reps.join("http://a.test/p?utm_source=1", "http://a.test/p?utm_source=1", "http://a.test/p?utm_source=2")
     reps.join("http://b.test/p?gclid=1", "http://b.test/p?gclid=1", "http://a.test/p")
     merged = reps.join("http://a.test/p?utm_source=1", "http://a.test/p?utm_source=1", "http://a.test/p?utm_source=3",
@@ -142,7 +154,7 @@ def test_merged_clusters_keep_the_best_of_both():
 
 
 def test_a_declaration_that_arrives_after_its_target_promotes_it():
-    reps = ClusterRepresentatives("canonical")
+    reps = ClusterRepresentatives("canonical", url_key=url_preference)
     kept, target = "http://a.test/p/1", "http://a.test/product/1-blue-shoe"
     assert reps.join(kept, kept, target) == kept  # shorter wins while nobody vouches for the target
     assert reps.join(kept, kept, "http://a.test/x?utm_source=y", declares=target) == target
@@ -154,7 +166,7 @@ def test_random_arrival_orders_of_one_cluster_agree():
     for seed in range(20):
         order = urls[:]
         random.Random(seed).shuffle(order)
-        reps = ClusterRepresentatives("canonical")
+        reps = ClusterRepresentatives("canonical", url_key=url_preference)
         rep = order[0]
         for url in order[1:]:
             rep = reps.join(order[0], order[0], url)
@@ -171,7 +183,7 @@ def engine_run(policy: str, pages) -> list:
     from tests.textgen import article_words
 
     text = " ".join(article_words(random.Random(7), 300))
-    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative=policy)
+    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative=policy, url_key=url_preference)
     return [dedup.check_fingerprint(url, dedup.fingerprint(text), timestamp=t, declares=d) for url, t, d in pages]
 
 
@@ -204,7 +216,7 @@ def test_a_refetch_that_joins_two_clusters_keeps_the_best_of_both():
     from tests.textgen import article_words
 
     a, b = (" ".join(article_words(random.Random(seed), 300)) for seed in (1, 2))
-    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative="canonical")
+    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative="canonical", url_key=url_preference)
     check = dedup.check
     check("https://a.test/x?utm_source=1", a)
     check("https://a.test/x?utm_source=2", a)  # cluster A: no clean URL
@@ -246,7 +258,7 @@ def test_parse_timestamp_refuses(value):
 
 
 def test_with_fetch_times_newest_keeps_nothing_per_kept_page_and_still_names_the_last_fetched():
-    reps = ClusterRepresentatives("newest", times_are_arrivals=True)
+    reps = ClusterRepresentatives("newest", times_are_arrivals=True, url_key=url_preference)
     reps.note_kept("http://a.test/p", 1.0)
     assert reps._kept == {}  # nothing held for the (many) kept pages
     assert reps.join("http://a.test/p", "http://a.test/p", "http://a.test/p?b=1", 2.0) == "http://a.test/p?b=1"
@@ -260,7 +272,7 @@ def test_a_kept_page_that_joins_a_cluster_through_a_refetched_member_is_a_candid
     from tests.textgen import article_words
 
     b, k = (" ".join(article_words(random.Random(seed), 300)) for seed in (3, 4))
-    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative="canonical")
+    dedup = ContentDeduplicator(ContentFingerprinter(), MemoryContentStore(), representative="canonical", url_key=url_preference)
     dedup.check("https://b.test/y?gclid=1", b)
     dedup.check("https://b.test/y?gclid=2", b)
     assert dedup.check("https://b.test/k", k).kind == "unique"  # kept, in no cluster yet

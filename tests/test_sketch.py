@@ -237,7 +237,7 @@ def test_packed_store_writes_the_fixed_slot_file_layout_and_reads_it_back():
     import io
     import struct
 
-    from scrapy_dedup.content.index import _read_exactly
+    from scrapy_dedup.content.index import read_exactly
 
     rng = np.random.default_rng(5)
     store, sketches = SketchStore(32), []
@@ -255,7 +255,7 @@ def test_packed_store_writes_the_fixed_slot_file_layout_and_reads_it_back():
         ints = list(sk.ints) if sk else []
         expected += struct.pack(f"<{32}I", *(ints + [0] * (32 - len(ints))))
     assert out.getvalue() == bytes(expected)
-    loaded = SketchStore.read_from(io.BytesIO(bytes(expected)), _read_exactly)
+    loaded = SketchStore.read_from(io.BytesIO(bytes(expected)), read_exactly)
     assert len(loaded) == 2600 and loaded.nbytes_sketches == store.nbytes_sketches
     for i, sk in enumerate(sketches):
         assert loaded.get(i) == sk

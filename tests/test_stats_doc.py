@@ -24,7 +24,8 @@ WILD = "<>"
 #: ``None`` for the prefixes the code passes as ``stats_prefix`` (and that argument's default)
 HELPERS = {
     ("extensions.py", "_count"): ["dedup/content/"],
-    ("extensions.py", "_count_paragraphs"): ["dedup/paragraphs/"],
+    ("paragraph_flow.py", "_count"): ["dedup/paragraphs/"],
+    ("redis_content.py", "count"): ["dedup/content/"],
     ("_util/redis_policy.py", "_count"): None,
     ("redis_queue.py", "_count"): [""],
     ("redis_queue.py", "_flag"): [""],

@@ -67,6 +67,7 @@ from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.content.paragraphs import text_blocks
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
 from scrapy_dedup.url.mining import HASH_FIELDS, DustMiner, MiningConfig
+from scrapy_dedup.url.preference import url_preference
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
     from tqdm import tqdm
@@ -593,7 +594,7 @@ def _representatives(pages: _Pages, roots: list[int], policy: str) -> dict[int, 
 
     def key(i: int) -> tuple:
         stamp = stamps[i] if stamps is not None and not math.isnan(stamps[i]) else None
-        return member_key(policy, Member(pages.urls[i], i, stamp))
+        return member_key(policy, Member(pages.urls[i], i, stamp), url_key=url_preference)
 
     for i in range(len(pages)):
         if pages.matched[i] < 0:

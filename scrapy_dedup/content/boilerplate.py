@@ -457,6 +457,17 @@ class Judgement:
     #: ``same_page_evidence``)
     reduced_match: bool = False
 
+    def counts(self) -> dict[str, int]:
+        """What a crawl counts of this judgement (``dedup/content/boilerplate/*``): its page's state when not
+        ``whole`` (reduced: fingerprinted with boilerplate removed; warmup), a guarded match, the re-checks."""
+        state = self.reduction.state
+        counts = {f"boilerplate/{state}": 1} if state != "whole" else {}
+        if self.guarded:
+            counts["boilerplate/guarded"] = 1
+        if self.rechecked:
+            counts["boilerplate/rechecked"] = self.rechecked
+        return counts
+
 
 def second_key(exact: bytes) -> bytes:
     """The exact-layer key of a page's other entries in the store (its whole text when its reduced text came

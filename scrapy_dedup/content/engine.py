@@ -15,7 +15,7 @@
   by a per-page sketch (:mod:`scrapy_dedup.content.sketch`: estimated Jaccard
   resemblance and one-sided shingle differences). Only unique pages are
   inserted; a duplicate points at the kept page it matched. :class:`MemoryContentStore` is the in-process store;
-  ``RedisContentStore`` (``content/redis_index.py``) shares one across processes.
+  ``RedisContentStore`` (``content/stores/``) shares one across processes.
 * :class:`ContentDeduplicator` combines the two, returns a :class:`Verdict` per
   page and keeps the counts and clusters of the :class:`DuplicationReport`.
 """
@@ -34,9 +34,9 @@ import numpy as np
 
 from scrapy_dedup.content.clusters import Clusters
 from scrapy_dedup.content.compact import DigestTable, StringList
-from scrapy_dedup.content.representative import ClusterRepresentatives
+from scrapy_dedup.content.representative import ClusterRepresentatives, UrlKey
 from scrapy_dedup._util.files import atomic_write
-from scrapy_dedup.content.index import IndexFileError, SimhashIndex, _read_exactly
+from scrapy_dedup.content.index import IndexFileError, SimhashIndex, read_exactly
 from scrapy_dedup.content.simhash import (
     SUPPORTED_BITS,
     exact_hash_words,
@@ -331,34 +331,34 @@ class MemoryContentStore:
         """
         with open(path, "rb") as fh:
             f = _Crc32Stream(fh)
-            magic, version, _, pages, url_bytes = _STORE_HEADER.unpack(_read_exactly(f, _STORE_HEADER.size))
+            magic, version, _, pages, url_bytes = _STORE_HEADER.unpack(read_exactly(f, _STORE_HEADER.size))
             if magic != _STORE_MAGIC:
                 raise IndexFileError("not a scrapy-dedup content store file")
             if version not in (1, 2, _STORE_VERSION):
                 raise IndexFileError(f"content store file version {version} is not supported")
-            lengths = np.frombuffer(_read_exactly(f, 4 * pages), dtype="<u4")
+            lengths = np.frombuffer(read_exactly(f, 4 * pages), dtype="<u4")
             if int(lengths.sum()) != url_bytes:
                 raise IndexFileError("content store file is corrupt (URL lengths)")
-            raw = _read_exactly(f, url_bytes)
+            raw = read_exactly(f, url_bytes)
             if not _valid_utf8_items(raw, lengths):
                 raise IndexFileError("content store file is corrupt (URLs)")
             urls = StringList.from_encoded(raw, lengths)
             del raw
-            digests = _read_exactly(f, 16 * pages)
+            digests = read_exactly(f, 16 * pages)
             index = SimhashIndex.read_from(f)
             sketches = None
             if version >= 2:
-                (size,) = struct.unpack("<I", _read_exactly(f, 4))
+                (size,) = struct.unpack("<I", read_exactly(f, 4))
                 if size:
                     try:
-                        sketches = SketchStore.read_from(f, _read_exactly)
+                        sketches = SketchStore.read_from(f, read_exactly)
                     except ValueError as exc:
                         raise IndexFileError(f"content store file is corrupt (sketches: {exc})") from None
                     if sketches.size != size:
                         raise IndexFileError("content store file is corrupt (sketch size)")
             if version >= 3:
                 expected = f.crc
-                (stored,) = struct.unpack("<I", _read_exactly(fh, 4))
+                (stored,) = struct.unpack("<I", read_exactly(fh, 4))
                 if stored != expected:
                     raise IndexFileError("content store file is corrupt (checksum mismatch)")
             if fh.read(1):
@@ -455,7 +455,7 @@ class ContentDeduplicator:
     """
 
     def __init__(self, fingerprinter: ContentFingerprinter, store: ContentStore, representative: str = "first", *,
-                 times_are_arrivals: bool = False):
+                 times_are_arrivals: bool = False, url_key: UrlKey | None = None):
         store_bits = getattr(store, "bits", fingerprinter.bits)
         if store_bits != fingerprinter.bits:
             raise ValueError(f"fingerprinter makes {fingerprinter.bits}-bit simhashes, store holds {store_bits}-bit")
@@ -468,7 +468,9 @@ class ContentDeduplicator:
         self.clusters: Clusters[Any] = Clusters()  # URLs, and (URL, n) for a URL fetched again
         # Local to this process, as the clusters are: the store (Redis too) only ever names the kept page.
         # ``times_are_arrivals``: the pages' timestamps are their fetch times (see ClusterRepresentatives).
-        self.representatives = ClusterRepresentatives(representative, times_are_arrivals=times_are_arrivals)
+        # ``url_key``: the sort key of a URL, for every representative policy but ``first`` (content/representative.py)
+        self.representatives = ClusterRepresentatives(representative, times_are_arrivals=times_are_arrivals,
+                                                      url_key=url_key)
         self._counts = dict.fromkeys(KINDS, 0)
         self._skipped_non_text = 0
         self._skipped_non_html = 0

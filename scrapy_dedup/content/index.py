@@ -401,7 +401,7 @@ class SimhashIndex:
     @classmethod
     def read_from(cls, f: SupportsRead[bytes]) -> SimhashIndex:
         """Deserialize from an open binary file positioned at an index written by :meth:`write_to`."""
-        header = _read_exactly(f, _HEADER.size)
+        header = read_exactly(f, _HEADER.size)
         magic, version, bits, threshold, bands, flags, _, count = _HEADER.unpack(header)
         if magic != _MAGIC:
             raise IndexFileError("not a scrapy-dedup simhash index file")
@@ -415,10 +415,10 @@ class SimhashIndex:
         digest = hashlib.blake2b(header, digest_size=16)
         parts = []
         for dtype in (() if positional else ("<i8",)) + ("<u8",) + (("<u8",) if bits == 128 else ()):
-            payload = _read_exactly(f, 8 * count)
+            payload = read_exactly(f, 8 * count)
             digest.update(payload)
             parts.append(np.frombuffer(payload, dtype=dtype))
-        if _read_exactly(f, 16) != digest.digest():
+        if read_exactly(f, 16) != digest.digest():
             raise IndexFileError("simhash index file is corrupt (checksum mismatch)")
         if not positional:
             keys = parts.pop(0).astype(np.int64)
@@ -531,7 +531,7 @@ def _blocks(bits: int, bands: int) -> list[tuple[int, int]]:
     return blocks
 
 
-def _read_exactly(f: SupportsRead[bytes], size: int) -> bytes:
+def read_exactly(f: SupportsRead[bytes], size: int) -> bytes:
     data = f.read(size)
     if len(data) != size:
         raise IndexFileError("simhash index file is truncated")

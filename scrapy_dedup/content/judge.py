@@ -1,9 +1,9 @@
 """The page judge: where "same page" is decided, for the crawl, the audit, ``mine-dust`` and the learner.
 
-* :func:`memory_store` and :func:`build_engine` assemble the content engine and its store from the
-  engine's parameters (any object with the attributes of ``content/params.py``: the crawl's
-  settings, the audit's config, the parameters' defaults), so that every caller judges with the
-  same rule; a store built elsewhere (the Redis ones) is passed in.
+* :func:`build_engine` assembles the content engine from the engine's parameters (any object with
+  the attributes of ``content/params.py``: the crawl's settings, the audit's config, the parameters'
+  defaults), so that every caller judges with the same rule, over the store
+  :func:`scrapy_dedup.content.stores.open_store` opens (``memory_store`` is re-exported from there).
 * :class:`PageJudge` reads one page (its text, or its blocks when its host learns boilerplate)
   into a :class:`PageVerdict`: the engine's verdict with its evidence (the fingerprint it rests
   on, whether it rests on the texts less boilerplate only, the normal hash of the whole text).
@@ -36,10 +36,10 @@ from scrapy_dedup.content.engine import (
     ContentFingerprint,
     ContentFingerprinter,
     ContentStore,
-    MemoryContentStore,
     Verdict,
-    verify_rule_from_settings,
 )
+from scrapy_dedup.content.representative import UrlKey
+from scrapy_dedup.content.stores import memory_store, open_store
 
 __all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
            "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
@@ -79,22 +79,19 @@ def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, ke
     return isinstance(normal_hash, str) and normal_hash == kept_normal_hash
 
 
-def memory_store(params: Any) -> MemoryContentStore:
-    """The in-memory content store of ``params`` (threshold, bands, bits, sketch, verification rule)."""
-    return MemoryContentStore(threshold=params.hamming_threshold, bands=params.bands, bits=params.fingerprint_bits,
-                              allow_approximate=getattr(params, "allow_approximate", False),
-                              sketch_size=params.sketch_size, verify=verify_rule_from_settings(params))
-
-
 def build_engine(params: Any, store: ContentStore | None = None, *, min_words: int | None = None,
-                 representative: str = "first", times_are_arrivals: bool = False) -> ContentDeduplicator:
-    """The content engine of ``params`` over ``store`` (None: :func:`memory_store`); ``min_words``: the
-    degenerate-page rule when it is not ``params.min_words`` (the miner's, a host's)."""
+                 representative: str = "first", times_are_arrivals: bool = False,
+                 url_key: UrlKey | None = None) -> ContentDeduplicator:
+    """The content engine of ``params`` over ``store`` (None: the memory store of
+    :func:`~scrapy_dedup.content.stores.open_store`); ``min_words``: the degenerate-page rule when it is
+    not ``params.min_words`` (the miner's, a host's); ``url_key``: the sort key of a URL the representative
+    policy ranks by (every policy but ``first``; the caller's)."""
     fingerprinter = ContentFingerprinter(shingle_size=params.shingle_size, bits=params.fingerprint_bits,
                                          min_words=params.min_words if min_words is None else min_words,
                                          sketch_size=params.sketch_size)
-    return ContentDeduplicator(fingerprinter, memory_store(params) if store is None else store,
-                               representative=representative, times_are_arrivals=times_are_arrivals)
+    return ContentDeduplicator(fingerprinter, open_store(params) if store is None else store,
+                               representative=representative, times_are_arrivals=times_are_arrivals,
+                               url_key=url_key)
 
 
 @dataclass(frozen=True)
@@ -170,12 +167,13 @@ class PageJudge:
     def from_params(cls, params: Any, store: ContentStore | None = None, *, learner: BoilerplateLearner | None = None,
                     boilerplate: bool | None = None, host_of_key: Callable[[str], str] = host_of,
                     min_words: int | None = None, representative: str = "first", times_are_arrivals: bool = False,
-                    url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES) -> PageJudge:
+                    url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES,
+                    url_key: UrlKey | None = None) -> PageJudge:
         """The judge of ``params`` (the factory every caller uses): the engine over ``store`` (None: in memory),
         with the boilerplate rule when ``boilerplate`` (None: ``params.boilerplate``), its learner ``learner``
         (None: a fresh one with ``params``' thresholds)."""
         engine = build_engine(params, store, min_words=min_words, representative=representative,
-                              times_are_arrivals=times_are_arrivals)
+                              times_are_arrivals=times_are_arrivals, url_key=url_key)
         learns = bool(params.boilerplate) if boilerplate is None else boilerplate
         judge = None
         if learns:
@@ -207,6 +205,25 @@ class PageJudge:
             else:
                 whole = (fingerprint or self.engine.fingerprint)(" ".join(blocks))
         return self._noted(page, whole, blocks)
+
+    def judge_page(self, url: str, fp: ContentFingerprint, fingerprinter: ContentFingerprinter,
+                   blocks: list[str] | None = None, *, learns_boilerplate: bool = False,
+                   fingerprint: Callable[[str], ContentFingerprint] | None = None,
+                   call: Callable[..., PageVerdict] = lambda judge, *args, **kwargs: judge(*args, **kwargs),
+                   **kwargs: Any) -> PageVerdict:
+        """A page as the crawl reads it (``fp``: of its whole text, by ``fingerprinter``, its host's rule of
+        degenerate pages): with its ``blocks`` and a host that ``learns_boilerplate``, judged by the boilerplate
+        rule (:meth:`judge_blocks`; ``fingerprint``: the caller's fingerprint of a text, cached or not), else by
+        its whole text (:meth:`judge_text`). ``call`` runs each call that reaches the store (the crawl's Redis
+        outage policy); a degenerate page reaches none. ``kwargs``: ``timestamp``, ``declares``, ``title``."""
+        degenerate = fingerprinter.is_degenerate(fp)
+        if blocks is not None and learns_boilerplate and self.boilerplate is not None and not degenerate:
+            return call(self.judge_blocks, url, blocks, fingerprint=fingerprint or fingerprinter.fingerprint,
+                        degenerate=fingerprinter.is_degenerate, whole=fp, **kwargs)
+        kwargs.pop("title", None)  # (only the boilerplate rule reads it)
+        if not degenerate:
+            return call(self.judge_text, url, fp, degenerate, **kwargs)
+        return self.judge_text(url, fp, degenerate, **kwargs)
 
     def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None) -> PageVerdict:
         """``page`` with its page at the URL strictness; a kept page (or a new page of a cluster at the URL

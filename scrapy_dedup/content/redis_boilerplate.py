@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from scrapy_dedup.content.boilerplate import BoilerplateRule, in_sorted
-from scrapy_dedup.content.redis_index import hash_tagged
+from scrapy_dedup.content.stores.redis_index import hash_tagged
 
 __all__ = ["RedisBlockTable", "shared_salt", "table_prefix"]
 

@@ -23,10 +23,13 @@ Counting rules
 """
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["DuplicationReport", "format_percent"]
+__all__ = ["DuplicationReport", "format_percent", "url_lines", "saved_fetch_lines", "paragraph_lines", "bucket_canary",
+           "content_stats"]
 
 
 def format_percent(part: int, whole: int) -> str:
@@ -170,3 +173,95 @@ class DuplicationReport:
         label_width = max(len(r[0]) for r in rows) + 2
         number_width = max(len(r[1]) for r in rows) + 2
         return "\n".join(f"{a:<{label_width}}{b:<{number_width}}{c}".rstrip() for a, b, c in rows)
+
+
+# --- the crawl-end report's lines (the extension logs them at spider_closed) ---
+
+def url_lines(stats: Mapping[str, Any], requests: Mapping[str, int]) -> list[str]:
+    """The crawl-end report's URL lines, from the crawl's stats; ``requests``: the requests the scheduler
+    asked its dupefilter about (``checked``) and those it filtered, when the dupefilter is not ours."""
+    get = stats.get
+    filtered = get("dupefilter/filtered", 0)
+    seen = get("dedup/seen/checked")
+    if seen is None:  # a dupefilter other than ours: the engine's count
+        seen, filtered = requests.get("checked", 0), requests.get("filtered", 0)
+    lines = [
+        "URL layer:",
+        f"  Requests seen:           {seen}",
+        f"  Filtered as duplicates:  {filtered}  ({format_percent(filtered, seen)})",
+    ]
+    lines += saved_fetch_lines(stats)
+    lines.append(f"  URLs canonicalized:      {get('dedup/url/canonicalized', 0)}")
+    lines.append(f"  Unparsable URLs:         {get('dedup/url/unparsable', 0)}")
+    return lines
+
+
+def saved_fetch_lines(stats: Mapping[str, Any]) -> list[str]:
+    """The report's fetches saved against Scrapy's own dupefilter, and the switches they are owed to
+    (``dedup/url/saved``; absent when the dupefilter is not one of ours or the fingerprinter not ours)."""
+    saved = stats.get("dedup/url/saved")
+    if saved is None:
+        return []
+    lines = [f"  Fetches saved:           {saved}  (requests Scrapy's own dupefilter would have fetched)"]
+    by_switch = sorted((key.rsplit("/", 1)[-1], value) for key, value in stats.items()
+                       if key.startswith("dedup/url/saved/"))
+    if by_switch:
+        lines.append("  Saved by:                " + ", ".join(f"{name} {count}" for name, count in by_switch))
+    return lines
+
+
+def paragraph_lines(paragraphs: Any, store_errors: int = 0) -> list[str]:
+    """The block-level ratio beside the page-level one (a ``ParagraphDeduplicator``'s counts), the hosts
+    repeating most, and the pages whose blocks were taken as new while the seen set was away."""
+    total = paragraphs.total
+    lines = [f"  Repeated blocks:       {total.duplicates} of {total.blocks}  "
+             f"({format_percent(total.duplicates, total.blocks)}; blocks of at least {paragraphs.min_chars} "
+             f"characters, {total.short} shorter ones not counted)"]
+    for host, counts in list(paragraphs.by_host())[:5]:
+        if counts.duplicates:
+            lines.append(f"    {host or '-'}: {counts.duplicates} of {counts.blocks} "
+                         f"({format_percent(counts.duplicates, counts.blocks)})")
+    if store_errors:
+        lines.append(f"  Pages whose blocks were taken as new (seen set away): {store_errors}")
+    return lines
+
+
+def bucket_canary(size: int, pages: int, params: Any) -> int:
+    """``size``, the largest bucket of an index of ``pages`` kept pages, when far above chance (else 0):
+    many pages share a fingerprint block (a WARNING says so).
+
+    Random fingerprints spread evenly over the 2**(bits/bands) keys of a band; a
+    bucket above DEDUP_CANARY_SIZE and 8 times the even share means many pages
+    fingerprint alike: usually boilerplate (a template, a cookie wall) in the text.
+    """
+    even_share = pages / 2 ** (params.fingerprint_bits // params.bands)
+    if size <= max(params.canary_size, 8 * even_share):
+        return 0
+    logging.getLogger("scrapy_dedup.extensions").warning(  # the crawl's line, under the logger it always had
+        "One bucket of the content index holds %d pages (DEDUP_CANARY_SIZE %d): many kept pages "
+        "share a fingerprint block, usually because their text is mostly boilerplate; check "
+        "DEDUP_STRIP_SELECTORS for the site, or audit with DEDUP_CONTENT_ACTION='tag'",
+        size, params.canary_size,
+    )
+    return size
+
+
+def content_stats(report: DuplicationReport, events: Mapping[str, int], store: Any = None) -> dict[str, Any]:
+    """Every ``dedup/content/*`` stat of a crawl, from the one place each number is kept.
+
+    The page kinds, clusters and skips are counted by the engine (``report``: the numbers the
+    offline audit computes the same way); what only a crawl meets (extraction and store errors,
+    truncated bodies, canary warnings) in ``events``. The stats are a copy, never counted apart:
+    after each page the crawl copies the numbers it changed (so a stats reader at ``spider_closed``
+    that runs before the extension, or a mid-crawl look, sees them), and at the end all of these,
+    with the report's derived numbers (total, clusters, ratios), which are not written per page
+    (each costs a few microseconds). ``dedup/content/fingerprinted`` is the report's total (every
+    judged page).
+    """
+    values: dict[str, Any] = report.to_stats(prefix="dedup/content/")
+    values["dedup/content/fingerprinted"] = report.total
+    values.update((f"dedup/content/{name}", count) for name, count in events.items())
+    races = getattr(store, "races_kept_twice", 0)  # a sharded Redis index: near duplicates kept in a race
+    if races:
+        values["dedup/content/near_kept_twice"] = races
+    return values

@@ -4,7 +4,7 @@ The page kept by a crawl is the one that arrived first, often the worst name for
 cluster (a ``?utm_source=`` link followed before the clean one). The policy decides which
 member a report, a tag and the audit name instead; it never decides which page or item
 was kept. ``first``: the kept page; ``canonical`` (the default): a member another member
-declares as its ``rel="canonical"`` target, then the cleanest URL (:func:`url_preference`);
+declares as its ``rel="canonical"`` target, then the cleanest URL (the caller's :data:`UrlKey`);
 ``newest``: the latest timestamp, undated members last. docs/usage.md ("Which URL names a
 cluster") has the rules in full.
 
@@ -16,23 +16,21 @@ in which the members arrived.
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any
 
-from scrapy_dedup.url.canonical import Canonicalizer
-from scrapy_dedup.url.policy import UrlPolicy
 
-__all__ = ["POLICIES", "Member", "url_preference", "member_key", "rank_members", "choose_representative",
+__all__ = ["POLICIES", "UrlKey", "Member", "member_key", "rank_members", "choose_representative",
            "vouched_urls", "ClusterRepresentatives", "parse_timestamp", "check_policy"]
 
 POLICIES: tuple[str, ...] = ("first", "canonical", "newest")
 
-#: only the two parameter switches: the question is "does this URL carry session or tracking noise?"
-_NOISE = Canonicalizer(UrlPolicy(strip_tracking=True, strip_session=True, sort_query=False, drop_fragment=False))
-_NOISE_SWITCHES = frozenset({"strip_tracking", "strip_session"})
+#: the sort key of a URL alone, smaller is better: how ``canonical`` (and ``newest`` among equal times)
+#: ranks members. Passed by the caller (``scrapy_dedup.url.preference.url_preference``: session or tracking
+#: noise, then fewer parameters, shorter, https), so that this module knows nothing of what a URL is made of.
+UrlKey = Callable[[str], tuple]
 
 
 @dataclass(frozen=True)
@@ -56,32 +54,24 @@ def check_policy(policy: str) -> str:
     return policy
 
 
-@lru_cache(maxsize=16384)
-def url_preference(url: str) -> tuple[int, int, int, int, str]:
-    """The ``canonical`` sort key of a URL alone; smaller is better.
-
-    (has session or tracking parameters, number of query parameters, length without
-    the scheme, 0 for https else 1, the URL itself).
-    """
-    noisy = not _NOISE_SWITCHES.isdisjoint(_NOISE.canonicalize_with_info(url).fired)
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    query = rest.split("#", 1)[0].partition("?")[2]
-    params = sum(1 for part in query.split("&") if part)
-    return int(noisy), params, len(rest), 0 if scheme.lower() == "https" else 1, url
+def _url_key_for(policy: str, url_key: UrlKey | None) -> UrlKey:
+    if url_key is None:
+        raise ValueError(f"representative policy {policy!r} ranks the members by their URLs: pass url_key, "
+                         "the sort key of a URL (scrapy_dedup.url.preference.url_preference)")
+    return url_key
 
 
-def member_key(policy: str, member: Member, vouched: bool = False) -> tuple:
-    """The sort key of ``member`` under ``policy`` (smaller is better); ``vouched``: another member declares it."""
+def member_key(policy: str, member: Member, vouched: bool = False, url_key: UrlKey | None = None) -> tuple:
+    """The sort key of ``member`` under ``policy`` (smaller is better); ``vouched``: another member declares it;
+    ``url_key``: the sort key of a URL (:data:`UrlKey`; needed by every policy but ``first``)."""
     if policy == "first":
         return (member.arrival,)
     if policy == "canonical":
-        return (0 if vouched else 1, *url_preference(member.url), member.arrival)
+        return (0 if vouched else 1, *_url_key_for(policy, url_key)(member.url), member.arrival)
     if policy == "newest":
         stamp = member.timestamp
         return (0 if stamp is not None else 1, -stamp if stamp is not None else 0.0,
-                *url_preference(member.url), member.arrival)
+                *_url_key_for(policy, url_key)(member.url), member.arrival)
     raise ValueError(f"unknown representative policy {policy!r}")
 
 
@@ -92,18 +82,18 @@ def vouched_urls(members: Iterable[Member]) -> set[str]:
     return {m.declares for m in members if m.declares is not None and m.declares != m.url and m.declares in urls}
 
 
-def rank_members(members: Sequence[Member], policy: str) -> list[Member]:
-    """``members`` best first under ``policy`` (a total order)."""
+def rank_members(members: Sequence[Member], policy: str, url_key: UrlKey | None = None) -> list[Member]:
+    """``members`` best first under ``policy`` (a total order); ``url_key`` as for :func:`member_key`."""
     check_policy(policy)
     vouched = vouched_urls(members) if policy == "canonical" else set()
-    return sorted(members, key=lambda m: member_key(policy, m, m.url in vouched))
+    return sorted(members, key=lambda m: member_key(policy, m, m.url in vouched, url_key))
 
 
-def choose_representative(members: Sequence[Member], policy: str) -> Member:
+def choose_representative(members: Sequence[Member], policy: str, url_key: UrlKey | None = None) -> Member:
     """The best member of a non-empty cluster under ``policy``."""
     if not members:
         raise ValueError("a cluster has at least one member")
-    return rank_members(members, policy)[0]
+    return rank_members(members, policy, url_key)[0]
 
 
 @dataclass
@@ -128,11 +118,12 @@ class ClusterRepresentatives:
     than its duplicates) ``newest`` keeps nothing per kept page: one without a time
     ranks after every dated duplicate, as the oldest would.
     Arrival is the order of the calls. The result equals :func:`choose_representative`
-    over the cluster's members. Thread-safe.
+    over the cluster's members (with the same ``url_key``, needed by every policy but ``first``). Thread-safe.
     """
 
-    def __init__(self, policy: str, *, times_are_arrivals: bool = False):
+    def __init__(self, policy: str, *, times_are_arrivals: bool = False, url_key: UrlKey | None = None):
         self.policy = check_policy(policy)
+        self.url_key = url_key if policy == "first" else _url_key_for(policy, url_key)
         self.times_are_arrivals = times_are_arrivals
         self._best: dict[Hashable, _Best] = {}
         self._kept: dict[str, Any] = {}  # kept URL -> its declared target (canonical) or timestamp (newest)
@@ -165,7 +156,7 @@ class ClusterRepresentatives:
             if new_kept or best is None:  # the kept page is a member from now on
                 noted = self._kept.pop(kept_url, None)
                 kept = Member(kept_url, self._arrival(), noted if self.policy == "newest" else None)
-                key = member_key(self.policy, kept, best is not None and kept_url in best.declared)
+                key = member_key(self.policy, kept, best is not None and kept_url in best.declared, self.url_key)
                 if best is None:
                     best = _Best(key, kept_url, set(), set())
                 else:  # it joins a cluster through a member of that cluster fetched again
@@ -174,7 +165,7 @@ class ClusterRepresentatives:
                     best.urls.add(kept_url)
                     self._declare(best, noted)
             page = Member(member, self._arrival(), timestamp, declares)
-            self._offer(best, member_key(self.policy, page, member in best.declared), member)
+            self._offer(best, member_key(self.policy, page, member in best.declared, self.url_key), member)
             if self.policy == "canonical":
                 best.urls.add(member)
                 self._declare(best, declares if declares != member else None)
@@ -199,7 +190,7 @@ class ClusterRepresentatives:
         best.declared.add(target)
         if target in best.urls:  # the target is a member already: vouched for from now on
             # its arrival is not at hand; it only breaks ties between equal URLs, so any number will do
-            self._offer(best, member_key(self.policy, Member(target, 0), True), target)
+            self._offer(best, member_key(self.policy, Member(target, 0), True, self.url_key), target)
 
     @staticmethod
     def _offer(best: _Best, key: tuple, url: str) -> None:

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any
 
-_TWO_U64 = struct.Struct("<QQ").unpack_from
+TWO_U64 = struct.Struct("<QQ").unpack_from
 _U32 = struct.Struct("<I").unpack_from
 
 #: Lengths of keys taken to be digests already (SHA-1, SHA-256); other keys are hashed once.
@@ -79,7 +79,7 @@ def digest_pair(key: bytes) -> tuple[int, int, int]:
     """
     if len(key) not in DIGEST_LENGTHS:
         key = hashlib.blake2b(bytes(key), digest_size=20).digest()
-    h1, h2 = _TWO_U64(key)
+    h1, h2 = TWO_U64(key)
     return h1, h2, _U32(key, 16)[0]
 
 
@@ -232,7 +232,7 @@ class KeyHashing:
         """The ``2 * groups`` 64-bit values of ``key``."""
         if self.salt is None:
             if len(key) in DIGEST_LENGTHS:
-                return _TWO_U64(key)
+                return TWO_U64(key)
             return digest_pair(key)[:2]
         if self._blake is not None:
             hasher = self._blake.copy()

@@ -45,7 +45,7 @@ from bitarray import bitarray
 from scrapy_dedup._util.files import atomic_write
 
 from scrapy_dedup.seen.base import (
-    _TWO_U64,
+    TWO_U64,
     DIGEST_LENGTHS,
     KeyHashing,
     SeenSet,
@@ -178,7 +178,7 @@ class BloomSeenSet(SeenSet):
         only = slices[0]
         if len(slices) == 1 and only.step and len(key) in DIGEST_LENGTHS:
             # the common case, inlined: one strided slice of the digest's progression unless it wraps
-            h1, h2 = _TWO_U64(key)
+            h1, h2 = TWO_U64(key)
             m = only.nbits
             a = h1 % m
             b = h2 % only.step + 1
