@@ -48,8 +48,11 @@ order 100: it sees responses after decompression and requests just before downlo
 The rules of ``DEDUP_DUST_RULES`` are claims checked the same way, with or without
 ``DEDUP_DUST_LEARN``: explored (``DEDUP_DUST_EXPLORE``), withdrawn on a violation
 (logged, ``dedup/dust/deactivated`` and ``dedup/dust/loaded_withdrawn``), the requests
-they dropped sent again. Without ``DEDUP_DUST_LEARN`` nothing is mined and no request
-is parked: only that check runs. (Their alias tables are taken as they are.)
+they dropped sent again. So is a host's alias table, one claim: the first URL it sends
+to a target is fetched as it is (then a ``DEDUP_DUST_EXPLORE`` share), compared with
+the target's page, and the table withdrawn whole on a difference (the same log line
+and stats), the requests it sent elsewhere sent again. Without
+``DEDUP_DUST_LEARN`` nothing is mined and no request is parked: only that check runs.
 
 It needs ``REQUEST_FINGERPRINTER_CLASS = "scrapy_dedup.CanonicalRequestFingerprinter"``,
 whose canonicalizer holds the live rule set, and the extension in ``EXTENSIONS`` (the
@@ -70,6 +73,7 @@ from scrapy_dedup.extensions import DedupExtension
 from scrapy_dedup.responses import declared_canonical as canonical_link_in_head
 from scrapy_dedup.jobdir import uses_scrapys_scheduler
 from scrapy_dedup.duplicates import (  # noqa: F401 (the meta keys re-exported: their former home)
+    ALIAS_META,
     DEFERRED_META,
     DUST_KEY_META,
     RESENT_META,
@@ -251,6 +255,7 @@ class DustLearningMiddleware:
             raise IgnoreRequest(f"DUST: {request.url} was downloaded already")
         if self.learner.take_exploration(request.url):
             request.meta[DUST_KEY_META] = None
+            request.meta[ALIAS_META] = request.url  # fetched as it is: not sent to an alias target (650)
             return None
         key = self.canonicalizer.canonicalize(request.url)
         if self.learner.is_fetched(key) or self.inflight.get(key):
@@ -264,6 +269,8 @@ class DustLearningMiddleware:
             self.stats.inc_value("dedup/dust/redirect_rewritten")
             logger.debug("DUST: %s requested as %s (a learned rule the server redirects by)", request.url, target)
             return request.replace(url=target, dont_filter=True, meta={**request.meta, REWRITTEN_META: request.url})
+        # a loaded alias on trial sends it to its target (CanonicalRedirectMiddleware): kept, to send again
+        self.learner.hold_aliased(request.url, request)
         self.inflight[key] = self.inflight.get(key, 0) + 1
         request.meta[DUST_KEY_META] = key
         return None
@@ -406,10 +413,10 @@ class DustLearningMiddleware:
         withdrawn = self.learner.events["loaded_withdrawn"] - loaded
         if withdrawn:
             self.stats.inc_value("dedup/dust/loaded_withdrawn", withdrawn)
-            logger.warning("DEDUP_DUST_RULES: %d loaded rule(s) of %s withdrawn: the explored URL %s holds another "
-                           "page than the URL they fold it onto; the requests they dropped are sent again",
-                           withdrawn, _host(url), url)
-        return deactivated
+            logger.warning("DEDUP_DUST_RULES: %d loaded rule(s) or alias(es) of %s withdrawn: the explored URL %s "
+                           "holds another page than the URL they fold it onto; the requests they dropped are sent "
+                           "again", withdrawn, _host(url), url)
+        return deactivated or bool(withdrawn)
 
     def _activated(self, activated: list, pages: int) -> None:
         for verdict in activated:
@@ -454,9 +461,10 @@ class DustLearningMiddleware:
             logger.info("DUST learning: %d page(s), %d rule(s) learned and in force, %d deactivated",
                         self.learner.pages, len(self.learner.learned), self.learner.events["deactivated"])
         if self.cfg.dust_rules:
-            logger.info("DEDUP_DUST_RULES: %d loaded rule(s) in force, %d withdrawn (explored: %d URL(s), "
-                        "%d held another page)", len(self.learner.loaded), self.learner.events["loaded_withdrawn"],
-                        self.learner.events["explored"], self.learner.events["explore_violations"])
+            logger.info("DEDUP_DUST_RULES: %d loaded rule(s) and %d alias(es) in force, %d withdrawn (explored: %d "
+                        "URL(s), %d held another page)", len(self.learner.loaded), self.learner.loaded_aliases(),
+                        self.learner.events["loaded_withdrawn"], self.learner.events["explored"],
+                        self.learner.events["explore_violations"])
         if self.cfg.dust_rules_out:
             rules.meta = {**rules.meta, "generated_by": "scrapy-dedup online learning (DEDUP_DUST_LEARN)",
                           "pages": self.learner.pages}

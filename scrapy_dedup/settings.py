@@ -302,9 +302,9 @@ SETTINGS: tuple[Setting, ...] = (
        "With `DEDUP_DUST_LEARN`: mine the pages fetched so far at least every this many pages (sooner when "
        "pages met again under other URLs, the evidence rules need, reach the miner's support)."),
     _s("DEDUP_DUST_EXPLORE", 0.05, _number(float, minimum=0, maximum=1), "url",
-       "With `DEDUP_DUST_LEARN`: of the distinct URLs an active learned rule collapses, the first and then "
-       "this share are still fetched (each URL at most once), to catch the rule's violations (a violating "
-       "rule is deactivated)."),
+       "With `DEDUP_DUST_LEARN` or `DEDUP_DUST_RULES`: of the distinct URLs an active learned or loaded rule "
+       "(or a loaded alias) collapses, the first and then this share are still fetched (each URL at most once), "
+       "to catch its violations (a violating rule or alias is withdrawn)."),
     _s("DEDUP_DUST_RULES_OUT", None, to_optional_str, "url",
        "With `DEDUP_DUST_LEARN`: write the DUST rules in force at crawl end (loaded and learned) to this "
        "file, for the next crawl."),
@@ -426,7 +426,8 @@ SETTINGS: tuple[Setting, ...] = (
        "(at 1e-6 about 3.7 MiB per million blocks: the default costs 37.4 MiB of resident memory, measured, and "
        "as much in `JOBDIR`): a local Bloom filter that grows past it (its error rate still bounded), "
        "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
-       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises). A local filter "
+       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises: one WARNING then, and past 10 "
+       "times its error rate it sets no more bits, a block not in it counting as new). A local filter "
        "resumed from `JOBDIR` keeps the capacity and error rate it was saved with (a WARNING names them)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),

@@ -51,8 +51,10 @@ class OnlineDustLearner:
     Rules loaded with ``rules`` (``DEDUP_DUST_RULES``) are claims checked the same
     way: explored from the first URL they collapse, withdrawn on a violation (and
     never learned again), the requests they dropped sent again; counted apart
-    (``events["loaded_withdrawn"]``). With ``learn=False`` nothing is mined: only
-    the loaded rules are checked.
+    (``events["loaded_withdrawn"]``). So is a host's loaded alias table, one claim as a rule is
+    (each entry sends one URL key to another URL): explored from the first URL it sends
+    elsewhere, withdrawn whole on a violation, what it held back (:meth:`hold_aliased`) sent
+    again. With ``learn=False`` nothing is mined: only the loaded rules and aliases are checked.
 
     ``key_of(url)`` is the canonical key with the rules in force (the fingerprinter's
     canonicalizer). Cost: mining is re-run over everything recorded, so it grows
@@ -117,6 +119,8 @@ class OnlineDustLearner:
                 ident = (host, rule.key)
                 self.loaded.add(ident)
                 self._single[ident] = HostRules(host, [rule])
+        #: host -> its rules without the alias table, compiled (:meth:`_aliases_firing`; cleared by :meth:`_rekey`)
+        self._rules_only: dict[str, HostRules] = {}
 
     # --- feeding ---
 
@@ -325,7 +329,12 @@ class OnlineDustLearner:
             keys = {join_key(*rules_only.apply(*split_key(k))) for k in backed}
             learned = {key: target for key, target in mined.get(host, {}).items() if target in backed and key in keys}
             self.events["aliases_unbacked"] += len(mined.get(host, {})) - len(learned)
-            table = {**learned, **self._loaded_aliases.get(host, {})}
+            loaded = self._loaded_aliases.get(host, {})
+            if loaded:  # no chain through a loaded alias (refused at load: the rules file written must load)
+                ends = set(loaded) | set(loaded.values())
+                learned = {key: target for key, target in learned.items() if key not in ends
+                           and target not in loaded and join_key(*rules_only.apply(*split_key(target))) not in loaded}
+            table = {**learned, **loaded}
             if table != self.rules.aliases.get(host, {}):
                 self.rules.aliases[host] = table
                 self._aliased_hosts.add(host)
@@ -349,6 +358,7 @@ class OnlineDustLearner:
             if key not in content:
                 content[key], first[key] = value, url
         self.content_of, self.first_url = content, first
+        self._rules_only.clear()  # the rules changed
 
     def is_fetched(self, key: str) -> bool:
         """Was a page with this canonical key (under the rules in force) fetched already?"""
@@ -428,8 +438,9 @@ class OnlineDustLearner:
     # --- exploration ---
 
     def should_explore(self, url: str, key: str, *, new_values_only: bool = False) -> bool:
-        """Would ``url`` be collapsed by learned rules onto an already fetched ``key``? Then fetch it anyway
-        when a rule that collapses it has exploration budget left.
+        """Would ``url`` be collapsed by learned rules onto an already fetched ``key`` (or by a loaded alias onto
+        a target that answered what the learner cannot read)? Then fetch it anyway when a rule that collapses
+        it has exploration budget left.
 
         Budget per rule: of the distinct URLs a learned rule collapses, the first and then a share
         ``explore`` are fetched (``ceil(collapsed * explore)``), so a rule is checked at once and then
@@ -444,7 +455,9 @@ class OnlineDustLearner:
         per distinct URL: a URL already fetched, explored, or judged is never explored (again).
         ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
-        if self.explore <= 0 or key not in self.content_of or url in self._decided or url in self.fetched:
+        if self.explore <= 0 or url in self._decided or url in self.fetched:
+            return False
+        if key not in self.content_of and not self._alias_target_unread(url):
             return False
         parts = self.miner.split_url(url)
         if parts is None:
@@ -460,12 +473,7 @@ class OnlineDustLearner:
             if budget is None:
                 budget = self._budget[ident] = _Budget()
             budget.collapsed += 1
-            rule = self._single[ident].rules[0]
-            value = _value_class(_dropped_value(rule, parts[1], parts[2]))
-            first = self.miner.split_url(self.first_url.get(key, ""))
-            if first is not None and value is not None \
-                    and _value_class(_dropped_value(rule, first[1], first[2])) == value:
-                value = None  # the key's page came with this very value: comparing says nothing of it
+            value = self._checked_value(ident, parts, key)
             if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
                 budget.values.add(value)
                 checks.append((ident, value))
@@ -483,15 +491,93 @@ class OnlineDustLearner:
         self.events["explored"] += 1
         return True
 
+    def _checked_value(self, ident: tuple[str, tuple], parts: tuple[str, str, str], key: str) -> str | None:
+        """What exploring this URL (``parts``: host, path, query; canonical ``key``) checks of the rule or alias
+        ``ident`` beyond the share (:meth:`should_explore`): the value the rule drops, None when the key's page
+        came with this very value (comparing says nothing of it) or the rule drops none; a host's loaded alias
+        table (no value) is itself the value, checked once, on the first URL it sends elsewhere."""
+        if ident[1][0] == _ALIAS:
+            return _ALIAS
+        rule = self._single[ident].rules[0]
+        value = _value_class(_dropped_value(rule, parts[1], parts[2]))
+        first = self.miner.split_url(self.first_url.get(key, ""))
+        if first is not None and value is not None \
+                and _value_class(_dropped_value(rule, first[1], first[2])) == value:
+            return None
+        return value
+
     def _learned_firing(self, host: str, path: str, query: str) -> list[tuple[str, tuple]]:
         """The rules on trial (learned, or loaded) of ``host`` that rewrite this URL (each alone; all of them
-        when only their composition does; none when they do not rewrite it)."""
+        when only their composition does), and the loaded alias on trial that sends it elsewhere; none when
+        nothing on trial rewrites it."""
+        return self._rules_firing(host, path, query) + self._aliases_firing(host, path, query)
+
+    def _rules_firing(self, host: str, path: str, query: str) -> list[tuple[str, tuple]]:
         learned = [(ident, rule) for ident, rule in self._single.items() if ident[0] == host]
         firing = [ident for ident, single in learned if single.fired(path, query)]
         if firing or not learned:
             return firing
         together = HostRules(host, [single.rules[0] for _, single in learned])
         return [ident for ident, _ in learned] if together.fired(path, query) else []
+
+    def _aliases_firing(self, host: str, path: str, query: str) -> list[tuple[str, tuple]]:
+        """``[(host, ("alias",))]``, the ident of the host's loaded alias table, when one of its aliases (still
+        on trial, :attr:`_loaded_aliases`) sends this URL elsewhere; ``[]`` when none."""
+        return [(host, (_ALIAS,))] if self._loaded_alias_target(host, path, query) is not None else []
+
+    def _loaded_alias_target(self, host: str, path: str, query: str) -> str | None:
+        """The target of the loaded alias whose key this URL has after the rules (None: none). Never the URL
+        itself: a key that is its own target is refused at load."""
+        table = self._loaded_aliases.get(host)
+        if not table:
+            return None
+        rules_only = self._rules_only.get(host)
+        if rules_only is None:
+            rules_only = self._rules_only[host] = HostRules(host, self.rules.hosts.get(host, []))
+        return table.get(join_key(*rules_only.apply(path, query)))
+
+    def loaded_aliases(self) -> int:
+        """How many loaded aliases are in force (not withdrawn)."""
+        return sum(len(table) for table in self._loaded_aliases.values())
+
+    def _alias_target_unread(self, url: str) -> bool:
+        """Does a loaded alias on trial send ``url`` to a target that answered what the learner cannot read (not
+        a page, too short: :meth:`answered_unread`)? Then no fetched page stands for the alias's key, and an
+        explored URL of it that answers a readable page proves the alias wrong (:meth:`check_explored`): a page
+        is not an unreadable answer (the fault round's table sent 58 articles to a one-link home page)."""
+        if not self._loaded_aliases:
+            return False
+        parts = self.miner.split_url(url)
+        target = self._loaded_alias_target(*parts) if parts is not None else None
+        if target is None:
+            return False
+        prefix = url[: url.find("/", url.find("://") + 3)] if url.count("/") >= 3 else url
+        return prefix + target in self.unread
+
+    def hold_aliased(self, url: str, request: Any) -> bool:
+        """``request`` (for ``url``) is about to be downloaded, and a loaded alias on trial sends it to its
+        target instead (the URL itself is not fetched): kept as :meth:`hold` keeps a dropped request, so that
+        it is sent again should the alias be withdrawn, and judged when the crawl runs dry if no other URL of
+        the alias was explored (:meth:`explore_held`). True when held."""
+        parts = self.miner.split_url(url)
+        return parts is not None and bool(self._aliases_firing(*parts)) and self.hold(url, request)
+
+    def _withdraw_aliases(self, host: str, guilty: Iterable[tuple[str, tuple]]) -> list[tuple[str, tuple]]:
+        """When the host's loaded alias table is among ``guilty``: all its aliases taken out of the rule set (a
+        table one of whose aliases proved wrong is not trusted for the others; never loaded again in this
+        crawl), each counted in ``events["loaded_withdrawn"]``. Returns ``[its ident]`` (:meth:`release` sends
+        back what it held), else ``[]``."""
+        ident = (host, (_ALIAS,))
+        if ident not in guilty or not self._loaded_aliases.get(host):
+            return []
+        table = self._loaded_aliases.pop(host)
+        in_force = self.rules.aliases.get(host, {})
+        for key, target in table.items():
+            if in_force.get(key) == target:
+                del in_force[key]
+        self.rules.recompile()
+        self.events["loaded_withdrawn"] += len(table)
+        return [ident]
 
     def held_count(self) -> int:
         """Requests the learned rules made the crawl drop, kept to send again should a rule be withdrawn."""
@@ -509,8 +595,7 @@ class OnlineDustLearner:
             for url, request in bucket.items():
                 if url in out or url in self._decided or url in self.fetched:
                     continue
-                key = self.key_of(url)
-                if key in self.content_of and self.should_explore(url, key, new_values_only=True):
+                if self.should_explore(url, self.key_of(url), new_values_only=True):
                     out[url] = request
         self.events["explored_held"] += len(out)
         return list(out.values())
@@ -564,7 +649,8 @@ class OnlineDustLearner:
         host, path, query = parts
         host_rules = self.rules.for_host(host)
         target = host_rules.alias_of(path, query) if host_rules is not None and host_rules.aliases else None
-        if target is not None and target != (path, query):
+        # (a loaded alias on trial is what the exploration checks: it goes on)
+        if target is not None and target != (path, query) and not self._aliases_firing(host, path, query):
             self.abandon_exploration(url)
             self.events["explore_cancelled"] += 1
             return False
@@ -610,17 +696,21 @@ class OnlineDustLearner:
         the rule alone rewrites the URL to a URL fetched with this very page (``?lang=de&sid=x`` is the page
         of ``?lang=de``: dropping ``sid`` did not do it). All of them when none is left."""
         fired = {ident for ident, single in self._single.items() if ident[0] == host and single.fired(path, query)}
+        fired.update(self._aliases_firing(host, path, query))
         prefix = url[: url.find("/", url.find("://") + 3)] if url.count("/") >= 3 else url
         innocent = set()
         for ident in fired if len(fired) > 1 else ():
-            alone = self.fetched.get(prefix + join_key(*self._single[ident].apply(path, query)))
+            rewritten = (self._loaded_alias_target(host, path, query) or "" if ident[1][0] == _ALIAS
+                         else join_key(*self._single[ident].apply(path, query)))
+            alone = self.fetched.get(prefix + rewritten)
             if alone is not None and _same_content(alone, page, self.config.hamming):
                 innocent.add(ident)
         return (fired - innocent) or fired
 
     def check_explored(self, url: str, exact: Any, simhash: int | None, item: Any = None) -> list[DustRule]:
         """An exploration page arrived: a different page than its key's deactivates the rules that fired on it,
-        but those proven innocent (:meth:`_to_blame`).
+        but those proven innocent (:meth:`_to_blame`), and withdraws the loaded alias table that sent it there
+        (:meth:`_withdraw_aliases`). Returns the rules deactivated.
 
         Different at the URL-level strictness but one page at the lenient, item-level one (``item``, the
         judge's cluster, the same as its key's page's): the site's own noise (a per-fetch footer, a date the
@@ -630,15 +720,15 @@ class OnlineDustLearner:
         if key is None:
             return []
         known = self.content_of.get(key)
-        if known is None:
+        if known is None and not self._alias_target_unread(url):
             self.abandon_exploration(url)  # nothing to compare with: nothing checked
             return []
         del self.exploring[url]
         self._explore_checks.pop(url, None)
-        if _same_content(known, (exact, simhash), self.config.hamming):
+        if known is not None and _same_content(known, (exact, simhash), self.config.hamming):
             self.events["explore_agreed"] += 1
             return []
-        if item is not None and self.item_of.get(known[0]) == item:
+        if item is not None and known is not None and self.item_of.get(known[0]) == item:
             self.events["explore_undecided"] += 1
             return []
         self.events["explore_violations"] += 1
@@ -662,10 +752,11 @@ class OnlineDustLearner:
                     self.loaded.discard(ident)
                     self.events["loaded_withdrawn"] += 1
                 removed.append(rule)
-        if removed:
+        aliases = self._withdraw_aliases(host, guilty)
+        if removed or aliases:
             self.events["deactivated"] += len(removed)
             self._rekey()
-            self.resend.extend(self.release((host, rule.key) for rule in removed))
+            self.resend.extend(self.release([*((host, rule.key) for rule in removed), *aliases]))
         return removed
 
 
@@ -814,6 +905,8 @@ def _param_value(klass: tuple, query: str) -> str | None:
     return None
 
 
+#: the ident of a host's loaded alias table on trial is ``(host, ("alias",))`` (a rule's key starts with its kind)
+_ALIAS = "alias"
 #: the rule kinds of a query parameter
 _PARAM_KINDS = ("drop_param", "default_param")
 #: the rule kinds that drop a value (:func:`_dropped_value`), explored per value
