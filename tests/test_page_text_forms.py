@@ -83,3 +83,12 @@ def test_forms_same_text_both_paths(parts):
     got = T._fast_text(tree, remover, owned=False)
     assert got is None or got == expected
     assert page_text(html) == expected
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "b", " ", "\t", "\n", "\u00a0", "\u2003", "\x85", "\x1c",
+                                         T.BLOCK_SEPARATOR, "é", "."]), max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_blocks_are_cut_from_the_raw_text_as_from_the_collapsed_text(raw):
+    """The blocks cut from the stylesheet's raw text are those of its collapsed text (the definition)."""
+    definition = [block.strip() for block in T._collapse(raw).split(T.BLOCK_SEPARATOR)]
+    assert T._cut_blocks(raw) == [block for block in definition if block]

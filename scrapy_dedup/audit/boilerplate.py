@@ -5,11 +5,13 @@ only pages judged unique are counted), to count the blocks of each host. Then th
 frozen, and pass two (:class:`BoilerplateDecider`, the runner's decider) judges the dump again, each
 page less its host's whole template: no warm-up, no page judged before its host's template was
 known. Both passes share one parse of each record: pass one reads the dump once (stdin and pipes
-too) and spools what each record gave (``audit/runner.py``), pass two judges the spooled pages.
+too) and spools what each record gave (``audit/runner.py``), pass two judges the spooled pages. Pass
+one's verdicts, read at the URL strictness, are the mirrors report's DUST miner's where its judge is
+the same (``SharedJudgements`` in ``audit/runner.py``): that miner does not judge the pages again.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,7 +20,7 @@ from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearne
     host_of
 from scrapy_dedup.content.engine import UNDECIDABLE_NAMED, ContentDeduplicator, ContentFingerprint, \
     ContentFingerprinter
-from scrapy_dedup.content.judge import PageJudge, memory_store
+from scrapy_dedup.content.judge import PageJudge, PageVerdict, memory_store
 
 __all__ = ["PageBlocks", "BoilerplateDecider", "learner_for", "learn_templates", "learns_boilerplate"]
 
@@ -69,15 +71,24 @@ class _Hosts:
         return self.of.get(key, "")
 
 
-def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, PageBlocks]]) -> BoilerplateLearner:
-    """Pass one: judge ``(url, page)`` in dump order as a crawl would, counting each host's blocks; frozen."""
+def learn_templates(cfg: Any, fingerprinter: Any, pages: Iterable[tuple[str, PageBlocks]],
+                    judged: Callable[[int, PageVerdict], None] | None = None) -> BoilerplateLearner:
+    """Pass one: judge ``(url, page)`` in dump order as a crawl would, counting each host's blocks; frozen.
+    ``judged``: told each page's number and verdict with its URL-level sameness (the judge's keys are the
+    pages' numbers, as text): the DUST miner's judgement of the page when the miner judges with the same
+    parameters and the dump's URLs are distinct (``audit/runner.py``)."""
     learner = learner_for(cfg)
     hosts = _Hosts()
     judge = BoilerplateJudge(ContentDeduplicator(fingerprinter, memory_store(cfg)), learner, host_of_key=hosts)
+    page_judge = PageJudge(judge.engine, judge, url_sameness=True) if judged is not None else None
     for n, (url, page) in enumerate(pages):
         key = str(n)
-        judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole, title=page.title,
-                    words=page.words)
+        if page_judge is None or judged is None:
+            judge.check(key, page.blocks, host=hosts.add(key, url), whole=page.whole, title=page.title,
+                        words=page.words)
+        else:  # the same check, its verdict read at the URL strictness too
+            judged(n, page_judge.judge_blocks(key, page.blocks, host=hosts.add(key, url), whole=page.whole,
+                                              title=page.title, words=page.words))
     learner.freeze()
     return learner
 

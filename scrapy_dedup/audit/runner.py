@@ -35,11 +35,15 @@ import time
 from array import array
 from bisect import bisect_left
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import asdict
+from functools import partial
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, Optional, cast
+
+import numpy as np
 
 from scrapy_dedup._util.batching import batches
 from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, learn_templates, \
@@ -58,10 +62,11 @@ from scrapy_dedup.audit.records import BadLine, DumpError, PageRecord
 from scrapy_dedup.audit.result import AuditResult, ClusterSummary, SamplePair
 from scrapy_dedup.content.compact import StringList
 from scrapy_dedup.content.extract import Extraction, ExtractionPolicy, extract_text
+from scrapy_dedup.content.judge import PageVerdict
 from scrapy_dedup.content.params import ENGINE_PARAMS
 from scrapy_dedup.content.paragraphs import text_blocks
 from scrapy_dedup.content.representative import Member, member_key, parse_timestamp
-from scrapy_dedup.url.mining import DustMiner, MiningConfig
+from scrapy_dedup.url.mining import HASH_FIELDS, DustMiner, MiningConfig
 from scrapy_dedup.url.preference import url_preference
 
 if TYPE_CHECKING:  # the progress bar's type; tqdm itself is imported where the bar is made
@@ -177,9 +182,14 @@ def miner_record(record: dict, page: PageRecord, blocks: Optional[list[str]], ti
     return slim, blocks, title
 
 
-def _feed(miner: DustMiner, mining: tuple, fingerprint: Any) -> None:
-    """Give ``miner`` one page record the audit read (:func:`miner_record`), with the page's words if tokenized."""
-    record, blocks, title = mining
+def _feed(miner: DustMiner, mining: tuple, fingerprint: Any, url_of: Optional[Callable[[int], str]] = None) -> None:
+    """Give ``miner`` one page record the audit read (:func:`miner_record`), with the page's words if tokenized;
+    ``url_of`` (page number -> URL): the record carries the audit's first pass's verdict, which is the miner's
+    (:class:`SharedJudgements`), given as the crawl log gives it."""
+    if url_of is not None:
+        miner.add_record(SharedJudgements.log_record(mining[0], mining[3], url_of))
+        return
+    record, blocks, title = mining[:3]
     extraction = Extraction(" ".join(blocks), False, blocks, title) if blocks is not None else None
     miner.add_record(record, extraction, fingerprint.words if isinstance(fingerprint, PageBlocks) else None)
 
@@ -194,6 +204,80 @@ def feeds_miner(cfg: AuditConfig, miner: Optional[DustMiner], input_format: str)
     mine = miner.config.extraction
     return (tuple(cfg.strip_tags), tuple(cfg.strip_selectors), cfg.max_bytes) == (
         tuple(mine.strip_tags), tuple(mine.strip_selectors), mine.max_bytes)
+
+
+class SharedJudgements:
+    """The DUST miner's judgement of each page, taken from the audit's first pass (``learn_templates``, told
+    each verdict at the URL strictness) instead of judging the page a third time.
+
+    The miner judges a record that brings its HTML and no evidence of its own (:data:`MINER_EVIDENCE`) with
+    the crawl's page judge at the engine's default parameters and its ``min_words``, keyed by URL; the first
+    pass judges every page with the same rule, keyed by its number. The two judges take the same decisions
+    when their parameters are the same (:meth:`applies`) and the keys map one to one: every record's URL its
+    own (checked over the whole dump, by a 64-bit hash of each URL kept during the first pass: two URLs of one
+    hash count as a repeat) and every record one the miner judges from its blocks. Else the miner judges
+    each page itself, as before. The verdict reaches the miner as the crawl log writes it (``cluster``, and
+    ``page`` when the URL-level sameness names another page; ``kind: degenerate``), with URLs for names."""
+
+    #: fields of a record that the miner reads as evidence of sameness instead of judging the page
+    MINER_EVIDENCE = frozenset({"kind", "words", "cluster", "page", "basis", "normal_hash", "simhash", "text",
+                                *HASH_FIELDS})
+    #: the fields the miner still reads of a judged record
+    KEPT_FIELDS = ("url", "request_url", "redirect_urls")
+
+    def __init__(self) -> None:
+        self.pending: dict[int, Optional[tuple[int, int]]] = {}  # page number -> (cluster, page) numbers
+        self.url_hashes = array("q")
+        self.usable = True
+
+    @staticmethod
+    def applies(cfg: AuditConfig, miner: Optional[DustMiner]) -> bool:
+        """Whether the miner's page judge is the first pass's: every engine parameter at its default (as the
+        miner's, :meth:`DustMiner.page_judge`), the miner's ``min_words`` the audit's, boilerplate learnt."""
+        if miner is None or not learns_boilerplate(cfg) or cfg.allow_approximate:
+            return False
+        own = ("min_words", "max_bytes", "strip_tags", "strip_selectors", "paragraphs", "paragraphs_min_chars")
+        return miner.config.min_words == cfg.min_words and all(
+            getattr(cfg, param.key) == param.default for param in ENGINE_PARAMS if param.key not in own)
+
+    def judged(self, number: int, page: PageVerdict) -> None:
+        """The first pass's verdict of page ``number`` (its judge's keys are the pages' numbers, as text)."""
+        name = page.page("url")
+        self.pending[number] = None if page.verdict.kind == "degenerate" or name is None else (
+            int(page.verdict.cluster or name), int(name))
+
+    def attach(self, number: int, item: tuple) -> tuple:
+        """``item`` (a page of pass one, number ``number``) with its verdict's names added to its miner record."""
+        names = self.pending.pop(number, None)
+        mining = item[6]
+        if mining is None:
+            return item
+        record, blocks, title = mining
+        url = item[2]
+        if blocks is None or record.get("url") != url or not self.MINER_EVIDENCE.isdisjoint(record):
+            self.usable = False
+        self.url_hashes.append(int.from_bytes(blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                              "little", signed=True))
+        return item[:6] + ((record, blocks, title, names),)
+
+    def valid(self) -> bool:
+        """After the first pass: whether the miner may take its verdicts (every record judged from its blocks,
+        no URL twice)."""
+        hashes = np.frombuffer(self.url_hashes, dtype=np.int64) if len(self.url_hashes) else np.zeros(0, np.int64)
+        return self.usable and len(np.unique(hashes)) == len(hashes)
+
+    @classmethod
+    def log_record(cls, record: dict, names: Optional[tuple[int, int]], url_of: Callable[[int], str]) -> dict:
+        """The record the miner reads the verdict from, as a crawl log line (``url_of``: a page number's URL)."""
+        fed = {key: record[key] for key in cls.KEPT_FIELDS if key in record}
+        if names is None:
+            fed["kind"] = "degenerate"
+            return fed
+        cluster, page = names
+        fed["cluster"] = url_of(cluster)
+        if page != cluster:  # the URL-level sameness names a page of its own: counted in reduced_verdicts
+            fed["page"] = url_of(page)
+        return fed
 
 
 _WORKER: Optional[PageWorker] = None
@@ -356,15 +440,19 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     lines_read = 0
     parsed: Counter[str] = Counter()  # "page": records extracted and fingerprinted (each once, whatever the passes)
     feeding = feeds_miner(cfg, miner, source.format)
+    judged_by_pass_one = False  # the miner takes pass one's verdicts (SharedJudgements)
     results = _counted(_results(cfg, items, jobs, feeding), parsed)
     if learns_boilerplate(cfg):
         assert isinstance(method, SimhashMethod)  # learns_boilerplate: the simhash method only
         # two passes (audit/boilerplate.py) over one parse: pass one reads the dump, spools what each record
         # gave and counts every host's template; pass two judges the spooled pages with it
         spool = opened.enter_context(tempfile.TemporaryFile(prefix="scrapy-dedup-pass-"))
-        learner = learn_templates(cfg, method.fingerprinter, _spooling(results, spool))
+        shared = SharedJudgements() if feeding and SharedJudgements.applies(cfg, miner) else None
+        learner = learn_templates(cfg, method.fingerprinter, _spooling(results, spool, shared),
+                                  shared.judged if shared is not None else None)
         results = _unspooled(spool)
         decider = BoilerplateDecider(cfg, method.fingerprinter, learner)
+        judged_by_pass_one = shared is not None and shared.valid()
 
     def add_bad(bad_line: BadLine, keys: tuple = ()) -> None:
         if strict:
@@ -404,7 +492,8 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
                 _, number, url, fingerprint, stamp, digests, mining = item
                 if mining is not None:  # the miner reads the page as mine-dust does, from this one parse
                     assert miner is not None
-                    _feed(miner, mining, fingerprint)
+                    _feed(miner, mining, fingerprint,
+                          partial(_url_of, pages, index, url) if judged_by_pass_one else None)
                 verdict = decider.check(index, url, fingerprint)
                 if paragraphs is not None:
                     paragraphs.check(index, url, digests)
@@ -441,6 +530,11 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
     return result, pages, decider
 
 
+def _url_of(pages: _Pages, index: int, url: str, number: int) -> str:
+    """The URL of page ``number`` while page ``index`` (at ``url``) is judged: it or one before it."""
+    return url if number == index else pages.urls[number]
+
+
 def _counted(results: Iterable[list], counts: Counter) -> Iterator[list]:
     """``results`` as they come, each item counted by its tag in ``counts`` (``page``: a record parsed)."""
     for batch in results:
@@ -448,14 +542,22 @@ def _counted(results: Iterable[list], counts: Counter) -> Iterator[list]:
         yield batch
 
 
-def _spooling(results: Iterable[list], spool: Any) -> Iterator[tuple[str, Any]]:
+def _spooling(results: Iterable[list], spool: Any, shared: Optional[SharedJudgements] = None
+              ) -> Iterator[tuple[str, Any]]:
     """Pass one: (url, fingerprint) of every page, in dump order, each batch of ``results`` pickled into
     ``spool`` once pass one judged it (bad lines, skips and revisits too: pass two reports them; a page's
-    words with the block hashes pass one computed)."""
+    words with the block hashes pass one computed; with ``shared``, each page's miner record with pass one's
+    verdict)."""
+    number = 0
     for batch in results:
+        first = number
         for item in batch:
             if item[0] == "page":
                 yield item[2], item[3]
+                number += 1
+        if shared is not None:
+            pages = iter(range(first, number))
+            batch = [shared.attach(next(pages), item) if item[0] == "page" else item for item in batch]
         pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
 
 

@@ -21,6 +21,7 @@
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import struct
@@ -394,6 +395,13 @@ def _exact_key(exact: bytes) -> bytes:
     return hashlib.blake2b(exact, digest_size=16).digest()
 
 
+@functools.lru_cache(maxsize=16)
+def _empty_store(threshold: int, bits: int, sketch_size: int, verify: VerifyRule | None) -> MemoryContentStore:
+    """An empty store of these parameters, never written to: its tables' buckets at their first size, for
+    :meth:`ContentDeduplicator.pair_matches`."""
+    return MemoryContentStore(threshold, bits=bits, sketch_size=sketch_size, verify=verify)
+
+
 def verify_rule_from_settings(cfg: Any) -> VerifyRule | None:
     """The :class:`VerifyRule` of a :class:`~scrapy_dedup.settings.DedupSettings` (or any object with
     ``sketch_size``, ``verify_radius``, ``verify_jaccard``, ``verify_max_diff``, ``verify_min_jaccard``);
@@ -529,13 +537,30 @@ class ContentDeduplicator:
             return self._count_answer(url, ("unique", None, None), timestamp, declares)
 
     def pair_matches(self, a: ContentFingerprint, b: ContentFingerprint) -> bool:
-        """Whether ``b`` is a duplicate of ``a`` by this deduplicator's store rule (a two-page store)."""
+        """Whether ``b`` is a duplicate of ``a`` by this deduplicator's store rule: the answer for ``b`` of a
+        two-page store holding ``a`` (a :class:`MemoryContentStore` of the store's threshold, bits, sketch size
+        and verification rule), taken directly: the exact hashes, the distance, then, for a candidate of that
+        store (within the threshold, or within the radius and in one bucket of its simhash or sketch tables),
+        the sketch rule."""
         store = self.store
         size = getattr(store, "sketch_size", 0)
-        pair = MemoryContentStore(getattr(store, "threshold", 3), bits=self.fingerprinter.bits, sketch_size=size,
-                                  verify=getattr(store, "verify", None) if size else None)
-        pair.check_and_add("a", a)
-        return pair.check_and_add("b", b)[0] != "unique"
+        empty = _empty_store(getattr(store, "threshold", 3), self.fingerprinter.bits, size,
+                             getattr(store, "verify", None) if size else None)
+        if _exact_key(a.exact) == _exact_key(b.exact):
+            return True
+        distance = hamming(a.simhash, b.simhash)
+        threshold, rule, sketches = empty.threshold, empty.verify, empty.sketches
+        if sketches is None or rule is None:
+            return distance <= threshold  # the index finds every page within the threshold
+        if distance > max(rule.radius, threshold):
+            return False
+        if distance > threshold and not empty.index.bucket_mates(a.simhash, b.simhash) and not (
+                a.sketch is not None and b.sketch is not None and sketches.bucket_mates(a.sketch, b.sketch)):
+            return False  # not a candidate of the two-page store
+        kept = sketches.stored(a.sketch)
+        if b.sketch is None or kept is None:
+            return distance <= threshold
+        return rule.near(b.sketch, kept, empty.sketch_size)
 
     def _count_answer(self, url: str, answer: StoreAnswer, timestamp: float | None,
                       declares: str | None) -> Verdict:

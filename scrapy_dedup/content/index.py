@@ -319,6 +319,15 @@ class SimhashIndex:
             return [(i, d) for d, i in found]
         return [(keys[i], d) for d, i in found]
 
+    def bucket_mates(self, a: int, b: int) -> bool:
+        """Whether a query for ``b`` walks a chain that ``a``, stored now, would be in: one of the tables puts
+        both in one bucket at its present size (their blocks alike, or their hashes' top bits by chance). An
+        index holding ``a`` alone has the tables of an empty one: a two-page check, without building one."""
+        _, a = self._split(0, a)
+        _, b = self._split(0, b)
+        with self._lock:
+            return any(table.bucket(a) == table.bucket(b) for table in self._tables)
+
     def fingerprint_at(self, position: int) -> int:
         """The fingerprint of the ``position``-th stored entry (insertion order)."""
         with self._lock:

@@ -351,6 +351,24 @@ class SketchStore:
                 i = nxt[i]
         return found
 
+    def bucket_mates(self, a: Sketch, b: Sketch) -> bool:
+        """Whether :meth:`candidates` of ``b`` walks a chain that ``a``, added now, would be linked in: one LSH
+        table puts both in one bucket at the store's present size (False when either has no values: such a
+        page is in no chain). A store holding ``a`` alone has the buckets of an empty one."""
+        if not a.ints[: self.size] or not len(b):
+            return False
+        shift = 32 - self._head_bits
+        return any(x >> shift == y >> shift for x, y in zip(lsh_keys(a), lsh_keys(b)))
+
+    def stored(self, sketch: Optional[Sketch]) -> Optional[Sketch]:
+        """What :meth:`get` gives back of ``sketch`` once added (its first ``size`` values, its shingle count
+        capped at 32 bits; None for no values)."""
+        if sketch is None or not sketch.ints:
+            return None
+        if len(sketch.ints) <= self.size and sketch.shingles <= _M32:
+            return sketch
+        return Sketch.from_ints(array("I", sketch.ints[: self.size]), min(sketch.shingles, _M32))
+
     @property
     def nbytes_sketches(self) -> int:
         """Bytes of the sketches, lengths, shingle counts and block starts."""

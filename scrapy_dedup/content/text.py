@@ -45,9 +45,9 @@ import codecs
 import copy
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any, Union, cast
+from typing import Any, TypeVar, Union, cast
 
 from lxml import etree
 from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding, to_unicode
@@ -57,6 +57,7 @@ from scrapy_dedup.content.params import DEFAULT_STRIP_TAGS
 __all__ = ["page_text", "page_blocks", "page_blocks_titled", "DEFAULT_STRIP_TAGS", "BLOCK_TAGS", "HtmlInput"]
 
 HtmlInput = Union[str, bytes, bytearray, memoryview, "etree._Element", "etree._ElementTree"]
+_T = TypeVar("_T")
 
 #: Elements that separate words when rendered; every other element joins its text to its neighbours.
 BLOCK_TAGS: tuple[str, ...] = (
@@ -100,7 +101,7 @@ def page_text(
     names (case-insensitive, any namespace); ``strip_selectors`` are CSS selectors,
     validated on first use (``ValueError`` for a bad one).
     """
-    return _text(*_parse(html, encoding), strip_tags, strip_selectors, " ")
+    return _text(*_parse(html, encoding), strip_tags, strip_selectors, " ", _collapse)
 
 
 #: what separates blocks in the raw text of :func:`page_blocks`: a C1 control character, allowed in XML,
@@ -136,8 +137,7 @@ def page_blocks_titled(
     """:func:`page_blocks` and the page's ``<title>`` (whitespace collapsed; None without one), from one parse:
     what tells a page from a sibling that shares most of its paragraphs (``content/boilerplate.py``)."""
     root, owned = _parse(html, encoding)
-    text = _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR)
-    return list(filter(None, map(str.strip, text.split(BLOCK_SEPARATOR)))), _title(root)
+    return _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR, _cut_blocks), _title(root)
 
 
 def _title(root: etree._Element | None) -> str | None:
@@ -149,27 +149,27 @@ def _title(root: etree._Element | None) -> str | None:
 
 
 def _text(root: etree._Element | None, owned: bool, strip_tags: Iterable[str], strip_selectors: Iterable[str],
-          separator: str) -> str:
-    """The text of the tree ``root`` (``owned``: see :func:`_parse`), blocks joined by ``separator``
-    (see :func:`_collapse`)."""
+          separator: str, collapse: Callable[[str], _T]) -> _T:
+    """The text of the tree ``root`` (``owned``: see :func:`_parse`), blocks joined by ``separator``,
+    given to ``collapse`` (:func:`_collapse`; :func:`_cut_blocks`: the blocks)."""
     if isinstance(strip_selectors, str):  # one selector given bare
         strip_selectors = (strip_selectors,)
     remover = _remover(_normalize_tags(strip_tags), tuple(strip_selectors), separator)
     if root is None:
-        return ""
-    text = _fast_text(root, remover, owned)
+        return collapse("")
+    text = _fast_text(root, remover, owned, collapse)
     if text is not None:
         return text
     if not owned:
         root = _private_copy(root)
-    return _reference_text(root, remover)
+    return _reference_text(root, remover, collapse)
 
 
-def _reference_text(root: etree._Element, remover: _Remover) -> str:
+def _reference_text(root: etree._Element, remover: _Remover, collapse: Callable[[str], Any] | None = None) -> Any:
     """The definition of the page text, by mutating ``root`` (a private tree)."""
     _isolate(root, remover)
     # lxml-stubs type an XPath's result as any XPath value; a text() path yields strings only
-    return _collapse("".join(cast("list[str]", _TEXT_NODES(root))))
+    return (collapse or _collapse)("".join(cast("list[str]", _TEXT_NODES(root))))
 
 
 def _collapse(raw: str) -> str:
@@ -178,7 +178,15 @@ def _collapse(raw: str) -> str:
     return " ".join(raw.split())
 
 
-def _fast_text(root: etree._Element, remover: _Remover, owned: bool) -> str | None:
+def _cut_blocks(raw: str) -> list[str]:
+    """The blocks of a raw text whose blocks are separated by :data:`BLOCK_SEPARATOR`, each collapsed, the empty
+    ones left out: ``_collapse(raw).split(BLOCK_SEPARATOR)``, stripped, without collapsing the whole text first
+    (a separator is no whitespace: it cuts where the collapsed text has it, with at most a space either side)."""
+    return [block for block in map(" ".join, map(str.split, raw.split(BLOCK_SEPARATOR))) if block]
+
+
+def _fast_text(root: etree._Element, remover: _Remover, owned: bool,
+               collapse: Callable[[str], Any] | None = None) -> Any:
     """The page text by the compiled stylesheet, read-only; None where only the reference path is exact."""
     transform = remover.transform()
     if transform is None or _has_namespaces(root):
@@ -191,7 +199,7 @@ def _fast_text(root: etree._Element, remover: _Remover, owned: bool) -> str | No
         return None
     if _CONTROL.search(raw) is not None:
         return None
-    return _collapse(raw)
+    return (collapse or _collapse)(raw)
 
 
 def _normalize_tags(tags: Iterable[str]) -> tuple[str, ...]:
