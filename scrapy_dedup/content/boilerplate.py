@@ -52,10 +52,11 @@ the counts past ``capacity``, the blocks with the lowest counts leave (the least
 first) until three quarters are left. Counts are never above the truth (an evicted block that
 comes back starts again at one), so eviction can only delay a block becoming boilerplate,
 never make content boilerplate; a block on every page outranks the one-page blocks that fill
-the table, so it stays. The hashes are Python's hash of the normalized bytes (SipHash, keyed
-per process: no page can aim at a learnt block's hash, and a table does not outlive its
-process); a table shared through Redis (``content/redis_boilerplate.py``) hashes with BLAKE2b
-keyed by a salt kept there instead, alike in every process. No Scrapy imports.
+the table, so it stays. The hashes are BLAKE2b of the normalized bytes (63 bits: no page can aim
+at a learnt block's hash), the same in every process: among blocks of equal count last seen on
+the same page, eviction goes by hash, so Python's per-process ``hash()`` made the verdicts differ
+from one process to the next. A table shared through Redis (``content/redis_boilerplate.py``)
+keys BLAKE2b with a salt kept there. No Scrapy imports.
 """
 from __future__ import annotations
 
@@ -99,7 +100,6 @@ _VARYING = re.compile(rb"\b(?=[0a-f" + "".join(sorted({name[0] for name in _DATE
                       + rb"])(?:(?=[0a-f]{6,}\b)[a-f]*0[0a-f]*|" + "|".join(
                           sorted(_DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
 _TOP_BIT = 1 << 63
-_LOW_63 = _TOP_BIT - 1
 
 
 def _normal_lines(text: str) -> list[bytes]:
@@ -142,8 +142,10 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     """Hashes (uint64, top bit set: 63 bits) of the normalized blocks; 0 for a block that does not count:
     fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`.
 
-    Without ``key``: Python's hash (per process). With it: BLAKE2b keyed by ``key``, the same in every
-    process that has the key (a table shared through Redis, whose key is a random salt kept there)."""
+    BLAKE2b (8 bytes), keyed by ``key`` when given (a table shared through Redis, whose key is a random salt
+    kept there): the same in every process, so that which blocks a full table evicts, or a host's last room
+    for boilerplate takes (both ordered by hash among equals), and so the verdicts, do not depend on the
+    process (Python's ``hash()`` is keyed per process)."""
     out = np.zeros(len(blocks), dtype=np.uint64)
     if not blocks:
         return out
@@ -154,9 +156,7 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
         return out
     # A host's template blocks recur on each of its pages, as the same strings: their hashes are remembered
     # (per key, in this process); the others get one normalization pass over them all (a newline cannot
-    # be in a block: it is whitespace). Python's hash of bytes: SipHash in C, keyed per process (no page can
-    # aim at another block's hash; a table is not meant to outlive its process). The top bit set: never 0,
-    # which means "does not count".
+    # be in a block: it is whitespace). The top bit set: never 0, which means "does not count".
     picked = [blocks[i] for i in candidates.tolist()]
     cache = _BLOCK_HASH_CACHE.get(key)
     if cache is None or len(cache) > _BLOCK_HASH_CACHE_LIMIT:
@@ -165,11 +165,9 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     new = [i for i, value in enumerate(values) if value is None]
     if new:
         normalized = _normal_lines("\n".join([picked[i] for i in new]))
-        if key is None:
-            hashes = [(h & _LOW_63) | _TOP_BIT for h in map(hash, normalized)]
-        else:
-            hashes = [int.from_bytes(blake2b(norm, digest_size=8, key=key).digest(), "little") | _TOP_BIT
-                      for norm in normalized]
+        digest = functools.partial(blake2b, digest_size=8, key=key) if key else functools.partial(blake2b,
+                                                                                                   digest_size=8)
+        hashes = [int.from_bytes(digest(norm).digest(), "little") | _TOP_BIT for norm in normalized]
         for i, value in zip(new, hashes):
             values[i] = cache[picked[i]] = value
     out[candidates] = np.array(values, dtype=np.uint64)
