@@ -23,6 +23,7 @@ from pytest_twisted import inlineCallbacks
 
 from scrapy_dedup.url.mining import DustMiner, same_page_evidence
 from scrapy_dedup.dust_learning import DustLearningMiddleware
+from scrapy_dedup.url.learner import OnlineDustLearner
 from tests import dustgen
 from tests.support.crawl import run_crawl
 from tests.support.localsite import LocalSite
@@ -92,6 +93,17 @@ def test_the_crawls_url_level_clusters_the_miner_and_the_learner_agree(seed, tmp
         learners.append(self)
 
     monkeypatch.setattr(DustLearningMiddleware, "__init__", keeping)
+    # each rule deactivation: (the explored URL, the first URL fetched of the key it was folded onto)
+    deactivations: list[tuple[str, str | None]] = []
+    check_explored = OnlineDustLearner.check_explored
+
+    def checking(self, url, *args, **kwargs):
+        first = self.first_url.get(self.exploring.get(url))
+        removed = check_explored(self, url, *args, **kwargs)
+        deactivations.extend((url, first) for _ in removed)
+        return removed
+
+    monkeypatch.setattr(OnlineDustLearner, "check_explored", checking)
 
     # 1. A crawl without learning: its log, read by the miner as mine-dust reads it
     log = tmp_path / "crawl.jsonl"
@@ -127,5 +139,10 @@ def test_the_crawls_url_level_clusters_the_miner_and_the_learner_agree(seed, tmp
     pages2 = url_level_pages([json.loads(line) for line in log2.open()])
     learned = {url: value[0] for url, value in learner.fetched.items() if url in pages2}
     assert learned and partition(learned) == partition({url: pages2[url] for url in learned})
-    # no rule withdrawn for an explored URL that serves its key's page (whole texts alike)
-    assert crawler.stats.get_value("dedup/dust/deactivated", 0) == 0
+    # no rule withdrawn for an explored URL that serves its key's page (whole texts alike). A rule withdrawn for
+    # one that holds another page is learning working, and depends on the crawl order: "drop ?locale=" learnt
+    # from ?locale=en pages before any ?locale=de page arrived is withdrawn by the first real translation.
+    assert len(deactivations) == crawler.stats.get_value("dedup/dust/deactivated", 0)
+    wrong = [(url, first) for url, first in deactivations
+             if first is None or site.truth(_path(url)).page == site.truth(_path(first)).page]
+    assert not wrong, (seed, wrong)
