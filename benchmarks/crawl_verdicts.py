@@ -104,9 +104,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--no-install", action="store_true", help="never call apt-get for missing docs")
     args = ap.parse_args(argv)
     if args.hash_seeds:
-        rest = [a for a in argv if not a.startswith("--hash-seeds")]
-        rest = [a for i, a in enumerate(rest) if not (i and rest[i - 1] == "--hash-seeds")]
-        rest = [a for a in rest if a != args.hash_seeds]
+        rest = [a for i, a in enumerate(argv)  # the same arguments, less --hash-seeds and its value
+                if not a.startswith("--hash-seeds") and not (i and argv[i - 1] == "--hash-seeds")]
         return compare([s.strip() for s in args.hash_seeds.split(",")], rest)
     if not args.out:
         ap.error("give --out or --hash-seeds")

@@ -36,7 +36,7 @@ def corpus(seed: int = 5, pages: int = 90, pool: int = 160, picks: int = 24) -> 
         own = ["<p>" + " ".join(rng.choice(_WORDS) + str(rng.randint(0, 999)) for _ in range(90)) + "</p>"
                for _ in range(2)]
 
-        def page(chosen: list[str]) -> bytes:
+        def page(chosen: list[str], n: int = n, own: list[str] = own) -> bytes:
             items = "".join(f"<li>{phrase}</li>" for phrase in chosen)
             return (f"<html><head><title>Page {n}</title></head><body><main>{''.join(own)}"
                     f"<ul>{items}</ul></main></body></html>").encode()
