@@ -61,7 +61,6 @@ keys BLAKE2b with a salt kept there. No Scrapy imports.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import threading
 from collections import OrderedDict, deque
@@ -512,9 +511,9 @@ class PageWords:
 
     def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
         """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
-        ``(min_block_words, key)`` in this process (Python's hash, without a key, is per process): the
-        offline audit judges a page three times (its two passes, the DUST miner of its mirrors report)."""
-        memo = (min_block_words, key, os.getpid())
+        ``(min_block_words, key)``: the offline audit judges a page three times (its two passes, the DUST
+        miner of its mirrors report)."""
+        memo = (min_block_words, key)
         hashes = self._block_hashes.get(memo)
         if hashes is None:
             hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key)
