@@ -184,3 +184,107 @@ def test_a_content_index_on_a_plain_url_to_a_tls_port_is_refused_before_any_page
     assert sum(site.hits.values()) == 0
     lines = [line for line in refusal(caplog) if "speaks TLS" in line]
     assert len(lines) == 1 and "rediss://" in lines[0], refusal(caplog)
+
+
+# --- the content index sharded over a Redis Cluster: its commands on probe keys in their slots ---
+
+SHARD_KEY = "dedup:acl:shard"
+
+
+@pytest.fixture
+def cluster_user(redis_cluster):
+    """Make an ACL user with the given rules on every node of the cluster (ACLs are per node); yields a function
+    rules -> the user's URL (node 0; the client finds the others)."""
+    import redis
+
+    nodes = [redis.Redis(port=node.port) for node in redis_cluster]
+    for node in nodes:
+        if node.execute_command("ROLE")[0] in (b"master", "master"):
+            node.flushall()
+    made = []
+
+    def make(*rules: str) -> str:
+        name, password = f"crawler{secrets.token_hex(3)}", secrets.token_hex(8)
+        for node in nodes:
+            node.execute_command("ACL", "SETUSER", name, "reset", "on", f">{password}", *rules)
+        made.append(name)
+        return f"redis://{name}:{password}@127.0.0.1:{redis_cluster[0].port}/0"
+
+    yield make
+    for node in nodes:
+        for name in made:
+            node.execute_command("ACL", "DELUSER", name)
+        node.close()
+
+
+def _sharded_settings(url: str, **more) -> dict:
+    return {"ADDONS": {"scrapy_dedup.Addon": 0}, "ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+            "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": url, "DEDUP_REDIS_INDEX_KEY": SHARD_KEY,
+            "DEDUP_REDIS_PARAMS": {"redis_cls": "redis.cluster.RedisCluster"}, **more}
+
+
+class _Pages(scrapy.Spider):
+    name = "acl_shard"
+
+    def parse(self, response):
+        yield {"url": response.url}
+        yield from response.follow_all(css="a")
+
+
+def _article(words: int, link: str = "", stem: str = "w") -> Page:
+    text = " ".join(f"{stem}{i}" for i in range(words))
+    return Page(f"<html><body><article><p>{text}</p></article>{link}</body></html>")
+
+
+#: (ACL rules of a user missing one thing, what the refusal must name)
+SHARD_MISSING = [
+    (("~*", "+@all", "-hsetnx"), f"HSETNX on key '{{{SHARD_KEY}}}:probe:meta'"),
+    (("~*", "+@all", "-eval"), f"EVAL on key '{{{SHARD_KEY}:b0:probe}}'"),
+    (("~*", "+@all", "-hdel"), f"HDEL on key '{{{SHARD_KEY}:r:probe}}'"),
+    ((f"~{{{SHARD_KEY}}}:*", "+@all"), f"on key '{{{SHARD_KEY}:x:probe}}'"),  # the slot-spread keys not granted
+]
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+@pytest.mark.parametrize("rules,named", SHARD_MISSING, ids=[" ".join(r) for r, _ in SHARD_MISSING])
+@pytest_twisted.inlineCallbacks
+def test_a_sharded_content_index_user_missing_a_command_is_refused_before_any_page(cluster_user, caplog, rules,
+                                                                                   named, mode):
+    url = cluster_user(*rules)
+    site = LocalSite({("acl.test", "/"): _article(60)})
+    with site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, _sharded_settings(url, DEDUP_REDIS_ON_ERROR=mode),
+                            start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:  # the crawl's start failed (Scrapy's own lines follow ours)
+            pass
+    assert sum(site.hits.values()) == 0
+    lines = [line for line in refusal(caplog) if "content index: the Redis user" in line]
+    assert len(lines) == 1 and named in lines[0], refusal(caplog)
+    assert "\n" not in lines[0] and urlsplit(url).password not in lines[0]
+
+
+#: exactly what the sharded index needs: its hash-slot key patterns, its commands, and the cluster client's own
+SHARD_NEEDS = (f"~{{{SHARD_KEY}}}:*", f"~{{{SHARD_KEY}:*", "+ping", "+cluster|slots", "+cluster|shards",
+               "+cluster|nodes", "+command", "+info", "+hget", "+hset", "+hsetnx", "+hdel", "+hincrby", "+hlen",
+               "+eval", "+expire", "+del")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_sharded_content_index_user_with_exactly_its_permissions_crawls_and_leaves_no_probe_key(
+        cluster_user, redis_cluster):
+    import redis
+
+    url = cluster_user(*SHARD_NEEDS)
+    pages = {("acl.test", "/"): _article(60, '<a href="/copy">c</a> <a href="/other">o</a>'),
+             ("acl.test", "/copy"): _article(60), ("acl.test", "/other"): _article(60, stem="z")}
+    with LocalSite(pages) as site:
+        crawler = yield run_crawl(_Pages, _sharded_settings(url, DEDUP_REDIS_TTL=3600, DEDUP_BOILERPLATE=False),
+                                  start_urls=[site.url("acl.test", "/")])
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/content/store_errors", 0) == 0, stats
+    assert stats.get("dedup/content/redundant", 0) == 1 and stats.get("dedup/content/unique", 0) == 2, stats
+    for node in redis_cluster:
+        client = redis.Redis(port=node.port)
+        assert [k for k in client.keys("*") if b"probe" in k] == []
+        client.close()
