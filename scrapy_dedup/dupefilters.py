@@ -467,7 +467,8 @@ class BloomDupeFilter(_SeenDupeFilter):
         self.checkpoint()
 
 
-#: the reason a running crawl is closed with when its dupefilter's start-up is refused (a permission, TLS, ...)
+#: the reason a running crawl is closed with when the start-up of its Redis dupefilter or queue is refused (a
+#: permission, TLS, ...)
 REFUSED_REASON = "dedup_redis_refused"
 
 

@@ -64,11 +64,13 @@ except ImportError as exc:  # not a dependency of the package: the queue's own e
                       f"installed ({exc}): pip install scrapy-dedup[queue]") from None
 
 from scrapy_dedup.clock import Clock, start_clock
-from scrapy_dedup.dupefilters import PairableDupeFilter
+from scrapy_dedup.dupefilters import REFUSED_REASON, PairableDupeFilter
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
 from scrapy_dedup._util.redis_access import PROBE_TTL, probe_key, speaks_tls
 from scrapy_dedup._util.redis_conn import mask_url
-from scrapy_dedup._util.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
+from scrapy_dedup._util.redis_policy import (
+    CLOSE_REASON, RedisStartupError, describe, is_transient, secrets_of, wait_until_reachable,
+)
 from scrapy_dedup._util.redis_startup import check_at_start
 from scrapy_dedup.settings import logged_already, read_settings, refusing_start
 
@@ -247,16 +249,24 @@ class AckPriorityQueue(PriorityQueue):
 
     def _unreachable_at_start(self, seconds: float) -> bool:
         """Wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis; if it does not answer, one ERROR line and the
-        spider is closed before it fetches anything (True). Raising here instead, inside Scrapy's start, would
-        leave the engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
+        spider is closed before it fetches anything (True). A TLS port named with ``redis://``, or a user that may
+        not run a command the queue sends (:meth:`permission_probes`): one ERROR line naming it, and the spider
+        closed with ``dedup_redis_refused`` (True). Raising here instead, inside Scrapy's start, would leave the
+        engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
         error = wait_until_reachable(self.server, seconds)
         settings = self.crawler.settings
         url = settings.get("REDIS_URL") or _url_of(self.server)
-        with refusing_start():  # a TLS port named with redis://, a command or key the user may not: start-up errors
-            if error is None or (url.startswith("redis://") and speaks_tls(url, timeout=2.0)):
-                check_at_start(self.server, url, secrets=self._secrets, what="AckPriorityQueue",
-                               probes=self.permission_probes(), log=logger, key_setting="SCHEDULER_QUEUE_KEY",
-                               url_setting="REDIS_URL", logged=logged_already)
+        try:
+            with refusing_start():  # a TLS port named with redis://, a command or key the user may not: one line
+                if error is None or (url.startswith("redis://") and speaks_tls(url, timeout=2.0)):
+                    check_at_start(self.server, url, secrets=self._secrets, what="AckPriorityQueue",
+                                   probes=self.permission_probes(), log=logger, key_setting="SCHEDULER_QUEUE_KEY",
+                                   url_setting="REDIS_URL", logged=logged_already)
+        except RedisStartupError:
+            self._gave_up = True
+            if stop_at_start(self.crawler, REFUSED_REASON):  # (as for an unreachable server: no raise into the start)
+                return True
+            raise
         if error is None:
             return False
         self._flag("dedup/queue/unavailable_at_start")
