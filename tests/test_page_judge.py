@@ -112,3 +112,49 @@ def test_strictness_is_checked():
     page = judge.judge_text(f"{HOST}/a", judge.engine.fingerprint(" ".join(words(1, 100))))
     with pytest.raises(ValueError, match="strictness"):
         page.page("host")  # type: ignore[arg-type]
+
+
+def test_a_url_echo_is_the_words_of_its_query_values_and_path_segments():
+    from scrapy_dedup.content.judge import mask_url_echo, url_echo_words
+    assert url_echo_words("http://w.test/doku.php?id=wiki:syntax&do=recent") \
+        == {"dokuphp", "doku", "php", "wikisyntax", "wiki", "syntax", "recent"}
+    assert url_echo_words("http://w.test/index.php?title=Special:UserLogin&returnto=Main_Page") \
+        >= {"specialuserlogin", "userlogin", "mainpage", "main", "page"}
+    assert url_echo_words("http://w.test/a?page=12&x=b") == set()  # numbers, one letter, names: no words
+    assert mask_url_echo("return to main page\nlog in", "http://w.test/i?returnto=Main_Page") == "return to\nlog in"
+    assert mask_url_echo("mainpages are here", "http://w.test/i?returnto=Main_Page") == "mainpages are here"
+
+
+def _view(page_id: str, listing: list[str]) -> list[str]:
+    """A DokuWiki-like ``?id=X&do=recent`` view: the site-wide list of recent changes under the page id's echo."""
+    name = page_id.replace("_", " ")
+    return [f"{name} [Wiki]", f"You are here: start » {name}", f"Trace: » {name}", *listing, f"Back to {name}"]
+
+
+def test_views_that_differ_only_in_the_echo_of_their_url_are_one_page_at_url_strictness():
+    """Two URLs of the recent-changes view under other page ids: one page at URL strictness (the texts agree
+    once each one's own URL words are deleted), though the engine keeps them apart (the item level, as before);
+    a third view joins the same page."""
+    judge = _judge()
+    _learn_template(judge, TEMPLATE)
+    listing = ["Recent changes", *(" ".join(words(9100 + n, 40)) for n in range(6))]
+    kept = judge.judge_blocks(f"{HOST}/doku.php?id=python_tutorial&do=recent", TEMPLATE + _view("python_tutorial", listing))
+    other = judge.judge_blocks(f"{HOST}/doku.php?id=struct_module&do=recent", TEMPLATE + _view("struct_module", listing))
+    assert kept.verdict.kind == other.verdict.kind == "unique" and other.page("item") != kept.page("item")
+    assert other.page("url") == kept.page("url") == kept.verdict.url and other.normal_hash == kept.normal_hash
+    third = judge.judge_blocks(f"{HOST}/doku.php?id=lib:third&do=recent", TEMPLATE + _view("lib:third", listing))
+    assert third.page("url") == kept.verdict.url
+
+
+def test_pages_whose_texts_differ_beyond_their_own_url_words_stay_apart_at_url_strictness():
+    """Two articles sharing most text, named by their ids: the text besides their names differs (one word of
+    the body), so each is its own page at URL strictness; an echo of *another* page's id is no echo either."""
+    judge = _judge()
+    _learn_template(judge, TEMPLATE)
+    body = [" ".join(words(9200, 40))]
+    kept = judge.judge_blocks(f"{HOST}/doku.php?id=alpha_page", TEMPLATE + _view("alpha_page", body))
+    edited = judge.judge_blocks(f"{HOST}/doku.php?id=beta_page",
+                                TEMPLATE + _view("beta_page", [body[0].replace(body[0].split()[5], "changed")]))
+    assert edited.normal_hash != kept.normal_hash
+    named_otherwise = judge.judge_blocks(f"{HOST}/doku.php?id=gamma_page", TEMPLATE + _view("delta_page", body))
+    assert named_otherwise.normal_hash != kept.normal_hash

@@ -22,12 +22,14 @@ decision the crawl took, and the online learner asks the same judge.
 """
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, Judgement, \
     host_of, normalize_block
@@ -42,7 +44,7 @@ from scrapy_dedup.content.representative import UrlKey
 from scrapy_dedup.content.stores import memory_store, open_store
 
 __all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
-           "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
+           "build_engine", "mask_url_echo", "memory_store", "normal_text_hash", "same_page_evidence", "url_echo_words"]
 
 Strictness = Literal["item", "url"]
 #: the two strictnesses of "same page": an item drop's, a URL merge's
@@ -54,13 +56,53 @@ REDUCED_BASIS = "reduced"
 KEPT_WHOLE_PAGES = 8192
 
 
-def normal_text_hash(blocks: list[str]) -> str:
+def normal_text_hash(blocks: list[str], url: str | None = None) -> str:
     """A page's whole main text (its ``blocks``) in boilerplate learning's normal form
     (:func:`~scrapy_dedup.content.boilerplate.normalize_block`: case, punctuation, and digits, dates and
     hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
-    fetches of one page that differ only in a per-fetch number, date or id have the same."""
-    normal = normalize_block("\n".join(blocks)).encode("utf-8", "surrogatepass")
-    return blake2b(normal, digest_size=8).hexdigest()
+    fetches of one page that differ only in a per-fetch number, date or id have the same.
+
+    With the page's ``url``, the words of its own URL (:func:`url_echo_words`) are deleted from the text
+    first: a view that echoes its parameter's value (the page id in the title and the breadcrumbs of
+    ``?id=X&do=recent``, "return to X" on ``?title=Special:UserLogin&returnto=X``) has the same hash under
+    every value, while two pages whose texts differ in anything but their own URL's words keep theirs."""
+    normal = normalize_block("\n".join(blocks))
+    if url is not None:
+        normal = mask_url_echo(normal, url)
+    return blake2b(normal.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+#: a URL's words: runs of letters and digits of a decoded query value or path segment
+_URL_WORD = re.compile(r"[^\W_]+")
+#: echoed words shorter than this are kept (a one-letter value would delete every "a" of its page)
+_MIN_ECHO_CHARS = 2
+
+
+def url_echo_words(url: str) -> frozenset[str]:
+    """The words a page may echo of its own ``url``, in the text normal form: each query value and path
+    segment (percent- and plus-decoded) whole (``wiki:syntax`` shown as such normalizes to ``wikisyntax``)
+    and each of its words (``Main_Page`` shown as "Main Page"); numbers are left to the normal form's own
+    placeholder."""
+    parts = urlsplit(url)
+    values = [unquote(segment) for segment in parts.path.split("/")]
+    values += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    words = set()
+    for value in values:
+        for word in [value, *_URL_WORD.findall(value)]:
+            normal = normalize_block(word).strip()
+            if len(normal) >= _MIN_ECHO_CHARS and " " not in normal and normal != "0":
+                words.add(normal)
+    return frozenset(words)
+
+
+def mask_url_echo(normal: str, url: str) -> str:
+    """``normal`` (a text in the normal form) less every whole word of :func:`url_echo_words` of ``url``
+    (each with the space before it)."""
+    words = url_echo_words(url)
+    if not words:
+        return normal
+    pattern = " ?\\b(?:" + "|".join(map(re.escape, sorted(words, key=len, reverse=True))) + ")\\b"
+    return re.sub(pattern, "", normal)
 
 
 def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
@@ -158,6 +200,7 @@ class PageJudge:
         self.boilerplate = boilerplate
         self.url_sameness = url_sameness
         self._url_pages: dict[str, list[_UrlPage]] = {}  # cluster -> its pages at the URL strictness
+        self._by_normal: dict[str, str] = {}  # normal hash of a whole text less its URL's words -> its page
         self._with_whole: OrderedDict[str, int] = OrderedDict()  # clusters holding whole fingerprints -> how many
         self._wholes = 0
         self._kept_whole_pages = kept_whole_pages
@@ -234,7 +277,7 @@ class PageJudge:
             return page
         if not self.url_sameness:
             return _with(page, url_page=verdict.url) if page.reduced_match else page
-        normal = normal_text_hash(blocks) if blocks is not None else None
+        normal = normal_text_hash(blocks, verdict.url) if blocks is not None else None
         with self._lock:
             pages = self._url_pages.setdefault(cluster, [])
             if verdict.kind != "unique":
@@ -244,6 +287,10 @@ class PageJudge:
                             and self.engine.pair_matches(known.whole, whole)):
                         return _with(page, normal_hash=normal, url_page=known.name)
             name = cluster if verdict.kind == "unique" else verdict.url
+            if normal is not None:
+                # a page whose whole text, less its own URL's words, is an earlier page's is that page (the
+                # engine may keep it apart: its <title> echoes its parameter's value)
+                name = self._by_normal.setdefault(normal, name)
             pages.append(_UrlPage(name, normal, whole))
             if whole is not None:
                 self._hold_whole(cluster)
