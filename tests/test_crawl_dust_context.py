@@ -178,3 +178,56 @@ def test_learning_adds_no_fetch_and_no_duplicate_item_over_the_addon(tmp_path):
         assert figures["learn"][1] <= figures["addon"][1], (host, figures)
         # every distinct page gives one item in both crawls: more items are duplicate items
         assert figures["learn"][0] <= figures["addon"][0], (host, figures)
+
+
+#: page ids of words (a number in an id is already one placeholder in the text's normal form)
+NAMES = ["start", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliett", "kilo",
+         "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor",
+         "whiskey", "xray"]
+
+
+def echo_wiki(host: str, path: str) -> Page | None:
+    """The DokuWiki-like site above, whose ``?id=X&do=recent`` view echoes X as DokuWiki 2022's does: in its
+    ``<title>``, its page-id line and its file line (``X.txt · Last modified``; no id is the start page's),
+    around the site-wide list of recent changes."""
+    parts = urlsplit(path)
+    query = parse_qs(parts.query)
+    page = query.get("id", [NAMES[0]])[0]
+    if host != HOST or parts.path != "/doku.php" or page not in NAMES:
+        return None
+    i = NAMES.index(page)
+    links = [f"/doku.php?id={page}&do=recent", f"/doku.php?id={NAMES[(i + 1) % len(NAMES)]}",
+             f"/doku.php?id={NAMES[(i + 7) % len(NAMES)]}"]
+    if query.get("do") == ["recent"]:
+        anchors = "".join(f'<a href="{href}">{n}</a> ' for n, href in enumerate(links))
+        return Page(f"<html><head><title>{page} - Recent Changes [Wiki]</title></head><body><main>"
+                    f"<div class='pageId'>{page}</div><h1>Recent Changes</h1>"
+                    f"<p>{dustsite.text_of('recent changes of the wiki')}</p>"
+                    f"<p>{page}.txt · Last modified: 2023/11/14 22:{i:02d}</p></main>"
+                    f"<nav>{anchors}</nav></body></html>")
+    if set(query) - {"id"}:
+        return None
+    return _html(page, dustsite.text_of(page), links)
+
+
+@pytest.mark.crawl
+@inlineCallbacks
+def test_a_view_echoing_its_parameter_gives_mine_dust_its_context_rule(tmp_path):
+    """Each ``?id=X&do=recent`` names X (title, page id, file name): the judge called every one a page of
+    its own, so ``mine-dust`` found no evidence that ``id`` is irrelevant under ``do=recent``. At the URL
+    strictness a page's own URL words are no difference: the miner drops ``id`` there, and nowhere else."""
+    log, rules_file = tmp_path / "crawl.jsonl", tmp_path / "rules.json"
+    with LocalSite(echo_wiki) as site:
+        yield run_crawl(SiteSpider, {**ADDON, "DEDUP_LOG_FILE": str(log)},
+                        start_urls=[site.url(HOST, "/doku.php?id=start")])
+        assert _recent_fetches(site) == len(NAMES)
+    assert mine_dust_main([str(log), "-o", str(rules_file)]) == 0
+    rules = RuleSet.load(rules_file)
+    assert [(r.kind, r.param, r.when) for r in rules.hosts.get(HOST, [])] == [("drop_param_when", "id", "do=recent")]
+    assert rules.rewrite(f"http://{HOST}/doku.php?id=kilo") == f"http://{HOST}/doku.php?id=kilo"
+    with LocalSite(echo_wiki) as site:
+        crawler = yield run_crawl(SiteSpider, {**ADDON, "DEDUP_DUST_RULES": str(rules_file)},
+                                  start_urls=[site.url(HOST, "/doku.php?id=start")])
+        assert _recent_fetches(site) < len(NAMES) // 2
+        assert {path for (_, path) in site.hits if "do=" not in path} == {f"/doku.php?id={n}" for n in NAMES}
+    assert crawler.stats.get_value("item_scraped_count") >= len(NAMES)

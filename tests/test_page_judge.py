@@ -114,15 +114,17 @@ def test_strictness_is_checked():
         page.page("host")  # type: ignore[arg-type]
 
 
-def test_a_url_echo_is_the_words_of_its_query_values_and_path_segments():
-    from scrapy_dedup.content.judge import mask_url_echo, url_echo_words
-    assert url_echo_words("http://w.test/doku.php?id=wiki:syntax&do=recent") \
-        == {"dokuphp", "doku", "php", "wikisyntax", "wiki", "syntax", "recent"}
-    assert url_echo_words("http://w.test/index.php?title=Special:UserLogin&returnto=Main_Page") \
-        >= {"specialuserlogin", "userlogin", "mainpage", "main", "page"}
-    assert url_echo_words("http://w.test/a?page=12&x=b") == set()  # numbers, one letter, names: no words
-    assert mask_url_echo("return to main page\nlog in", "http://w.test/i?returnto=Main_Page") == "return to\nlog in"
-    assert mask_url_echo("mainpages are here", "http://w.test/i?returnto=Main_Page") == "mainpages are here"
+def test_a_url_echo_is_its_query_values_and_path_segments_as_written():
+    from scrapy_dedup.content.judge import mask_url_echo, url_echo_values
+    assert url_echo_values("http://w.test/doku.php?id=Py_ABC&do=recent") \
+        == {"doku.php", "py_abc", "py abc", "recent"}
+    assert url_echo_values("http://w.test/index.php/Main_Page?returnto=Help%3AContents&page=12&x=b") \
+        == {"index.php", "main_page", "main page", "help:contents"}  # numbers, one letter: nothing
+    url = "http://w.test/doku.php?id=py_abc&do=recent"
+    assert mask_url_echo("py_abc - Recent Changes\nPY_ABC.txt · Last modified", url) \
+        == " -  Changes\n.txt · Last modified"  # (every view of do=recent loses its "Recent")
+    assert mask_url_echo("py_abcd and xpy_abc stay", url) == "py_abcd and xpy_abc stay"
+    assert mask_url_echo("Return to Main Page.", "http://w.test/i?returnto=Main_Page") == "Return to ."
 
 
 def _view(page_id: str, listing: list[str]) -> list[str]:

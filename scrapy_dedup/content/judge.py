@@ -44,7 +44,7 @@ from scrapy_dedup.content.representative import UrlKey
 from scrapy_dedup.content.stores import memory_store, open_store
 
 __all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
-           "build_engine", "mask_url_echo", "memory_store", "normal_text_hash", "same_page_evidence", "url_echo_words"]
+           "build_engine", "mask_url_echo", "memory_store", "normal_text_hash", "same_page_evidence", "url_echo_values"]
 
 Strictness = Literal["item", "url"]
 #: the two strictnesses of "same page": an item drop's, a URL merge's
@@ -62,47 +62,40 @@ def normal_text_hash(blocks: list[str], url: str | None = None) -> str:
     hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
     fetches of one page that differ only in a per-fetch number, date or id have the same.
 
-    With the page's ``url``, the words of its own URL (:func:`url_echo_words`) are deleted from the text
-    first: a view that echoes its parameter's value (the page id in the title and the breadcrumbs of
-    ``?id=X&do=recent``, "return to X" on ``?title=Special:UserLogin&returnto=X``) has the same hash under
-    every value, while two pages whose texts differ in anything but their own URL's words keep theirs."""
-    normal = normalize_block("\n".join(blocks))
+    With the page's ``url``, the text's echoes of its own URL (:func:`mask_url_echo`) are deleted first: a
+    view that names its parameter's value (the page id in the title, the page-id line and the file name of
+    ``?id=X&do=recent``, "Return to X" on ``?title=Special:UserLogin&returnto=X``) has the same hash under
+    every value, while two pages whose texts differ in anything but their own URL's values keep theirs."""
+    text = "\n".join(blocks)
     if url is not None:
-        normal = mask_url_echo(normal, url)
-    return blake2b(normal.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        text = mask_url_echo(text, url)
+    return blake2b(normalize_block(text).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-#: a URL's words: runs of letters and digits of a decoded query value or path segment
-_URL_WORD = re.compile(r"[^\W_]+")
-#: echoed words shorter than this are kept (a one-letter value would delete every "a" of its page)
-_MIN_ECHO_CHARS = 2
-
-
-def url_echo_words(url: str) -> frozenset[str]:
-    """The words a page may echo of its own ``url``, in the text normal form: each query value and path
-    segment (percent- and plus-decoded) whole (``wiki:syntax`` shown as such normalizes to ``wikisyntax``)
-    and each of its words (``Main_Page`` shown as "Main Page"); numbers are left to the normal form's own
-    placeholder."""
+def url_echo_values(url: str) -> frozenset[str]:
+    """What a page may echo of its own ``url``: each query value and path segment (percent- and
+    plus-decoded) with a letter in it (a number is the normal form's placeholder already), as written and
+    with its underscores as spaces (``Main_Page`` shown as "Main Page"), lowercased; none of one letter."""
     parts = urlsplit(url)
     values = [unquote(segment) for segment in parts.path.split("/")]
-    values += [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
-    words = set()
+    values += [value for _, value in parse_qsl(parts.query)]
+    forms = set()
     for value in values:
-        for word in [value, *_URL_WORD.findall(value)]:
-            normal = normalize_block(word).strip()
-            if len(normal) >= _MIN_ECHO_CHARS and " " not in normal and normal != "0":
-                words.add(normal)
-    return frozenset(words)
+        value = value.strip().lower()
+        if len(value) >= 2 and any(c.isalpha() for c in value):
+            forms.update((value, value.replace("_", " ")))
+    return frozenset(forms)
 
 
-def mask_url_echo(normal: str, url: str) -> str:
-    """``normal`` (a text in the normal form) less every whole word of :func:`url_echo_words` of ``url``
-    (each with the space before it)."""
-    words = url_echo_words(url)
-    if not words:
-        return normal
-    pattern = " ?\\b(?:" + "|".join(map(re.escape, sorted(words, key=len, reverse=True))) + ")\\b"
-    return re.sub(pattern, "", normal)
+def mask_url_echo(text: str, url: str) -> str:
+    """``text`` less every occurrence (any case, not inside a longer word) of :func:`url_echo_values` of
+    ``url``: ``py_abc - Recent Changes`` and ``py_abc.txt`` under ``?id=py_abc&do=recent`` are
+    `` -  Changes`` and ``.txt``."""
+    values = url_echo_values(url)
+    if not values:
+        return text
+    alternatives = "|".join(map(re.escape, sorted(values, key=len, reverse=True)))
+    return re.sub(f"(?<!\\w)(?:{alternatives})(?!\\w)", "", text, flags=re.IGNORECASE)
 
 
 def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
