@@ -160,3 +160,15 @@ def test_pages_whose_texts_differ_beyond_their_own_url_words_stay_apart_at_url_s
     assert edited.normal_hash != kept.normal_hash
     named_otherwise = judge.judge_blocks(f"{HOST}/doku.php?id=gamma_page", TEMPLATE + _view("delta_page", body))
     assert named_otherwise.normal_hash != kept.normal_hash
+
+
+def test_pages_of_their_host_template_and_their_name_stay_apart_at_url_strictness():
+    """Two profile pages that are their host's template and the user's name: the same text once each one's name
+    is deleted, but nothing of their own beyond it (two resources, nothing says they are one)."""
+    judge = _judge()
+    _learn_template(judge, TEMPLATE)
+    short = ["Profile of the member", " ".join(words(9300, 6))]
+    alice = judge.judge_blocks(f"{HOST}/user/alice_liddell", TEMPLATE + [*short, "alice_liddell"])
+    bob = judge.judge_blocks(f"{HOST}/user/bob_dylan", TEMPLATE + [*short, "bob_dylan"])
+    assert alice.normal_hash == bob.normal_hash  # (the same text less each one's own URL)
+    assert bob.page("url") == f"{HOST}/user/bob_dylan" != alice.page("url")

@@ -280,14 +280,25 @@ class PageJudge:
                             and self.engine.pair_matches(known.whole, whole)):
                         return _with(page, normal_hash=normal, url_page=known.name)
             name = cluster if verdict.kind == "unique" else verdict.url
-            if normal is not None:
-                # a page whose whole text, less its own URL's words, is an earlier page's is that page (the
+            if normal is not None and self._has_own_text(page, blocks):
+                # a page whose whole text, less its own URL's values, is an earlier page's is that page (the
                 # engine may keep it apart: its <title> echoes its parameter's value)
                 name = self._by_normal.setdefault(normal, name)
             pages.append(_UrlPage(name, normal, whole))
             if whole is not None:
                 self._hold_whole(cluster)
         return _with(page, normal_hash=normal, url_page=name)
+
+    def _has_own_text(self, page: PageVerdict, blocks: list[str]) -> bool:
+        """Whether ``page`` has text of its own beyond its URL's echo: its text less boilerplate (its whole text
+        when none was found), less its URL's values, of at least the engine's ``min_words`` words. A profile
+        page that is its host's template and a name has none: two of them are two resources."""
+        judgement = page.judgement
+        if judgement is not None and judgement.undecidable:
+            return False
+        own = judgement.reduction.text if judgement is not None and judgement.reduction.state == "reduced" \
+            else "\n".join(blocks)
+        return len(mask_url_echo(own, page.verdict.url).split()) >= self.engine.fingerprinter.min_words
 
     def _hold_whole(self, cluster: str) -> None:
         """Count one more whole fingerprint held for ``cluster``; past the bound, the oldest clusters' go."""
