@@ -79,7 +79,7 @@ def url_echo_values(url: str) -> frozenset[str]:
     parts = urlsplit(url)
     values = [unquote(segment) for segment in parts.path.split("/")]
     values += [value for _, value in parse_qsl(parts.query)]
-    forms = set()
+    forms: set[str] = set()
     for value in values:
         value = value.strip().lower()
         if len(value) >= 2 and any(c.isalpha() for c in value):
@@ -280,7 +280,7 @@ class PageJudge:
                             and self.engine.pair_matches(known.whole, whole)):
                         return _with(page, normal_hash=normal, url_page=known.name)
             name = cluster if verdict.kind == "unique" else verdict.url
-            if normal is not None and self._has_own_text(page, blocks):
+            if blocks is not None and normal is not None and self._has_own_text(page, blocks):
                 # a page whose whole text, less its own URL's values, is an earlier page's is that page (the
                 # engine may keep it apart: its <title> echoes its parameter's value)
                 name = self._by_normal.setdefault(normal, name)
