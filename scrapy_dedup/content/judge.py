@@ -14,7 +14,11 @@
   an exact match, a near match of the whole texts, or a near match of the texts less
   boilerplate whose whole texts are alike too (by the engine's own pair rule on the kept page's
   whole fingerprint, or, when that is no longer at hand, by :func:`normal_text_hash`). A verdict
-  that fails it names the page by its own URL at ``"url"``.
+  that fails it names the page by its own URL at ``"url"``. The normal hash leaves out the text's
+  echo of the page's own URL (:func:`mask_url_echo`), and a page with text of its own beyond that
+  echo whose hash is an earlier page's is that page at ``"url"``, even where the engine keeps the
+  two apart (a view whose ``<title>`` names its parameter's value): the item strictness is the
+  engine's alone.
 
 The crawl log (``DEDUP_LOG_FILE``) writes ``"basis": "reduced"`` exactly when a verdict fails the
 URL-level sameness, so ``mine-dust`` (:func:`same_page_evidence` on the log's fields) reads the
