@@ -172,3 +172,17 @@ def test_pages_of_their_host_template_and_their_name_stay_apart_at_url_strictnes
     bob = judge.judge_blocks(f"{HOST}/user/bob_dylan", TEMPLATE + [*short, "bob_dylan"])
     assert alice.normal_hash == bob.normal_hash  # (the same text less each one's own URL)
     assert bob.page("url") == f"{HOST}/user/bob_dylan" != alice.page("url")
+
+
+def test_pages_that_are_their_host_template_with_the_same_words_are_one_page_at_url_strictness():
+    """A login form linked with every page's ``returnto``: only its host's template and a few words of its own,
+    so the engine keeps each fetch undecided (a page of its own); the same words under two URLs are one page at
+    URL strictness, as an exact match of whole texts is. The item level keeps them apart."""
+    judge = _judge()
+    _learn_template(judge, TEMPLATE)
+    form = TEMPLATE + ["Log in", "Username Password Keep me logged in"]
+    first = judge.judge_blocks(f"{HOST}/index.php?title=Special:UserLogin&returnto=Alpha", form)
+    second = judge.judge_blocks(f"{HOST}/index.php?title=Special:UserLogin&returnto=Bravo", form)
+    assert first.judgement.undecidable and second.judgement.undecidable
+    assert second.page("item") != first.page("item")
+    assert second.page("url") == first.page("url") == first.verdict.url

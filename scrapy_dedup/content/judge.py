@@ -197,7 +197,7 @@ class PageJudge:
         self.boilerplate = boilerplate
         self.url_sameness = url_sameness
         self._url_pages: dict[str, list[_UrlPage]] = {}  # cluster -> its pages at the URL strictness
-        self._by_normal: dict[str, str] = {}  # normal hash of a whole text less its URL's words -> its page
+        self._by_text: dict[tuple[str, Any], str] = {}  # a whole text's key (_same_text_key) -> its page
         self._with_whole: OrderedDict[str, int] = OrderedDict()  # clusters holding whole fingerprints -> how many
         self._wholes = 0
         self._kept_whole_pages = kept_whole_pages
@@ -284,25 +284,32 @@ class PageJudge:
                             and self.engine.pair_matches(known.whole, whole)):
                         return _with(page, normal_hash=normal, url_page=known.name)
             name = cluster if verdict.kind == "unique" else verdict.url
-            if blocks is not None and normal is not None and self._has_own_text(page, blocks):
-                # a page whose whole text, less its own URL's values, is an earlier page's is that page (the
-                # engine may keep it apart: its <title> echoes its parameter's value)
-                name = self._by_normal.setdefault(normal, name)
+            same_as = self._same_text_key(page, whole, blocks, normal)
+            if same_as is not None:  # an earlier page's text, whatever the engine's cluster: that page
+                name = self._by_text.setdefault(same_as, name)
             pages.append(_UrlPage(name, normal, whole))
             if whole is not None:
                 self._hold_whole(cluster)
         return _with(page, normal_hash=normal, url_page=name)
 
-    def _has_own_text(self, page: PageVerdict, blocks: list[str]) -> bool:
-        """Whether ``page`` has text of its own beyond its URL's echo: its text less boilerplate (its whole text
-        when none was found), less its URL's values, of at least the engine's ``min_words`` words. A profile
-        page that is its host's template and a name has none: two of them are two resources."""
+    def _same_text_key(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None,
+                       normal: str | None) -> tuple[str, Any] | None:
+        """What makes ``page`` an earlier page at the URL strictness, whatever the engine's cluster: with text of
+        its own beyond its URL's echo (at least the engine's ``min_words`` words less boilerplate and less its
+        URL's values), its ``normal`` hash (of the whole text less that echo: a view whose ``<title>`` names its
+        parameter's value is one page under every value); without (a page that is its host's template, which
+        the engine keeps undecided, a login form), the exact hash of its whole text: the same words, as an
+        exact match of whole texts is for every other page. A profile page that is its host's template and
+        a name is not another one's."""
+        if blocks is None or normal is None:
+            return None
         judgement = page.judgement
-        if judgement is not None and judgement.undecidable:
-            return False
         own = judgement.reduction.text if judgement is not None and judgement.reduction.state == "reduced" \
             else "\n".join(blocks)
-        return len(mask_url_echo(own, page.verdict.url).split()) >= self.engine.fingerprinter.min_words
+        if not (judgement is not None and judgement.undecidable) and \
+                len(mask_url_echo(own, page.verdict.url).split()) >= self.engine.fingerprinter.min_words:
+            return ("normal", normal)
+        return ("exact", whole.exact) if whole is not None else None
 
     def _hold_whole(self, cluster: str) -> None:
         """Count one more whole fingerprint held for ``cluster``; past the bound, the oldest clusters' go."""
