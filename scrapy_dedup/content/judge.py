@@ -14,11 +14,7 @@
   an exact match, a near match of the whole texts, or a near match of the texts less
   boilerplate whose whole texts are alike too (by the engine's own pair rule on the kept page's
   whole fingerprint, or, when that is no longer at hand, by :func:`normal_text_hash`). A verdict
-  that fails it names the page by its own URL at ``"url"``. The normal hash leaves out the text's
-  echo of the page's own URL (:func:`mask_url_echo`), and a page with text of its own beyond that
-  echo whose hash is an earlier page's is that page at ``"url"``, even where the engine keeps the
-  two apart (a view whose ``<title>`` names its parameter's value): the item strictness is the
-  engine's alone.
+  that fails it names the page by its own URL at ``"url"``.
 
 The crawl log (``DEDUP_LOG_FILE``) writes ``"basis": "reduced"`` exactly when a verdict fails the
 URL-level sameness, so ``mine-dust`` (:func:`same_page_evidence` on the log's fields) reads the
@@ -26,14 +22,12 @@ decision the crawl took, and the online learner asks the same judge.
 """
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from hashlib import blake2b
 from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, Judgement, \
     host_of, normalize_block
@@ -48,7 +42,7 @@ from scrapy_dedup.content.representative import UrlKey
 from scrapy_dedup.content.stores import memory_store, open_store
 
 __all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
-           "build_engine", "mask_url_echo", "memory_store", "normal_text_hash", "same_page_evidence", "url_echo_values"]
+           "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
 
 Strictness = Literal["item", "url"]
 #: the two strictnesses of "same page": an item drop's, a URL merge's
@@ -60,46 +54,13 @@ REDUCED_BASIS = "reduced"
 KEPT_WHOLE_PAGES = 8192
 
 
-def normal_text_hash(blocks: list[str], url: str | None = None) -> str:
+def normal_text_hash(blocks: list[str]) -> str:
     """A page's whole main text (its ``blocks``) in boilerplate learning's normal form
     (:func:`~scrapy_dedup.content.boilerplate.normalize_block`: case, punctuation, and digits, dates and
     hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
-    fetches of one page that differ only in a per-fetch number, date or id have the same.
-
-    With the page's ``url``, the text's echoes of its own URL (:func:`mask_url_echo`) are deleted first: a
-    view that names its parameter's value (the page id in the title, the page-id line and the file name of
-    ``?id=X&do=recent``, "Return to X" on ``?title=Special:UserLogin&returnto=X``) has the same hash under
-    every value, while two pages whose texts differ in anything but their own URL's values keep theirs."""
-    text = "\n".join(blocks)
-    if url is not None:
-        text = mask_url_echo(text, url)
-    return blake2b(normalize_block(text).encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-
-
-def url_echo_values(url: str) -> frozenset[str]:
-    """What a page may echo of its own ``url``: each query value and path segment (percent- and
-    plus-decoded) with a letter in it (a number is the normal form's placeholder already), as written and
-    with its underscores as spaces (``Main_Page`` shown as "Main Page"), lowercased; none of one letter."""
-    parts = urlsplit(url)
-    values = [unquote(segment) for segment in parts.path.split("/")]
-    values += [value for _, value in parse_qsl(parts.query)]
-    forms: set[str] = set()
-    for value in values:
-        value = value.strip().lower()
-        if len(value) >= 2 and any(c.isalpha() for c in value):
-            forms.update((value, value.replace("_", " ")))
-    return frozenset(forms)
-
-
-def mask_url_echo(text: str, url: str) -> str:
-    """``text`` less every occurrence (any case, not inside a longer word) of :func:`url_echo_values` of
-    ``url``: ``py_abc - Recent Changes`` and ``py_abc.txt`` under ``?id=py_abc&do=recent`` are
-    `` -  Changes`` and ``.txt``."""
-    values = url_echo_values(url)
-    if not values:
-        return text
-    alternatives = "|".join(map(re.escape, sorted(values, key=len, reverse=True)))
-    return re.sub(f"(?<!\\w)(?:{alternatives})(?!\\w)", "", text, flags=re.IGNORECASE)
+    fetches of one page that differ only in a per-fetch number, date or id have the same."""
+    normal = normalize_block("\n".join(blocks)).encode("utf-8", "surrogatepass")
+    return blake2b(normal, digest_size=8).hexdigest()
 
 
 def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
@@ -197,7 +158,6 @@ class PageJudge:
         self.boilerplate = boilerplate
         self.url_sameness = url_sameness
         self._url_pages: dict[str, list[_UrlPage]] = {}  # cluster -> its pages at the URL strictness
-        self._by_text: dict[tuple[str, Any], str] = {}  # a whole text's key (_same_text_key) -> its page
         self._with_whole: OrderedDict[str, int] = OrderedDict()  # clusters holding whole fingerprints -> how many
         self._wholes = 0
         self._kept_whole_pages = kept_whole_pages
@@ -274,7 +234,7 @@ class PageJudge:
             return page
         if not self.url_sameness:
             return _with(page, url_page=verdict.url) if page.reduced_match else page
-        normal = normal_text_hash(blocks, verdict.url) if blocks is not None else None
+        normal = normal_text_hash(blocks) if blocks is not None else None
         with self._lock:
             pages = self._url_pages.setdefault(cluster, [])
             if verdict.kind != "unique":
@@ -284,32 +244,10 @@ class PageJudge:
                             and self.engine.pair_matches(known.whole, whole)):
                         return _with(page, normal_hash=normal, url_page=known.name)
             name = cluster if verdict.kind == "unique" else verdict.url
-            same_as = self._same_text_key(page, whole, blocks, normal)
-            if same_as is not None:  # an earlier page's text, whatever the engine's cluster: that page
-                name = self._by_text.setdefault(same_as, name)
             pages.append(_UrlPage(name, normal, whole))
             if whole is not None:
                 self._hold_whole(cluster)
         return _with(page, normal_hash=normal, url_page=name)
-
-    def _same_text_key(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None,
-                       normal: str | None) -> tuple[str, Any] | None:
-        """What makes ``page`` an earlier page at the URL strictness, whatever the engine's cluster: with text of
-        its own beyond its URL's echo (at least the engine's ``min_words`` words less boilerplate and less its
-        URL's values), its ``normal`` hash (of the whole text less that echo: a view whose ``<title>`` names its
-        parameter's value is one page under every value); without (a page that is its host's template, which
-        the engine keeps undecided, a login form), the exact hash of its whole text: the same words, as an
-        exact match of whole texts is for every other page. A profile page that is its host's template and
-        a name is not another one's."""
-        if blocks is None or normal is None:
-            return None
-        judgement = page.judgement
-        own = judgement.reduction.text if judgement is not None and judgement.reduction.state == "reduced" \
-            else "\n".join(blocks)
-        if not (judgement is not None and judgement.undecidable) and \
-                len(mask_url_echo(own, page.verdict.url).split()) >= self.engine.fingerprinter.min_words:
-            return ("normal", normal)
-        return ("exact", whole.exact) if whole is not None else None
 
     def _hold_whole(self, cluster: str) -> None:
         """Count one more whole fingerprint held for ``cluster``; past the bound, the oldest clusters' go."""
