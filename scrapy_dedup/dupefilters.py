@@ -34,7 +34,7 @@ from scrapy_dedup.fingerprinter import (
 )
 from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
-from scrapy_dedup._util.redis_access import PROBE_TTL, missing_permissions, speaks_tls
+from scrapy_dedup._util.redis_access import PROBE_SUFFIXES, PROBE_TTL, missing_permissions, probe_key, speaks_tls
 from scrapy_dedup._util.redis_conn import connect, mask_url
 from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable from here too
     CLOSE_REASON,
@@ -467,12 +467,9 @@ class BloomDupeFilter(_SeenDupeFilter):
         self.checkpoint()
 
 
-_PROBE_SUFFIXES = (":probe", ":probe}")
-
-
-def _probe_key(key: str) -> str:
-    """A key of the same shape as ``key`` (the same hash tag, the same prefix) that no store uses."""
-    return key[:-1] + ":probe}" if key.endswith("}") else key + ":probe"
+#: the reason a running crawl is closed with when the start-up of its Redis dupefilter or queue is refused (a
+#: permission, TLS, ...)
+REFUSED_REASON = "dedup_redis_refused"
 
 
 def _frontier(crawler: Crawler) -> JobdirFrontier | None:
@@ -558,6 +555,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         self.unconfirmed_path = Path(jobdir, UNCONFIRMED_FILE) if jobdir else None
         self.startup_seconds = cfg.redis_startup_seconds
         self._started = False
+        self._opening = False  # (True inside open(): a refusal there fails Scrapy's start of the crawl)
         #: Redis could not be reached at start: the spider is being closed, every request is refused
         self._refused = False
         #: fingerprints answered "new" while Redis was unreachable, not yet written to Redis
@@ -684,8 +682,17 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def open(self) -> None:
         super().open()
         if not self._started:
+            self._opening = True
             self._start()
         return None
+
+    def _spider_opened(self, spider: Spider) -> None:
+        if not self._started:  # scrapy-redis's scheduler never calls open(): start before the first request
+            try:
+                self._start()
+            except RedisStartupError:  # told; the crawl is closed before it fetches anything (_start)
+                return
+        super()._spider_opened(spider)
 
     def _start(self) -> None:
         """Flush if asked, prepare the store, say how much the key holds (once); clear errors at start-up.
@@ -703,6 +710,10 @@ class _RedisDupeFilter(_SeenDupeFilter):
         except RedisStartupError as exc:
             logger.error("%s", exc)
             logged_already(exc)
+            if not self._opening:  # the crawl runs (scrapy-redis's scheduler never calls open), and a raise would
+                # end one request or signal handler only: refuse every request and close the crawl
+                self._refused = True
+                stop_at_start(self.crawler, REFUSED_REASON)
             raise
 
     def _start_or_raise(self) -> None:
@@ -826,11 +837,11 @@ class _RedisDupeFilter(_SeenDupeFilter):
             writes += [("EXPIRE", key, PROBE_TTL) for _, key, *_ in list(writes)]
         if self.flush_on_start or not self.persist:
             writes += [("DEL", key) for _, key, *_ in list(writes)]
-        probes = [(command, _probe_key(key), *args) for command, key, *args in writes]
+        probes = [(command, probe_key(key), *args) for command, key, *args in writes]
         probes += [("TYPE", key) for key in self.store.data_keys()] + [("GET", self.generation_key)]
         probes += self._read_probes()
         missing = self._redis(missing_permissions, self.server, probes, {key for _, key, *_ in probes
-                                                                         if key.endswith(_PROBE_SUFFIXES)})
+                                                                         if key.endswith(PROBE_SUFFIXES)})
         if missing:
             raise RedisStartupError(
                 f"{self.kind}: the Redis user of {mask_url(self.url)} (from {self.url_source}) may not run what the "

@@ -89,10 +89,9 @@ class RedisContentState:
             fail_open_means="pages are kept without a duplicate check until it is back (counted in "
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
-        index = self.store.index
-        probes = getattr(index, "permission_probes", None)  # (the sharded index: not probed yet)
+        index = self.store.index  # (one slot or sharded over a cluster: each probes its own commands and keys)
         reachable = check_at_start(index.client, cfg.redis_url, secrets=self.secrets, what="content index",
-                                   probes=probes() if probes is not None else None, log=logger,
+                                   probes=index.permission_probes(), log=logger,
                                    key_setting="DEDUP_REDIS_INDEX_KEY", logged=logged_already)
         if cfg.redis_flush_on_start:
             self._flush(policy, cfg)

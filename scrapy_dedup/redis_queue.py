@@ -64,11 +64,15 @@ except ImportError as exc:  # not a dependency of the package: the queue's own e
                       f"installed ({exc}): pip install scrapy-dedup[queue]") from None
 
 from scrapy_dedup.clock import Clock, start_clock
-from scrapy_dedup.dupefilters import PairableDupeFilter
+from scrapy_dedup.dupefilters import REFUSED_REASON, PairableDupeFilter
 from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
+from scrapy_dedup._util.redis_access import PROBE_TTL, probe_key, speaks_tls
 from scrapy_dedup._util.redis_conn import mask_url
-from scrapy_dedup._util.redis_policy import CLOSE_REASON, describe, is_transient, secrets_of, wait_until_reachable
-from scrapy_dedup.settings import read_settings
+from scrapy_dedup._util.redis_policy import (
+    CLOSE_REASON, RedisStartupError, describe, is_transient, secrets_of, wait_until_reachable,
+)
+from scrapy_dedup._util.redis_startup import check_at_start
+from scrapy_dedup.settings import logged_already, read_settings, refusing_start
 
 if TYPE_CHECKING:
     from scrapy.http import Request
@@ -245,22 +249,54 @@ class AckPriorityQueue(PriorityQueue):
 
     def _unreachable_at_start(self, seconds: float) -> bool:
         """Wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis; if it does not answer, one ERROR line and the
-        spider is closed before it fetches anything (True). Raising here instead, inside Scrapy's start, would
-        leave the engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
+        spider is closed before it fetches anything (True). A TLS port named with ``redis://``, or a user that may
+        not run a command the queue sends (:meth:`permission_probes`): one ERROR line naming it, and the spider
+        closed with ``dedup_redis_refused`` (True). Raising here instead, inside Scrapy's start, would leave the
+        engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
         error = wait_until_reachable(self.server, seconds)
+        settings = self.crawler.settings
+        url = settings.get("REDIS_URL") or _url_of(self.server)
+        try:
+            with refusing_start():  # a TLS port named with redis://, a command or key the user may not: one line
+                if error is None or (url.startswith("redis://") and speaks_tls(url, timeout=2.0)):
+                    check_at_start(self.server, url, secrets=self._secrets, what="AckPriorityQueue",
+                                   probes=self.permission_probes(), log=logger, key_setting="SCHEDULER_QUEUE_KEY",
+                                   url_setting="REDIS_URL", logged=logged_already)
+        except RedisStartupError:
+            self._gave_up = True
+            if stop_at_start(self.crawler, REFUSED_REASON):  # (as for an unreachable server: no raise into the start)
+                return True
+            raise
         if error is None:
             return False
         self._flag("dedup/queue/unavailable_at_start")
         self._gave_up = True
         if not stop_at_start(self.crawler, CLOSE_REASON):
             raise error
-        settings = self.crawler.settings
         source = "REDIS_URL" if settings.get("REDIS_URL") else "REDIS_HOST/REDIS_PORT"
         where = mask_url(settings["REDIS_URL"]) if settings.get("REDIS_URL") else _where(self.server)
         logger.error("AckPriorityQueue: cannot reach Redis at %s (from %s) within %g s (DEDUP_REDIS_STARTUP_SECONDS): "
                      "%s; closing the spider with reason %r before it fetches anything", where, source, seconds,
                      describe(error, self._secrets), CLOSE_REASON)
         return True
+
+    def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """Every command the queue sends (its scripts, and the commands they run), on probe keys shaped like its
+        keys (writes) or on its keys (reads), and the probe keys: for ``missing_permissions`` at start."""
+        queue, inflight, workers, alive, marker = keys = [probe_key(key) for key in (
+            self.key, self._inflight_key(self.worker), self.workers_key, self._alive_key(self.worker),
+            self.marker_key)]
+        probes: list[tuple[Any, ...]] = [
+            ("SCRIPT", "LOAD", "return 1"),
+            *(("EVALSHA", "0" * 40, 1, key) for key in keys),  # NOSCRIPT when allowed: no script runs
+            ("ZADD", queue, 0, "probe"), ("ZRANGE", queue, 0, 0, "WITHSCORES"), ("ZREM", queue, "probe"),
+            ("ZADD", inflight, 0, "probe"), ("ZCARD", inflight), ("ZRANGE", inflight, 0, -1, "WITHSCORES"),
+            ("ZUNIONSTORE", queue, 2, queue, inflight, "AGGREGATE", "MIN"), ("ZREM", inflight, "probe"),
+            ("SADD", workers, "probe"), ("SMEMBERS", workers), ("SREM", workers, "probe"),
+            ("SET", alive, 1, "EX", PROBE_TTL), ("EXISTS", alive), ("SET", marker, "probe", "NX"), ("GET", marker),
+            *(("DEL", key) for key in (alive, inflight, queue)),
+            ("ZCARD", self.key), ("SMEMBERS", self.workers_key), ("GET", self.marker_key)]
+        return probes, keys
 
     def _engine_done(self, request: "Request") -> None:
         if id(request) not in self._pending:
@@ -825,6 +861,14 @@ def _connection_kwargs(client: Any) -> dict[str, Any]:
     """The options of a client's plain connection pool ({} for a cluster client or another object)."""
     kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
     return kwargs if isinstance(kwargs, dict) else {}
+
+
+def _url_of(client: Any) -> str:
+    """A URL of a client's plain server (no password; ``rediss://`` for a TLS connection), for the start-up check."""
+    kwargs = _connection_kwargs(client)
+    scheme = "rediss" if "SSL" in getattr(getattr(client, "connection_pool", None), "connection_class",
+                                          type).__name__ else "redis"
+    return f"{scheme}://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db') or 0}"
 
 
 def _where(client: Any) -> str:

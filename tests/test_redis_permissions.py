@@ -184,3 +184,226 @@ def test_a_content_index_on_a_plain_url_to_a_tls_port_is_refused_before_any_page
     assert sum(site.hits.values()) == 0
     lines = [line for line in refusal(caplog) if "speaks TLS" in line]
     assert len(lines) == 1 and "rediss://" in lines[0], refusal(caplog)
+
+
+# --- the content index sharded over a Redis Cluster: its commands on probe keys in their slots ---
+
+SHARD_KEY = "dedup:acl:shard"
+
+
+@pytest.fixture
+def cluster_user(redis_cluster):
+    """Make an ACL user with the given rules on every node of the cluster (ACLs are per node); yields a function
+    rules -> the user's URL (node 0; the client finds the others)."""
+    import redis
+
+    nodes = [redis.Redis(port=node.port) for node in redis_cluster]
+    for node in nodes:
+        if node.execute_command("ROLE")[0] in (b"master", "master"):
+            node.flushall()
+    made = []
+
+    def make(*rules: str) -> str:
+        name, password = f"crawler{secrets.token_hex(3)}", secrets.token_hex(8)
+        for node in nodes:
+            node.execute_command("ACL", "SETUSER", name, "reset", "on", f">{password}", *rules)
+        made.append(name)
+        return f"redis://{name}:{password}@127.0.0.1:{redis_cluster[0].port}/0"
+
+    yield make
+    for node in nodes:
+        for name in made:
+            node.execute_command("ACL", "DELUSER", name)
+        node.close()
+
+
+def _sharded_settings(url: str, **more) -> dict:
+    return {"ADDONS": {"scrapy_dedup.Addon": 0}, "ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+            "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": url, "DEDUP_REDIS_INDEX_KEY": SHARD_KEY,
+            "DEDUP_REDIS_PARAMS": {"redis_cls": "redis.cluster.RedisCluster"}, **more}
+
+
+class _Pages(scrapy.Spider):
+    name = "acl_shard"
+
+    def parse(self, response):
+        yield {"url": response.url}
+        yield from response.follow_all(css="a")
+
+
+def _article(words: int, link: str = "", stem: str = "w") -> Page:
+    text = " ".join(f"{stem}{i}" for i in range(words))
+    return Page(f"<html><body><article><p>{text}</p></article>{link}</body></html>")
+
+
+#: (ACL rules of a user missing one thing, what the refusal must name)
+SHARD_MISSING = [
+    (("~*", "+@all", "-hsetnx"), f"HSETNX on key '{{{SHARD_KEY}}}:probe:meta'"),
+    (("~*", "+@all", "-eval"), f"EVAL on key '{{{SHARD_KEY}:b0:probe}}'"),
+    (("~*", "+@all", "-hdel"), f"HDEL on key '{{{SHARD_KEY}:r:probe}}'"),
+    ((f"~{{{SHARD_KEY}}}:*", "+@all"), f"on key '{{{SHARD_KEY}:x:probe}}'"),  # the slot-spread keys not granted
+]
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+@pytest.mark.parametrize("rules,named", SHARD_MISSING, ids=[" ".join(r) for r, _ in SHARD_MISSING])
+@pytest_twisted.inlineCallbacks
+def test_a_sharded_content_index_user_missing_a_command_is_refused_before_any_page(cluster_user, caplog, rules,
+                                                                                   named, mode):
+    url = cluster_user(*rules)
+    site = LocalSite({("acl.test", "/"): _article(60)})
+    with site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, _sharded_settings(url, DEDUP_REDIS_ON_ERROR=mode),
+                            start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:  # the crawl's start failed (Scrapy's own lines follow ours)
+            pass
+    assert sum(site.hits.values()) == 0
+    lines = [line for line in refusal(caplog) if "content index: the Redis user" in line]
+    assert len(lines) == 1 and named in lines[0], refusal(caplog)
+    assert "\n" not in lines[0] and urlsplit(url).password not in lines[0]
+
+
+#: exactly what the sharded index needs: its hash-slot key patterns, its commands, the cluster client's own, and
+#: DEL (without it the probe keys are left to expire)
+SHARD_NEEDS = (f"~{{{SHARD_KEY}}}:*", f"~{{{SHARD_KEY}:*", "+ping", "+cluster|slots", "+cluster|shards", "+command",
+               "+hget", "+hset", "+hsetnx", "+hdel", "+hincrby", "+hlen", "+eval", "+expire", "+del")
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_sharded_content_index_user_with_exactly_its_permissions_crawls_and_leaves_no_probe_key(
+        cluster_user, redis_cluster):
+    import redis
+
+    url = cluster_user(*SHARD_NEEDS)
+    pages = {("acl.test", "/"): _article(60, '<a href="/copy">c</a> <a href="/other">o</a>'),
+             ("acl.test", "/copy"): _article(60), ("acl.test", "/other"): _article(60, stem="z")}
+    with LocalSite(pages) as site:
+        crawler = yield run_crawl(_Pages, _sharded_settings(url, DEDUP_REDIS_TTL=3600, DEDUP_BOILERPLATE=False),
+                                  start_urls=[site.url("acl.test", "/")])
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/content/store_errors", 0) == 0, stats
+    assert stats.get("dedup/content/redundant", 0) == 1 and stats.get("dedup/content/unique", 0) == 2, stats
+    for node in redis_cluster:
+        client = redis.Redis(port=node.port)
+        assert [k for k in client.keys("*") if b"probe" in k] == []
+        client.close()
+
+
+# --- AckPriorityQueue: its scripts and the commands they run, on probe keys shaped like its keys ---
+
+QUEUE_KEY = "q:requests"
+
+
+def start_queue(url: str, **settings):
+    import redis
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.redis_queue import AckPriorityQueue
+
+    crawler = get_crawler(scrapy.Spider, {"DEDUP_REDIS_STARTUP_SECONDS": 0.5, **settings})
+    spider = scrapy.Spider.from_crawler(crawler, name="q")
+    return AckPriorityQueue(redis.Redis.from_url(url), spider, QUEUE_KEY)
+
+
+#: (ACL rules of a user missing one thing, what the refusal must name)
+QUEUE_MISSING = [
+    (("~*", "+@all", "-evalsha"), f"EVALSHA on key '{QUEUE_KEY}:probe'"),
+    (("~*", "+@all", "-script|load"), "SCRIPT LOAD ("),
+    (("~*", "+@all", "-zunionstore"), f"ZUNIONSTORE on key '{QUEUE_KEY}:probe'"),
+    (("~*", "+@all", "-srem"), f"SREM on key '{QUEUE_KEY}:workers:probe'"),
+    # every key of the queue but the heartbeat's ``alive`` keys
+    ((f"~{QUEUE_KEY}", f"~{QUEUE_KEY}:probe", f"~{QUEUE_KEY}:inflight:*", f"~{QUEUE_KEY}:workers*",
+      f"~{QUEUE_KEY}:marker*", "+@all"), f"SET on key '{QUEUE_KEY}:alive:"),
+]
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+@pytest.mark.parametrize("rules,named", QUEUE_MISSING, ids=[" ".join(r) for r, _ in QUEUE_MISSING])
+def test_a_queue_user_missing_a_command_or_key_is_refused_at_start_in_one_line(acl_user, redis_client, caplog,
+                                                                               rules, named, mode):
+    url = acl_user(*rules)
+    with caplog.at_level(logging.INFO), pytest.raises(RedisStartupError) as info:
+        start_queue(url, DEDUP_REDIS_ON_ERROR=mode)
+    lines = refusal(caplog)
+    assert len(lines) == 1 and lines[0] == str(info.value), lines
+    assert lines[0].startswith("AckPriorityQueue: the Redis user") and named in lines[0], lines[0]
+    assert "unavailable" not in lines[0] and "\n" not in lines[0] and urlsplit(url).password not in lines[0]
+    assert redis_client.keys(f"{QUEUE_KEY}*") == []  # nothing written but probe keys, and those deleted
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+def test_a_queue_on_a_plain_url_to_a_tls_port_is_a_start_up_error(tls_server, caplog, mode):
+    tls_port, _ = tls_server
+    url = f"redis://127.0.0.1:{tls_port}/0"
+    with caplog.at_level(logging.INFO), pytest.raises(RedisStartupError, match="speaks TLS.*rediss://"):
+        start_queue(url, REDIS_URL=url, DEDUP_REDIS_ON_ERROR=mode)
+    assert len(refusal(caplog)) == 1, refusal(caplog)
+
+
+class _Links(scrapy.Spider):
+    name = "acl_queue"
+
+    def parse(self, response):
+        yield {"url": response.url}
+        yield from response.follow_all(css="a")
+
+
+def _queue_crawl_settings(url: str, **more) -> dict:
+    return {"SCHEDULER": "scrapy_dedup.redis_queue.AckScheduler", "SCHEDULER_PERSIST": True,
+            "SCHEDULER_QUEUE_CLASS": "scrapy_dedup.redis_queue.AckPriorityQueue",
+            "SCHEDULER_QUEUE_KEY": QUEUE_KEY, "REDIS_URL": url, "DUPEFILTER_CLASS": "scrapy_dedup.RedisDupeFilter",
+            "DEDUP_REDIS_URL": url, "DEDUP_REDIS_KEY": "q:seen", "DEDUP_REDIS_STARTUP_SECONDS": 0.5, **more}
+
+
+_LINKED = {("q.test", "/"): Page('<a href="/a">a</a> <a href="/b">b</a>'),
+           ("q.test", "/a"): Page('<a href="/b">b</a> <a href="/">home</a>'), ("q.test", "/b"): Page("<p>b</p>")}
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+@pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
+@pytest_twisted.inlineCallbacks
+def test_a_queue_crawl_whose_user_may_not_run_evalsha_fetches_nothing(acl_user, caplog, mode):
+    url = acl_user("~*", "+@all", "-evalsha")
+    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO):
+        crawler = yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
+                                  start_urls=[site.url("q.test", "/")])
+    assert sum(site.hits.values()) == 0
+    lines = refusal(caplog)  # the one line, no cascade of Scrapy's (the spider is closed, not its start broken)
+    assert len(lines) == 1 and f"EVALSHA on key '{QUEUE_KEY}:probe'" in lines[0], lines
+    assert urlsplit(url).password not in lines[0]
+    assert crawler.stats.get_value("finish_reason") == "dedup_redis_refused"
+
+
+#: exactly what the queue and the paired RedisDupeFilter need: their keys, their commands
+QUEUE_NEEDS = ("~q:*", "+ping", "+evalsha", "+script|load", "+zadd", "+zrange", "+zrem", "+zcard", "+zunionstore",
+               "+sadd", "+srem", "+smembers", "+scard", "+sismember", "+set", "+get", "+exists", "+del", "+type")
+
+
+@pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
+@pytest_twisted.inlineCallbacks
+def test_a_queue_user_with_exactly_its_permissions_crawls_and_leaves_no_probe_key(acl_user, redis_client, caplog):
+    url = acl_user(*QUEUE_NEEDS)
+    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO):
+        crawler = yield run_crawl(_Links, _queue_crawl_settings(url), start_urls=[site.url("q.test", "/")])
+    assert sorted(site.hits) == [("q.test", "/"), ("q.test", "/a"), ("q.test", "/b")], site.hits
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert refusal(caplog) == [], refusal(caplog)
+    assert [k for k in redis_client.keys("*") if b"probe" in k] == []
+    assert redis_client.zcard(QUEUE_KEY) == 0
+
+
+@pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
+@pytest_twisted.inlineCallbacks
+def test_a_dupefilter_refused_under_scrapy_redis_s_scheduler_closes_the_crawl_before_any_page(acl_user, caplog):
+    """scrapy-redis's scheduler never opens the dupefilter: its start-up is met by the first request, whose
+    raise ends that request only; the others must not pass, nor the crawl end as ``finished``."""
+    needs = [rule for rule in QUEUE_NEEDS if rule != "+sismember"]  # the queue may do all it needs
+    url = acl_user(*needs)
+    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO):
+        crawler = yield run_crawl(_Links, _queue_crawl_settings(url), start_urls=[site.url("q.test", "/"),
+                                                                                 site.url("q.test", "/a")])
+    assert sum(site.hits.values()) == 0, site.hits
+    assert crawler.stats.get_value("finish_reason") == "dedup_redis_refused"
+    lines = refusal(caplog)
+    assert len(lines) == 1 and "SISMEMBER on key 'q:seen'" in lines[0], lines

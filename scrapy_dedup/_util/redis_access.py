@@ -21,6 +21,13 @@ from urllib.parse import urlsplit
 
 #: seconds a probe key lives if the user may not delete it
 PROBE_TTL = 60
+#: how the name of every probe key ends (:func:`probe_key`)
+PROBE_SUFFIXES = (":probe", ":probe}")
+
+
+def probe_key(key: str) -> str:
+    """A key of the same shape as ``key`` (the same hash tag, the same prefix) that no store uses."""
+    return key[:-1] + ":probe}" if key.endswith("}") else key + ":probe"
 
 
 def is_permission_error(exc: BaseException) -> bool:
@@ -50,7 +57,8 @@ def missing_permissions(client: Any, probes: Iterable[Sequence[Any]], cleanup: I
                 key = args[2] if command in ("EVAL", "EVALSHA") and len(args) > 2 else (
                     args[0] if args and command != "SCRIPT" else None)
                 where = f" on key {key!r}" if isinstance(key, str) else ""
-                missing.append(f"{command}{where} ({str(exc).splitlines()[0]})")
+                name = f"{command} {args[0]}" if command == "SCRIPT" else command  # (its subcommand: no key)
+                missing.append(f"{name}{where} ({str(exc).splitlines()[0]})")
     for key in cleanup:
         for command in ("EXPIRE", "DEL"):
             try:

@@ -15,12 +15,13 @@ __all__ = ["check_at_start"]
 
 
 def check_at_start(client: Any, url: str, *, secrets: Iterable[str], what: str, probes: Any = None,
-                   log: logging.Logger, key_setting: str,
+                   log: logging.Logger, key_setting: str, url_setting: str = "DEDUP_REDIS_URL",
                    logged: Callable[[RedisStartupError], RedisStartupError] = lambda error: error) -> bool:
     """Refused credentials or TLS fail at start-up (:class:`RedisStartupError`, the URL masked); whether
     Redis answered. ``probes``: the commands the user must be allowed (``missing_permissions``'s probes);
-    ``what`` names the store in the messages, ``key_setting`` the setting of its key; ``logged`` marks an
-    error this function logged itself (the caller's mark, so that the start-up's refusal is told once).
+    ``what`` names the store in the messages, ``key_setting`` and ``url_setting`` the settings of its key and
+    URL; ``logged`` marks an error this function logged itself (the caller's mark, so that the start-up's
+    refusal is told once).
 
     A store that fails open (pages kept unchecked while Redis is away) meets a server that is down
     at start as an outage like any other, not a start-up error; it is told (the policy's one line)
@@ -34,13 +35,13 @@ def check_at_start(client: Any, url: str, *, secrets: Iterable[str], what: str, 
         if is_transient(exc):
             if url.startswith("redis://") and speaks_tls(url, timeout=2.0):
                 message = (f"{what}: the server at {mask_url(url)} speaks TLS: "
-                           "DEDUP_REDIS_URL must start with rediss://")
+                           f"{url_setting} must start with rediss://")
                 log.error("%s", message)
                 raise logged(RedisStartupError(message)) from None
             return False
         raise RedisStartupError(
             f"{what}: cannot use Redis at {mask_url(url)} ({describe(exc, secrets)}); "
-            "check DEDUP_REDIS_URL and DEDUP_REDIS_PARAMS (password, TLS options)") from None
+            f"check {url_setting} and {url_setting.replace('_URL', '_PARAMS')} (password, TLS options)") from None
     if missing:
         message = (f"{what}: the Redis user of {mask_url(url)} may not run what the crawl "
                    f"needs: {'; '.join(missing)}. Grant it (ACL SETUSER) or use another user or "

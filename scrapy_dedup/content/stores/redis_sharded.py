@@ -77,6 +77,7 @@ from scrapy_dedup.content.stores.redis_index import (
     encode_key, lsh_bucket_slots,
 )
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule
+from scrapy_dedup._util.redis_access import PROBE_TTL
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape
 
 logger = logging.getLogger(__name__)
@@ -159,6 +160,23 @@ class ShardedRedisContentStore:
 
     def _exact_slot(self, exact: bytes) -> tuple[str, bytes]:
         return f"{{{self.prefix}:x:{exact[:EXACT_KEY_BYTES].hex()}}}", exact[EXACT_KEY_BYTES:]
+
+    def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """The commands this store sends (with its append script, run for real), each on a probe key shaped like
+        the keys it sends it to, so in their slots and under a key-pattern ACL as they are; and those keys: for
+        :func:`scrapy_dedup._util.redis_access.missing_permissions` at start."""
+        p = self.prefix
+        meta, exact, record, bucket = f"{{{p}}}:probe:meta", f"{{{p}:x:probe}}", f"{{{p}:r:probe}}", f"{{{p}:b0:probe}}"
+        sketches = [f"{{{p}:m0:probe}}"] if self.sketch_size else []
+        expire = [("EXPIRE", key, PROBE_TTL) for key in (meta, exact, record, bucket, *sketches)] if self.ttl else []
+        probes: list[tuple[Any, ...]] = [
+            ("HSETNX", meta, "f", "1"), ("HGET", meta, "f"), ("HINCRBY", meta, "f", 1), ("HLEN", meta),
+            ("HGET", exact, "f"), ("HSETNX", exact, "f", "1"), ("HSET", exact, "f", "1"),
+            ("HSET", record, "f", "1"), ("HGET", record, "f"), ("HDEL", record, "f"),
+            *((command, key, *args) for key in (bucket, *sketches) for command, *args in (
+                ("HGET", "f"), ("HSET", "f", "1"))),
+            *(("EVAL", LUA_APPEND_FIELD, 1, key, "f", "1") for key in (bucket, *sketches)), *expire]
+        return probes, [meta, exact, record, bucket, *sketches]
 
     # -- the store interface ----------------------------------------------------
     @property
