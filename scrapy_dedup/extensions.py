@@ -10,10 +10,9 @@ and checkpoints. ``ContentFingerprintMiddleware``, ``NearDuplicatePipeline`` and
 first of them asks for it, so the extension alone opens no connection, and its report
 then says the content layer is not enabled.
 
-A response is read once, whoever asks first (DUST learning, a downloader middleware,
-sees it before the spider middleware), and judged once: the verdict, taken by
-``ContentFingerprintMiddleware``, reuses the reading. ``DuplicationReportExtension`` is
-the same class under its former name.
+A response is read once, whoever asks first (DUST learning, a downloader middleware, sees it before
+the spider middleware), and judged once: the verdict, taken by ``ContentFingerprintMiddleware``,
+reuses the reading. ``DuplicationReportExtension`` is the same class under its former name.
 """
 from __future__ import annotations
 
@@ -133,9 +132,9 @@ class DedupExtension:
                                     key=index_key(cfg, self.crawler.spidercls), ttl=cfg.redis_ttl)
             #: the Redis content index's start-up checks, outage policy and deletion (None: in memory)
             policies = (self.policies.default, *self.policies.per_domain.values())
-            self.redis_state = RedisContentState(
-                cfg, self.store, self.stats, self._secrets, boilerplate=any(p.boilerplate for p in policies),
-                paragraphs=any(p.paragraphs for p in policies)) if cfg.content_backend == "redis" else None
+            uses = {name: any(getattr(p, name) for p in policies) for name in ("boilerplate", "paragraphs")}
+            self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets, **uses) \
+                if cfg.content_backend == "redis" else None
             #: every call that reaches the store: under the Redis outage policy; a failure fails open
             self.store_calls = StoreCalls(self.redis_state.policy if self.redis_state is not None else None,
                                           self._secrets, self._count)
