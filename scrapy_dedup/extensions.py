@@ -10,10 +10,9 @@ and checkpoints. ``ContentFingerprintMiddleware``, ``NearDuplicatePipeline`` and
 first of them asks for it, so the extension alone opens no connection, and its report
 then says the content layer is not enabled.
 
-A response is read once, whoever asks first (DUST learning, a downloader middleware,
-sees it before the spider middleware), and judged once: the verdict, taken by
-``ContentFingerprintMiddleware``, reuses the reading. ``DuplicationReportExtension`` is
-the same class under its former name.
+A response is read once, whoever asks first (DUST learning, a downloader middleware, sees it before
+the spider middleware), and judged once: the verdict, taken by ``ContentFingerprintMiddleware``,
+reuses the reading. ``DuplicationReportExtension`` is the same class under its former name.
 """
 from __future__ import annotations
 
@@ -132,14 +131,15 @@ class DedupExtension:
             self.store = open_store(cfg, cfg.content_backend, url=cfg.redis_url, redis_params=cfg.redis_params,
                                     key=index_key(cfg, self.crawler.spidercls), ttl=cfg.redis_ttl)
             #: the Redis content index's start-up checks, outage policy and deletion (None: in memory)
-            self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets) \
+            policies = (self.policies.default, *self.policies.per_domain.values())
+            uses = {name: any(getattr(p, name) for p in policies) for name in ("boilerplate", "paragraphs")}
+            self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets, **uses) \
                 if cfg.content_backend == "redis" else None
             #: every call that reaches the store: under the Redis outage policy; a failure fails open
             self.store_calls = StoreCalls(self.redis_state.policy if self.redis_state is not None else None,
                                           self._secrets, self._count)
             if cfg.content_backend == "memory" and self._jobdir:
                 self._index_checkpoint = IndexCheckpoint(self.crawler, self.store, self._jobdir)
-            policies = (self.policies.default, *self.policies.per_domain.values())
             # the one page judge; the URL-level sameness kept when a crawl log or DUST learning reads it
             self.judge = PageJudge.from_params(
                 cfg, self.store, boilerplate=False, min_words=self.policies.default.min_words,

@@ -16,7 +16,8 @@ from scrapy_dedup._util.files import set_aside, where_kept
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisUnavailable, describe
 from scrapy_dedup.settings import DedupConfigError, DedupSettings, unallocatable_bloom
 
-__all__ = ["PARAGRAPHS_CHECKPOINT_NAME", "CrawlParagraphs", "check_paragraphs_field", "paragraph_key"]
+__all__ = ["PARAGRAPHS_CHECKPOINT_NAME", "CrawlParagraphs", "check_paragraphs_field", "paragraph_key",
+           "redis_paragraph_set"]
 
 #: the crawl's lines, under the logger they always had
 logger = logging.getLogger("scrapy_dedup.extensions")
@@ -41,6 +42,18 @@ def paragraph_key(index_prefix: str) -> str:
     return f"{index_prefix}:paragraphs"
 
 
+def redis_paragraph_set(cfg: DedupSettings, index: Any) -> Any:
+    """The paragraph seen set beside the Redis content ``index`` (its client and prefix): a Redis Bloom filter
+    sized by ``DEDUP_PARAGRAPHS_CAPACITY`` and ``DEDUP_PARAGRAPHS_ERROR_RATE``, not yet read or written."""
+    from scrapy_dedup.seen import RedisBloomSeenSet
+
+    try:
+        return RedisBloomSeenSet(index.client, paragraph_key(index.prefix), cfg.paragraphs_capacity,
+                                 cfg.paragraphs_error_rate, ttl=cfg.redis_ttl)
+    except ValueError as exc:  # a filter too large for one Redis string
+        raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY: {exc}") from None
+
+
 class CrawlParagraphs:
     """The crawl's paragraph dedup: :attr:`dedup` (a ``ParagraphDeduplicator``) over a local Bloom filter,
     or with the Redis content index (``index``: its client and prefix) a Redis Bloom filter shared by the
@@ -59,7 +72,7 @@ class CrawlParagraphs:
     def _deduplicator(self, cfg: DedupSettings, index: Any) -> ParagraphDeduplicator:
         """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
         shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
-        from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet, RedisBloomSeenSet
+        from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet
 
         if cfg.content_backend != "redis":
             try:
@@ -69,11 +82,7 @@ class CrawlParagraphs:
                                           "DEDUP_PARAGRAPHS_ERROR_RATE", cfg.paragraphs_error_rate) from None
             return ParagraphDeduplicator(seen_blocks, cfg.paragraphs_min_chars)
         key = paragraph_key(index.prefix)
-        try:
-            seen = RedisBloomSeenSet(index.client, key, cfg.paragraphs_capacity, cfg.paragraphs_error_rate,
-                                     ttl=cfg.redis_ttl)
-        except ValueError as exc:  # a filter too large for one Redis string
-            raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY: {exc}") from None
+        seen = redis_paragraph_set(cfg, index)
         self.policy = RedisErrorPolicy(
             "fail_open", name="Paragraph seen set", url=cfg.redis_url, secrets=self.secrets, stats=self.stats,
             stats_prefix="dedup/paragraphs/redis_", key=key,

@@ -11,7 +11,7 @@ from typing import Any
 
 from scrapy_dedup.content.boilerplate import BoilerplateRule
 from scrapy_dedup.content.stores import ContentIndexMismatch, mismatch_message
-from scrapy_dedup.paragraph_flow import paragraph_key
+from scrapy_dedup.paragraph_flow import paragraph_key, redis_paragraph_set
 from scrapy_dedup._util.redis_conn import delete_matching, glob_escape, mask_url
 from scrapy_dedup._util.redis_policy import RedisErrorPolicy, RedisStartupError, RedisUnavailable, describe
 from scrapy_dedup._util.redis_startup import check_at_start
@@ -64,13 +64,20 @@ class StoreCalls:
 
 
 class RedisContentState:
-    """The Redis content ``store`` of a crawl, checked at start-up; :attr:`policy`, its outage policy."""
+    """The Redis content ``store`` of a crawl, checked at start-up; :attr:`policy`, its outage policy.
 
-    def __init__(self, cfg: DedupSettings, store: Any, stats: Any, secrets: Any):
+    ``boilerplate``, ``paragraphs``: whether some host's policy learns boilerplate (the block tables shared
+    through Redis) or dedups paragraphs (the paragraph seen set beside the index): their commands are
+    probed at start with the index's."""
+
+    def __init__(self, cfg: DedupSettings, store: Any, stats: Any, secrets: Any, *, boilerplate: bool = False,
+                 paragraphs: bool = False):
         self.cfg = cfg
         self.store = store
         self.stats = stats
         self.secrets = secrets
+        self.boilerplate = boilerplate
+        self.paragraphs = paragraphs
         logger.info("Content index in Redis at %s, key %r (%s)", mask_url(cfg.redis_url), store.index.prefix,
                     type(store).__name__)  # the layout: one slot, or sharded over a cluster's slots
         self.policy = self._open_policy(cfg)
@@ -89,9 +96,8 @@ class RedisContentState:
             fail_open_means="pages are kept without a duplicate check until it is back (counted in "
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
-        index = self.store.index  # (one slot or sharded over a cluster: each probes its own commands and keys)
-        reachable = check_at_start(index.client, cfg.redis_url, secrets=self.secrets, what="content index",
-                                   probes=index.permission_probes(), log=logger,
+        reachable = check_at_start(self.store.index.client, cfg.redis_url, secrets=self.secrets,
+                                   what="content index", probes=self.permission_probes(), log=logger,
                                    key_setting="DEDUP_REDIS_INDEX_KEY", logged=logged_already)
         if cfg.redis_flush_on_start:
             self._flush(policy, cfg)
@@ -99,6 +105,23 @@ class RedisContentState:
             self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
+
+    def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """What the crawl sends to the content index's Redis: the index's commands (one slot or sharded over a
+        cluster: each its own), the block tables' when boilerplate is learnt, the paragraph seen set's when
+        paragraphs are deduplicated; and the probe keys (``missing_permissions``'s probes and cleanup)."""
+        from scrapy_dedup.content.redis_boilerplate import tables_permission_probes
+
+        index = self.store.index
+        probes, keys = index.permission_probes()
+        if self.boilerplate:
+            more, more_keys = tables_permission_probes(index.client, index.prefix, BoilerplateRule.from_params(
+                self.cfg), self.cfg.redis_ttl)
+            probes, keys = [*probes, *more], [*keys, *more_keys]
+        if self.paragraphs:
+            more, more_keys = redis_paragraph_set(self.cfg, index).permission_probes()
+            probes, keys = [*probes, *more], [*keys, *more_keys]
+        return probes, keys
 
     def _flush(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """DEDUP_REDIS_FLUSH_ON_START: delete the crawl's content state in Redis before anything reads it.

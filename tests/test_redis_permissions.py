@@ -186,6 +186,103 @@ def test_a_content_index_on_a_plain_url_to_a_tls_port_is_refused_before_any_page
     assert len(lines) == 1 and "rediss://" in lines[0], refusal(caplog)
 
 
+# --- what the content index shares in Redis: the boilerplate tables and the paragraph seen set ---
+
+INDEX_KEY = "dedup:acl:index"
+TABLES = f"{{{INDEX_KEY}}}:boilerplate"
+
+
+def _content_settings(url: str, **more) -> dict:
+    return {"ADDONS": {"scrapy_dedup.Addon": 0}, "ITEM_PIPELINES": {"scrapy_dedup.NearDuplicatePipeline": 300},
+            "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": url, "DEDUP_REDIS_INDEX_KEY": INDEX_KEY,
+            "DEDUP_PARAGRAPHS_CAPACITY": 10_000, **more}
+
+
+#: (ACL rules of a user missing one thing, settings, what the refusal must name); boilerplate learning is on
+#: by default, the paragraph seen set only with DEDUP_PARAGRAPHS
+SHARED_MISSING = [
+    (("~*", "+@all", "-smembers"), {}, f"SMEMBERS on key '{TABLES}:probe.invalid:boilerplate:probe'"),
+    (("~*", "+@all", "-hmget"), {}, f"HMGET on key '{TABLES}:probe.invalid:counts:probe'"),
+    (("~*", "+@all", "-set"), {}, f"SET on key '{TABLES}:salt:probe'"),
+    (("~*", "+@all", "-hmget"), {"DEDUP_CONTENT_POLICIES": {"b.test": {"boilerplate": True}},
+                                 "DEDUP_BOILERPLATE": False}, "HMGET on key"),  # learnt on one host only
+    (("~*", "+@all", "-bitfield"), {"DEDUP_PARAGRAPHS": True},
+     f"BITFIELD on key '{{{INDEX_KEY}:paragraphs:0:probe}}'"),  # (its bits in shards, each under its own tag)
+    # the index's hash tag granted, the paragraph seen set (beside it, not under it) not
+    ((f"~{{{INDEX_KEY}}}:*", "+@all"), {"DEDUP_PARAGRAPHS": True}, f"on key '{INDEX_KEY}:paragraphs:"),
+]
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+@pytest.mark.parametrize("rules,more,named", SHARED_MISSING,
+                         ids=[" ".join(r) + (" paragraphs" if m.get("DEDUP_PARAGRAPHS") else "")
+                              + (" one-host" if "DEDUP_CONTENT_POLICIES" in m else "") for r, m, _ in SHARED_MISSING])
+@pytest_twisted.inlineCallbacks
+def test_a_user_missing_a_boilerplate_or_paragraph_command_is_refused_before_any_page(acl_user, redis_client, caplog,
+                                                                                      rules, more, named, mode):
+    url = acl_user(*rules)
+    site = LocalSite({("acl.test", "/"): _article(60)})
+    with site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, _content_settings(url, DEDUP_REDIS_ON_ERROR=mode, **more),
+                            start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:  # the crawl's start failed (Scrapy's own lines follow ours)
+            pass
+    assert sum(site.hits.values()) == 0
+    lines = [line for line in refusal(caplog) if "content index: the Redis user" in line]
+    assert len(lines) == 1 and named in lines[0], refusal(caplog)
+    assert "unavailable" not in lines[0] and "\n" not in lines[0] and urlsplit(url).password not in lines[0]
+    assert [k for k in redis_client.keys("*") if b"probe" in k] == []
+
+
+#: exactly what the one-slot content index, its boilerplate tables and its paragraph seen set need: their keys,
+#: their commands, and DEL (without it the probe keys are left to expire)
+SHARED_NEEDS = (f"~{{{INDEX_KEY}}}:*", f"~{INDEX_KEY}:paragraphs:*", f"~{{{INDEX_KEY}:paragraphs:*", "+ping", "+evalsha", "+script|load", "+hset",
+                "+hget", "+hincrby", "+hlen", "+hgetall", "+hdel", "+hmget", "+incr", "+get", "+set", "+sadd",
+                "+scard", "+smembers", "+bitfield", "+bitfield_ro", "+expire", "+del")
+
+
+def _start_content(url: str, **more):
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+
+    return DedupExtension(get_crawler(_Pages, _content_settings(url, DEDUP_PARAGRAPHS=True, **more))).open_content()
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_user_granted_exactly_what_boilerplate_and_paragraphs_need_crawls_and_leaves_no_probe_key(
+        acl_user, redis_client, caplog):
+    url = acl_user(*SHARED_NEEDS)
+    links = '<a href="/copy">c</a> <a href="/other">o</a>'
+    pages = {("acl.test", "/"): _article(60, links), ("acl.test", "/copy"): _article(60),
+             ("acl.test", "/other"): _article(60, stem="z")}
+    with LocalSite(pages) as site, caplog.at_level(logging.INFO):
+        crawler = yield run_crawl(_Pages, _content_settings(url, DEDUP_PARAGRAPHS=True),
+                                  start_urls=[site.url("acl.test", "/")])
+    assert len(site.hits) == 3, site.hits
+    assert refusal(caplog) == [], refusal(caplog)
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/content/store_errors", 0) == 0 and stats.get("dedup/paragraphs/store_errors", 0) == 0
+    assert stats.get("dedup/content/redundant", 0) == 1 and stats.get("dedup/paragraphs/blocks", 0) > 0, stats
+    assert int(redis_client.get(f"{TABLES}:acl.test:pages") or 0) >= 2  # the host's table written through this user
+    assert [k for k in redis_client.keys("*") if b"probe" in k] == []
+
+
+@pytest.mark.parametrize("grant", [g for g in SHARED_NEEDS if g not in ("+ping", "+del")])
+def test_every_grant_boilerplate_and_paragraphs_need_is_probed_at_start(acl_user, redis_client, caplog, grant):
+    """Each command and key pattern of SHARED_NEEDS taken away is refused when the content starts, in one line."""
+    url = acl_user(*(g for g in SHARED_NEEDS if g != grant))
+    with caplog.at_level(logging.INFO), pytest.raises(RedisStartupError) as info:
+        _start_content(url)
+    lines = refusal(caplog)
+    assert len(lines) == 1 and lines[0] == str(info.value), lines
+    name = grant[1:].replace("|", " ").upper()
+    named = (f"{name} on key", f"{name} (") if grant.startswith("+") else (f"on key '{grant[1:].rstrip('*')}",)
+    assert any(n in lines[0] for n in named), lines[0]
+    assert [k for k in redis_client.keys("*") if b"probe" in k] == []
+
+
 # --- the content index sharded over a Redis Cluster: its commands on probe keys in their slots ---
 
 SHARD_KEY = "dedup:acl:shard"

@@ -26,8 +26,12 @@ import numpy as np
 
 from scrapy_dedup.content.boilerplate import BoilerplateRule, in_sorted
 from scrapy_dedup.content.stores.redis_index import hash_tagged
+from scrapy_dedup._util.redis_access import PROBE_TTL, probe_key
 
-__all__ = ["RedisBlockTable", "shared_salt", "table_prefix"]
+__all__ = ["PROBE_HOST", "RedisBlockTable", "salt_key", "shared_salt", "table_prefix", "tables_permission_probes"]
+
+#: the host of the table the start-up probes use: a reserved name (RFC 2606), never a crawled host's
+PROBE_HOST = "probe.invalid"
 
 # KEYS: counts hash, boilerplate set, pages counter. ARGV: min_pages, capacity, ttl (0: none), hashes...
 # Returns {pages, grown hashes...}.
@@ -64,9 +68,14 @@ def table_prefix(index_key: str, host: str) -> str:
     return f"{hash_tagged(index_key)}:boilerplate:{host}"
 
 
+def salt_key(index_key: str) -> str:
+    """The Redis key of :func:`shared_salt`, under the content index's hash tag."""
+    return f"{hash_tagged(index_key)}:boilerplate:salt"
+
+
 def shared_salt(client: Any, index_key: str) -> bytes:
     """The key of the block hashes, the same for every process of the crawl: 16 random bytes set once."""
-    key = f"{hash_tagged(index_key)}:boilerplate:salt"
+    key = salt_key(index_key)
     client.set(key, os.urandom(16), nx=True)
     salt = client.get(key)
     if not isinstance(salt, bytes) or len(salt) != 16:
@@ -84,6 +93,20 @@ class RedisBlockTable:
         self._add = client.register_script(LUA_ADD_PAGE)
         self.pages = 0
         self._boiler = np.zeros(0, dtype=np.uint64)
+
+    def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """The commands this table sends (its script, the commands the script runs, its reads), each on a probe key
+        shaped like the key it goes to (in its slot, under a key-pattern ACL as it is), and those keys: for
+        :func:`scrapy_dedup._util.redis_access.missing_permissions` at start."""
+        counts, boiler, pages = keys = [probe_key(key) for key in self.keys]
+        probes: list[tuple[Any, ...]] = [
+            ("EVALSHA", "0" * 40, 3, *keys),  # NOSCRIPT when allowed: the script is not run
+            ("SCRIPT", "LOAD", "return 1"),
+            ("INCR", pages), ("GET", pages), ("SADD", boiler, "1"), ("SCARD", boiler), ("SMEMBERS", boiler),
+            *((command, counts, *args) for command, *args in (
+                ("HINCRBY", "1", 1), ("HMGET", "1"), ("HLEN",), ("HGETALL",), ("HDEL", "1"))),
+            *(("EXPIRE", key, PROBE_TTL) for key in keys if self.ttl)]
+        return probes, keys
 
     def refresh(self) -> None:
         """Read the page count and the boilerplate of every process (one round trip)."""
@@ -127,3 +150,13 @@ class RedisBlockTable:
         if len(grown):
             self._boiler = np.union1d(self._boiler, grown)
         return grown
+
+
+def tables_permission_probes(client: Any, index_key: str, rule: BoilerplateRule = BoilerplateRule(),
+                             ttl: int | None = None) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """What boilerplate learning sends through ``client`` under the content index ``index_key``: a table's
+    commands (:meth:`RedisBlockTable.permission_probes`, on the keys of :data:`PROBE_HOST`) and the salt's
+    (``SET NX``, ``GET``), on probe keys; and those keys."""
+    probes, keys = RedisBlockTable(client, table_prefix(index_key, PROBE_HOST), rule, ttl).permission_probes()
+    salt = probe_key(salt_key(index_key))
+    return [*probes, ("SET", salt, "probe", "NX"), ("GET", salt)], [*keys, salt]

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scrapy_dedup._util.batching import batches
+from scrapy_dedup._util.redis_access import PROBE_TTL, probe_key
 from scrapy_dedup._util.redis_conn import PinnedConnection, bulk, command_prefix
 from scrapy_dedup.seen.base import (
     KeyHashing,
@@ -396,6 +397,18 @@ class RedisBloomSeenSet(_RedisStore):
             self._refresh_ttl()
         self._prepared = True
         self.flush_count()  # a filter filled by earlier crawls is full (or past its capacity) from the start
+
+    def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """The commands this filter sends: its writes on probe keys shaped like its keys, its reads on its keys; and
+        the probe keys: for :func:`scrapy_dedup._util.redis_access.missing_permissions` at start."""
+        meta = probe_key(self.meta_key)
+        shards = [probe_key(name) for name in self.shard_keys]
+        writes: list[tuple[Any, ...]] = [("HSET", meta, "probe", "1"), ("HINCRBY", meta, "added", 0),
+                                         *(("BITFIELD", shard, "SET", "u1", 0, 1) for shard in shards)]
+        if self.ttl:
+            writes += [("EXPIRE", key, PROBE_TTL) for key in (meta, *shards)]
+        reads = [("HGETALL", self.meta_key), *((self._read_command, name, "GET", "u1", 0) for name in self.shard_keys)]
+        return writes + reads, [meta, *shards]
 
     def clear(self) -> None:
         super().clear()
