@@ -109,7 +109,9 @@ class RedisContentState:
     def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
         """What the crawl sends to the content index's Redis: the index's commands (one slot or sharded over a
         cluster: each its own), the block tables' when boilerplate is learnt, the paragraph seen set's when
-        paragraphs are deduplicated; and the probe keys (``missing_permissions``'s probes and cleanup)."""
+        paragraphs are deduplicated, and :meth:`delete`'s ``SCAN`` and ``DEL`` when the state is deleted
+        (``DEDUP_REDIS_FLUSH_ON_START``, ``DEDUP_REDIS_PERSIST = False``); and the probe keys
+        (``missing_permissions``'s probes and cleanup)."""
         from scrapy_dedup.content.redis_boilerplate import tables_permission_probes
 
         index = self.store.index
@@ -121,6 +123,9 @@ class RedisContentState:
         if self.paragraphs:
             more, more_keys = redis_paragraph_set(self.cfg, index).permission_probes()
             probes, keys = [*probes, *more], [*keys, *more_keys]
+        if self.cfg.redis_flush_on_start or not self.cfg.redis_persist:  # else refused mid-start or at close
+            probes = [*probes, ("SCAN", "0", "MATCH", glob_escape(keys[0]), "COUNT", 1),
+                      *(("DEL", key) for key in keys)]
         return probes, keys
 
     def _flush(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:

@@ -283,6 +283,59 @@ def test_every_grant_boilerplate_and_paragraphs_need_is_probed_at_start(acl_user
     assert [k for k in redis_client.keys("*") if b"probe" in k] == []
 
 
+# --- deleting the content state (DEDUP_REDIS_FLUSH_ON_START, DEDUP_REDIS_PERSIST = False): SCAN, then DEL ---
+
+DELETES = [{"DEDUP_REDIS_FLUSH_ON_START": True}, {"DEDUP_REDIS_PERSIST": False}]
+
+
+@pytest.mark.parametrize("mode", ["retry", "fail_open"])
+@pytest.mark.parametrize("deletes", DELETES, ids=["flush", "not-persist"])
+@pytest.mark.parametrize("rules,named", [
+    ((*SHARED_NEEDS,), "SCAN (this user has no permissions to run the 'scan' command)"),  # before: the flush failed at start, or the deletion at close
+    ((*(g for g in SHARED_NEEDS if g != "+del"), "+scan"), f"DEL on key '{{{INDEX_KEY}}}:probe:hash'"),
+], ids=["no-scan", "no-del"])
+@pytest_twisted.inlineCallbacks
+def test_a_user_who_may_not_delete_the_content_state_is_refused_before_any_page(acl_user, redis_client, caplog,
+                                                                                rules, named, deletes, mode):
+    url = acl_user(*rules)
+    site = LocalSite({("acl.test", "/"): _article(60)})
+    with site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, _content_settings(url, DEDUP_PARAGRAPHS=True, DEDUP_REDIS_ON_ERROR=mode,
+                                                      **deletes), start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:  # the crawl's start failed (Scrapy's own lines follow ours)
+            pass
+    assert sum(site.hits.values()) == 0
+    assert len(refusal(caplog)) == 1, refusal(caplog)
+    line = refusal(caplog)[0]
+    assert line.startswith("content index: the Redis user") and named in line and "\n" not in line, line
+    assert urlsplit(url).password not in line
+    # the probe keys: deleted, or (a user without DEL) left to expire
+    assert all(redis_client.ttl(k) > 0 for k in redis_client.keys("*") if b"probe" in k)
+    assert "+del" not in rules or [k for k in redis_client.keys("*") if b"probe" in k] == []
+
+
+@pytest.mark.parametrize("deletes", DELETES, ids=["flush", "not-persist"])
+@pytest_twisted.inlineCallbacks
+def test_a_user_who_may_delete_the_content_state_crawls_and_it_is_deleted(acl_user, redis_client, caplog, deletes):
+    redis_client.hset(f"{{{INDEX_KEY}}}:stale", "f", "1")  # a previous crawl's key: flushed at start
+    url = acl_user(*SHARED_NEEDS, "+scan")
+    pages = {("acl.test", "/"): _article(60, '<a href="/copy">c</a>'), ("acl.test", "/copy"): _article(60)}
+    with LocalSite(pages) as site, caplog.at_level(logging.INFO):
+        crawler = yield run_crawl(_Pages, _content_settings(url, DEDUP_PARAGRAPHS=True, **deletes),
+                                  start_urls=[site.url("acl.test", "/")])
+    assert len(site.hits) == 2, site.hits
+    assert refusal(caplog) == [], refusal(caplog)
+    stats = crawler.stats.get_stats()
+    assert stats.get("dedup/content/store_errors", 0) == 0 and stats.get("dedup/content/redundant", 0) == 1, stats
+    left = [k for k in redis_client.keys("*") if INDEX_KEY.encode() in k]
+    assert f"{{{INDEX_KEY}}}:stale".encode() not in left
+    if "DEDUP_REDIS_PERSIST" in deletes:
+        assert left == [], left  # deleted at close
+    else:
+        assert left and [k for k in left if b"probe" in k] == []  # this crawl's index stays
+
+
 # --- the content index sharded over a Redis Cluster: its commands on probe keys in their slots ---
 
 SHARD_KEY = "dedup:acl:shard"
@@ -384,6 +437,34 @@ def test_a_sharded_content_index_user_with_exactly_its_permissions_crawls_and_le
     for node in redis_cluster:
         client = redis.Redis(port=node.port)
         assert [k for k in client.keys("*") if b"probe" in k] == []
+        client.close()
+
+
+@pytest.mark.parametrize("deletes", DELETES, ids=["flush", "not-persist"])
+@pytest_twisted.inlineCallbacks
+def test_a_sharded_content_index_user_without_scan_is_refused_and_with_it_crawls(cluster_user, redis_cluster, caplog,
+                                                                                 deletes):
+    import redis
+
+    pages = {("acl.test", "/"): _article(60, '<a href="/copy">c</a>'), ("acl.test", "/copy"): _article(60)}
+    settings = _sharded_settings(cluster_user(*SHARD_NEEDS), DEDUP_BOILERPLATE=False, **deletes)
+    with LocalSite(pages) as site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, settings, start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:
+            pass
+        assert sum(site.hits.values()) == 0 and len(refusal(caplog)) == 1, refusal(caplog)
+        assert "may not run what the crawl needs: SCAN (" in refusal(caplog)[0]
+        caplog.clear()
+        settings = _sharded_settings(cluster_user(*SHARD_NEEDS, "+scan"), DEDUP_BOILERPLATE=False, **deletes)
+        crawler = yield run_crawl(_Pages, settings, start_urls=[site.url("acl.test", "/")])
+    assert refusal(caplog) == [] and len(site.hits) == 2, (refusal(caplog), site.hits)
+    assert crawler.stats.get_value("dedup/content/redundant") == 1
+    for node in redis_cluster:
+        client = redis.Redis(port=node.port)
+        keys = client.keys("*")
+        assert [k for k in keys if b"probe" in k] == []
+        assert "DEDUP_REDIS_PERSIST" not in deletes or keys == [], keys  # deleted at close, on every node
         client.close()
 
 

@@ -55,7 +55,7 @@ def missing_permissions(client: Any, probes: Iterable[Sequence[Any]], cleanup: I
         except ResponseError as exc:  # the server's reply; a connection that fails is the caller's outage
             if is_permission_error(exc):
                 key = args[2] if command in ("EVAL", "EVALSHA") and len(args) > 2 else (
-                    args[0] if args and command != "SCRIPT" else None)
+                    args[0] if args and command not in ("SCRIPT", "SCAN") else None)  # (their first: no key)
                 where = f" on key {key!r}" if isinstance(key, str) else ""
                 name = f"{command} {args[0]}" if command == "SCRIPT" else command  # (its subcommand: no key)
                 missing.append(f"{name}{where} ({str(exc).splitlines()[0]})")
