@@ -32,6 +32,10 @@ class _Spider(Spider):
 
 
 def per_call_us(calls: int, recurrence: int, counting: bool) -> float:
+    if "twisted.internet.reactor" not in sys.modules:  # Scrapy 2.13's get_crawler wants one installed
+        from scrapy.utils.reactor import install_reactor
+
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     crawler = get_crawler(_Spider, {"REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.CanonicalRequestFingerprinter",
                                     "DEDUP_BLOOM_CAPACITY": 1_000_000})
     crawler._apply_settings()

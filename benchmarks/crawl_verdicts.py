@@ -53,6 +53,10 @@ def crawl_log(pages: list[qc.Page], log_file: str, settings: Optional[dict[str, 
 
     from scrapy_dedup.extensions import DedupExtension
 
+    if "twisted.internet.reactor" not in sys.modules:  # Scrapy 2.13's get_crawler wants one installed
+        from scrapy.utils.reactor import install_reactor
+
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     crawler = get_crawler(settings_dict={"DEDUP_LOG_FILE": log_file,
                                          "EXTENSIONS": {"scrapy_dedup.DedupExtension": 500}, **(settings or {})})
     extension = crawler.get_extension(DedupExtension).open_content()

@@ -57,6 +57,10 @@ def write_crawl_log(path: str) -> None:
 
     from scrapy_dedup.extensions import DedupExtension
 
+    if "twisted.internet.reactor" not in sys.modules:  # Scrapy 2.13's get_crawler wants one installed
+        from scrapy.utils.reactor import install_reactor
+
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     crawler = get_crawler(settings_dict={"DEDUP_LOG_FILE": path, "DEDUP_BOILERPLATE_CAPACITY": 64,
                                          "EXTENSIONS": {"scrapy_dedup.DedupExtension": 500}})
     extension = crawler.get_extension(DedupExtension).open_content()
