@@ -129,8 +129,29 @@ def normalize_block(block: str) -> str:
 
 #: a title's words, a version number one word ("2.99.2" is not "2.99" plus a "2")
 _TITLE_WORD = re.compile(r"\w+(?:[.\-]\w+)*")
-#: kept pages per host whose ``<title>`` the judge remembers (a title of 100 characters: about 30 KB a host)
-TITLES_KEPT = 256
+#: kept pages per host whose name (``<title>`` and headings, at most ``text.MAX_NAME_CHARS``) the judge remembers:
+#: at most about 4 MB a host, about 0.5 MB for names of 100 characters
+TITLES_KEPT = 4096
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _substituted(ours: list[str], theirs: list[str], numbers: bool = True) -> bool:
+    """Whether each of two lists of lines (a title, a page's headings) has a line the other has not, even with
+    words added or left out (``"X: difference between revisions"`` has ``"X"``); False when one is empty
+    (nothing to tell by). ``numbers``: a number is a word of its own ("2.74" is not "2.76"); else every run of
+    digits is one (a page's headings with a number changed are its headings)."""
+    if not ours or not theirs or ours == theirs:
+        return False
+    if not numbers:
+        ours, theirs = [_DIGITS.sub("0", line) for line in ours], [_DIGITS.sub("0", line) for line in theirs]
+    a, b = ([set(_TITLE_WORD.findall(line.lower())) for line in lines] for lines in (ours, theirs))
+
+    def unmatched(mine: list[set[str]], other: list[set[str]]) -> bool:
+        return any(not any(m <= o or o <= m for o in other) for m in mine if m)
+
+    return unmatched(a, b) and unmatched(b, a)
+
 
 #: blocks longer than this (characters) are content, never boilerplate: a cookie banner or a footer is
 #: a few hundred characters; a paragraph of a page is what tells it apart (and skipping it keeps this cheap)
@@ -723,11 +744,16 @@ class BoilerplateJudge:
         kept = titles.get(kept_url) if titles is not None else None
         if kept is None or kept == title:
             return False
-        # A title that only adds words to the other's names a view of that page (a wiki's "X: difference
-        # between revisions", "X (printable version)"): the same page, whose item the keeper chooses. A
-        # sibling substitutes words ("GLib 2.74 release notes" for "GLib 2.76 release notes").
-        ours, theirs = set(_TITLE_WORD.findall(title.lower())), set(_TITLE_WORD.findall(kept.lower()))
-        return not (ours <= theirs or theirs <= ours)
+        # A name is the page's <title>, then its headings one a line (text.page_blocks_titled); the titles and
+        # the headings are compared apart. A title (a heading) that only adds words to the other's names a
+        # view of that page (a wiki's "X: difference between revisions", "X (printable version)") or the page
+        # edited (a section added): the same page, whose item the keeper chooses. A sibling substitutes words:
+        # "GLib 2.74 release notes" for "GLib 2.76 release notes"; under one title, a listing of another
+        # subject its heading ("Search in [root]" for "Files in [root]", "26 events occurring around C." for
+        # "25 events by user U occurring around T."). In headings a number is any number: a page edited may
+        # change one ("Changes in release 3.2"); its title names the version.
+        ours, theirs = title.split("\n"), kept.split("\n")
+        return _substituted(ours[:1], theirs[:1]) or _substituted(ours[1:], theirs[1:], numbers=False)
 
     def _site_words(self, host: str, page: Reduction) -> int:
         """Words of the page outside its host's site-wide template: boilerplate blocks counted on at least

@@ -134,10 +134,31 @@ def page_blocks_titled(
     strip_selectors: Iterable[str] = (),
     encoding: str | None = None,
 ) -> tuple[list[str], str | None]:
-    """:func:`page_blocks` and the page's ``<title>`` (whitespace collapsed; None without one), from one parse:
-    what tells a page from a sibling that shares most of its paragraphs (``content/boilerplate.py``)."""
+    """:func:`page_blocks` and the page's name, from one parse: its ``<title>`` then, one a line, its headings
+    (``h1`` to ``h6`` whose text is a block of the main text), whitespace collapsed; None without either. What
+    tells a page from a sibling that shares most of its text (``content/boilerplate.py``): the next release's
+    notes have their own title, a listing of another subject under the same title its own heading."""
     root, owned = _parse(html, encoding)
-    return _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR, _cut_blocks), _title(root)
+    blocks = _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR, _cut_blocks)
+    title, headings = _title(root), _headings(root, blocks)
+    if title is None and not headings:
+        return blocks, None
+    return blocks, "\n".join([title or "", *headings])[:MAX_NAME_CHARS]
+
+
+#: a page's name (its title and headings) is cut here: enough to tell siblings apart, bounded to remember
+MAX_NAME_CHARS = 1000
+_HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _headings(root: etree._Element | None, blocks: list[str]) -> list[str]:
+    """The texts of the page's headings that are blocks of its main text (a heading in a stripped ``nav`` or
+    ``header``, a site's logo, is not), in document order, whitespace collapsed."""
+    if root is None or not blocks:
+        return []
+    kept = set(blocks)
+    texts = (" ".join("".join(map(str, h.itertext())).split()) for h in root.iter(*_HEADING_TAGS))
+    return [text for text in texts if text in kept]
 
 
 def _title(root: etree._Element | None) -> str | None:
