@@ -75,6 +75,7 @@ import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
 from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, word_bytes_per_block
+from scrapy_dedup.content.text import SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -134,6 +135,12 @@ _TITLE_WORD = re.compile(r"\w+(?:[.\-]\w+)*")
 TITLES_KEPT = 4096
 
 _DIGITS = re.compile(r"\d+")
+
+
+def _normal_lines_of(subtitle: str) -> list[str]:
+    """A subtitle's lines in boilerplate's normal form (a per-fetch line under a heading, "Served at 12:00 by
+    node-7", is the same line at every fetch)."""
+    return [normalize_block(line) for line in subtitle.split("\n")] if subtitle else []
 
 
 def _substituted(ours: list[str], theirs: list[str], numbers: bool = True) -> bool:
@@ -750,10 +757,13 @@ class BoilerplateJudge:
         # edited (a section added): the same page, whose item the keeper chooses. A sibling substitutes words:
         # "GLib 2.74 release notes" for "GLib 2.76 release notes"; under one title, a listing of another
         # subject its heading ("Search in [root]" for "Files in [root]", "26 events occurring around C." for
-        # "25 events by user U occurring around T."). In headings a number is any number: a page edited may
-        # change one ("Changes in release 3.2"); its title names the version.
-        ours, theirs = title.split("\n"), kept.split("\n")
-        return _substituted(ours[:1], theirs[:1]) or _substituted(ours[1:], theirs[1:], numbers=False)
+        # "25 events by user U occurring around T."), or its subtitle ("<- X" under "Related changes", the
+        # related changes of page X). In headings a number is any number: a page edited may change one
+        # ("Changes in release 3.2"); its title names the version. A subtitle is read in the normal form.
+        (ours, _, our_sub), (theirs, _, their_sub) = title.partition(SUBTITLE_MARK), kept.partition(SUBTITLE_MARK)
+        ours, theirs = ours.split("\n"), theirs.split("\n")
+        return (_substituted(ours[:1], theirs[:1]) or _substituted(ours[1:], theirs[1:], numbers=False)
+                or _substituted(_normal_lines_of(our_sub), _normal_lines_of(their_sub)))
 
     def _site_words(self, host: str, page: Reduction) -> int:
         """Words of the page outside its host's site-wide template: boilerplate blocks counted on at least

@@ -134,31 +134,53 @@ def page_blocks_titled(
     strip_selectors: Iterable[str] = (),
     encoding: str | None = None,
 ) -> tuple[list[str], str | None]:
-    """:func:`page_blocks` and the page's name, from one parse: its ``<title>`` then, one a line, its headings
-    (``h1`` to ``h6`` whose text is a block of the main text), whitespace collapsed; None without either. What
-    tells a page from a sibling that shares most of its text (``content/boilerplate.py``): the next release's
-    notes have their own title, a listing of another subject under the same title its own heading."""
+    """:func:`page_blocks` and the page's name, from one parse (None without a title or a heading): what tells a
+    page from a sibling that shares most of its text (``content/boilerplate.py``). The name is its ``<title>``,
+    then one a line its headings (``h1`` to ``h6`` whose text is a block of the main text), then, after
+    :data:`SUBTITLE_MARK`, one a line the short blocks right under its first heading (its subtitle: a wiki's
+    "<- X" above the related changes of page X, a post's byline), whitespace collapsed. The next release's
+    notes have their own title; a listing of another subject under the same title its own heading or subtitle."""
     root, owned = _parse(html, encoding)
     blocks = _text(root, owned, strip_tags, strip_selectors, BLOCK_SEPARATOR, _cut_blocks)
-    title, headings = _title(root), _headings(root, blocks)
+    title = _title(root)
+    headings, subtitle = _headings(root, blocks, title)
     if title is None and not headings:
         return blocks, None
-    return blocks, "\n".join([title or "", *headings])[:MAX_NAME_CHARS]
+    name = "\n".join([title or "", *headings])[:MAX_NAME_CHARS]
+    return blocks, name + SUBTITLE_MARK + "\n".join(subtitle) if subtitle else name
 
 
-#: a page's name (its title and headings) is cut here: enough to tell siblings apart, bounded to remember
+#: a page's title and headings are cut here: enough to tell siblings apart, bounded to remember
 MAX_NAME_CHARS = 1000
+#: in a page's name, what comes before its subtitle's lines (a control character: never in collapsed text)
+SUBTITLE_MARK = "\x1d"
+#: a subtitle is at most this many blocks right under the first heading, each of at most this many words
+SUBTITLE_BLOCKS, SUBTITLE_WORDS = 2, 8
 _HEADING_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
-def _headings(root: etree._Element | None, blocks: list[str]) -> list[str]:
+def _headings(root: etree._Element | None, blocks: list[str], title: str | None) -> tuple[list[str], list[str]]:
     """The texts of the page's headings that are blocks of its main text (a heading in a stripped ``nav`` or
-    ``header``, a site's logo, is not), in document order, whitespace collapsed."""
+    ``header``, a site's logo, is not), in document order, whitespace collapsed; and the page's subtitle: the
+    blocks right after the first of them, up to the next heading or the first block of more than
+    :data:`SUBTITLE_WORDS` words, at most :data:`SUBTITLE_BLOCKS` (``title``: the ``<title>``, whose text may
+    be the first block)."""
     if root is None or not blocks:
-        return []
+        return [], []
     kept = set(blocks)
     texts = (" ".join("".join(map(str, h.itertext())).split()) for h in root.iter(*_HEADING_TAGS))
-    return [text for text in texts if text in kept]
+    headings = [text for text in texts if text in kept]
+    if not headings:
+        return [], []
+    first = 1 if blocks[0] == title and len(blocks) > 1 else 0
+    at = blocks.index(headings[0], first) + 1 if headings[0] in blocks[first:] else len(blocks)
+    subtitle: list[str] = []
+    named = set(headings)
+    for block in blocks[at:at + SUBTITLE_BLOCKS]:
+        if block in named or block.count(" ") >= SUBTITLE_WORDS:
+            break
+        subtitle.append(block)
+    return headings, subtitle
 
 
 def _title(root: etree._Element | None) -> str | None:
