@@ -15,6 +15,7 @@ import pytest
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
 from scrapy_dedup.content.engine import ContentDeduplicator
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from tests.contentsite import words
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 import quality_corpus as qc  # noqa: E402
@@ -82,3 +83,46 @@ def test_a_page_that_is_only_its_hosts_template_is_undecidable_kept_counted_and_
     assert report.to_stats()["dedup/content/undecidable"] == 3
     text = report.to_text()
     assert "Undecidable pages:" in text and "https://t.test/empty/2" in text
+
+
+_SHARED = " ".join(words(4343, 600))
+
+
+def _named_page(title: str, heading: str, under: str = "", section: str = "", header: str = "Logo",
+                edit: str = "") -> bytes:
+    """A page whose text is ``_SHARED`` (with ``edit`` appended: a near duplicate of the others) under a site
+    ``<header>`` heading, its first heading, a line under it and a section heading."""
+    return (f"<html><head><title>{title}</title></head><body><header><h1>{header}</h1></header><main>"
+            f"<h1>{heading}</h1>" + (f"<div>{under}</div>" if under else "") + f"<p>{_SHARED} {edit}</p>"
+            + (f"<h3>{section}</h3>" if section else "") + "<p>Nothing was found.</p></main></body></html>").encode()
+
+
+@pytest.mark.parametrize("first, second, same", [
+    # a heading or the line under the first heading names another subject: a sibling listing
+    (dict(title="Media", heading="Media Manager", section="Files in [root]"),
+     dict(title="Media", heading="Media Manager", section="Search in [root]"), False),
+    (dict(title="Related changes", heading="Related changes", under="&larr; Harbor"),
+     dict(title="Related changes", heading="Related changes", under="&larr; Lighthouse"), False),
+    (dict(title="Timeline", heading="25 events by user field occurring around 2026-12-03 10:55:07."),
+     dict(title="Timeline", heading="26 events occurring around c45b2e096d9d82b1."), False),
+    # the same page, edited or viewed: a number changed, a section or words added, a per-fetch line, the chrome
+    (dict(title="Notes", heading="Changes in release 3.2"), dict(title="Notes", heading="Changes in release 3.3"), True),
+    (dict(title="Notes", heading="Notes"), dict(title="Notes", heading="Notes", section="See also"), True),
+    (dict(title="Harbor", heading="Harbor"), dict(title="Harbor", heading="Harbor: Difference between revisions"),
+     True),
+    (dict(title="Harbor", heading="Harbor", under="Served at 12:00 by node-7 in 31 ms"),
+     dict(title="Harbor", heading="Harbor", under="Served at 14:05 by node-3 in 8 ms"), True),
+    (dict(title="Harbor", heading="Harbor", header="Spring sale"), dict(title="Harbor", heading="Harbor",
+                                                                        header="Winter sale"), True),
+])
+def test_headings_and_the_line_under_the_first_tell_a_sibling_from_the_same_page(first, second, same):
+    judge = _default_judge()
+    pages = [("https://w.test/a", _named_page(**first)), ("https://w.test/b", _named_page(**second, edit="lambda"))]
+    judgements = _judge_all(judge, pages)
+    assert judgements[0].verdict.kind == "unique"
+    assert judgements[1].verdict.is_duplicate is same, judgements[1].verdict
+    # the texts are near duplicates: without the pages' names the second is its first's duplicate
+    unnamed = _default_judge()
+    for url, html in pages:
+        unnamed.check(url, extract_text(html, ExtractionPolicy(), blocks=True).blocks or [])
+    assert unnamed.engine.report().near == 1

@@ -448,3 +448,49 @@ def test_a_diff_against_another_text_keeps_its_item():
     with LocalSite(site_with_other_diff) as site:
         crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=[MW_DIFF, MW_ARTICLE])
     assert urls_of(crawler, site) == sorted([MW_ARTICLE, MW_DIFF])
+
+
+# Listings of a wiki that share their <title> and most of their text: the chrome of a recent-changes form, and
+# entries that other lists show too. What names each is a heading or the line under its first heading.
+LIST_CHROME = "".join(f"<p>{' '.join(words(7000 + i, 30))}</p>" for i in range(5))
+LIST_ENTRIES = [f"Page {word} diff hist Maintenance script talk contribs (revision {i % 3 + 1})"
+                for i, word in enumerate(words(7100, 12))]
+RELATED_HARBOR = "/index.php/Special:RecentChangesLinked/Harbor"
+RELATED_LIGHTHOUSE = "/index.php/Special:RecentChangesLinked/Lighthouse"
+RELATED_HARBOR_FILTERED = "/index.php?title=Special:RecentChangesLinked&target=Harbor&hidebots=0"
+MEDIA_FILES = "/doku.php?do=media&tab_files=files"
+MEDIA_SEARCH = "/doku.php?do=media&tab_files=search"
+
+
+def listings(host: str, path: str) -> Page | None:
+    """The related changes of two pages (the second lists one entry more), the first again with another filter
+    (the same entries: one listing), and a media manager's file list and search tab (both empty)."""
+    def related(subject: str, entries: int, bots: str = "Hide bots") -> Page:
+        items = "".join(f"<li>{entry}</li>" for entry in LIST_ENTRIES[:entries])
+        return Page("<!DOCTYPE html><html><head><title>Related changes - Wiki</title></head><body><main>"
+                    f"<h1>Related changes</h1><div>&larr; <a href='/index.php/{subject}'>{subject}</a></div>"
+                    f"{LIST_CHROME}<p>Show last 50 | 100 changes | {bots} | Hide minor edits</p><ul>{items}</ul>"
+                    "</main></body></html>")
+
+    def media(tab: str) -> Page:
+        return Page("<!DOCTYPE html><html><head><title>Media Manager - Wiki</title></head><body><main>"
+                    f"<h1>Media Manager</h1>{LIST_CHROME}<h3>{tab} in [root]</h3><p>Nothing was found.</p>"
+                    "</main></body></html>")
+
+    pages = {RELATED_HARBOR: lambda: related("Harbor", 5), RELATED_LIGHTHOUSE: lambda: related("Lighthouse", 6),
+             RELATED_HARBOR_FILTERED: lambda: related("Harbor", 5, bots="Show bots"),
+             MEDIA_FILES: lambda: media("Files"), MEDIA_SEARCH: lambda: media("Search")}
+    return pages[path]() if path in pages else None
+
+
+@inlineCallbacks
+def test_listings_under_one_title_keep_their_items_when_their_heading_or_subtitle_differs():
+    """Near duplicates by their text (the content engine merged both pairs before the judge read headings and
+    the line under the first heading): each listing of its own subject keeps its item; the same listing under
+    another filter is still the first one's duplicate."""
+    order = [RELATED_HARBOR, RELATED_LIGHTHOUSE, RELATED_HARBOR_FILTERED, MEDIA_FILES, MEDIA_SEARCH]
+    with LocalSite(listings) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=order)
+    assert all(site.hits[("wiki.test", path)] == 1 for path in order)
+    assert urls_of(crawler, site) == sorted([RELATED_HARBOR, RELATED_LIGHTHOUSE, MEDIA_FILES, MEDIA_SEARCH])
+    assert crawler.stats.get_value("dedup/items/near_duplicates") == 1  # the filtered listing's

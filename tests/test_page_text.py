@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from lxml import etree
 from parsel import Selector
 
-from scrapy_dedup.content.text import DEFAULT_STRIP_TAGS, page_text
+from scrapy_dedup.content.text import DEFAULT_STRIP_TAGS, SUBTITLE_MARK, page_blocks_titled, page_text
 from scrapy_dedup.settings import DEFAULT_STRIP_TAGS as SETTINGS_STRIP_TAGS
 
 PAGE = """<!DOCTYPE html><html><head><title>Blue kettle</title>
@@ -174,3 +174,23 @@ def test_any_input_gives_collapsed_text(doc):
 def test_markup_soup_never_crashes(parts):
     html = "".join(parts)
     assert page_text(html) == page_text(html.encode("utf-8"), encoding="utf-8")
+
+
+@pytest.mark.parametrize("html, name", [
+    # the title, then the headings of the main text (not the site's logo in its <header>), then the subtitle
+    ("<html><head><title>Related changes - Wiki</title></head><body><header><h1>Wiki</h1></header><main>"
+     "<h1>Related changes</h1><div>&larr; <a href='/Harbor'>Harbor</a></div><div>Jump to search</div>"
+     "<p>Enter a page name to see changes on pages linked to or from that page.</p><h2>Changes</h2></main>"
+     "</body></html>", "Related changes - Wiki\nRelated changes\nChanges\x1d\u2190 Harbor\nJump to search"),
+    # a subtitle stops at a block of more than eight words, a heading, or after two blocks
+    ("<html><head><title>T</title></head><body><h1>T</h1><p>one two three four five six seven eight nine</p>"
+     "</body></html>", "T\nT"),
+    ("<html><head><title>T</title></head><body><h1>A</h1><p>by Ann</p><h2>B</h2></body></html>", "T\nA\nB\x1dby Ann"),
+    ("<html><head><title>T</title></head><body><h1>A</h1><p>x</p><p>y</p><p>z</p></body></html>", "T\nA\x1dx\ny"),
+    ("<html><body><h2>Only a heading</h2><p>text</p></body></html>", "\nOnly a heading\x1dtext"),
+    ("<html><head><title>Just a title</title></head><body><p>text</p></body></html>", "Just a title"),
+    ("<html><body><p>nothing to name it by</p></body></html>", None),
+])
+def test_page_blocks_titled_names_a_page_by_its_title_headings_and_subtitle(html, name):
+    assert SUBTITLE_MARK == "\x1d"
+    assert page_blocks_titled(html)[1] == name

@@ -609,9 +609,10 @@ class BoilerplateJudge:
        blocks at hand), both pages are compared again less what may become the template
        (:meth:`_template_undoes`), even in the warm-up; if that undoes the match, the page is kept
        (``Judgement.guarded``). A kept page older than that is judged as without learning.
-       A near match (of step 1 or 2) between two pages of one host whose ``<title>`` differs is not
-       taken either (:meth:`_titles_differ`): the same page edited keeps its title, a sibling that
-       shares most of its paragraphs (the next release's notes) has its own (docs/content.md).
+       A near match (of step 1 or 2) between two pages of one host whose names differ (``<title>``,
+       headings, subtitle) is not taken either (:meth:`_titles_differ`): the same page edited keeps its
+       name, a sibling that shares most of its text (the next release's notes, a listing of another
+       subject) has its own (docs/content.md).
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
        stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
        text that was new is stored (a page whose reduced text differs from its whole text has two
@@ -627,7 +628,7 @@ class BoilerplateJudge:
         self.learner = learner
         #: the host of a store key (a URL; the audit's keys are page numbers, their hosts known apart)
         self.host_of = host_of_key
-        #: host -> the titles of its last kept pages (URL -> title), for :meth:`_titles_differ`
+        #: host -> the names of its last kept pages (URL -> title, headings, subtitle), for :meth:`_titles_differ`
         self._titles: dict[str, OrderedDict[str, str]] = {}
         self._lock = threading.Lock()
 
@@ -639,9 +640,9 @@ class BoilerplateJudge:
         """Judge the page at ``url`` made of ``blocks`` (``fingerprint``/``degenerate``: the caller's
         fingerprinter of the page's host, default the engine's; ``whole``: the fingerprint of the whole
         text if the caller has it; ``timestamp``/``declares``: what the representative policy may look
-        at, as in :meth:`ContentDeduplicator.check_fingerprint`; ``title``: the page's ``<title>``
-        (``Extraction.title``), None when it has none or the caller does not know it; ``words``: the
-        page's :class:`PageWords` of ``blocks`` if the caller tokenized them already, used when made with
+        at, as in :meth:`ContentDeduplicator.check_fingerprint`; ``title``: the page's name, its ``<title>``,
+        headings and subtitle (``Extraction.title``), None when it has none or the caller does not know it;
+        ``words``: the page's :class:`PageWords` of ``blocks`` if the caller tokenized them already, used when made with
         the fingerprint parameters of the engine's fingerprinter: the page is not tokenized again)."""
         engine, learner = self.engine, self.learner
         record = functools.partial(engine.record_answer, timestamp=timestamp, declares=declares)
@@ -729,7 +730,7 @@ class BoilerplateJudge:
             return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
 
     def _remember_title(self, host: str, url: str, title: str | None) -> None:
-        """Keep the title of a kept page of ``host`` (its last ``TITLES_KEPT`` kept pages with one)."""
+        """Keep the name of a kept page of ``host`` (its last ``TITLES_KEPT`` kept pages with one)."""
         if title is None:
             return
         titles = self._titles.get(host)
@@ -742,9 +743,10 @@ class BoilerplateJudge:
 
     def _titles_differ(self, host: str, title: str | None, kept_url: str) -> bool:
         """Whether the page and ``kept_url`` (of ``host``, one of its last ``TITLES_KEPT`` kept pages with a
-        title) have different ``<title>``s: the same page re-fetched or edited keeps its title; a sibling that
-        shares most of its paragraphs (the release notes of the next version, a versioned manual's next page)
-        has its own. False when that cannot be told (no title, another host, the kept page's title gone)."""
+        name) have different names (``<title>``, headings, subtitle: ``title`` and the kept page's): the same
+        page re-fetched or edited keeps its name; a sibling that shares most of its text (the release notes of
+        the next version, a versioned manual's next page, a listing of another subject) has its own. False
+        when that cannot be told (no name, another host, the kept page's name gone)."""
         if title is None or self.host_of(kept_url) != host:
             return False
         titles = self._titles.get(host)
@@ -760,8 +762,8 @@ class BoilerplateJudge:
         # "25 events by user U occurring around T."), or its subtitle ("<- X" under "Related changes", the
         # related changes of page X). In headings a number is any number: a page edited may change one
         # ("Changes in release 3.2"); its title names the version. A subtitle is read in the normal form.
-        (ours, _, our_sub), (theirs, _, their_sub) = title.partition(SUBTITLE_MARK), kept.partition(SUBTITLE_MARK)
-        ours, theirs = ours.split("\n"), theirs.split("\n")
+        (named, _, our_sub), (kept_named, _, their_sub) = title.partition(SUBTITLE_MARK), kept.partition(SUBTITLE_MARK)
+        ours, theirs = named.split("\n"), kept_named.split("\n")
         return (_substituted(ours[:1], theirs[:1]) or _substituted(ours[1:], theirs[1:], numbers=False)
                 or _substituted(_normal_lines_of(our_sub), _normal_lines_of(their_sub)))
 

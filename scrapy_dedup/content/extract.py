@@ -64,7 +64,9 @@ class ExtractionPolicy:
 @dataclass(frozen=True)
 class Extraction:
     """The main text of one page, whether its source was cut at the policy's ``max_bytes``, and its blocks
-    (``" ".join(blocks) == text``) and ``<title>`` (None without one) when blocks are asked for (else None)."""
+    (``" ".join(blocks) == text``) and name when blocks are asked for (else None): ``title``, its ``<title>``,
+    headings and subtitle (:func:`~scrapy_dedup.content.text.page_blocks_titled`; None without a title or a
+    heading)."""
 
     text: str
     truncated: bool
