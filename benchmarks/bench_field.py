@@ -100,7 +100,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
     seen: set[str] = set()
     wasted = redirects = errors = 0
     noncontent: dict[str, str] = {}  # key -> view, for 200 HTML responses of non-content resources
-    views: set[str] = set()  # views of content pages fetched (old revisions, diffs rendering the page)
+    views: set[str] = set()  # views fetched (old revisions, diffs rendering the page; cgit: the tree at an earlier commit)
     examples: dict[str, str] = {}
     for rec in records:
         if rec["url"].startswith("data:"):  # the item keeper's release requests: no fetch
@@ -251,7 +251,7 @@ def print_app(result: dict, cap: int | None) -> None:
             ("  under the page's own URL", lambda r: f"{r['own_url']} ({_pct(r['own_url'], r['reached'])})"),
             ("duplicate items of content",
              lambda r: f"{r['duplicate_items']} ({_pct(r['duplicate_items'], r['reached'])})"),
-            ("views of content pages (items folded)", lambda r: str(r.get("views", "-"))),
+            ("views of a page or tree (items folded)", lambda r: str(r.get("views", "-"))),
             ("non-content resources", lambda r: str(r["noncontent"])),
             ("  their duplicate items", lambda r: str(r["noncontent_duplicate_items"])),
             ("  their items lost", lambda r: f"{r['noncontent_lost']} ({_pct(r['noncontent_lost'], r['noncontent'])})"),

@@ -27,12 +27,14 @@ shows that page itself: an earlier revision (the same page, edited: one sentence
 per revision) and, on MediaWiki, a diff, which renders the newer revision whole below its table; its item is
 the page's. Every other response is a distinct non-content resource (history list, source view, a diff of
 the change alone, listing, special page); where the application's data does not name it, the
-resource is the view's name and a hash of the page's title and the application's content area, scripts and
-styles left out (two listings showing the same entries are one resource). A login or account form is one
+resource is the view's name and a hash of the page's title and the application's content area, scripts,
+styles and the area's controls left out (``App.controls``: two listings showing the same entries are one
+resource, whatever their filter toggles say or whatever URL their footer echoes). A login or account form is one
 resource whatever page it returns to (MediaWiki's ``returnto=``, Fossil's ``g=``; Fossil draws a captcha per
 request). Views that show one resource are one: MediaWiki's permanent link to the current revision and a
 diff of a revision with itself; Fossil's ``/info/`` page of a ticket and its plain-text view; cgit's commit
-page and its diff against the parent.
+page and its diff against the parent. cgit's repository tree at an earlier commit is a view of the tree, as an
+earlier revision of a page is of the page (the same listing, edited).
 
 The state lives in one directory (``--state``, default ``$XDG_CACHE_HOME/scrapy-dedup-field``); set-up is
 idempotent (a stamp per application) and stops what it starts by process group id.
@@ -233,8 +235,9 @@ def _norm_text(text: str) -> str:
     return " ".join(_CLOCK.sub(" ", text).split())
 
 
-def region_hash(html: str, xpath: str, title: bool = True) -> str:
-    """Hash of the page's title and the text of the application's content area (whitespace normalized)."""
+def region_hash(html: str, xpath: str, title: bool = True, controls: tuple[str, ...] = ()) -> str:
+    """Hash of the page's title and the text of the application's content area (whitespace normalized), less
+    the elements ``controls`` selects (xpaths: a listing's filter controls, a footer that echoes the URL)."""
     import lxml.html
     from lxml import etree
 
@@ -243,6 +246,9 @@ def region_hash(html: str, xpath: str, title: bool = True) -> str:
     except Exception:  # noqa: BLE001 - empty or broken bodies hash as themselves
         return hashlib.sha1(html.encode("utf-8", "replace")).hexdigest()[:12]
     etree.strip_elements(tree, "script", "style", with_tail=False)  # code, and per-request tokens in it
+    for path in controls:
+        for node in tree.xpath(path):
+            node.drop_tree()  # (its tail, the text after it, stays)
     nodes = (tree.xpath("//title") if title else []) + (tree.xpath(xpath) or [tree])
     text = _norm_text(" ".join(n.text_content() for n in nodes))
     return hashlib.sha1(text.encode("utf-8")).hexdigest()[:12]
@@ -254,6 +260,11 @@ class App:
     name = ""
     #: xpath of the application's content area (ground truth of listings; not the dedup's extraction)
     region = "//body"
+    #: xpaths of what in the content area is no part of the resource it shows: a listing's controls (filter
+    #: toggles whose labels follow the filter applied: "Hide my edits" / "Show my edits") and text that echoes
+    #: the address the page was requested under. Two URLs of one listing showing the same entries are one
+    #: resource (the rule above), whatever their controls say.
+    controls: tuple[str, ...] = ()
 
     def __init__(self, state: Path, pages: list[Page]) -> None:
         self.state = state / self.name
@@ -327,7 +338,7 @@ class App:
         page's title unless the view is the same whatever page it was opened from). Two views that show the
         same title and content area are one resource (Fossil's ``/dir`` is its ``/tree?type=flat``, its
         ``/reportlist`` its ``/ticket``): the key does not hold the view's name."""
-        return view, f"listing:{region_hash(body, self.region, title)}"
+        return view, f"listing:{region_hash(body, self.region, title, self.controls)}"
 
 
 def _php_server(servers: Servers, docroot: str, port: int, env: dict, router: str | None = None,
@@ -343,6 +354,10 @@ def _php_server(servers: Servers, docroot: str, port: int, env: dict, router: st
 class MediaWiki(App):
     name = "mediawiki"
     region = '//div[@id="bodyContent"]'
+    #: the changes lists' options form (filter links, "Show new changes starting from <time>") and the
+    #: footer "Retrieved from <the URL requested>"
+    controls = ('//fieldset[contains(concat(" ", @class, " "), " rcoptions ")]',
+                '//div[contains(concat(" ", @class, " "), " printfooter ")]')
     IP = "/usr/share/mediawiki"
     DOCROOT = "/var/lib/mediawiki"
     #: MediaWiki renders the diff's newer revision, whole, below the diff table
@@ -651,6 +666,8 @@ ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 class Cgit(App):
     name = "cgit"
     region = '//div[@id="cgit"]//div[@class="content"]'
+    #: the log's "Commit message (Expand)" / "(Collapse)" toggle in its table's header
+    controls = ("//th//a",)
     ROOT = "/cgi-bin/cgit.cgi"
 
     def build(self) -> None:
@@ -727,6 +744,12 @@ class Cgit(App):
             return "oldrev", f"{view}:{blob}"
         if "html" not in ctype:
             return "raw", f"raw:{path}?{parts.query}"
+        if view == "tree" and not file and set(q) <= {"id", "h"}:
+            # the repository's tree at a commit: the tree, or an earlier revision of it (a view of the tree, as
+            # an earlier revision of a page is of the page: the same listing, edited)
+            tree = self.git("rev-parse", f"{rev}^{{tree}}")
+            if tree and tree != f"{rev}^{{tree}}":
+                return ("tree", f"tree:{tree}") if tree == self.current_tree() else ("treerev", f"treerev:{tree}")
         if view in ("commit", "diff", "patch") and not file and set(q) <= {"id", "id2", "h"}:
             # a commit's page and its diff show the one change (the diff without the message): one resource
             commit = self.git("rev-parse", q.get("id") or "master")
@@ -737,6 +760,16 @@ class Cgit(App):
     def own_urls(self, key: str) -> set[str]:
         name = key.split(":", 1)[1]
         return {f"{self.ROOT}/docs/tree/{name}.md"}
+
+    def current_tree(self) -> str:
+        if not hasattr(self, "_current_tree"):
+            self._current_tree = self.git("rev-parse", "master^{tree}")
+        return self._current_tree
+
+    def view_of(self, key: str) -> str | None:
+        if key.startswith("treerev:"):  # the repository's tree at an earlier commit: a view of its tree
+            return f"tree:{self.current_tree()}"
+        return super().view_of(key)
 
 
 APP_CLASSES: dict[str, type[App]] = {"mediawiki": MediaWiki, "dokuwiki": DokuWiki, "fossil": Fossil, "cgit": Cgit}
