@@ -100,7 +100,7 @@ def score(app: field_apps.App, records: list[dict], items: list[dict]) -> dict:
     seen: set[str] = set()
     wasted = redirects = errors = 0
     noncontent: dict[str, str] = {}  # key -> view, for 200 HTML responses of non-content resources
-    views: set[str] = set()  # views fetched (old revisions, diffs rendering the page; cgit: the tree at an earlier commit)
+    views: set[str] = set()  # views fetched (old revisions, diffs rendering the page, cgit trees at older commits)
     examples: dict[str, str] = {}
     for rec in records:
         if rec["url"].startswith("data:"):  # the item keeper's release requests: no fetch
