@@ -126,3 +126,23 @@ def test_headings_and_the_line_under_the_first_tell_a_sibling_from_the_same_page
     for url, html in pages:
         unnamed.check(url, extract_text(html, ExtractionPolicy(), blocks=True).blocks or [])
     assert unnamed.engine.report().near == 1
+
+
+def test_a_page_whose_text_stayed_in_the_store_is_told_by_its_name_though_it_was_a_duplicate():
+    """Fossil: a ticket's page, its /info/ page (the same ticket with its history: a duplicate of the ticket by its
+    whole text, judged while its text less boilerplate was stored under its own URL), then the ticket's history
+    (another title), whose text less boilerplate matches the /info/ page's entry: told apart by the names."""
+    chrome = "".join(f"<div>Site chrome line {k} with some words of navigation text here</div>" for k in range(8))
+
+    def page(title: str, *paragraphs: str) -> bytes:
+        body = "".join(f"<p>{text}</p>" for text in paragraphs)
+        return f"<html><head><title>{title}</title></head><body><main>{chrome}{body}</main></body></html>".encode()
+
+    fields, description, history = (" ".join(words(seed, n)) for seed, n in ((1, 50), (2, 300), (3, 50)))
+    pages = [("https://f.test/tktview/1", page("P: View Ticket", fields, description))]
+    pages += [(f"https://f.test/w/{i}", page(f"W{i}", " ".join(words(100 + i, 120)))) for i in range(12)]
+    pages += [("https://f.test/info/1", page("P: View Ticket", fields, description, history)),
+              ("https://f.test/tkthistory/1", page("P: History Of Ticket 1", description, history))]
+    info, tkthistory = _judge_all(_default_judge(), pages)[-2:]
+    assert info.verdict.kept_url == "https://f.test/tktview/1" and info.reduced_match  # the ticket's duplicate
+    assert tkthistory.verdict.kind == "unique"

@@ -700,6 +700,8 @@ class BoilerplateJudge:
                         and not self._titles_differ(host, title, answer[1] or "")):
                     return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
+                if reduced_stored:  # its entry stays under its URL: a later page matching it is told by its name
+                    self._remember_title(host, url, title)
             whole = whole or (page.fingerprint(exact=reduced.exact if reduced is not None else None)
                               if page is not None else fingerprint(text))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key
@@ -730,7 +732,8 @@ class BoilerplateJudge:
             return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
 
     def _remember_title(self, host: str, url: str, title: str | None) -> None:
-        """Keep the name of a kept page of ``host`` (its last ``TITLES_KEPT`` kept pages with one)."""
+        """Keep the name of a page of ``host`` whose text was stored under its URL (a kept page, or a duplicate
+        whose text less boilerplate was new): its last ``TITLES_KEPT`` such pages with one."""
         if title is None:
             return
         titles = self._titles.get(host)
@@ -742,7 +745,7 @@ class BoilerplateJudge:
             titles.popitem(last=False)
 
     def _titles_differ(self, host: str, title: str | None, kept_url: str) -> bool:
-        """Whether the page and ``kept_url`` (of ``host``, one of its last ``TITLES_KEPT`` kept pages with a
+        """Whether the page and ``kept_url`` (of ``host``, one of its last ``TITLES_KEPT`` stored pages with a
         name) have different names (``<title>``, headings, subtitle: ``title`` and the kept page's): the same
         page re-fetched or edited keeps its name; a sibling that shares most of its text (the release notes of
         the next version, a versioned manual's next page, a listing of another subject) has its own. False
