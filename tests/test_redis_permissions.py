@@ -468,6 +468,31 @@ def test_a_sharded_content_index_user_without_scan_is_refused_and_with_it_crawls
         client.close()
 
 
+@pytest.mark.parametrize("node", [0, 1, 2])
+@pytest_twisted.inlineCallbacks
+def test_a_cluster_user_without_scan_on_one_primary_is_refused(cluster_user, redis_cluster, caplog, node):
+    """ACLs are per node and the deletion SCANs every primary: the probe runs where the deletion will, so a user
+    denied SCAN on any one of them (the node of the URL or another) is refused at start, not at the deletion."""
+    import redis
+
+    url = cluster_user(*SHARD_NEEDS, "+scan")
+    primaries = [n for n in redis_cluster
+                 if redis.Redis(port=n.port).execute_command("ROLE")[0] in (b"master", "master")]
+    denied = redis.Redis(port=primaries[node % len(primaries)].port)
+    denied.execute_command("ACL", "SETUSER", urlsplit(url).username, "-scan")
+    denied.close()
+    pages = {("acl.test", "/"): _article(60)}
+    with LocalSite(pages) as site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, _sharded_settings(url, DEDUP_BOILERPLATE=False, DEDUP_REDIS_FLUSH_ON_START=True),
+                            start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:
+            pass
+    assert sum(site.hits.values()) == 0, site.hits
+    assert len(refusal(caplog)) == 1 and "may not run what the crawl needs: SCAN (" in refusal(caplog)[0], \
+        refusal(caplog)
+
+
 # --- AckPriorityQueue: its scripts and the commands they run, on probe keys shaped like its keys ---
 
 QUEUE_KEY = "q:requests"
