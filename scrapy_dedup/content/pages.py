@@ -61,7 +61,8 @@ class PageReading:
     fingerprint: ContentFingerprint | None = None
     #: the main text cut at block elements, when its host learns boilerplate
     blocks: list[str] | None = None
-    #: its <title> (with its blocks; None without one): a near match across two titles is not taken
+    #: its name, its <title>, headings and subtitle (with its blocks; None without a title or heading): a near
+    #: match across two names is not taken
     title: str | None = None
     truncated: bool = False
     judged: bool = False
