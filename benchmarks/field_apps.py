@@ -33,8 +33,9 @@ resource, whatever their filter toggles say or whatever URL their footer echoes)
 resource whatever page it returns to (MediaWiki's ``returnto=``, Fossil's ``g=``; Fossil draws a captcha per
 request). Views that show one resource are one: MediaWiki's permanent link to the current revision and a
 diff of a revision with itself; Fossil's ``/info/`` page of a ticket and its plain-text view; cgit's commit
-page and its diff against the parent. cgit's repository tree at an earlier commit is a view of the tree, as an
-earlier revision of a page is of the page (the same listing, edited).
+page and its diff against the parent (also limited to the one file the commit changed). cgit's repository
+tree at an earlier commit is a view of the tree, as an earlier revision of a page is of the page (the same
+listing, edited).
 
 The state lives in one directory (``--state``, default ``$XDG_CACHE_HOME/scrapy-dedup-field``); set-up is
 idempotent (a stamp per application) and stops what it starts by process group id.
@@ -750,10 +751,12 @@ class Cgit(App):
             tree = self.git("rev-parse", f"{rev}^{{tree}}")
             if tree and tree != f"{rev}^{{tree}}":
                 return ("tree", f"tree:{tree}") if tree == self.current_tree() else ("treerev", f"treerev:{tree}")
-        if view in ("commit", "diff", "patch") and not file and set(q) <= {"id", "id2", "h"}:
-            # a commit's page and its diff show the one change (the diff without the message): one resource
+        if view in ("commit", "diff", "patch") and set(q) <= {"id", "id2", "h"}:
+            # a commit's page and its diff show the one change (the diff without the message): one resource; so
+            # does its diff limited to a path when that path is the only one the commit changed
             commit = self.git("rev-parse", q.get("id") or "master")
-            if not q.get("id2") or self.git("rev-parse", q["id2"]) == self.git("rev-parse", f"{commit}^"):
+            whole = not file or self.git("diff-tree", "--no-commit-id", "--name-only", "-r", commit) == file
+            if whole and (not q.get("id2") or self.git("rev-parse", q["id2"]) == self.git("rev-parse", f"{commit}^")):
                 return "commit", f"commit:{commit}"
         return self.listing(view, body)
 
