@@ -130,8 +130,8 @@ def normalize_block(block: str) -> str:
 
 #: a title's words, a version number one word ("2.99.2" is not "2.99" plus a "2")
 _TITLE_WORD = re.compile(r"\w+(?:[.\-]\w+)*")
-#: kept pages per host whose name (``<title>`` and headings, at most ``text.MAX_NAME_CHARS``) the judge remembers:
-#: at most about 4 MB a host, about 0.5 MB for names of 100 characters
+#: stored pages per host whose name (``<title>``, headings and subtitle; the first two at most
+#: ``text.MAX_NAME_CHARS``) the judge remembers: at most about 4 MB a host, about 0.5 MB for names of 100 characters
 TITLES_KEPT = 4096
 
 _DIGITS = re.compile(r"\d+")
@@ -628,7 +628,7 @@ class BoilerplateJudge:
         self.learner = learner
         #: the host of a store key (a URL; the audit's keys are page numbers, their hosts known apart)
         self.host_of = host_of_key
-        #: host -> the names of its last kept pages (URL -> title, headings, subtitle), for :meth:`_titles_differ`
+        #: host -> the names of its last stored pages (URL -> title, headings, subtitle), for :meth:`_titles_differ`
         self._titles: dict[str, OrderedDict[str, str]] = {}
         self._lock = threading.Lock()
 
