@@ -146,3 +146,17 @@ def test_a_page_whose_text_stayed_in_the_store_is_told_by_its_name_though_it_was
     info, tkthistory = _judge_all(_default_judge(), pages)[-2:]
     assert info.verdict.kept_url == "https://f.test/tktview/1" and info.reduced_match  # the ticket's duplicate
     assert tkthistory.verdict.kind == "unique"
+
+
+def test_a_line_under_the_heading_that_the_host_repeats_names_no_page():
+    """A live site's rotating "related articles" line placed right under the heading (drawn from one pool, so
+    boilerplate once the host has enough pages): a re-fetch with another line is still the same page."""
+    pool = [f"Related article {name}" for name in ("Harbor lights", "Bridge tolls", "Tower clocks")]
+    judge = _default_judge()
+    others = [(f"https://w.test/o/{i}", _named_page(f"Other {i}", f"Other {i}", under=pool[i % 3])
+               .replace(_SHARED.encode(), " ".join(words(5000 + i, 300)).encode())) for i in range(15)]
+    pages = others + [("https://w.test/a", _named_page("Harbor", "Harbor", under=pool[0])),
+                      ("https://w.test/a?fetch=2", _named_page("Harbor", "Harbor", under=pool[1], edit="lambda"))]
+    judgements = _judge_all(judge, pages)
+    assert [j.verdict.kind for j in judgements[:-1]] == ["unique"] * 16
+    assert judgements[-1].verdict.kept_url == "https://w.test/a"

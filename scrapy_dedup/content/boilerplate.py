@@ -137,12 +137,6 @@ TITLES_KEPT = 4096
 _DIGITS = re.compile(r"\d+")
 
 
-def _normal_lines_of(subtitle: str) -> list[str]:
-    """A subtitle's lines in boilerplate's normal form (a per-fetch line under a heading, "Served at 12:00 by
-    node-7", is the same line at every fetch)."""
-    return [normalize_block(line) for line in subtitle.split("\n")] if subtitle else []
-
-
 def _substituted(ours: list[str], theirs: list[str], numbers: bool = True) -> bool:
     """Whether each of two lists of lines (a title, a page's headings) has a line the other has not, even with
     words added or left out (``"X: difference between revisions"`` has ``"X"``); False when one is empty
@@ -764,11 +758,27 @@ class BoilerplateJudge:
         # subject its heading ("Search in [root]" for "Files in [root]", "26 events occurring around C." for
         # "25 events by user U occurring around T."), or its subtitle ("<- X" under "Related changes", the
         # related changes of page X). In headings a number is any number: a page edited may change one
-        # ("Changes in release 3.2"); its title names the version. A subtitle is read in the normal form.
+        # ("Changes in release 3.2"); its title names the version. A subtitle is read in the normal form, and
+        # only its lines of the page's own (_naming_lines).
         (named, _, our_sub), (kept_named, _, their_sub) = title.partition(SUBTITLE_MARK), kept.partition(SUBTITLE_MARK)
         ours, theirs = named.split("\n"), kept_named.split("\n")
         return (_substituted(ours[:1], theirs[:1]) or _substituted(ours[1:], theirs[1:], numbers=False)
-                or _substituted(_normal_lines_of(our_sub), _normal_lines_of(their_sub)))
+                or _substituted(self._naming_lines(host, our_sub), self._naming_lines(host, their_sub)))
+
+    def _naming_lines(self, host: str, subtitle: str) -> list[str]:
+        """The lines of a page's subtitle that name it, in boilerplate's normal form (a per-fetch line, "Served
+        at 12:00 by node-7", is the same line at every fetch) less its host's boilerplate: a line most pages
+        show (a rotating "Related articles" list drawn from one pool, placed under the heading) names none of
+        them, and a line too short to count ("Prev") neither. A line a few pages share names them all (MediaWiki
+        shows "<- X" above the related changes of X and above the pages linking to X)."""
+        if not subtitle:
+            return []
+        lines = subtitle.split("\n")
+        table = self.learner.table(host)
+        key = self.learner.hash_key if not callable(self.learner.hash_key) else None
+        hashes = block_hashes(lines, self.learner.rule.min_block_words, key)
+        own = (hashes != 0) & ~table.is_boilerplate(hashes)
+        return [normalize_block(line) for line, mine in zip(lines, own.tolist()) if mine]
 
     def _site_words(self, host: str, page: Reduction) -> int:
         """Words of the page outside its host's site-wide template: boilerplate blocks counted on at least
