@@ -363,17 +363,18 @@ SETTINGS: tuple[Setting, ...] = (
        "failing snapshots): `retry` (wait, retrying with exponential "
        "backoff for up to `DEDUP_REDIS_RETRY_SECONDS` per outage, then close the spider with reason "
        "`dedup_redis_unavailable`) or `fail_open` (treat requests as unseen, counted in "
-       "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md."),
+       "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md. Outages of a running crawl "
+       "only: Redis unreachable at start fails the start under either (`DEDUP_REDIS_STARTUP_SECONDS`)."),
     _s("DEDUP_REDIS_RETRY_SECONDS", 60.0, _number(float, minimum=0), "redis",
        "Longest wait, in seconds, for Redis to come back in one outage: of `DEDUP_REDIS_ON_ERROR = 'retry'` "
        "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
        "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`. Each call's socket "
        "timeouts default to a third of it (at least 1 s, at most 30 s, 10 s to connect); under `fail_open` to 1 s."),
     _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1, maximum=365 * 86_400), "redis",
-       "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (the Redis "
-       "dupefilters under `DEDUP_REDIS_ON_ERROR = 'retry'`, and `AckPriorityQueue`): then one ERROR line names "
-       "the server (no password) and the setting its URL came from, and the spider is closed with reason "
-       "`dedup_redis_unavailable` before fetching anything."),
+       "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (every Redis "
+       "component: the content index, the dupefilters, `AckScheduler` and `AckPriorityQueue`; under either "
+       "`DEDUP_REDIS_ON_ERROR`): then the start fails before anything is fetched, with one ERROR line naming the "
+       "server (no password) and the setting its URL came from; `scrapy crawl` exits with status 1."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", _key_template, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`). On a Redis Cluster the index "
        "is sharded over the slots unless the prefix names its own hash tag (`{...}`: one slot, one script per page)."),
