@@ -422,14 +422,15 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_PARAGRAPHS_FIELD", None, to_optional_str, "content",
        "With `DEDUP_PARAGRAPHS`: the item field filled with the page's main text less its repeated blocks "
        "(blocks joined by a space); unset, items are left as they are."),
-    _s("DEDUP_PARAGRAPHS_CAPACITY", 10_000_000, _number(int, minimum=1), "content",
-       "Blocks the paragraph seen set is sized for, allocated at start when paragraph dedup is on for a host "
-       "(at 1e-6 about 3.7 MiB per million blocks: the default costs 37.4 MiB of resident memory, measured, and "
-       "as much in `JOBDIR`): a local Bloom filter that grows past it (its error rate still bounded), "
-       "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
-       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises: one WARNING then, and past 10 "
-       "times its error rate it sets no more bits, a block not in it counting as new). A local filter "
-       "resumed from `JOBDIR` keeps the capacity and error rate it was saved with (a WARNING names them)."),
+    _s("DEDUP_PARAGRAPHS_CAPACITY", None, _number(int, minimum=1, optional=True), "content",
+       "Blocks the paragraph seen set is sized for. The local Bloom filter grows past it, its error rate still "
+       "bounded; unset, it starts at 100,000 blocks (0.4 MiB at 1e-6) and grows with the crawl: set it to the "
+       "crawl's block count when you know it (fewer, larger slices: 10,000,000 blocks take 37.4 MiB at 1e-6, "
+       "and as much in `JOBDIR`). With `DEDUP_CONTENT_BACKEND = 'redis'`, a Redis Bloom filter allocated whole "
+       "at this size (unset: 10,000,000 blocks), shared (key `<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its "
+       "false-positive rate rises: one WARNING then, and past 10 times its error rate it sets no more bits, a "
+       "block not in it counting as new). Both log their memory at start. A local filter resumed from `JOBDIR` "
+       "keeps the capacity and error rate it was saved with (a WARNING names them)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",

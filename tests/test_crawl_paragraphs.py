@@ -337,3 +337,24 @@ def test_a_redis_filter_of_another_size_is_refused_at_start_naming_the_settings(
         DedupExtension(get_crawler(PagesSpider, {**settings, "DEDUP_PARAGRAPHS_CAPACITY": 50_000})).open_content()
     client.close()
 
+
+def test_the_local_paragraph_seen_set_starts_small_grows_with_the_crawl_and_says_its_memory(caplog):
+    """Unsized (DEDUP_PARAGRAPHS_CAPACITY unset), the local filter starts at 100,000 blocks and grows, its error rate
+    bounded; its memory is in the start line. Before, the default allocated 10,000,000 blocks' worth at start:
+    37.4 MiB (39,190,000 bytes) for a crawl of any size, and said nothing of it."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+    from scrapy_dedup.settings import read_settings
+
+    caplog.set_level(logging.INFO)
+    crawler = get_crawler(PagesSpider, {**ADDON, "DEDUP_PARAGRAPHS": True})
+    seen = DedupExtension(crawler).open_content().paragraph_flow.dedup.seen
+    assert seen.size_bytes() < 2**19, seen.describe()  # 0.4 MiB, not 37.4
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Paragraph dedup:")]
+    assert len(lines) == 1 and " 0.4 MiB" in lines[0] and "grows with the crawl" in lines[0], lines
+    for i in range(250_000):  # more blocks than it started for: a second slice, its rate still bounded
+        seen.add(i.to_bytes(16, "big"))
+    assert len(seen) == 250_000 and len(seen.slices) == 2
+    assert seen.expected_false_positive_rate() <= read_settings(crawler.settings).paragraphs_error_rate
+    assert seen.size_bytes() < 2 * 2**20
