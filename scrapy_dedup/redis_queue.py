@@ -227,7 +227,7 @@ class AckPriorityQueue(PriorityQueue):
         self._ack_failed: dict[bytes, float] = {}
         # Redis answers and lets the queue's user run all it sends, or the crawl cannot start (before anything of
         # the queue is connected to the crawl): raised out of scrapy-redis's Scheduler.open
-        require_usable(server, crawler.settings, "AckPriorityQueue", probes=self.permission_probes())
+        require_usable(server, crawler, "AckPriorityQueue", probes=self.permission_probes())
         # acknowledge each popped request when Scrapy's engine is done with it (without an engine, a queue
         # used on its own, only by ack())
         on_request_done(crawler, self._engine_done,
@@ -794,10 +794,10 @@ class AckScheduler(Scheduler):
         queue_cls, spider = load_object(scheduler.queue_cls), getattr(crawler, "spider", None)
         if spider is not None and isinstance(queue_cls, type) and issubclass(queue_cls, AckPriorityQueue):
             key = scheduler.queue_key % {"spider": spider.name}
-            require_usable(scheduler.server, crawler.settings, "AckPriorityQueue",
+            require_usable(scheduler.server, crawler, "AckPriorityQueue",
                            probes=AckPriorityQueue.permission_probes_of(key, new_worker_id()))
         else:
-            require_usable(scheduler.server, crawler.settings, "AckScheduler")
+            require_usable(scheduler.server, crawler, "AckScheduler")
         return scheduler
 
     @classmethod
@@ -857,14 +857,15 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
 
 
-def require_usable(server: Any, settings: Any, what: str, probes: Any = None) -> None:
+def require_usable(server: Any, crawler: Any, what: str, probes: Any = None) -> None:
     """Redis answers within ``DEDUP_REDIS_STARTUP_SECONDS`` (and lets its user run the ``probes``; a TLS port
     named with ``redis://`` is named too), or the crawl cannot start, under either ``DEDUP_REDIS_ON_ERROR``: one
     ERROR line (the masked server, the setting its URL came from), then a :class:`RedisStartupError` inside
     Scrapy's start of the crawl, which fails (``scrapy crawl`` exits with status 1), as for a configuration
     error. ``what``: the component, named in the line."""
+    settings = crawler.settings
     url = settings.get("REDIS_URL") or _url_of(server)
-    with refusing_start():
+    with refusing_start(crawler):
         check_at_start(server, url, secrets=_secrets_of_server(server, settings), what=what, probes=probes,
                        wait_seconds=read_settings(settings).redis_startup_seconds, log=logger,
                        key_setting="SCHEDULER_QUEUE_KEY", logged=logged_already,

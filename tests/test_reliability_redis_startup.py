@@ -69,7 +69,7 @@ def test_an_unreachable_redis_at_start_fails_the_start_in_one_error_line(setup, 
     assert PASSWORD not in "\n".join(r.getMessage() for r in caplog.records)
 
 
-#: what each set-up adds to a project with the add-on, and the setting its URL is in
+#: what each set-up adds to a project with the add-on (or takes away), and the setting its URL is in
 PROJECT_SETUPS = {
     "content index": ('DEDUP_CONTENT_BACKEND = "redis"\n', "DEDUP_REDIS_URL"),
     "RedisDupeFilter": ('DUPEFILTER_CLASS = "scrapy_dedup.RedisDupeFilter"\n', "DEDUP_REDIS_URL"),
@@ -78,6 +78,11 @@ PROJECT_SETUPS = {
     "scrapy-redis scheduler": ('SCHEDULER = "scrapy_redis.scheduler.Scheduler"\n', "REDIS_URL"),
     "AckScheduler": ('SCHEDULER = "scrapy_dedup.redis_queue.AckScheduler"\nSCHEDULER_PERSIST = True\n'
                      'SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"\n', "REDIS_URL"),
+    # without the add-on (whose content index, built with Scrapy's engine, is checked first): each one's own check
+    "RedisDupeFilter alone": ('ADDONS = {}\nDUPEFILTER_CLASS = "scrapy_dedup.RedisDupeFilter"\n', "DEDUP_REDIS_URL"),
+    "AckScheduler alone": ('ADDONS = {}\nSCHEDULER = "scrapy_dedup.redis_queue.AckScheduler"\n'
+                           'SCHEDULER_QUEUE_CLASS = "scrapy_dedup.redis_queue.AckPriorityQueue"\n'
+                           'DUPEFILTER_CLASS = "scrapy_dedup.RedisDupeFilter"\n', "REDIS_URL"),
 }
 PAGE = "<html><body><p>" + " ".join(f"word{i}" for i in range(80)) + "</p></body></html>"
 
