@@ -391,10 +391,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_HOLD_MAX_ITEMS", 10_000, _number(int, minimum=0), "content",
        "In `drop` mode, most items held back at once: items of a view (a diff, an old revision, a printable "
        "version) waiting for the page it shows, and fallbacks of a cluster whose kept item has not yet passed "
-       "every pipeline (docs/items.md). Past it the oldest are released at once."),
+       "every pipeline (docs/items.md). Past it the views held longest are released at once (a fallback never: "
+       "it would duplicate the items in flight it stands in for)."),
     _s("DEDUP_HOLD_MAX_BYTES", 64 * 1024 * 1024, _number(int, minimum=0), "content",
        "In `drop` mode, most bytes of items held back at once (each item's size estimated from its fields); "
-       "past it the oldest are released at once."),
+       "past it the views held longest are released at once."),
     _s("DEDUP_TAG_FIELD", "dedup", to_str, "content",
        "Item field that `tag` mode fills with {cluster, kept_url, representative, distance, kind}: `cluster` "
        "names the cluster by its first page (the same for all its items), `kept_url` is the page this one "
