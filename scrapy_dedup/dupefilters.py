@@ -697,8 +697,7 @@ class _RedisDupeFilter(_SeenDupeFilter):
         super().open()
         if not self._started:
             self._opening = True
-            with refusing_start(self.crawler):  # a refusal here fails Scrapy's start of the crawl (exit status 1)
-                self._start()
+            self._start()
         return None
 
     def _spider_opened(self, spider: Spider) -> None:
