@@ -656,14 +656,18 @@ def test_a_learning_crawl_paused_and_resumed_with_jobdir_fetches_every_page(tmp_
 @pytest.mark.parametrize(("settings", "parks"), [
     ({}, True),
     ({"JOBDIR": "job"}, False),
-    ({"SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, False),  # one process's idle is not the shared queue's end
+    # one process's idle is not the shared queue's end (the content state then lives in the same Redis, which the
+    # start reaches: a real server)
+    pytest.param({"SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, False, marks=pytest.mark.redis),
 ])
 def test_variants_are_parked_only_where_the_frontier_is_this_process_s_memory(settings, parks, caplog, tmp_path,
-                                                                              monkeypatch):
+                                                                              monkeypatch, request):
     from scrapy import Request
     from scrapy.exceptions import IgnoreRequest
 
     monkeypatch.chdir(tmp_path)
+    if "SCHEDULER" in settings:
+        settings = {**settings, "REDIS_URL": request.getfixturevalue("redis_url")}
     with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
         _, dust, _ = _learning_setup(**settings)
     assert dust.request_scheduled(Request("http://shop.test/guide.html")) is None
