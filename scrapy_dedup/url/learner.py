@@ -527,14 +527,22 @@ class OnlineDustLearner:
 
     def _loaded_alias_target(self, host: str, path: str, query: str) -> str | None:
         """The target of the loaded alias whose key this URL has after the rules (None: none). Never the URL
-        itself: a key that is its own target is refused at load."""
+        itself: a key that is its own target is refused at load. None too for an alias within its key (its
+        target has that key under the rules in force: a redirect the rules explain, the miner's ``key -> key``):
+        it only picks which URL of the key to request, merges nothing the rules do not, and claims nothing to
+        explore (the rules' own trial checks them; withdrawn, the target's key differs and the alias is on
+        trial again)."""
         table = self._loaded_aliases.get(host)
         if not table:
             return None
         rules_only = self._rules_only.get(host)
         if rules_only is None:
             rules_only = self._rules_only[host] = HostRules(host, self.rules.hosts.get(host, []))
-        return table.get(join_key(*rules_only.apply(path, query)))
+        key = join_key(*rules_only.apply(path, query))
+        target = table.get(key)
+        if target is None or join_key(*rules_only.apply(*split_key(target))) == key:
+            return None
+        return target
 
     def loaded_aliases(self) -> int:
         """How many loaded aliases are in force (not withdrawn)."""
