@@ -583,3 +583,53 @@ def test_a_loaded_alias_within_its_key_is_no_claim_to_explore():
     assert key_of(url) == f"http://{HOST}/b" and not learner.should_explore(url, key_of(url))
     url = f"http://{HOST}/c"  # /c -> /b?sid=T merges another key: on trial
     assert key_of(url) == f"http://{HOST}/b" and learner.should_explore(url, key_of(url))
+
+
+def test_loaded_rules_with_the_miners_evidence_are_explored_within_a_share_of_the_hosts_pages():
+    """A rule the file shows confirmed on ``min_support`` pages or more (what ``mine-dust`` writes) is explored
+    within ``explore`` of its host's fetched pages, taken by the rule explored least; a rule without recorded
+    evidence from its first URL and each value it drops, as before."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    mined = [DustRule("drop_param", param="sid", support=30, support_pages=20),
+             DustRule("drop_param", param="ref", support=30, support_pages=20)]
+    bare = "hand.test"
+    rules = RuleSet({HOST: mined, bare: [DustRule("drop_param", param="sid")]})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+    explored = []
+    for i in range(60):
+        learner.record(f"http://{HOST}/p{i}", f"page {i}", None)
+        for param in ("sid", "ref"):
+            url = f"http://{HOST}/p{i}?{param}=v{i}"
+            if learner.should_explore(url, key_of(url)):
+                explored.append((i, param))
+    assert explored == [(19, "sid"), (39, "ref"), (59, "sid")]  # one per 20 pages, each rule in turn
+    learner.record(f"http://{bare}/a", "page a", None)
+    url = f"http://{bare}/a?sid=1"
+    assert learner.should_explore(url, key_of(url))  # no evidence in the file: its first URL
+
+
+def test_an_exploration_redirected_to_its_keys_page_under_the_other_rules_agrees_without_a_fetch():
+    """Generated site 6204: an explored opaque id of the loaded alias table (``/content.asp?cid=N -> /guide/x``)
+    answered a redirect to ``/en/guide/x``, the page under a locale prefix another rule folds; the page was
+    fetched again to compare (two fetches for one check). The server's redirect to the URL the key's page was
+    fetched at, under the rules less the claims checked, is the agreement; a redirect elsewhere is followed."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet({HOST: [DustRule("substitute", anchor="prefix", from_="/en/", to="/")]},
+                    aliases={HOST: {"/content.asp?cid=1": "/guide/x", "/content.asp?cid=2": "/guide/y"}})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    for cid, target, agrees in ((1, "/en/guide/x", True), (2, "/en/guide/z", False), (2, "/guide/x", False)):
+        learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+        learner.record(f"http://{HOST}/guide/x", "page x", None)
+        learner.record(f"http://{HOST}/guide/y", "page y", None)
+        url = f"http://{HOST}/content.asp?cid={cid}"
+        assert learner.should_explore(url, key_of(url)) and learner.take_exploration(url)
+        assert learner.redirect_agrees(url, f"http://{HOST}{target}") is agrees
+        assert (url in learner.exploring) is not agrees  # (else followed: judged on the page it leads to)
+        assert learner.events["explore_agreed"] == int(agrees)
