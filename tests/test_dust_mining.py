@@ -633,3 +633,28 @@ def test_an_exploration_redirected_to_its_keys_page_under_the_other_rules_agrees
         assert learner.redirect_agrees(url, f"http://{HOST}{target}") is agrees
         assert (url in learner.exploring) is not agrees  # (else followed: judged on the page it leads to)
         assert learner.events["explore_agreed"] == int(agrees)
+
+
+def test_a_withdrawn_mined_rule_does_not_stop_the_turns_of_the_others():
+    """The turn goes to the mined rule explored least among those in force: one withdrawn at its first
+    exploration (explored once) must not hold the others, explored more since, from their turns."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    mined = [DustRule("drop_param", param=p, support=30, support_pages=20) for p in ("sid", "ref", "tab")]
+    rules = RuleSet({HOST: mined})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+    explored = []
+    for i in range(140):
+        learner.record(f"http://{HOST}/p{i}", f"page {i}", None)
+        for param in ("sid", "ref", "tab"):
+            url = f"http://{HOST}/p{i}?{param}=v{i}"
+            if learner.should_explore(url, key_of(url)):
+                explored.append(param)
+                assert learner.take_exploration(url)
+                page = "another page" if param == "tab" else f"page {i}"  # ?tab= shows another page
+                learner.check_explored(url, page, None)
+    assert explored[:3] == ["sid", "ref", "tab"] and learner.events["loaded_withdrawn"] == 1
+    assert explored[3:] == ["sid", "ref", "sid", "ref"]  # the two in force take turns to the end

@@ -117,6 +117,7 @@ class OnlineDustLearner:
         #: loaded rules whose file records the miner's evidence (``support_pages`` of at least ``min_support``:
         #: what ``mine-dust`` writes): explored within a share of their host's pages (:meth:`should_explore`)
         self._vouched: set[tuple[str, tuple]] = set()
+        self._vouched_of: dict[str, list[tuple[str, tuple]]] = {}  # host -> its vouched rules
         for host, host_rules in rules.hosts.items():
             for rule in host_rules:
                 ident = (host, rule.key)
@@ -124,6 +125,7 @@ class OnlineDustLearner:
                 self._single[ident] = HostRules(host, [rule])
                 if rule.support_pages >= self.config.min_support:
                     self._vouched.add(ident)
+                    self._vouched_of.setdefault(host, []).append(ident)
         self._host_pages: Counter = Counter()  # host -> pages recorded
         self._vouched_explored: Counter = Counter()  # host -> explorations its vouched rules' share made
         self._vouched_urls: set[str] = set()  # the URLs of those explorations
@@ -519,8 +521,8 @@ class OnlineDustLearner:
         firing = [ident for ident in rules if ident in self._vouched]
         if not firing or self._vouched_explored[host] + 1 > self.explore * self._host_pages[host]:
             return False
-        least = min(budget.explored for ident, budget in self._budget.items()
-                    if ident in self._vouched and ident[0] == host and budget.collapsed)
+        least = min(self._budget[ident].explored for ident in self._vouched_of[host]  # (in force: not withdrawn)
+                    if ident in self.loaded and ident in self._budget and self._budget[ident].collapsed)
         return any(self._budget[ident].explored <= least for ident in firing)
 
     def _checked_value(self, ident: tuple[str, tuple], parts: tuple[str, str, str], key: str) -> str | None:
