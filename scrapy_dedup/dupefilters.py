@@ -58,6 +58,7 @@ from scrapy_dedup.settings import (
     logged_already,
     read_settings,
     refusing_start,
+    start_failed,
     unallocatable_bloom,
 )
 from scrapy_dedup.url.generation import Generation, GenerationChanged
@@ -714,6 +715,8 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 # end one request or signal handler only: refuse every request and close the crawl
                 self._refused = True
                 stop_at_start(self.crawler, REFUSED_REASON)
+            else:  # raised out of the engine's start: the crawl fails to start
+                start_failed(self.crawler)
             raise
 
     def _start_or_raise(self) -> None:
