@@ -304,7 +304,8 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_DUST_EXPLORE", 0.05, _number(float, minimum=0, maximum=1), "url",
        "With `DEDUP_DUST_LEARN` or `DEDUP_DUST_RULES`: of the distinct URLs an active learned or loaded rule "
        "(or a loaded alias) collapses, the first and then this share are still fetched (each URL at most once), "
-       "to catch its violations (a violating rule or alias is withdrawn)."),
+       "to catch its violations (a violating rule or alias is withdrawn). A loaded rule whose file records the "
+       "miner's evidence (what `mine-dust` writes) is explored within this share of its host's fetched pages."),
     _s("DEDUP_DUST_RULES_OUT", None, to_optional_str, "url",
        "With `DEDUP_DUST_LEARN`: write the DUST rules in force at crawl end (loaded and learned) to this "
        "file, for the next crawl."),

@@ -64,10 +64,12 @@ def test_mined_rules_cut_waste_and_lose_nothing(tmp_path):
         fetched_second = site.fetched()
     waste_second, pages_second = dustsite.waste(fetched_second)
     assert pages_second == dustsite.distinct_pages(), "a DUST rule lost pages"
-    # loaded rules are claims the crawl checks: the first URL each folds, and the first of each value it drops,
-    # are still fetched (the explorations: 11% of the fetches on this 40-page site, none withdrawn)
-    assert waste_second <= 0.15, (waste_second, sorted(fetched_second))
-    assert second.stats.get_value("dedup/dust/explored") > 0 and not second.stats.get_value("dedup/dust/deactivated")
+    # loaded rules are claims the crawl checks; mined ones (their evidence in the file) within a share of the
+    # host's pages, DEDUP_DUST_EXPLORE (5%): 2 explorations on this 40-page site. Before, the first URL each
+    # rule folded and the first of each value it dropped: 11% of the fetches
+    assert waste_second <= 0.05, (waste_second, sorted(fetched_second))
+    explored = second.stats.get_value("dedup/dust/explored")
+    assert 0 < explored <= 0.05 * len(pages_second) and not second.stats.get_value("dedup/dust/deactivated")
     assert second.stats.get_value("dedup/url/rule/dust") > 0
     assert len(fetched_second) < len(fetched_first)
     print(f"DUST crawl: first {len(fetched_first)} fetches, waste {waste_first:.1%}; with mined rules "
