@@ -695,8 +695,8 @@ class BoilerplateJudge:
                     fp = again.words.fingerprint(kept)
                 else:
                     fp = fingerprint(again.text)
-                if not degenerate(fp):
-                    store.check_and_add(kept_url, replace(fp, exact=second_key(fp.exact)))
+                if not degenerate(fp):  # stored even when near its older text: what is near the new text may not be
+                    store.add_unless_exact(kept_url, replace(fp, exact=second_key(fp.exact)))
                     rechecked += 1
             return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
 
