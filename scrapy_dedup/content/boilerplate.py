@@ -28,8 +28,9 @@ The rules (:class:`BoilerplateRule`), and why:
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
   the warm-up ends (the page that ends it included), and whenever a block becomes boilerplate,
   it hands back those of them whose text to fingerprint changed (the return of
-  :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well:
-  their later duplicates, judged on the newer text, find them. A page kept before that window
+  :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well
+  (``add_unless_exact``: even when the newer text is near the page's older one, which a later
+  duplicate may not be near): their later duplicates, judged on the newer text, find them. A page kept before that window
   keeps its older fingerprint; a later duplicate of it is found by its whole text, as without
   learning (:class:`BoilerplateJudge` checks both).
 
