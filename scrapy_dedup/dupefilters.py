@@ -113,7 +113,7 @@ class _SeenDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
-        with refusing_start():
+        with refusing_start(crawler):
             return cls._from_crawler(crawler)
 
     @classmethod

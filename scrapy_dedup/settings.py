@@ -391,10 +391,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_HOLD_MAX_ITEMS", 10_000, _number(int, minimum=0), "content",
        "In `drop` mode, most items held back at once: items of a view (a diff, an old revision, a printable "
        "version) waiting for the page it shows, and fallbacks of a cluster whose kept item has not yet passed "
-       "every pipeline (docs/items.md). Past it the oldest are released at once."),
+       "every pipeline (docs/items.md). Past it the views held longest are released at once (a fallback never: "
+       "it would duplicate the items in flight it stands in for)."),
     _s("DEDUP_HOLD_MAX_BYTES", 64 * 1024 * 1024, _number(int, minimum=0), "content",
        "In `drop` mode, most bytes of items held back at once (each item's size estimated from its fields); "
-       "past it the oldest are released at once."),
+       "past it the views held longest are released at once."),
     _s("DEDUP_TAG_FIELD", "dedup", to_str, "content",
        "Item field that `tag` mode fills with {cluster, kept_url, representative, distance, kind}: `cluster` "
        "names the cluster by its first page (the same for all its items), `kept_url` is the page this one "
@@ -611,10 +612,17 @@ def logged_already(error: ErrorT) -> ErrorT:
 
 
 @contextmanager
-def refusing_start() -> Iterator[None]:
+def refusing_start(crawler: Any = None) -> Iterator[None]:
     """Around the start-up of a component: a refusal of ours raised inside is logged at once, as its lines
     (before whatever Scrapy or Twisted print of the failed start), then raised on (:class:`_RefusalLines`
-    drops Scrapy's own record of it)."""
+    drops Scrapy's own record of it).
+
+    ``crawler``: the crawl being started, for a component Scrapy builds inside the engine's start (the
+    scheduler's dupefilter), where the spider already exists. Scrapy 2.13's ``CrawlerProcess`` (what its
+    ``scrapy crawl`` runs) tells a failed start only by a crawler without a spider, so a refusal there
+    would end with exit status 0; the refusal takes the spider off the crawler, as a start that never got
+    that far would have left it. (Newer Scrapy counts any failed start too; nothing reads the spider after.)
+    """
     tell_refusals_without_traceback()
     try:
         yield
@@ -623,6 +631,8 @@ def refusing_start() -> Iterator[None]:
         if ours is not None and not getattr(ours, _LOGGED, False):
             _logger.error("scrapy-dedup cannot start: %s", str(ours) or type(ours).__name__)
             setattr(ours, _LOGGED, True)
+        if ours is not None and getattr(crawler, "spider", None) is not None:
+            crawler.spider = None
         raise
 
 
