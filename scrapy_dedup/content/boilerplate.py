@@ -30,9 +30,9 @@ The rules (:class:`BoilerplateRule`), and why:
   it hands back those of them whose text to fingerprint changed (the return of
   :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well
   (``add_unless_exact``: even when the newer text is near the page's older one, which a later
-  duplicate may not be near): their later duplicates, judged on the newer text, find them. A page kept before that window
-  keeps its older fingerprint; a later duplicate of it is found by its whole text, as without
-  learning (:class:`BoilerplateJudge` checks both).
+  duplicate may not be near): their later duplicates, judged on the newer text, find them. A page
+  kept before that window keeps its older fingerprint; a later duplicate of it is found by its whole
+  text, as without learning (:class:`BoilerplateJudge` checks both).
 
 What is not learnt: a line that varies in words rather than numbers on every fetch (a weekday
 and month name, a hexadecimal request id) never hashes alike twice; the verification stage
