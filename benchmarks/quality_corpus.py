@@ -396,11 +396,13 @@ def make_sibling(html: bytes, donor: list[str]) -> Optional[bytes]:
     if main.tag == "body":
         kids = [c for c in main if isinstance(c.tag, str)]
         first = _first_content(kids, ("h1", "h2", "p", "section", "article"))
-        # A body whose text is in other tags (sqlite's oldnews.html: h3 and blockquote, then a closing "last
-        # modified" <p>): cutting from the first of those tags would keep the page's whole text and give a
-        # "sibling" that is the page with one paragraph added. Cut from the first content tag of any kind then.
-        if sum(len(c.text_content()) for c in kids[first:]) < 0.5 * len(main.text_content()):
-            first = _first_content(kids, _CONTENT_TAGS)
+        # A body whose text is in other tags (sqlite's oldnews.html: h3 and blockquote; lang_keywords.html: one
+        # <div>; then a closing "last modified" <p>): cutting from the first of those tags would keep the page's
+        # whole text and give a "sibling" that is the page with one paragraph added. Cut then from the first
+        # content tag of any kind, or from the child holding the most text if it comes first.
+        text = [0 if c.tag in ("script", "style") else len(c.text_content()) for c in kids]
+        if sum(text[first:]) < 0.5 * sum(text):
+            first = min(_first_content(kids, _CONTENT_TAGS), text.index(max(text)))
         for c in kids[first:]:
             main.remove(c)
     else:

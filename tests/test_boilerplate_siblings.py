@@ -89,6 +89,10 @@ def test_a_page_that_is_only_its_hosts_template_is_undecidable_kept_counted_and_
     ("<div class='nav'>Home About Download</div><h3>2008-07-16</h3><blockquote>{text}</blockquote>"
      "<h3>2008-05-12</h3><blockquote>{text}</blockquote><p>This page last modified on 2022-08-10</p>",
      "Home About Download"),
+    # the text in one <div> after the navigation and a script, then a closing <p> (sqlite's lang_keywords.html)
+    ("<div class='nav'>Home About Download</div><script>var x = '{text}';</script>"
+     "<div class='fancy'><h3>Keywords</h3><div>{text}</div><div>{text}</div></div>"
+     "<p>This page last modified on 2022-11-26</p>", "Home About Download"),
     # the usual shape, cut from the first <h1>/<p> as before
     ("<div class='nav'>Home About Download</div><h1>Title</h1><p>{text}</p><p>{text}</p>", "Home About Download"),
 ])
