@@ -572,16 +572,20 @@ _LINKED = {("q.test", "/"): Page('<a href="/a">a</a> <a href="/b">b</a>'),
 @pytest.mark.parametrize("mode", ["retry", "fail_open"])
 @pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
 @pytest_twisted.inlineCallbacks
-def test_a_queue_crawl_whose_user_may_not_run_evalsha_fetches_nothing(acl_user, caplog, mode):
+def test_a_queue_crawl_whose_user_may_not_run_evalsha_fails_to_start_fetching_nothing(acl_user, caplog, mode):
     url = acl_user("~*", "+@all", "-evalsha")
-    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO):
-        crawler = yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
-                                  start_urls=[site.url("q.test", "/")])
+    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO), pytest.raises(Exception) as failed:
+        yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
+                        start_urls=[site.url("q.test", "/")])
     assert sum(site.hits.values()) == 0
-    lines = refusal(caplog)  # the one line, no cascade of Scrapy's (the spider is closed, not its start broken)
+    # checked where AckScheduler is built, before Scrapy's engine gives it a slot: the one line, no cascade of Scrapy's
+    lines = refusal(caplog)
     assert len(lines) == 1 and f"EVALSHA on key '{QUEUE_KEY}:probe'" in lines[0], lines
     assert urlsplit(url).password not in lines[0]
-    assert crawler.stats.get_value("finish_reason") == "dedup_redis_refused"
+    error: BaseException | None = failed.value  # (Scrapy's own error closing the engine may come after it)
+    while error is not None and not isinstance(error, RedisStartupError):
+        error = error.__cause__ or error.__context__
+    assert str(error) == lines[0]
 
 
 #: exactly what the queue and the paired RedisDupeFilter need: their keys, their commands
