@@ -377,6 +377,16 @@ def donor_paragraphs(html: bytes, rng: random.Random, min_words: int = 60, max_w
     return [" ".join(words)]
 
 
+#: elements that hold a page's text (a heading, a paragraph, a quotation, a list, a table, a listing)
+_CONTENT_TAGS = ("h1", "h2", "h3", "h4", "h5", "h6", "p", "section", "article", "blockquote", "ul", "ol", "dl",
+                 "table", "pre")
+
+
+def _first_content(kids: list, tags: tuple[str, ...]) -> int:
+    """The index of the first of ``kids`` whose tag is one of ``tags`` (1 when none is)."""
+    return next((i for i, c in enumerate(kids) if c.tag in tags), 1)
+
+
 def make_sibling(html: bytes, donor: list[str]) -> Optional[bytes]:
     """The template of ``html`` with its main block replaced by ``donor`` paragraphs."""
     doc = lxml.html.fromstring(html)
@@ -385,7 +395,14 @@ def make_sibling(html: bytes, donor: list[str]) -> Optional[bytes]:
         return None
     if main.tag == "body":
         kids = [c for c in main if isinstance(c.tag, str)]
-        first = next((i for i, c in enumerate(kids) if c.tag in ("h1", "h2", "p", "section", "article")), 1)
+        first = _first_content(kids, ("h1", "h2", "p", "section", "article"))
+        # A body whose text is in other tags (sqlite's oldnews.html: h3 and blockquote; lang_keywords.html: one
+        # <div>; then a closing "last modified" <p>): cutting from the first of those tags would keep the page's
+        # whole text and give a "sibling" that is the page with one paragraph added. Cut then from the first
+        # content tag of any kind, or from the child holding the most text if it comes first.
+        text = [0 if c.tag in ("script", "style") else len(c.text_content()) for c in kids]
+        if sum(text[first:]) < 0.5 * sum(text):
+            first = min(_first_content(kids, _CONTENT_TAGS), text.index(max(text)))
         for c in kids[first:]:
             main.remove(c)
     else:

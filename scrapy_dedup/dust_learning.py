@@ -230,7 +230,9 @@ class DustLearningMiddleware:
             target = response.urljoin(safe_url_string(location.decode("latin-1")))
         except ValueError:
             return
-        if self.learner.follow_exploration(request.url, target) and target in self.learner.fetched:
+        if self.learner.redirect_agrees(request.url, target):
+            self._sync_stats()  # the server's word: agreed, its page not fetched again
+        elif self.learner.follow_exploration(request.url, target) and target in self.learner.fetched:
             # the exploration's page is known already: judged now, not fetched again
             if self._judge_exploration(target, *self.learner.fetched[target]):
                 self._activated(self.learner.mine_now(), self.learner.pages)

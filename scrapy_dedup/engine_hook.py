@@ -196,11 +196,18 @@ def stop_at_start(crawler: "Crawler", reason: str) -> bool:
     scheduler, so nothing a previous run queued is fetched, and the spider cannot
     look idle and close as ``finished``), then closes the spider with ``reason`` as
     soon as the engine runs. False when there is no engine (a component used on its own).
+    The crawl then counts as a failed start: ``scrapy crawl`` exits non-zero (``settings.start_failed``,
+    once the engine has stopped, when nothing reads the spider any more).
     """
+    from scrapy import signals
+
+    from scrapy_dedup.settings import start_failed
+
     pause = internal(crawler, "engine.pause", who=f"Closing the spider with reason {reason!r} at start")
     if pause is None:
         return False
     pause()
+    crawler.signals.connect(lambda: start_failed(crawler), signal=signals.engine_stopped, weak=False)
     return close_spider_soon(crawler, reason)
 
 

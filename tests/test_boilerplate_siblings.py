@@ -160,3 +160,26 @@ def test_a_line_under_the_heading_that_the_host_repeats_names_no_page():
     judgements = _judge_all(judge, pages)
     assert [j.verdict.kind for j in judgements[:-1]] == ["unique"] * 16
     assert judgements[-1].verdict.kept_url == "https://w.test/a"
+
+
+@pytest.mark.parametrize("body, kept", [
+    # the text in <h3>/<blockquote> before a closing <p> (sqlite's oldnews.html): all of it replaced
+    ("<div class='nav'>Home About Download</div><h3>2008-07-16</h3><blockquote>{text}</blockquote>"
+     "<h3>2008-05-12</h3><blockquote>{text}</blockquote><p>This page last modified on 2022-08-10</p>",
+     "Home About Download"),
+    # the text in one <div> after the navigation and a script, then a closing <p> (sqlite's lang_keywords.html)
+    ("<div class='nav'>Home About Download</div><script>var x = '{text}';</script>"
+     "<div class='fancy'><h3>Keywords</h3><div>{text}</div><div>{text}</div></div>"
+     "<p>This page last modified on 2022-11-26</p>", "Home About Download"),
+    # the usual shape, cut from the first <h1>/<p> as before
+    ("<div class='nav'>Home About Download</div><h1>Title</h1><p>{text}</p><p>{text}</p>", "Home About Download"),
+])
+def test_a_generated_sibling_holds_none_of_its_pages_text(body, kept):
+    """The benchmark's ``sibling`` is its page's template around another page's paragraphs: a distinct page.
+    A body whose text sits in tags the cut did not look for kept the page's whole text (a "sibling" that
+    was the page with one paragraph added, counted as a distinct page lost when it was merged)."""
+    text = "Release notes paragraph with many words about the changes made in this version " * 4
+    html = f"<html><head><title>News</title></head><body>{body.format(text=text)}</body></html>".encode()
+    sibling = qc.make_sibling(html, ["Donor paragraph from another page of the same site " * 6])
+    words = extract_text(sibling, ExtractionPolicy(), blocks=True).text
+    assert "Release notes paragraph" not in words and "Donor paragraph" in words and kept in words

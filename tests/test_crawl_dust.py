@@ -64,10 +64,12 @@ def test_mined_rules_cut_waste_and_lose_nothing(tmp_path):
         fetched_second = site.fetched()
     waste_second, pages_second = dustsite.waste(fetched_second)
     assert pages_second == dustsite.distinct_pages(), "a DUST rule lost pages"
-    # loaded rules are claims the crawl checks: the first URL each folds, and the first of each value it drops,
-    # are still fetched (the explorations: 11% of the fetches on this 40-page site, none withdrawn)
-    assert waste_second <= 0.15, (waste_second, sorted(fetched_second))
-    assert second.stats.get_value("dedup/dust/explored") > 0 and not second.stats.get_value("dedup/dust/deactivated")
+    # loaded rules are claims the crawl checks; mined ones (their evidence in the file) within a share of the
+    # host's pages, DEDUP_DUST_EXPLORE (5%): 2 explorations on this 40-page site. Before, the first URL each
+    # rule folded and the first of each value it dropped: 11% of the fetches
+    assert waste_second <= 0.05, (waste_second, sorted(fetched_second))
+    explored = second.stats.get_value("dedup/dust/explored")
+    assert 0 < explored <= 0.05 * len(pages_second) and not second.stats.get_value("dedup/dust/deactivated")
     assert second.stats.get_value("dedup/url/rule/dust") > 0
     assert len(fetched_second) < len(fetched_first)
     print(f"DUST crawl: first {len(fetched_first)} fetches, waste {waste_first:.1%}; with mined rules "
@@ -656,14 +658,18 @@ def test_a_learning_crawl_paused_and_resumed_with_jobdir_fetches_every_page(tmp_
 @pytest.mark.parametrize(("settings", "parks"), [
     ({}, True),
     ({"JOBDIR": "job"}, False),
-    ({"SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, False),  # one process's idle is not the shared queue's end
+    # one process's idle is not the shared queue's end (the content state then lives in the same Redis, which the
+    # start reaches: a real server)
+    pytest.param({"SCHEDULER": "scrapy_redis.scheduler.Scheduler"}, False, marks=pytest.mark.redis),
 ])
 def test_variants_are_parked_only_where_the_frontier_is_this_process_s_memory(settings, parks, caplog, tmp_path,
-                                                                              monkeypatch):
+                                                                              monkeypatch, request):
     from scrapy import Request
     from scrapy.exceptions import IgnoreRequest
 
     monkeypatch.chdir(tmp_path)
+    if "SCHEDULER" in settings:
+        settings = {**settings, "REDIS_URL": request.getfixturevalue("redis_url")}
     with caplog.at_level("INFO", logger="scrapy_dedup.dust_learning"):
         _, dust, _ = _learning_setup(**settings)
     assert dust.request_scheduled(Request("http://shop.test/guide.html")) is None

@@ -557,3 +557,104 @@ def test_an_explored_violation_deactivates_only_the_rules_not_proven_innocent():
     removed = learner.check_explored(explored, "b in German", None)
     assert [r.param for r in removed] == ["lang"]
     assert [r.param for r in rules.hosts[HOST]] == ["sid"]
+
+
+def test_a_loaded_alias_within_its_key_is_no_claim_to_explore():
+    """Generated site 6205 (a noise site): ``mine-dust`` writes redirect aliases the rules explain (the source's
+    key is the target's: ``/guide/x/ -> /amp/guide/x/;sid=T``), so that the crawl requests the target at once.
+    Such an alias merges nothing the rules do not; on trial as a claim of its own, each first URL it sent
+    elsewhere was fetched, a redirect hop and the page again (mined waste 8% before the alias trial, 37% with
+    it). An alias whose target has another key stays on trial."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet({HOST: [DustRule("drop_param", param="sid")]},
+                    aliases={HOST: {"/b": "/b?sid=k3b8pmb30reqppc8",
+                                    "/c": "/b?sid=k3b8pmb30reqppc8"}})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+    learner.record(f"http://{HOST}/a?sid=k3b8pmb30reqppc8", "page a", None)
+    learner.record(f"http://{HOST}/b?sid=k3b8pmb30reqppc8", "page b", None)
+    url = f"http://{HOST}/a?sid=mhw2tvlrkyhxgeie"
+    assert learner.should_explore(url, key_of(url))  # the rule's first URL
+    assert learner.take_exploration(url) and learner.check_explored(url, "page a", None) == []
+    url = f"http://{HOST}/b?sid=irk55hq8zo6sqj1c"  # rule checked; alias /b -> /b?sid=T within its key: nothing to check
+    assert key_of(url) == f"http://{HOST}/b" and not learner.should_explore(url, key_of(url))
+    url = f"http://{HOST}/c"  # /c -> /b?sid=T merges another key: on trial
+    assert key_of(url) == f"http://{HOST}/b" and learner.should_explore(url, key_of(url))
+
+
+def test_loaded_rules_with_the_miners_evidence_are_explored_within_a_share_of_the_hosts_pages():
+    """A rule the file shows confirmed on ``min_support`` pages or more (what ``mine-dust`` writes) is explored
+    within ``explore`` of its host's fetched pages, taken by the rule explored least; a rule without recorded
+    evidence from its first URL and each value it drops, as before."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    mined = [DustRule("drop_param", param="sid", support=30, support_pages=20),
+             DustRule("drop_param", param="ref", support=30, support_pages=20)]
+    bare = "hand.test"
+    rules = RuleSet({HOST: mined, bare: [DustRule("drop_param", param="sid")]})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+    explored = []
+    for i in range(60):
+        learner.record(f"http://{HOST}/p{i}", f"page {i}", None)
+        for param in ("sid", "ref"):
+            url = f"http://{HOST}/p{i}?{param}=v{i}"
+            if learner.should_explore(url, key_of(url)):
+                explored.append((i, param))
+    assert explored == [(19, "sid"), (39, "ref"), (59, "sid")]  # one per 20 pages, each rule in turn
+    learner.record(f"http://{bare}/a", "page a", None)
+    url = f"http://{bare}/a?sid=1"
+    assert learner.should_explore(url, key_of(url))  # no evidence in the file: its first URL
+
+
+def test_an_exploration_redirected_to_its_keys_page_under_the_other_rules_agrees_without_a_fetch():
+    """Generated site 6204: an explored opaque id of the loaded alias table (``/content.asp?cid=N -> /guide/x``)
+    answered a redirect to ``/en/guide/x``, the page under a locale prefix another rule folds; the page was
+    fetched again to compare (two fetches for one check). The server's redirect to the URL the key's page was
+    fetched at, under the rules less the claims checked, is the agreement; a redirect elsewhere is followed."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    rules = RuleSet({HOST: [DustRule("substitute", anchor="prefix", from_="/en/", to="/")]},
+                    aliases={HOST: {"/content.asp?cid=1": "/guide/x", "/content.asp?cid=2": "/guide/y"}})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    for cid, target, agrees in ((1, "/en/guide/x", True), (2, "/en/guide/z", False), (2, "/guide/x", False)):
+        learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+        learner.record(f"http://{HOST}/guide/x", "page x", None)
+        learner.record(f"http://{HOST}/guide/y", "page y", None)
+        url = f"http://{HOST}/content.asp?cid={cid}"
+        assert learner.should_explore(url, key_of(url)) and learner.take_exploration(url)
+        assert learner.redirect_agrees(url, f"http://{HOST}{target}") is agrees
+        assert (url in learner.exploring) is not agrees  # (else followed: judged on the page it leads to)
+        assert learner.events["explore_agreed"] == int(agrees)
+
+
+def test_a_withdrawn_mined_rule_does_not_stop_the_turns_of_the_others():
+    """The turn goes to the mined rule explored least among those in force: one withdrawn at its first
+    exploration (explored once) must not hold the others, explored more since, from their turns."""
+    from scrapy_dedup.url.canonical import Canonicalizer
+    from scrapy_dedup.url.dust import DustRule
+    from scrapy_dedup.url.learner import OnlineDustLearner
+
+    mined = [DustRule("drop_param", param=p, support=30, support_pages=20) for p in ("sid", "ref", "tab")]
+    rules = RuleSet({HOST: mined})
+    key_of = Canonicalizer(dust_rules=rules).canonicalize
+    learner = OnlineDustLearner(rules, key_of, explore=0.05, learn=False)
+    explored = []
+    for i in range(140):
+        learner.record(f"http://{HOST}/p{i}", f"page {i}", None)
+        for param in ("sid", "ref", "tab"):
+            url = f"http://{HOST}/p{i}?{param}=v{i}"
+            if learner.should_explore(url, key_of(url)):
+                explored.append(param)
+                assert learner.take_exploration(url)
+                page = "another page" if param == "tab" else f"page {i}"  # ?tab= shows another page
+                learner.check_explored(url, page, None)
+    assert explored[:3] == ["sid", "ref", "tab"] and learner.events["loaded_withdrawn"] == 1
+    assert explored[3:] == ["sid", "ref", "sid", "ref"]  # the two in force take turns to the end

@@ -572,16 +572,20 @@ _LINKED = {("q.test", "/"): Page('<a href="/a">a</a> <a href="/b">b</a>'),
 @pytest.mark.parametrize("mode", ["retry", "fail_open"])
 @pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
 @pytest_twisted.inlineCallbacks
-def test_a_queue_crawl_whose_user_may_not_run_evalsha_fetches_nothing(acl_user, caplog, mode):
+def test_a_queue_crawl_whose_user_may_not_run_evalsha_fails_to_start_fetching_nothing(acl_user, caplog, mode):
     url = acl_user("~*", "+@all", "-evalsha")
-    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO):
-        crawler = yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
-                                  start_urls=[site.url("q.test", "/")])
+    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO), pytest.raises(Exception) as failed:
+        yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
+                        start_urls=[site.url("q.test", "/")])
     assert sum(site.hits.values()) == 0
-    lines = refusal(caplog)  # the one line, no cascade of Scrapy's (the spider is closed, not its start broken)
+    # checked where AckScheduler is built, before Scrapy's engine gives it a slot: the one line, no cascade of Scrapy's
+    lines = refusal(caplog)
     assert len(lines) == 1 and f"EVALSHA on key '{QUEUE_KEY}:probe'" in lines[0], lines
     assert urlsplit(url).password not in lines[0]
-    assert crawler.stats.get_value("finish_reason") == "dedup_redis_refused"
+    error: BaseException | None = failed.value  # (Scrapy's own error closing the engine may come after it)
+    while error is not None and not isinstance(error, RedisStartupError):
+        error = error.__cause__ or error.__context__
+    assert str(error) == lines[0]
 
 
 #: exactly what the queue and the paired RedisDupeFilter need: their keys, their commands
@@ -616,3 +620,22 @@ def test_a_dupefilter_refused_under_scrapy_redis_s_scheduler_closes_the_crawl_be
     assert crawler.stats.get_value("finish_reason") == "dedup_redis_refused"
     lines = refusal(caplog)
     assert len(lines) == 1 and "SISMEMBER on key 'q:seen'" in lines[0], lines
+
+
+def test_scrapy_crawl_exits_non_zero_when_a_dupefilter_is_refused_under_scrapy_redis_s_scheduler(acl_user,
+                                                                                                   tmp_path):
+    """The refusal met by the first request (the scheduler never opens the dupefilter) closes the crawl with
+    ``dedup_redis_refused``: a start that failed, so the exit status is not 0 (it was)."""
+    from tests.test_startup_errors import before_tracebacks, project, scrapy_crawl
+
+    url = acl_user(*(rule for rule in QUEUE_NEEDS if rule != "+sismember"))
+    settings = {**_queue_crawl_settings(url), "ADDONS": {}}
+    with LocalSite({("127.0.0.1", path): page for (_, path), page in _LINKED.items()}) as site:
+        root = project(tmp_path, "".join(f"{name} = {value!r}\n" for name, value in settings.items()))
+        code, output = scrapy_crawl(root, "-a", f"start_url={site.url('127.0.0.1', '/')}")
+        assert sum(site.hits.values()) == 0, output[-3000:]
+    assert code != 0, output[-3000:]
+    assert "'finish_reason': 'dedup_redis_refused'" in output, output[-3000:]
+    errors = [line for line in before_tracebacks(output).splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1 and "SISMEMBER on key 'q:seen'" in errors[0], errors
+    assert urlsplit(url).password not in output

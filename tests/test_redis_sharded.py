@@ -271,3 +271,35 @@ def test_four_processes_on_a_three_node_cluster_keep_the_stated_guarantees(clust
     assert counted == store.races() == pairs
     assert len(store) == len(kept)
     store.close()
+
+
+
+@pytest.mark.parametrize("layout", ["memory", "one slot", "sharded"])
+def test_add_unless_exact_stores_a_text_near_a_stored_one_and_every_store_answers_alike(layout, cluster_url,
+                                                                                         redis_url):
+    """A kept page's other text (its re-check, content/boilerplate.py) is stored without a near search: a text
+    near it but not near the page's older one finds it. An exact copy of a stored text is not stored twice."""
+    from dataclasses import replace
+
+    from scrapy_dedup.content.engine import MemoryContentStore
+
+    fingerprinter = ContentFingerprinter()
+    rng = random.Random(5)
+    content, chrome, extra = (" ".join(article_words(rng, n)) for n in (60, 34, 19))
+    old, new, later = (fingerprinter.fingerprint(text) for text in (f"{content} {chrome}", content,
+                                                                     f"{content} {extra}"))
+    new = replace(new, exact=b"\x01" * 16)  # (the re-check's own key)
+    for text, answer in ((new, "near"), (later, "unique")):  # nearness is not transitive
+        alone = MemoryContentStore()
+        alone.check_and_add("https://h.test/a", old)
+        assert alone.check_and_add("https://h.test/x", text)[0] == answer
+    store = {"memory": MemoryContentStore,
+             "one slot": lambda: open_redis_store(redis_url, "dedup:add:content"),
+             "sharded": lambda: open_redis_store(cluster_url, "dedup:add:content", params=CLUSTER)}[layout]()
+    assert store.check_and_add("https://h.test/a", old) == ("unique", None, None)
+    assert store.add_unless_exact("https://h.test/a", new) == ("unique", None, None)  # stored, though near
+    assert len(store) == 2
+    assert store.check_and_add("https://h.test/b", later)[:2] == ("near", "https://h.test/a")
+    assert store.add_unless_exact("https://h.test/c", old) == ("exact", "https://h.test/a", 0)
+    assert len(store) == 2
+    store.close()

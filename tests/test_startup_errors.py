@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from urllib.parse import urlsplit
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,7 @@ class OneSpider(scrapy.Spider):
 
     def parse(self, response):
         yield {"url": response.url}
+        yield from response.follow_all(css="a")
 '''
 
 
@@ -85,6 +87,12 @@ def ours_alone(output: str) -> str:
     if not runs_twisted_crawler_process(output):
         return output
     return output.split("Unhandled error in Deferred", 1)[0]
+
+
+def before_tracebacks(output: str) -> str:
+    """``output`` up to the first traceback: a refusal met once the engine has a slot (a Redis seen set opened by
+    the scheduler) is followed by Scrapy's own cascade of the half-open engine's close (docs/reliability.md)."""
+    return ours_alone(output).split("Traceback (most recent call last)", 1)[0]
 
 
 SEVERAL_ERRORS = """\
@@ -167,3 +175,31 @@ def test_a_dupefilter_of_ours_without_our_fingerprinter_warns_naming_the_setting
                                   "REQUEST_FINGERPRINTER_CLASS": "scrapy_dedup.CanonicalRequestFingerprinter"},
                         start_urls=[site.url("127.0.0.1")])
     assert not [r for r in caplog.records if "REQUEST_FINGERPRINTER_CLASS is" in r.getMessage()]
+
+
+@pytest.mark.crawl
+@pytest.mark.redis
+def test_a_redis_seen_set_refused_at_start_exits_non_zero_without_the_password(tmp_path, redis_url, redis_client):
+    """A Redis dupefilter opens inside the engine's start (after the spider exists): a refusal there ended with
+    exit status 0 under Scrapy 2.13. Refused credentials, and a seen set another fingerprint generation wrote."""
+    parts = urlsplit(redis_url)
+    wrong = f"redis://nobody:not-the-password-{os.getpid()}@{parts.hostname}:{parts.port}/0"
+    key = f"startup:{os.getpid()}"
+    pages = {("127.0.0.1", "/"): Page("<html><body><p>a page</p><a href='/a'>a</a></body></html>"),
+             ("127.0.0.1", "/a"): Page("<html><body><p>another</p></body></html>")}
+    with LocalSite(pages) as site:  # (the start request is not in the seen set: the link's is)
+        start = ("-a", f"start_url={site.url('127.0.0.1')}")
+        redis = (f'DUPEFILTER_CLASS = "scrapy_dedup.RedisDupeFilter"\nDEDUP_REDIS_KEY = {key!r}\n')
+        code, output = scrapy_crawl(project(tmp_path / "wrong", redis + f"DEDUP_REDIS_URL = {wrong!r}\n"), *start)
+        assert code != 0, output[-3000:]
+        assert "not-the-password" not in output, output[-3000:]
+        assert len([line for line in before_tracebacks(output).splitlines() if "cannot use Redis" in line]) == 1, \
+            output[-3000:]
+        root = project(tmp_path / "generation", redis + f"DEDUP_REDIS_URL = {redis_url!r}\n")
+        code, output = scrapy_crawl(root, *start)
+        assert code == 0, output[-3000:]
+        code, output = scrapy_crawl(root, *start, "-s", 'DEDUP_URL_POLICY={"strip_www": true}')
+    redis_client.delete(key, f"{key}:generation")
+    assert code != 0, output[-3000:]
+    told = [line for line in before_tracebacks(output).splitlines() if "another canonicalization" in line]
+    assert len(told) == 1, output[-3000:]

@@ -28,10 +28,11 @@ The rules (:class:`BoilerplateRule`), and why:
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
   the warm-up ends (the page that ends it included), and whenever a block becomes boilerplate,
   it hands back those of them whose text to fingerprint changed (the return of
-  :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well:
-  their later duplicates, judged on the newer text, find them. A page kept before that window
-  keeps its older fingerprint; a later duplicate of it is found by its whole text, as without
-  learning (:class:`BoilerplateJudge` checks both).
+  :meth:`BoilerplateLearner.learn`), for the caller to store under their own URLs as well
+  (``add_unless_exact``: even when the newer text is near the page's older one, which a later
+  duplicate may not be near): their later duplicates, judged on the newer text, find them. A page
+  kept before that window keeps its older fingerprint; a later duplicate of it is found by its whole
+  text, as without learning (:class:`BoilerplateJudge` checks both).
 
 What is not learnt: a line that varies in words rather than numbers on every fetch (a weekday
 and month name, a hexadecimal request id) never hashes alike twice; the verification stage
@@ -720,8 +721,8 @@ class BoilerplateJudge:
                     fp = again.words.fingerprint(kept)
                 else:
                     fp = fingerprint(again.text)
-                if not degenerate(fp):
-                    store.check_and_add(kept_url, replace(fp, exact=second_key(fp.exact)))
+                if not degenerate(fp):  # stored even when near its older text: what is near the new text may not be
+                    store.add_unless_exact(kept_url, replace(fp, exact=second_key(fp.exact)))
                     rechecked += 1
             return Judgement(verdict, reduced if reduced is not None else whole, reduction, guarded, rechecked)
 

@@ -142,6 +142,13 @@ class ContentStore(Protocol):
         ``("unique", None, None)`` after storing ``fp`` under ``url``."""
         ...
 
+    def add_unless_exact(self, url: str, fp: ContentFingerprint) -> StoreAnswer:
+        """Atomically: ``("exact", kept_url, 0)`` when ``fp``'s exact hash is stored, else
+        ``("unique", None, None)`` after storing ``fp`` under ``url`` *without* a near search: another text
+        of a page already kept (its re-check, ``content/boilerplate.py``), which must be found by what is
+        near it even when it is near the page's own older entry (nearness is not transitive)."""
+        ...
+
     def close(self) -> None:
         """Release resources (connections); persisting is the caller's explicit ``save``."""
         ...
@@ -218,13 +225,23 @@ class MemoryContentStore:
         return len(self._urls)
 
     def check_and_add(self, url: str, fp: ContentFingerprint) -> StoreAnswer:
+        return self._check_and_add(url, fp, near=True)
+
+    def add_unless_exact(self, url: str, fp: ContentFingerprint) -> StoreAnswer:
+        return self._check_and_add(url, fp, near=False)
+
+    def _check_and_add(self, url: str, fp: ContentFingerprint, near: bool) -> StoreAnswer:
         with self._lock:
             exact = _exact_key(fp.exact)
             kept = self._exact.position_of(exact)
             if kept is not None:
                 return "exact", self._urls[kept], 0
             page_id = len(self._urls)
-            if self.sketches is None:
+            if not near:
+                self.index.add(page_id, fp.simhash)
+                if self.sketches is not None:
+                    self.sketches.add(fp.sketch)
+            elif self.sketches is None:
                 match = self.index.add_if_new(page_id, fp.simhash)
                 if match is not None:
                     kept, distance = match

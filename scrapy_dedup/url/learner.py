@@ -114,11 +114,21 @@ class OnlineDustLearner:
         self._aliased_hosts: set[str] = set()
         #: rules loaded with the rule set: on trial like learned ones (explored, withdrawn on a violation)
         self.loaded: set[tuple[str, tuple]] = set()
+        #: loaded rules whose file records the miner's evidence (``support_pages`` of at least ``min_support``:
+        #: what ``mine-dust`` writes): explored within a share of their host's pages (:meth:`should_explore`)
+        self._vouched: set[tuple[str, tuple]] = set()
+        self._vouched_of: dict[str, list[tuple[str, tuple]]] = {}  # host -> its vouched rules
         for host, host_rules in rules.hosts.items():
             for rule in host_rules:
                 ident = (host, rule.key)
                 self.loaded.add(ident)
                 self._single[ident] = HostRules(host, [rule])
+                if rule.support_pages >= self.config.min_support:
+                    self._vouched.add(ident)
+                    self._vouched_of.setdefault(host, []).append(ident)
+        self._host_pages: Counter = Counter()  # host -> pages recorded
+        self._vouched_explored: Counter = Counter()  # host -> explorations its vouched rules' share made
+        self._vouched_urls: set[str] = set()  # the URLs of those explorations
         #: host -> its rules without the alias table, compiled (:meth:`_aliases_firing`; cleared by :meth:`_rekey`)
         self._rules_only: dict[str, HostRules] = {}
 
@@ -138,6 +148,9 @@ class OnlineDustLearner:
             self.item_of.setdefault(content, item)
         self.pages += 1
         self._since_mining += 1
+        parts = self.miner.split_url(url)
+        if parts is not None:
+            self._host_pages[parts[0]] += 1
         sources = [u for u in redirect_urls if u != url]
         if request_url and request_url != url and request_url not in sources:
             sources.append(request_url)
@@ -473,6 +486,9 @@ class OnlineDustLearner:
             if budget is None:
                 budget = self._budget[ident] = _Budget()
             budget.collapsed += 1
+            if ident in self._vouched:
+                checks.append((ident, None))  # checked within its host's share (below)
+                continue
             value = self._checked_value(ident, parts, key)
             if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
                 budget.values.add(value)
@@ -482,6 +498,10 @@ class OnlineDustLearner:
                 checks.append((ident, None))
             explore = explore or (not new_values_only
                                   and budget.explored < math.ceil(budget.collapsed * self.explore))
+        if not explore and not new_values_only and self._vouched_turn(parts[0], rules):
+            explore = True
+            self._vouched_explored[parts[0]] += 1
+            self._vouched_urls.add(url)
         if not explore:
             return False
         for ident in rules:
@@ -490,6 +510,20 @@ class OnlineDustLearner:
         self._explore_checks[url] = checks
         self.events["explored"] += 1
         return True
+
+    def _vouched_turn(self, host: str, rules: list[tuple[str, tuple]]) -> bool:
+        """May a URL that these rules (firing on it) collapse be explored for the host's vouched rules (loaded with
+        the miner's evidence, :attr:`_vouched`)? Their explorations on a host stay within ``explore`` of the
+        pages fetched there (one at the 20th page at 5%, then one every 20 pages), taken by the vouched rules
+        explored least so far: a mined rule was checked on every page pair of the crawl it was mined from, so
+        its trial in the next crawl is a sample of the host's pages, whose cost is bounded by the share,
+        rather than every rule's first URL and each of its values (10 to 15% of a 50-page site's fetches)."""
+        firing = [ident for ident in rules if ident in self._vouched]
+        if not firing or self._vouched_explored[host] + 1 > self.explore * self._host_pages[host]:
+            return False
+        least = min(self._budget[ident].explored for ident in self._vouched_of[host]  # (in force: not withdrawn)
+                    if ident in self.loaded and ident in self._budget and self._budget[ident].collapsed)
+        return any(self._budget[ident].explored <= least for ident in firing)
 
     def _checked_value(self, ident: tuple[str, tuple], parts: tuple[str, str, str], key: str) -> str | None:
         """What exploring this URL (``parts``: host, path, query; canonical ``key``) checks of the rule or alias
@@ -527,14 +561,22 @@ class OnlineDustLearner:
 
     def _loaded_alias_target(self, host: str, path: str, query: str) -> str | None:
         """The target of the loaded alias whose key this URL has after the rules (None: none). Never the URL
-        itself: a key that is its own target is refused at load."""
+        itself: a key that is its own target is refused at load. None too for an alias within its key (its
+        target has that key under the rules in force: a redirect the rules explain, the miner's ``key -> key``):
+        it only picks which URL of the key to request, merges nothing the rules do not, and claims nothing to
+        explore (the rules' own trial checks them; withdrawn, the target's key differs and the alias is on
+        trial again)."""
         table = self._loaded_aliases.get(host)
         if not table:
             return None
         rules_only = self._rules_only.get(host)
         if rules_only is None:
             rules_only = self._rules_only[host] = HostRules(host, self.rules.hosts.get(host, []))
-        return table.get(join_key(*rules_only.apply(path, query)))
+        key = join_key(*rules_only.apply(path, query))
+        target = table.get(key)
+        if target is None or join_key(*rules_only.apply(*split_key(target))) == key:
+            return None
+        return target
 
     def loaded_aliases(self) -> int:
         """How many loaded aliases are in force (not withdrawn)."""
@@ -651,6 +693,8 @@ class OnlineDustLearner:
         target = host_rules.alias_of(path, query) if host_rules is not None and host_rules.aliases else None
         # (a loaded alias on trial is what the exploration checks: it goes on)
         if target is not None and target != (path, query) and not self._aliases_firing(host, path, query):
+            if url in self._vouched_urls:  # not downloaded: the host's share has its turn back
+                self._vouched_explored[host] -= 1
             self.abandon_exploration(url)
             self.events["explore_cancelled"] += 1
             return False
@@ -669,6 +713,30 @@ class OnlineDustLearner:
             if budget is not None:
                 budget.explored -= 1
                 budget.values.discard(value)
+
+    def redirect_agrees(self, source: str, target: str) -> bool:
+        """The exploration of ``source`` answered a redirect to ``target``, which is, under the rules in force
+        less the claims the exploration checks, the URL its key's page was fetched at: the server's own word
+        that ``source`` is that page. The claims agree, the page is not fetched again (True; the redirected
+        request goes the way of any other). Generated site 6204: each explored opaque id of the alias table
+        answered a redirect to its page under a locale prefix another rule folds, and the page was fetched
+        again, two fetches for one check. False otherwise (then :meth:`follow_exploration`)."""
+        if source not in self._explore_taken or source not in self.exploring:
+            return False
+        first = self.first_url.get(self.exploring[source])
+        src, dst = self.miner.split_url(source), self.miner.split_url(target)
+        fst = self.miner.split_url(first) if first else None
+        if src is None or dst is None or fst is None or not src[0] == dst[0] == fst[0]:
+            return False
+        host = src[0]
+        checked = {ident for ident, _ in self._explore_checks.get(source, [])}
+        others = HostRules(host, [r for r in self.rules.hosts.get(host, []) if (host, r.key) not in checked])
+        if join_key(*others.apply(*dst[1:])) != join_key(*others.apply(*fst[1:])):
+            return False
+        del self.exploring[source]
+        self._explore_checks.pop(source, None)
+        self.events["explore_agreed"] += 1
+        return True
 
     def follow_exploration(self, source: str, target: str) -> bool:
         """The exploration of ``source`` answered a redirect to ``target``: the page it checks is the target's,

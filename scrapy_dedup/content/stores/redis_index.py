@@ -96,7 +96,8 @@ ID_BYTES = 4
 MAX_ID = 2 ** (8 * ID_BYTES) - 1
 
 # KEYS[1] meta, KEYS[2] keys, KEYS[3] exact, KEYS[4] sketches, KEYS[5..] buckets (simhash bands, then LSH)
-# ARGV[1] mode: "a" add, "n" add_if_new, "c" check_and_add (exact hash first)
+# ARGV[1] mode: "a" add, "n" add_if_new, "c" check_and_add (exact hash first), "s" add_unless_exact (the exact
+# hash, then no near search)
 # ARGV[2] fingerprint (W bytes)   ARGV[3] threshold   ARGV[4] encoded key
 # ARGV[5] exact hash bytes ("" for none)   ARGV[6] ttl seconds (0: none)
 # ARGV[7] config string (bits, bands, layout version, sketch size)
@@ -212,7 +213,8 @@ local halves = W / 4
 local q = {}
 for h = 0, halves - 1 do q[h + 1] = u32(fp, 4 * h + 1) end
 
-if mode == 'c' and exact ~= '' then
+local exact_first = (mode == 'c' or mode == 's') and exact ~= ''
+if exact_first then
   local id = redis.call('HGET', exacthash, exact)
   if id then
     touch()
@@ -227,7 +229,7 @@ if sketch ~= '' then
 end
 
 local best_d, best_id = nil, nil
-if mode ~= 'a' then
+if mode ~= 'a' and mode ~= 's' then
   local bxor, band = bit.bxor, bit.band
   local cand, list = {}, {}
   for i = 5, #KEYS do
@@ -287,7 +289,7 @@ end
 local idbytes = string.char(math.floor(id / 16777216) % 256, math.floor(id / 65536) % 256,
                       math.floor(id / 256) % 256, id % 256)
 redis.call('HSET', keyhash, tostring(id), ukey)
-if mode == 'c' and exact ~= '' then
+if exact_first then
   redis.call('HSET', exacthash, exact, id)
 end
 if size > 0 then
@@ -638,8 +640,15 @@ class RedisContentStore:
 
     def check_and_add(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
         """``("unique", None, None)`` after recording ``url``, or ``("exact" | "near", kept_url, distance)``."""
+        return self._decide("c", url, fp)
+
+    def add_unless_exact(self, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
+        """``("exact", kept_url, 0)``, or ``("unique", None, None)`` after recording ``url`` with no near search."""
+        return self._decide("s", url, fp)
+
+    def _decide(self, mode: str, url: str, fp: Any) -> tuple[str, Optional[str], Optional[int]]:
         exact = fp.exact if isinstance(fp.exact, bytes) else int(fp.exact).to_bytes(16, "big")
-        kind, kept, distance = self.index._call("c", url, fp.simhash, exact=exact,
+        kind, kept, distance = self.index._call(mode, url, fp.simhash, exact=exact,
                                                 sketch=getattr(fp, "sketch", None), verify=self.verify,
                                                 sketch_size=self.sketch_size)
         return kind, (None if kept is None else str(kept)), distance

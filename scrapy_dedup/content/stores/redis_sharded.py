@@ -177,7 +177,12 @@ class ShardedRedisContentStore(BandedLayout):
         with self._lock:  # one client, one decision at a time per store (as the Lua store's script)
             return self._decide(url, fp)
 
-    def _decide(self, url: str, fp: Any) -> StoreAnswer:
+    def add_unless_exact(self, url: str, fp: Any) -> StoreAnswer:
+        """``("exact", kept_url, 0)``, or ``("unique", None, None)`` after recording ``url`` with no near search."""
+        with self._lock:
+            return self._decide(url, fp, near=False)
+
+    def _decide(self, url: str, fp: Any, near: bool = True) -> StoreAnswer:
         self._check_config()
         simhash = fp.simhash
         if isinstance(simhash, bool) or not isinstance(simhash, int) or simhash < 0 or simhash >> self.bits:
@@ -199,8 +204,8 @@ class ShardedRedisContentStore(BandedLayout):
             if kept_url is not None:  # (None: the kept page's record expired with its TTL; decide afresh)
                 self._touch(touched)
                 return "exact", kept_url, 0
-        seen = self._candidates(blobs, simhash, limit)
-        match = self._verified(seen, sketch, touched)
+        seen = self._candidates(blobs, simhash, limit) if near else {}
+        match = self._verified(seen, sketch, touched) if near else None
         if match is not None:
             self._touch(touched)
             return "near", match[0], match[1]
@@ -230,7 +235,7 @@ class ShardedRedisContentStore(BandedLayout):
         after = pipe.execute()[:len(buckets)]
         concurrent = {pid: d for pid, d in self._candidates(after, simhash, limit).items()
                       if pid != page_id and pid not in seen}
-        if concurrent:
+        if concurrent and near:
             self._count_races(page_id, concurrent, sketch, touched)
         self._touch(touched)
         return "unique", None, None
