@@ -77,7 +77,7 @@ from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint,
 from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, word_bytes_per_block
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
-           "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
+           "normalize_block", "normal_lines", "normal_digest", "block_hashes", "text_to_fingerprint", "host_of"]
 
 # One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
 # punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
@@ -117,6 +117,18 @@ def _normal_lines(text: str) -> list[bytes]:
     return lines
 
 
+def normal_lines(text: str) -> list[bytes]:
+    """The normal form (:func:`normalize_block`) of each line of ``text``, as UTF-8: of each block of a page,
+    given its blocks joined by newlines."""
+    return _normal_lines(text)
+
+
+def normal_digest(lines: list[bytes]) -> str:
+    """The hash of a page's whole text in normal form, from its :func:`normal_lines`: BLAKE2b, 8 bytes, hex
+    (``content/judge.py``, :func:`~scrapy_dedup.content.judge.normal_text_hash`)."""
+    return blake2b(b"\n".join(lines), digest_size=8).hexdigest()
+
+
 def normalize_block(block: str) -> str:
     """The CCNet-style normal form that is hashed: ASCII letters lowercased, ASCII punctuation deleted,
     every run of digits one ``0``, and so are, in a block with a number, weekday and month names and
@@ -137,9 +149,11 @@ TITLES_KEPT = 256
 MAX_BLOCK_CHARS = 400
 
 
-def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
+def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None,
+                 normal: list[bytes] | None = None) -> np.ndarray:
     """Hashes (uint64, top bit set: 63 bits) of the normalized blocks; 0 for a block that does not count:
-    fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`.
+    fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`. ``normal``: the normal form
+    of every block (:func:`normal_lines` of the blocks joined by newlines) when the caller has it.
 
     BLAKE2b (8 bytes), keyed by ``key`` when given (a table shared through Redis, whose key is a random salt
     kept there): the same in every process, so that which blocks a full table evicts, or a host's last room
@@ -163,7 +177,8 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     values = list(map(cache.get, picked))
     new = [i for i, value in enumerate(values) if value is None]
     if new:
-        normalized = _normal_lines("\n".join([picked[i] for i in new]))
+        normalized = (_normal_lines("\n".join([picked[i] for i in new])) if normal is None
+                      else [normal[i] for i in candidates[new].tolist()])
         digest = functools.partial(blake2b, digest_size=8, key=key) if key else functools.partial(blake2b,
                                                                                                    digest_size=8)
         hashes = [int.from_bytes(digest(norm).digest(), "little") | _TOP_BIT for norm in normalized]
@@ -498,7 +513,7 @@ class PageWords:
     size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
     block)."""
 
-    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints", "_normal_hash")
 
     def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
@@ -508,6 +523,7 @@ class PageWords:
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._block_hashes: dict[tuple, np.ndarray] = {}
         self._prints: dict[tuple, ContentFingerprint] = {}  # (kept blocks, exact) -> fingerprint
+        self._normal_hash: str | None = None
 
     def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
         """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
@@ -516,8 +532,22 @@ class PageWords:
         memo = (min_block_words, key)
         hashes = self._block_hashes.get(memo)
         if hashes is None:
-            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key)
+            normal = None
+            if self._normal_hash is None:  # the first time: every block normalized, for the normal hash too
+                normal = normal_lines("\n".join(blocks))
+                self._normal_hash = normal_digest(normal)
+                if len(normal) != len(blocks):  # a block holding a newline (page_blocks makes none)
+                    normal = None
+            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key, normal)
         return hashes
+
+    def normal_hash(self, blocks: list[str]) -> str:
+        """:func:`~scrapy_dedup.content.judge.normal_text_hash` of the page's ``blocks`` (those it was made of),
+        from the normal form its block hashes were made of: the audit's first pass asks for both (boilerplate
+        learning, the URL-level sameness), and each normalizes every block of the page."""
+        if self._normal_hash is None:
+            self._normal_hash = normal_digest(normal_lines("\n".join(blocks)))
+        return self._normal_hash
 
     def made_like(self, fingerprinter: ContentFingerprinter) -> bool:
         """Whether this page's fingerprints are those ``fingerprinter`` makes (shingles, bits, sketch): a copy
