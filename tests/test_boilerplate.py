@@ -290,6 +290,56 @@ def test_both_texts_of_a_page_fingerprint_as_the_fingerprinter_does(page):
     assert words.exact(kept) == fingerprinter.fingerprint(" ".join(b for b, d in page if not d)).exact
 
 
+@settings(max_examples=100)
+@given(st.lists(st.tuples(_BLOCK_TEXT, st.booleans()), max_size=10), st.sampled_from([None, b"salt"]))
+def test_a_pages_words_pickled_give_the_same_fingerprints_block_hashes_and_normal_hash(page, key):
+    # the audit spools a page's words between its passes (and a worker returns them): pickled with their arrays
+    # as bytes, read back as views; every answer the same as the unpickled page's, and as the plain functions'
+    import pickle
+
+    from scrapy_dedup.content.boilerplate import PageWords
+    from scrapy_dedup.content.engine import ContentFingerprinter
+    from scrapy_dedup.content.judge import normal_text_hash
+
+    fingerprinter = ContentFingerprinter(shingle_size=3, min_words=3)
+    blocks = [b for b, _ in page]
+    kept = np.array([not d for _, d in page], dtype=bool)
+    words = PageWords(fingerprinter, blocks)
+    hashes = words.block_hashes(blocks, 1, key)
+    assert hashes.tolist() == block_hashes(blocks, 1, key).tolist()
+    assert words.normal_hash(blocks) == normal_text_hash(blocks)
+    words.exact(kept)  # its word bounds made (not pickled)
+    again = pickle.loads(pickle.dumps(words, protocol=pickle.HIGHEST_PROTOCOL))
+    assert again.block_hashes(blocks, 1, key).tolist() == hashes.tolist()
+    assert again.normal_hash(blocks) == normal_text_hash(blocks)
+    assert again.fingerprint() == words.fingerprint() == fingerprinter.fingerprint(" ".join(blocks))
+    assert again.fingerprint(kept) == fingerprinter.fingerprint(" ".join(b for b, d in page if not d))
+    assert again.exact(kept) == words.exact(kept)
+    assert (again.hashes.dtype, again.counts.dtype) == (words.hashes.dtype, words.counts.dtype)
+
+
+@pytest.mark.parametrize("blocks", [
+    [],
+    ["Generated 2026-01-05 12:00 by app-07", "Tue, 03 Mar", "plain words"],
+    ["Price 19.99", "", "Ünïcödé SIGMA ΑΣ İ", "id a3f9c2e1-b2c4 on Monday"],
+    ["a block\nholding a newline", "another 42"],
+])
+def test_normal_hash_from_the_block_hashes_normal_form_is_normal_text_hash(blocks):
+    # the normal form made once for the block hashes gives the normal hash: the same as normalizing the text
+    from scrapy_dedup.content import boilerplate
+    from scrapy_dedup.content.boilerplate import PageWords
+    from scrapy_dedup.content.engine import ContentFingerprinter
+    from scrapy_dedup.content.judge import normal_text_hash
+
+    boilerplate._BLOCK_HASH_CACHE.clear()
+    words = PageWords(ContentFingerprinter(shingle_size=3, min_words=3), blocks)
+    assert words.block_hashes(blocks, 2).tolist() == block_hashes(blocks, 2).tolist()
+    assert words.normal_hash(blocks) == normal_text_hash(blocks)
+    boilerplate._BLOCK_HASH_CACHE.clear()
+    assert block_hashes(blocks, 2, None, boilerplate.normal_lines("\n".join(blocks)) if blocks and not any(
+        "\n" in b for b in blocks) else None).tolist() == block_hashes(blocks, 2).tolist()
+
+
 def _judged(pages: list[tuple[str, list[str]]], by_text: bool) -> list[tuple]:
     """Every judgement of ``pages`` and every fingerprint the store was asked about, in order; ``by_text``:
     each text fingerprinted from its own string by the caller's function (the reference: the judge's word
