@@ -190,7 +190,7 @@ def _feed(miner: DustMiner, mining: tuple, fingerprint: Any, url_of: Optional[Ca
         miner.add_record(SharedJudgements.log_record(mining[0], mining[3], url_of))
         return
     record, blocks, title = mining[:3]
-    extraction = Extraction(" ".join(blocks), False, blocks, title) if blocks is not None else None
+    extraction = Extraction(None, False, blocks, title) if blocks is not None else None
     miner.add_record(record, extraction, fingerprint.words if isinstance(fingerprint, PageBlocks) else None)
 
 
