@@ -402,3 +402,16 @@ def test_the_varying_words_pattern_is_its_definition(text):
         sorted(B._DATE_NAMES, key=len, reverse=True)).encode() + rb")\b")
     data = text.encode("utf-8", "surrogatepass").translate(B._NORMAL, B._PUNCTUATION)
     assert B._VARYING.sub(b"0", data) == plain.sub(b"0", data)
+
+
+@pytest.mark.parametrize("blocks, expected", [
+    ([], []),
+    (["one"], [1]),
+    (["two words", "and three words", "x y z w"], [2, 3, 4]),
+    (("a tuple of blocks", "é — ü"), [4, 3]),  # a lone mark is a word here (spaces counted, as the rule counts)
+])
+def test_block_words_are_spaces_and_one(blocks, expected):
+    # the words the rule counts in each block (own words, site words), summed in numpy by its callers
+    from scrapy_dedup.content.boilerplate import _block_words
+
+    assert _block_words(blocks).tolist() == expected == [b.count(" ") + 1 for b in blocks]
