@@ -124,8 +124,8 @@ def test_pages_of_nothing_but_the_template_are_undecidable_and_named(tmp_path, c
 
 
 def test_recent_page_words_are_shared_by_pages_of_the_same_blocks():
-    # a page read again (a mirror) takes the words of its first reading; other blocks, another fingerprinter's
-    # parameters or blocks holding a newline (whose joined text is not theirs alone) are tokenized anew
+    # a page read again (a mirror) takes the words of its first reading; other blocks (the same text cut
+    # elsewhere) or another fingerprinter's parameters are tokenized anew
     from scrapy_dedup.audit.boilerplate import RecentPageWords
     from scrapy_dedup.content.engine import ContentFingerprinter
 
@@ -141,8 +141,7 @@ def test_recent_page_words_are_shared_by_pages_of_the_same_blocks():
         words = recent.words(made_by, list(blocks))
         assert (words is first) == shared
         assert words.fingerprint() == made_by.fingerprint(" ".join(blocks))
-    newline = ["a\nb", "c"]
-    assert recent.words(fingerprinter, newline) is not recent.words(fingerprinter, newline)
+    assert recent.words(fingerprinter, ["a\nb", "c"]) is not recent.words(fingerprinter, ["a", "b\nc"])
     for i in range(3):  # past its size, the oldest leave
         recent.words(fingerprinter, [f"page {i}"])
     assert recent.words(fingerprinter, ["Title of a page", "its one paragraph of words"]) is not first

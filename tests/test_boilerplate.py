@@ -415,3 +415,19 @@ def test_block_words_are_spaces_and_one(blocks, expected):
     from scrapy_dedup.content.boilerplate import _block_words
 
     assert _block_words(blocks).tolist() == expected == [b.count(" ") + 1 for b in blocks]
+
+
+@pytest.mark.parametrize("pages_before, blocks, state, text", [
+    (0, ["Menu of the site", "the page's own words here"], "warmup", "Menu of the site the page's own words here"),
+    (12, ["Menu of the site", "the page's own words here"], "reduced", "the page's own words here"),
+    (12, ["Other words entirely", "and some more of them"], "whole", "Other words entirely and some more of them"),
+])
+def test_a_reduction_joins_its_whole_text_when_read(pages_before, blocks, state, text):
+    # the whole text of a page (warm-up, nothing left out, only template) is joined from its blocks when first
+    # read; a reduced text is given
+    table = BlockTable(min_pages=1)
+    for _ in range(pages_before):
+        table.add_page(block_hashes(["Menu of the site"], 2))
+    reduction = text_to_fingerprint(table, blocks, BoilerplateRule(min_words=3), block_hashes(blocks, 2))
+    assert reduction.state == state and reduction.text == text
+    assert (reduction.given_text is None) == (state != "reduced")

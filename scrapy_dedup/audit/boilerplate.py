@@ -66,18 +66,16 @@ class RecentPageWords:
 
     def __init__(self, size: int | None = None):
         self.size = RECENT_PAGES if size is None else size
-        self._words: OrderedDict[str, PageWords] = OrderedDict()
+        self._words: OrderedDict[tuple[str, ...], PageWords] = OrderedDict()
 
     def words(self, fingerprinter: ContentFingerprinter, blocks: list[str]) -> PageWords:
-        # keyed by the blocks joined by newlines: one text per list of blocks, as no block holds a newline
-        # (page_blocks collapses whitespace; a list whose blocks hold one is not remembered)
-        key = "\n".join(blocks)
+        key = tuple(blocks)  # (not the blocks joined: a join widens each block of another string width)
         words = self._words.get(key)
         if words is not None and words.made_like(fingerprinter):
             self._words.move_to_end(key)
             return words
         words = PageWords(fingerprinter, blocks)
-        if self.size and key.count("\n") == len(blocks) - 1:
+        if self.size:
             self._words[key] = words
             if len(self._words) > self.size:
                 self._words.popitem(last=False)

@@ -66,6 +66,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from hashlib import blake2b
 from itertools import repeat
 from typing import Any
@@ -320,7 +321,8 @@ class Reduction:
     :class:`BoilerplateJudge` keeps it undecided; ``text`` is the whole text).
     """
 
-    text: str
+    #: the text less boilerplate (``reduced``); None: the whole text, :attr:`text` joins it when first read
+    given_text: str | None
     state: str
     removed: int = 0
     hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64), repr=False)
@@ -328,6 +330,13 @@ class Reduction:
     #: the page's words (:class:`PageWords`) when the judge tokenized it: its other texts, and its
     #: re-checks while it is a recent kept page, are fingerprinted from them without tokenizing again
     words: PageWords | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def text(self) -> str:
+        """The text to fingerprint: the text given, or the whole text (its blocks joined), joined only when read
+        (a judge with the page's words fingerprints from them, and the join widens every block of another
+        string width character by character)."""
+        return self.given_text if self.given_text is not None else " ".join(self.blocks)
 
 
 def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: BoilerplateRule = BoilerplateRule(),
@@ -344,13 +353,13 @@ def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: Boilerpl
         hashes = block_hashes(list(blocks), rule.min_block_words)
     blocks = tuple(blocks)  # a recent page's are a tuple already: not copied
     if warmup and table.pages < rule.warmup_pages:
-        return Reduction(" ".join(blocks), "warmup", 0, hashes, blocks, words)
+        return Reduction(None, "warmup", 0, hashes, blocks, words)
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
-        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
+        return Reduction(None, "whole", 0, hashes, blocks, words)
     text = " ".join([block for block, drop in zip(blocks, boiler.tolist()) if not drop])
     if text.count(" ") + 1 < rule.min_words:
-        return Reduction(" ".join(blocks), "template", 0, hashes, blocks, words)
+        return Reduction(None, "template", 0, hashes, blocks, words)
     return Reduction(text, "reduced", int(boiler.sum()), hashes, blocks, words)
 
 
@@ -690,9 +699,9 @@ class BoilerplateJudge:
             elif fingerprinter is not None and (whole is None or reduction.state == "reduced"):
                 page = PageWords(fingerprinter, blocks)
                 reduction = replace(reduction, words=page)
-            text = " ".join(blocks)
+            text = functools.partial(" ".join, blocks)  # the whole text: joined where read (without the page's words)
             if whole is None and reduction.state != "reduced":
-                whole = page.fingerprint() if page is not None else fingerprint(text)
+                whole = page.fingerprint() if page is not None else fingerprint(text())
             if whole is not None and degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
@@ -700,21 +709,21 @@ class BoilerplateJudge:
             if reduction.state == "reduced":
                 # the page's first entry: its reduced text's simhash and sketch under its whole text's exact
                 # hash, so that an exact copy is found exact whatever its host's template did since
-                exact = whole.exact if whole is not None else page.exact() if page is not None else exact_hash(text)
+                exact = whole.exact if whole is not None else page.exact() if page is not None else exact_hash(text())
                 if page is not None:
                     reduced = page.fingerprint(~table.is_boilerplate(reduction.hashes), exact)
                 else:
                     reduced = replace(fingerprint(reduction.text), exact=exact)
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
-                reduction = replace(reduction, text=text, state="template", removed=0)
+                reduction = replace(reduction, given_text=None, state="template", removed=0)
                 reduced = None
                 whole = whole or (page.fingerprint(exact=exact) if page is not None
-                                  else fingerprint(text))
+                                  else fingerprint(text()))
                 if degenerate(whole):
                     return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             if reduction.state == "template" and self._site_words(host, reduction) < learner.rule.min_words:
                 # only what most of its host's pages carry: no text of its own to judge it by
-                whole = whole or (page.fingerprint() if page is not None else fingerprint(text))
+                whole = whole or (page.fingerprint() if page is not None else fingerprint(text()))
                 return Judgement(engine.record_undecidable(url, timestamp=timestamp, declares=declares), whole,
                                  reduction, undecidable=True)
             reduced_stored = False
@@ -728,7 +737,7 @@ class BoilerplateJudge:
                     return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
             whole = whole or (page.fingerprint(exact=reduced.exact if reduced is not None else None)
-                              if page is not None else fingerprint(text))
+                              if page is not None else fingerprint(text()))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key
             answer = store.check_and_add(url, replace(whole, exact=second_key(whole.exact)) if reduced_stored
                                          else whole)
