@@ -421,13 +421,16 @@ def test_block_words_are_spaces_and_one(blocks, expected):
     (0, ["Menu of the site", "the page's own words here"], "warmup", "Menu of the site the page's own words here"),
     (12, ["Menu of the site", "the page's own words here"], "reduced", "the page's own words here"),
     (12, ["Other words entirely", "and some more of them"], "whole", "Other words entirely and some more of them"),
+    (12, ["Menu of the site", "two words"], "template", "Menu of the site two words"),  # 2 words left: under 3
+    (12, ["Menu of the site", "three words here"], "reduced", "three words here"),  # 3 words left: kept
 ])
-def test_a_reduction_joins_its_whole_text_when_read(pages_before, blocks, state, text):
-    # the whole text of a page (warm-up, nothing left out, only template) is joined from its blocks when first
-    # read; a reduced text is given
+def test_a_reduction_joins_its_text_when_read(pages_before, blocks, state, text):
+    # the text of a page (its whole text: warm-up, nothing left out, only template; or the blocks it keeps) is
+    # joined from its blocks when first read
     table = BlockTable(min_pages=1)
     for _ in range(pages_before):
         table.add_page(block_hashes(["Menu of the site"], 2))
     reduction = text_to_fingerprint(table, blocks, BoilerplateRule(min_words=3), block_hashes(blocks, 2))
-    assert reduction.state == state and reduction.text == text
-    assert (reduction.given_text is None) == (state != "reduced")
+    assert reduction.given_text is None and reduction.state == state
+    assert (reduction.kept is None) == (state != "reduced")
+    assert reduction.text == text

@@ -68,7 +68,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from hashlib import blake2b
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -330,13 +330,19 @@ class Reduction:
     #: the page's words (:class:`PageWords`) when the judge tokenized it: its other texts, and its
     #: re-checks while it is a recent kept page, are fingerprinted from them without tokenizing again
     words: PageWords | None = field(default=None, repr=False, compare=False)
+    #: which blocks its text holds (``reduced``: a boolean per block; None: all of them)
+    kept: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def text(self) -> str:
-        """The text to fingerprint: the text given, or the whole text (its blocks joined), joined only when read
-        (a judge with the page's words fingerprints from them, and the join widens every block of another
-        string width character by character)."""
-        return self.given_text if self.given_text is not None else " ".join(self.blocks)
+        """The text to fingerprint: the text given, else its blocks (those kept) joined, only when read (a judge
+        with the page's words fingerprints from them, and the join widens every block of another string width
+        character by character)."""
+        if self.given_text is not None:
+            return self.given_text
+        if self.kept is not None:
+            return " ".join(compress(self.blocks, self.kept.tolist()))
+        return " ".join(self.blocks)
 
 
 def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: BoilerplateRule = BoilerplateRule(),
@@ -357,10 +363,12 @@ def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: Boilerpl
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
         return Reduction(None, "whole", 0, hashes, blocks, words)
-    text = " ".join([block for block, drop in zip(blocks, boiler.tolist()) if not drop])
-    if text.count(" ") + 1 < rule.min_words:
+    kept = ~boiler
+    # the words of the text less boilerplate, " ".join of the kept blocks (an empty text: one word), counted as
+    # the rule counts them (spaces and one) without joining it
+    if (int(_block_words(blocks)[kept].sum()) if kept.any() else 1) < rule.min_words:
         return Reduction(None, "template", 0, hashes, blocks, words)
-    return Reduction(text, "reduced", int(boiler.sum()), hashes, blocks, words)
+    return Reduction(None, "reduced", int(boiler.sum()), hashes, blocks, words, kept)
 
 
 class BoilerplateLearner:
@@ -715,7 +723,7 @@ class BoilerplateJudge:
                 else:
                     reduced = replace(fingerprint(reduction.text), exact=exact)
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
-                reduction = replace(reduction, given_text=None, state="template", removed=0)
+                reduction = replace(reduction, given_text=None, state="template", removed=0, kept=None)
                 reduced = None
                 whole = whole or (page.fingerprint(exact=exact) if page is not None
                                   else fingerprint(text()))
