@@ -34,7 +34,7 @@ from scrapy_dedup.fingerprinter import (
 )
 from scrapy_dedup.jobdir import JobdirFrontier, check_generation, is_disk_full, uses_scrapys_scheduler
 from scrapy_dedup._util.files import atomic_write, set_aside, where_kept
-from scrapy_dedup._util.redis_access import PROBE_SUFFIXES, PROBE_TTL, missing_permissions, probe_key, speaks_tls
+from scrapy_dedup._util.redis_access import PROBE_SUFFIXES, PROBE_TTL, missing_permissions, probe_key
 from scrapy_dedup._util.redis_conn import connect, mask_url
 from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable from here too
     CLOSE_REASON,
@@ -46,8 +46,8 @@ from scrapy_dedup._util.redis_policy import (  # RedisStartupError: importable f
     is_redis_error,
     is_transient,
     secrets_of,
-    wait_until_reachable,
 )
+from scrapy_dedup._util.redis_startup import check_at_start
 from scrapy_dedup.seen.base import SeenSet
 from scrapy_dedup.seen.baseline import SavedFetches
 from scrapy_dedup.seen.bloom import START_CAPACITY, BloomSeenSet, CheckpointError
@@ -58,6 +58,7 @@ from scrapy_dedup.settings import (
     logged_already,
     read_settings,
     refusing_start,
+    start_failed,
     unallocatable_bloom,
 )
 from scrapy_dedup.url.generation import Generation, GenerationChanged
@@ -113,7 +114,7 @@ class _SeenDupeFilter(BaseDupeFilter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
-        with refusing_start():
+        with refusing_start(crawler):
             return cls._from_crawler(crawler)
 
     @classmethod
@@ -568,7 +569,20 @@ class _RedisDupeFilter(_SeenDupeFilter):
 
     @classmethod
     def _from_settings(cls, crawler: Crawler, cfg: DedupSettings) -> Any:
-        return cls(crawler, cfg)
+        dupefilter = cls(crawler, cfg)
+        dupefilter._require_reachable()
+        return dupefilter
+
+    def _require_reachable(self) -> None:
+        """Redis answers within ``DEDUP_REDIS_STARTUP_SECONDS``, or the crawl cannot start (under either policy).
+
+        Checked where the filter is built (``from_crawler``; scrapy-redis's scheduler: ``from_spider``, in its
+        ``open``), inside Scrapy's start of the crawl: a :class:`RedisStartupError` there fails the start, so
+        ``scrapy crawl`` exits with status 1, as for a configuration error (one ERROR line, logged here).
+        """
+        check_at_start(self.server, self.url, secrets=self.policy.secrets, what=self.kind,
+                       wait_seconds=self.startup_seconds, log=logger, key_setting="DEDUP_REDIS_KEY",
+                       url_setting=self.url_source, logged=logged_already)
 
     @staticmethod
     def _store(server: Any, key: str, cfg: DedupSettings) -> SeenSet:
@@ -697,12 +711,12 @@ class _RedisDupeFilter(_SeenDupeFilter):
     def _start(self) -> None:
         """Flush if asked, prepare the store, say how much the key holds (once); clear errors at start-up.
 
-        Under ``retry`` a Redis that cannot be reached within ``DEDUP_REDIS_STARTUP_SECONDS``
-        (or that gives up while the store is prepared) ends the crawl before it fetches
-        anything (:meth:`_refuse_start`); under ``fail_open`` an unreachable Redis only
-        logs, and the crawl starts. Refused credentials and other configuration errors
-        stop the start-up with :class:`RedisStartupError` (masked URL, no password), logged first:
-        Scrapy's own tracebacks of a start-up that failed follow it (see docs/reliability.md).
+        Redis answered when the filter was built (:meth:`_require_reachable`). Gone again since,
+        under ``retry`` (the policy gives up while the store is prepared), the start is refused
+        (:meth:`_refuse_start`); under ``fail_open`` it is an outage like any other, and the crawl
+        starts. Refused credentials and other configuration errors stop the start-up with
+        :class:`RedisStartupError` (masked URL, no password), logged first: Scrapy's own tracebacks
+        of a start-up that failed follow it (see docs/reliability.md).
         """
         self._started = True
         try:
@@ -714,11 +728,12 @@ class _RedisDupeFilter(_SeenDupeFilter):
                 # end one request or signal handler only: refuse every request and close the crawl
                 self._refused = True
                 stop_at_start(self.crawler, REFUSED_REASON)
+            else:  # raised out of the engine's start: the crawl fails to start
+                start_failed(self.crawler)
             raise
 
     def _start_or_raise(self) -> None:
         try:
-            self._refuse_a_tls_port()
             if self._unreachable_at_start():
                 return
             self._start_checked()
@@ -739,44 +754,26 @@ class _RedisDupeFilter(_SeenDupeFilter):
         # From here on every Redis error is an outage under the policy: none may escape request_seen.
         self.policy.running = True
 
-    def _refuse_a_tls_port(self) -> None:
-        """A ``redis://`` URL whose server does not answer but completes a TLS handshake: a start-up error (it
-        would look like an outage, and ``fail_open`` would crawl without the seen set)."""
-        if not self.url.startswith("redis://") or wait_until_reachable(self.server, 0.5) is None:
-            return
-        if speaks_tls(self.url, timeout=2.0):
-            raise RedisStartupError(
-                f"{self.kind}: the server at {mask_url(self.url)} (from {self.url_source}) speaks TLS: the URL must "
-                "start with rediss://")
-
     def _unreachable_at_start(self) -> bool:
-        """Under ``retry``, wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis to answer; if it does not, end
-        the crawl (True). Also True when the queue already found its Redis unreachable (and said so): a
-        request marked seen here could not be queued there."""
+        """True when the queue already found its Redis unreachable (and said so) and closes the crawl: a request
+        marked seen here could not be queued there."""
         if closing_reason(self.crawler) == CLOSE_REASON:
             self._refused = self._close_requested = True
             return True
-        if self.policy.mode != "retry":
-            return False
-        error = wait_until_reachable(self.server, self.startup_seconds)
-        if error is None:
-            return False
-        self._count("dedup/redis/errors")
-        self._refuse_start(f"cannot reach Redis at {mask_url(self.url)} (from {self.url_source}) within "
-                           f"{self.startup_seconds:g} s (DEDUP_REDIS_STARTUP_SECONDS): "
-                           f"{describe(error, self.policy.secrets)}")
-        return True
+        return False
 
     def _refuse_start(self, why: str) -> None:
-        """Redis is unusable as the crawl starts: one ERROR line, then the spider closes before fetching anything.
+        """Redis went away between the filter's build and its start (the policy gave up while the store was
+        prepared): inside ``open`` a :class:`RedisStartupError` (the start fails, as :meth:`_require_reachable`'s);
+        started later (scrapy-redis's scheduler never calls ``open``), one ERROR line, then the spider closes
+        before fetching anything, since a raise there would end one request or signal handler only.
 
-        Why not raise: an exception from the dupefilter's ``open`` leaves Scrapy's engine
-        half-open, and its close logs a cascade of tracebacks and the reason ``shutdown``.
         Meanwhile every request is refused (counted in ``dedup/redis/refused_at_start``,
         not marked seen anywhere, not journaled): only start requests can arrive, and the
-        next run makes them again. Without an engine (a filter used on its own) it raises
-        :class:`RedisStartupError`.
+        next run makes them again. Without an engine (a filter used on its own) it raises.
         """
+        if self._opening:
+            raise RedisStartupError(f"{self.kind}: {why}; the crawl cannot start")
         self._refused = self._close_requested = True
         self._set("dedup/redis/unavailable_at_start", 1)
         if not stop_at_start(self.crawler, CLOSE_REASON):

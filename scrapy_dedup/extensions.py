@@ -45,7 +45,7 @@ from scrapy_dedup.paragraph_flow import (  # noqa: F401 (PARAGRAPHS_CHECKPOINT_N
     PARAGRAPHS_CHECKPOINT_NAME, CrawlParagraphs, check_paragraphs_field)
 from scrapy_dedup.redis_content import RedisContentState, StoreCalls, index_key
 from scrapy_dedup.responses import KeptRequests, declared_canonical, source_of
-from scrapy_dedup.settings import DedupConfigError, read_settings
+from scrapy_dedup.settings import DedupConfigError, read_settings, refusing_start
 from scrapy_dedup.url.preference import url_preference
 from scrapy_dedup._util.redis_policy import RedisUnavailable, secrets_of
 
@@ -130,11 +130,11 @@ class DedupExtension:
             self._secrets = secrets_of(cfg.redis_url, cfg.redis_params) if cfg.content_backend == "redis" else ()
             self.store = open_store(cfg, cfg.content_backend, url=cfg.redis_url, redis_params=cfg.redis_params,
                                     key=index_key(cfg, self.crawler.spidercls), ttl=cfg.redis_ttl)
-            #: the Redis content index's start-up checks, outage policy and deletion (None: in memory)
             policies = (self.policies.default, *self.policies.per_domain.values())
             uses = {name: any(getattr(p, name) for p in policies) for name in ("boilerplate", "paragraphs")}
-            self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets, **uses) \
-                if cfg.content_backend == "redis" else None
+            with refusing_start(self.crawler):  # its start-up checks: a refusal's line before Scrapy's record of it
+                self.redis_state = RedisContentState(cfg, self.store, self.stats, self._secrets, **uses) \
+                    if cfg.content_backend == "redis" else None  # (its outage policy and deletion; None: in memory)
             #: every call that reaches the store: under the Redis outage policy; a failure fails open
             self.store_calls = StoreCalls(self.redis_state.policy if self.redis_state is not None else None,
                                           self._secrets, self._count)

@@ -24,6 +24,9 @@ logger = logging.getLogger("scrapy_dedup.extensions")
 
 #: the paragraph seen set (local Bloom filter) in JOBDIR: a resumed crawl does not emit its blocks again
 PARAGRAPHS_CHECKPOINT_NAME = "dedup-paragraphs.bloom"
+#: blocks a Redis paragraph seen set is sized for when DEDUP_PARAGRAPHS_CAPACITY is unset (allocated whole, in
+#: Redis: it cannot grow); the local one starts at the seen stores' START_CAPACITY and grows with the crawl
+REDIS_PARAGRAPHS_CAPACITY = 10_000_000
 
 
 def check_paragraphs_field(cfg: DedupSettings, policies: Iterable[ExtractionPolicy]) -> None:
@@ -44,12 +47,14 @@ def paragraph_key(index_prefix: str) -> str:
 
 def redis_paragraph_set(cfg: DedupSettings, index: Any) -> Any:
     """The paragraph seen set beside the Redis content ``index`` (its client and prefix): a Redis Bloom filter
-    sized by ``DEDUP_PARAGRAPHS_CAPACITY`` and ``DEDUP_PARAGRAPHS_ERROR_RATE``, not yet read or written."""
+    sized by ``DEDUP_PARAGRAPHS_CAPACITY`` (unset: :data:`REDIS_PARAGRAPHS_CAPACITY`) and
+    ``DEDUP_PARAGRAPHS_ERROR_RATE``, not yet read or written."""
     from scrapy_dedup.seen import RedisBloomSeenSet
 
     try:
-        return RedisBloomSeenSet(index.client, paragraph_key(index.prefix), cfg.paragraphs_capacity,
-                                 cfg.paragraphs_error_rate, ttl=cfg.redis_ttl)
+        return RedisBloomSeenSet(index.client, paragraph_key(index.prefix),
+                                 cfg.paragraphs_capacity or REDIS_PARAGRAPHS_CAPACITY, cfg.paragraphs_error_rate,
+                                 ttl=cfg.redis_ttl)
     except ValueError as exc:  # a filter too large for one Redis string
         raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY: {exc}") from None
 
@@ -70,16 +75,22 @@ class CrawlParagraphs:
         self.dedup = self._deduplicator(cfg, index)
 
     def _deduplicator(self, cfg: DedupSettings, index: Any) -> ParagraphDeduplicator:
-        """The blocks' seen set: a local Bloom filter, or with the Redis content index a Redis Bloom filter
-        shared by the crawl's processes (under its own fail-open outage policy, as the content index)."""
+        """The blocks' seen set: a local Bloom filter (unsized, it starts small and grows with the crawl, as
+        ``BloomDupeFilter``'s), or with the Redis content index a Redis Bloom filter shared by the crawl's
+        processes (under its own fail-open outage policy, as the content index). Its memory is logged."""
         from scrapy_dedup.seen import BloomLayoutMismatch, BloomSeenSet
+        from scrapy_dedup.seen.bloom import START_CAPACITY
 
         if cfg.content_backend != "redis":
+            capacity = cfg.paragraphs_capacity or START_CAPACITY
             try:
-                seen_blocks = BloomSeenSet(cfg.paragraphs_capacity, cfg.paragraphs_error_rate)
+                seen_blocks = BloomSeenSet(capacity, cfg.paragraphs_error_rate)
             except (MemoryError, OverflowError):  # allocated whole at start: too large for this machine
-                raise unallocatable_bloom("DEDUP_PARAGRAPHS_CAPACITY", cfg.paragraphs_capacity,
+                raise unallocatable_bloom("DEDUP_PARAGRAPHS_CAPACITY", capacity,
                                           "DEDUP_PARAGRAPHS_ERROR_RATE", cfg.paragraphs_error_rate) from None
+            grows = "" if cfg.paragraphs_capacity else "; it grows with the crawl, DEDUP_PARAGRAPHS_CAPACITY sizes it"
+            logger.info("Paragraph dedup: blocks of at least %d characters in a local Bloom filter of %s%s",
+                        cfg.paragraphs_min_chars, seen_blocks.describe(), grows)
             return ParagraphDeduplicator(seen_blocks, cfg.paragraphs_min_chars)
         key = paragraph_key(index.prefix)
         seen = redis_paragraph_set(cfg, index)
@@ -96,8 +107,9 @@ class CrawlParagraphs:
         except BloomLayoutMismatch as exc:
             raise DedupConfigError(f"DEDUP_PARAGRAPHS_CAPACITY / DEDUP_PARAGRAPHS_ERROR_RATE: {exc}") from None
         self.policy.running = True
-        logger.info("Paragraph dedup: blocks of at least %d characters in a Redis Bloom filter, key %r",
-                    cfg.paragraphs_min_chars, key)
+        logger.info("Paragraph dedup: blocks of at least %d characters in a Redis Bloom filter, key %r, for %d blocks "
+                    "at %g (%.1f MiB of Redis, allocated whole)", cfg.paragraphs_min_chars, key, seen.capacity,
+                    seen.error_rate, seen.shard_bits * seen.shards / 8 / 2**20)
         return ParagraphDeduplicator(seen, cfg.paragraphs_min_chars)
 
     def check(self, url: str, blocks: list[str]) -> ParagraphCheck:
@@ -152,13 +164,14 @@ class CrawlParagraphs:
                          "(%s)", exc, where_kept(path, set_aside(path)))
             self.stats.inc_value("dedup/paragraphs/checkpoint_errors")
             return
-        if (seen.capacity, seen.error_rate) != (self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate):
+        given = self.cfg.paragraphs_capacity  # (None: unsized, any capacity the file has will do)
+        if (seen.capacity if given else None, seen.error_rate) != (given, self.cfg.paragraphs_error_rate):
             logger.warning("Paragraph seen set: the checkpoint %s was made with DEDUP_PARAGRAPHS_CAPACITY=%d and "
                            "DEDUP_PARAGRAPHS_ERROR_RATE=%g; continuing with those (a Bloom filter cannot be resized "
-                           "without its blocks), not with the configured %d and %g; delete the file to start anew "
+                           "without its blocks), not with the configured %s and %g; delete the file to start anew "
                            "(the previous run's blocks then count as new)", path, seen.capacity, seen.error_rate,
-                           self.cfg.paragraphs_capacity, self.cfg.paragraphs_error_rate)
-        logger.info("Paragraph seen set restored from %s (%d blocks)", path, len(seen))
+                           given or "(unset)", self.cfg.paragraphs_error_rate)
+        logger.info("Paragraph seen set restored from %s: %s", path, seen.describe())
         self.stats.set_value("dedup/paragraphs/restored", len(seen))
 
     def save(self) -> None:

@@ -96,13 +96,13 @@ class RedisContentState:
             fail_open_means="pages are kept without a duplicate check until it is back (counted in "
                             "dedup/content/store_errors)",
             mode_note="the content index always fails open", log=logger)
-        reachable = check_at_start(self.store.index.client, cfg.redis_url, secrets=self.secrets,
-                                   what="content index", probes=self.permission_probes(), log=logger,
-                                   key_setting="DEDUP_REDIS_INDEX_KEY", logged=logged_already)
+        check_at_start(self.store.index.client, cfg.redis_url, secrets=self.secrets, what="content index",
+                       wait_seconds=cfg.redis_startup_seconds, probes=self.permission_probes(), log=logger,
+                       key_setting="DEDUP_REDIS_INDEX_KEY", url_setting=cfg.source_of("DEDUP_REDIS_URL"),
+                       logged=logged_already)
         if cfg.redis_flush_on_start:
             self._flush(policy, cfg)
-        if reachable:  # (unreachable: the first page's call checks it)
-            self._check_index(policy, cfg)
+        self._check_index(policy, cfg)
         policy.running = True  # configuration errors were refused just now; from here on every error is an outage
         return policy
 
@@ -157,7 +157,8 @@ class RedisContentState:
     def _check_index(self, policy: RedisErrorPolicy, cfg: DedupSettings) -> None:
         """An index written with another config (an earlier version's key layout, other bits, bands or
         sketch size) stops the crawl now, naming what to change; judged page by page, every page would
-        fail and be kept unjudged. Redis down at start: the first page's call checks it."""
+        fail and be kept unjudged. Redis gone since the start-up check answered: an outage (the first page's call
+        checks it)."""
         try:
             policy.call(self.store.check_config)
         except RedisUnavailable:

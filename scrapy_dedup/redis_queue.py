@@ -64,12 +64,11 @@ except ImportError as exc:  # not a dependency of the package: the queue's own e
                       f"installed ({exc}): pip install scrapy-dedup[queue]") from None
 
 from scrapy_dedup.clock import Clock, start_clock
-from scrapy_dedup.dupefilters import REFUSED_REASON, PairableDupeFilter
-from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter, stop_at_start
-from scrapy_dedup._util.redis_access import PROBE_TTL, probe_key, speaks_tls
-from scrapy_dedup._util.redis_conn import mask_url
+from scrapy_dedup.dupefilters import PairableDupeFilter
+from scrapy_dedup.engine_hook import close_spider_soon, on_request_done, scheduler_dupefilter
+from scrapy_dedup._util.redis_access import PROBE_TTL, probe_key
 from scrapy_dedup._util.redis_policy import (
-    CLOSE_REASON, RedisStartupError, describe, is_transient, secrets_of, wait_until_reachable,
+    CLOSE_REASON, describe, is_transient, secrets_of,
 )
 from scrapy_dedup._util.redis_startup import check_at_start
 from scrapy_dedup.settings import logged_already, read_settings, refusing_start
@@ -192,8 +191,7 @@ class AckPriorityQueue(PriorityQueue):
         #: without Redis the queue has no request to give, so failing open is not possible for it)
         self.retry_seconds: float = cfg.redis_retry_seconds
         self.on_error: str = cfg.redis_on_error
-        # host, PID and a token of this start: the PID alone comes back after a container restart
-        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+        self.worker = new_worker_id()
         self.workers_key = f"{self.key}:workers"
         #: written once per crawl (the first process to start); if it goes, the server lost the crawl's keys
         self.marker_key = f"{self.key}:marker"
@@ -227,6 +225,9 @@ class AckPriorityQueue(PriorityQueue):
         self._next_idle_check = 0.0
         #: acknowledgements Redis did not take (unreachable): serialized request -> score, retried once it answers
         self._ack_failed: dict[bytes, float] = {}
+        # Redis answers and lets the queue's user run all it sends, or the crawl cannot start (before anything of
+        # the queue is connected to the crawl): raised out of scrapy-redis's Scheduler.open
+        require_usable(server, crawler, "AckPriorityQueue", probes=self.permission_probes())
         # acknowledge each popped request when Scrapy's engine is done with it (without an engine, a queue
         # used on its own, only by ack())
         on_request_done(crawler, self._engine_done,
@@ -234,10 +235,6 @@ class AckPriorityQueue(PriorityQueue):
         self._heartbeat: Clock | None = None
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
-        #: Redis could not be reached at start: the spider is being closed, nothing is queued or popped
-        self._refused = self._unreachable_at_start(cfg.redis_startup_seconds)
-        if self._refused:
-            return
         self.marker = _text(server.register_script(_MARKER)(keys=[self.marker_key], args=[uuid.uuid4().hex]))
         self._run_id = _run_id(server)
         _LIVE_WORKERS.add(self.worker)
@@ -247,45 +244,18 @@ class AckPriorityQueue(PriorityQueue):
         self._heartbeat = start_clock(ALIVE_TTL / 3, self._beat, name="AckPriorityQueue: the heartbeat",
                                       stats=self.stats)
 
-    def _unreachable_at_start(self, seconds: float) -> bool:
-        """Wait up to ``DEDUP_REDIS_STARTUP_SECONDS`` for Redis; if it does not answer, one ERROR line and the
-        spider is closed before it fetches anything (True). A TLS port named with ``redis://``, or a user that may
-        not run a command the queue sends (:meth:`permission_probes`): one ERROR line naming it, and the spider
-        closed with ``dedup_redis_refused`` (True). Raising here instead, inside Scrapy's start, would leave the
-        engine half-open and log a cascade of tracebacks. Without an engine: raised as it is."""
-        error = wait_until_reachable(self.server, seconds)
-        settings = self.crawler.settings
-        url = settings.get("REDIS_URL") or _url_of(self.server)
-        try:
-            with refusing_start():  # a TLS port named with redis://, a command or key the user may not: one line
-                if error is None or (url.startswith("redis://") and speaks_tls(url, timeout=2.0)):
-                    check_at_start(self.server, url, secrets=self._secrets, what="AckPriorityQueue",
-                                   probes=self.permission_probes(), log=logger, key_setting="SCHEDULER_QUEUE_KEY",
-                                   url_setting="REDIS_URL", logged=logged_already)
-        except RedisStartupError:
-            self._gave_up = True
-            if stop_at_start(self.crawler, REFUSED_REASON):  # (as for an unreachable server: no raise into the start)
-                return True
-            raise
-        if error is None:
-            return False
-        self._flag("dedup/queue/unavailable_at_start")
-        self._gave_up = True
-        if not stop_at_start(self.crawler, CLOSE_REASON):
-            raise error
-        source = "REDIS_URL" if settings.get("REDIS_URL") else "REDIS_HOST/REDIS_PORT"
-        where = mask_url(settings["REDIS_URL"]) if settings.get("REDIS_URL") else _where(self.server)
-        logger.error("AckPriorityQueue: cannot reach Redis at %s (from %s) within %g s (DEDUP_REDIS_STARTUP_SECONDS): "
-                     "%s; closing the spider with reason %r before it fetches anything", where, source, seconds,
-                     describe(error, self._secrets), CLOSE_REASON)
-        return True
-
     def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
-        """Every command the queue sends (its scripts, and the commands they run), on probe keys shaped like its
-        keys (writes) or on its keys (reads), and the probe keys: for ``missing_permissions`` at start."""
-        queue, inflight, workers, alive, marker = keys = [probe_key(key) for key in (
-            self.key, self._inflight_key(self.worker), self.workers_key, self._alive_key(self.worker),
-            self.marker_key)]
+        """Every command the queue sends (:meth:`permission_probes_of`), for this queue's keys."""
+        return self.permission_probes_of(self.key, self.worker)
+
+    @classmethod
+    def permission_probes_of(cls, key: str, worker: str) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """Every command a queue at ``key`` of ``worker`` sends (its scripts, and the commands they run), on probe
+        keys shaped like its keys (writes) or on its keys (reads), and the probe keys: for ``missing_permissions``
+        at start."""
+        workers_key, marker_key = f"{key}:workers", f"{key}:marker"
+        queue, inflight, workers, alive, marker = keys = [probe_key(k) for k in (
+            key, f"{key}:inflight:{worker}", workers_key, f"{key}:alive:{worker}", marker_key)]
         probes: list[tuple[Any, ...]] = [
             ("SCRIPT", "LOAD", "return 1"),
             *(("EVALSHA", "0" * 40, 1, key) for key in keys),  # NOSCRIPT when allowed: no script runs
@@ -295,7 +265,7 @@ class AckPriorityQueue(PriorityQueue):
             ("SADD", workers, "probe"), ("SMEMBERS", workers), ("SREM", workers, "probe"),
             ("SET", alive, 1, "EX", PROBE_TTL), ("EXISTS", alive), ("SET", marker, "probe", "NX"), ("GET", marker),
             *(("DEL", key) for key in (alive, inflight, queue)),
-            ("ZCARD", self.key), ("SMEMBERS", self.workers_key), ("GET", self.marker_key)]
+            ("ZCARD", key), ("SMEMBERS", workers_key), ("GET", marker_key)]
         return probes, keys
 
     def _engine_done(self, request: "Request") -> None:
@@ -308,7 +278,7 @@ class AckPriorityQueue(PriorityQueue):
                            "fetched again", request, describe(exc, self._secrets))
             self._count("dedup/queue/ack_errors")
 
-    def _alive_key(self, worker: str) -> str:
+    def _alive_key(self, worker: str) -> str:  # (as permission_probes_of names them)
         return f"{self.key}:alive:{worker}"
 
     def _inflight_key(self, worker: str) -> str:
@@ -329,7 +299,7 @@ class AckPriorityQueue(PriorityQueue):
         self._pair_once()  # the scheduler has built its dupefilter by now, and no request was scheduled yet
 
     def _pair_once(self) -> None:
-        if self._pairing_done or self._refused:
+        if self._pairing_done:
             return
         self._pairing_done = True
         dupefilter = scheduler_dupefilter(self.crawler)
@@ -456,9 +426,6 @@ class AckPriorityQueue(PriorityQueue):
     # --- the queue ---
 
     def push(self, request: "Request") -> None:
-        if self._refused:  # closing at start (the dupefilter refuses too): only start requests, made again next run
-            self._count("dedup/queue/refused_at_start")
-            return
         if request is self._handed:  # already queued (or held) together with its fingerprint
             self._handed = None
             return
@@ -516,8 +483,6 @@ class AckPriorityQueue(PriorityQueue):
         it with the reason ``dedup_redis_unavailable`` instead. Closing with a
         reason of its own, it is not idle either, or it would close as "finished" first.
         """
-        if self._refused:
-            return 0
         try:
             self._last_length = super().__len__()
         except Exception as exc:
@@ -724,8 +689,6 @@ class AckPriorityQueue(PriorityQueue):
     def clear(self) -> None:
         """scrapy-redis's flush (``SCHEDULER_PERSIST = False`` at close, ``SCHEDULER_FLUSH_ON_START``): the queue,
         and this process's in-flight and held requests too, which the close would otherwise put back into it."""
-        if self._refused:  # never started: no Redis to flush
-            return
         super().clear()
         self.server.delete(self._inflight_key(self.worker))
         self._pending.clear()
@@ -782,9 +745,6 @@ class AckPriorityQueue(PriorityQueue):
         _LIVE_WORKERS.discard(self.worker)  # from now on a record of ours left in Redis is a dead process's
         if self._heartbeat is not None:
             self._heartbeat.stop()
-        if self._refused:  # never started: nothing of ours is in Redis
-            self.server.close()
-            return
         if self._held:
             self._next_flush = 0.0
             try:
@@ -817,14 +777,28 @@ class AckPriorityQueue(PriorityQueue):
 
 
 class AckScheduler(Scheduler):
-    """scrapy-redis's scheduler for :class:`AckPriorityQueue`, except that it does not PING Redis when built.
+    """scrapy-redis's scheduler for :class:`AckPriorityQueue`, except for its check of Redis when built.
 
-    Why: scrapy-redis's ``Scheduler.from_settings`` PINGs Redis and lets the error
-    escape from Scrapy's engine start, which then logs a cascade of tracebacks and
-    closes with the reason ``shutdown``. Here the queue (built by ``open``) waits for
-    an unreachable Redis ``DEDUP_REDIS_STARTUP_SECONDS`` at most, says so in one
-    ERROR line and closes the spider with ``dedup_redis_unavailable``.
+    Why: scrapy-redis's ``Scheduler.from_settings`` PINGs Redis once and lets redis-py's
+    error escape, a traceback. Here Redis has ``DEDUP_REDIS_STARTUP_SECONDS`` to answer,
+    and :class:`AckPriorityQueue`'s user must be allowed all the queue sends
+    (:func:`require_usable`), or the start fails with one ERROR line. Checked when the
+    scheduler is built, before Scrapy's engine gives it its slot: the failed start is that
+    line alone (from ``open``, where scrapy-redis builds the queue, which checks again,
+    Scrapy's own tracebacks of closing an engine that never opened would follow it).
     """
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> "AckScheduler":
+        scheduler = super().from_crawler(crawler)
+        queue_cls, spider = load_object(scheduler.queue_cls), getattr(crawler, "spider", None)
+        if spider is not None and isinstance(queue_cls, type) and issubclass(queue_cls, AckPriorityQueue):
+            key = scheduler.queue_key % {"spider": spider.name}
+            require_usable(scheduler.server, crawler, "AckPriorityQueue",
+                           probes=AckPriorityQueue.permission_probes_of(key, new_worker_id()))
+        else:
+            require_usable(scheduler.server, crawler, "AckScheduler")
+        return scheduler
 
     @classmethod
     def from_settings(cls, settings: Any) -> "AckScheduler":
@@ -876,6 +850,26 @@ def _where(client: Any) -> str:
     kwargs = _connection_kwargs(client)
     place = kwargs.get("path") or f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"
     return f"{place}/{kwargs.get('db') or 0}"
+
+
+def new_worker_id() -> str:
+    """Host, PID and a token of this start: the PID alone comes back after a container restart."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+
+
+def require_usable(server: Any, crawler: Any, what: str, probes: Any = None) -> None:
+    """Redis answers within ``DEDUP_REDIS_STARTUP_SECONDS`` (and lets its user run the ``probes``; a TLS port
+    named with ``redis://`` is named too), or the crawl cannot start, under either ``DEDUP_REDIS_ON_ERROR``: one
+    ERROR line (the masked server, the setting its URL came from), then a :class:`RedisStartupError` inside
+    Scrapy's start of the crawl, which fails (``scrapy crawl`` exits with status 1), as for a configuration
+    error. ``what``: the component, named in the line."""
+    settings = crawler.settings
+    url = settings.get("REDIS_URL") or _url_of(server)
+    with refusing_start(crawler):
+        check_at_start(server, url, secrets=_secrets_of_server(server, settings), what=what, probes=probes,
+                       wait_seconds=read_settings(settings).redis_startup_seconds, log=logger,
+                       key_setting="SCHEDULER_QUEUE_KEY", logged=logged_already,
+                       url_setting="REDIS_URL" if settings.get("REDIS_URL") else "REDIS_HOST/REDIS_PORT")
 
 
 def _secrets_of_server(server: Any, settings: Any) -> tuple[str, ...]:

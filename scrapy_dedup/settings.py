@@ -363,17 +363,18 @@ SETTINGS: tuple[Setting, ...] = (
        "failing snapshots): `retry` (wait, retrying with exponential "
        "backoff for up to `DEDUP_REDIS_RETRY_SECONDS` per outage, then close the spider with reason "
        "`dedup_redis_unavailable`) or `fail_open` (treat requests as unseen, counted in "
-       "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md."),
+       "`dedup/redis/fail_open`). One log line per outage; see docs/reliability.md. Outages of a running crawl "
+       "only: Redis unreachable at start fails the start under either (`DEDUP_REDIS_STARTUP_SECONDS`)."),
     _s("DEDUP_REDIS_RETRY_SECONDS", 60.0, _number(float, minimum=0), "redis",
        "Longest wait, in seconds, for Redis to come back in one outage: of `DEDUP_REDIS_ON_ERROR = 'retry'` "
        "(the dupefilters), and of the Redis queue `AckPriorityQueue` under either policy (it has no request to "
        "give without Redis); then the spider is closed with reason `dedup_redis_unavailable`. Each call's socket "
        "timeouts default to a third of it (at least 1 s, at most 30 s, 10 s to connect); under `fail_open` to 1 s."),
     _s("DEDUP_REDIS_STARTUP_SECONDS", 5.0, _number(float, minimum=0.1, maximum=365 * 86_400), "redis",
-       "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (the Redis "
-       "dupefilters under `DEDUP_REDIS_ON_ERROR = 'retry'`, and `AckPriorityQueue`): then one ERROR line names "
-       "the server (no password) and the setting its URL came from, and the spider is closed with reason "
-       "`dedup_redis_unavailable` before fetching anything."),
+       "Longest wait, in seconds, for a Redis that cannot be reached when the crawl starts (every Redis "
+       "component: the content index, the dupefilters, `AckScheduler` and `AckPriorityQueue`; under either "
+       "`DEDUP_REDIS_ON_ERROR`): then the start fails before anything is fetched, with one ERROR line naming the "
+       "server (no password) and the setting its URL came from; `scrapy crawl` exits with status 1."),
     _s("DEDUP_REDIS_INDEX_KEY", "dedup:%(spider)s:content", _key_template, "redis",
        "Key prefix of the shared content index (`DEDUP_CONTENT_BACKEND = 'redis'`). On a Redis Cluster the index "
        "is sharded over the slots unless the prefix names its own hash tag (`{...}`: one slot, one script per page)."),
@@ -391,10 +392,11 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_HOLD_MAX_ITEMS", 10_000, _number(int, minimum=0), "content",
        "In `drop` mode, most items held back at once: items of a view (a diff, an old revision, a printable "
        "version) waiting for the page it shows, and fallbacks of a cluster whose kept item has not yet passed "
-       "every pipeline (docs/items.md). Past it the oldest are released at once."),
+       "every pipeline (docs/items.md). Past it the views held longest are released at once (a fallback never: "
+       "it would duplicate the items in flight it stands in for)."),
     _s("DEDUP_HOLD_MAX_BYTES", 64 * 1024 * 1024, _number(int, minimum=0), "content",
        "In `drop` mode, most bytes of items held back at once (each item's size estimated from its fields); "
-       "past it the oldest are released at once."),
+       "past it the views held longest are released at once."),
     _s("DEDUP_TAG_FIELD", "dedup", to_str, "content",
        "Item field that `tag` mode fills with {cluster, kept_url, representative, distance, kind}: `cluster` "
        "names the cluster by its first page (the same for all its items), `kept_url` is the page this one "
@@ -421,14 +423,15 @@ SETTINGS: tuple[Setting, ...] = (
     _s("DEDUP_PARAGRAPHS_FIELD", None, to_optional_str, "content",
        "With `DEDUP_PARAGRAPHS`: the item field filled with the page's main text less its repeated blocks "
        "(blocks joined by a space); unset, items are left as they are."),
-    _s("DEDUP_PARAGRAPHS_CAPACITY", 10_000_000, _number(int, minimum=1), "content",
-       "Blocks the paragraph seen set is sized for, allocated at start when paragraph dedup is on for a host "
-       "(at 1e-6 about 3.7 MiB per million blocks: the default costs 37.4 MiB of resident memory, measured, and "
-       "as much in `JOBDIR`): a local Bloom filter that grows past it (its error rate still bounded), "
-       "or with `DEDUP_CONTENT_BACKEND = 'redis'` a Redis Bloom filter of that size, shared (key "
-       "`<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its false-positive rate rises: one WARNING then, and past 10 "
-       "times its error rate it sets no more bits, a block not in it counting as new). A local filter "
-       "resumed from `JOBDIR` keeps the capacity and error rate it was saved with (a WARNING names them)."),
+    _s("DEDUP_PARAGRAPHS_CAPACITY", None, _number(int, minimum=1, optional=True), "content",
+       "Blocks the paragraph seen set is sized for. The local Bloom filter grows past it, its error rate still "
+       "bounded; unset, it starts at 100,000 blocks (0.4 MiB at 1e-6) and grows with the crawl: set it to the "
+       "crawl's block count when you know it (fewer, larger slices: 10,000,000 blocks take 37.4 MiB at 1e-6, "
+       "and as much in `JOBDIR`). With `DEDUP_CONTENT_BACKEND = 'redis'`, a Redis Bloom filter allocated whole "
+       "at this size (unset: 10,000,000 blocks), shared (key `<DEDUP_REDIS_INDEX_KEY>:paragraphs`; past it, its "
+       "false-positive rate rises: one WARNING then, and past 10 times its error rate it sets no more bits, a "
+       "block not in it counting as new). Both log their memory at start. A local filter resumed from `JOBDIR` "
+       "keeps the capacity and error rate it was saved with (a WARNING names them)."),
     _s("DEDUP_PARAGRAPHS_ERROR_RATE", 1e-6, _number(float, minimum=0, maximum=0.1, exclusive_min=True), "content",
        "False-positive rate of the paragraph seen set: the share of new blocks wrongly taken for repeats."),
     _s("DEDUP_AUDIT_FILE", None, to_optional_str, "report",
@@ -611,10 +614,14 @@ def logged_already(error: ErrorT) -> ErrorT:
 
 
 @contextmanager
-def refusing_start() -> Iterator[None]:
+def refusing_start(crawler: Any = None) -> Iterator[None]:
     """Around the start-up of a component: a refusal of ours raised inside is logged at once, as its lines
     (before whatever Scrapy or Twisted print of the failed start), then raised on (:class:`_RefusalLines`
-    drops Scrapy's own record of it)."""
+    drops Scrapy's own record of it).
+
+    ``crawler``: the crawl being started, for a component Scrapy builds inside the engine's start (the
+    scheduler's dupefilter): see :func:`start_failed`.
+    """
     tell_refusals_without_traceback()
     try:
         yield
@@ -623,7 +630,19 @@ def refusing_start() -> Iterator[None]:
         if ours is not None and not getattr(ours, _LOGGED, False):
             _logger.error("scrapy-dedup cannot start: %s", str(ours) or type(ours).__name__)
             setattr(ours, _LOGGED, True)
+        if ours is not None and crawler is not None:
+            start_failed(crawler)
         raise
+
+
+def start_failed(crawler: Any) -> None:
+    """A refusal of ours ends the start of ``crawler`` inside the engine's start (the scheduler's dupefilter
+    built or opened), where the spider already exists: ``scrapy crawl`` must exit non-zero. Scrapy 2.13's
+    ``CrawlerProcess`` (what its ``scrapy crawl`` runs) tells a failed start only by a crawler without a spider,
+    so there it ended with exit status 0; the spider is taken off the crawler, as a start that never got that
+    far would have left it. (Newer Scrapy counts any failed start too; nothing reads the spider after.)"""
+    if getattr(crawler, "spider", None) is not None:
+        crawler.spider = None
 
 
 def tell_refusals_without_traceback() -> None:

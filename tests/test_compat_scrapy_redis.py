@@ -162,6 +162,15 @@ class OwnClient(redis.Redis):
     """A client class a project names in REDIS_PARAMS["redis_cls"]."""
 
 
+@pytest.fixture
+def unchecked(monkeypatch):
+    """``from_crawler`` without its start-up check of Redis (which fails the start when Redis does not answer):
+    the tests below name servers that do not exist, to see which one the filter would use."""
+    from scrapy_dedup.dupefilters import _RedisDupeFilter
+
+    monkeypatch.setattr(_RedisDupeFilter, "_require_reachable", lambda self: None)
+
+
 @pytest.mark.parametrize("cls", [RedisDupeFilter, RedisBloomDupeFilter])
 @pytest.mark.parametrize("given, host, port, db, password", [
     ({"REDIS_URL": "redis://foo:bar@localhost:9001/42"}, "localhost", 9001, 42, "bar"),
@@ -174,8 +183,8 @@ class OwnClient(redis.Redis):
     ({"DEDUP_REDIS_URL": "redis://127.0.0.1:7000/3", "REDIS_URL": "redis://localhost:9001/42"},
      "127.0.0.1", 7000, 3, None),
 ])
-def test_from_crawler_reads_scrapy_redis_connection_settings(cls, given, host, port, db, password):
-    """``from_crawler`` takes its server from the settings (no connection is made yet) and
+def test_from_crawler_reads_scrapy_redis_connection_settings(cls, given, host, port, db, password, unchecked):
+    """``from_crawler`` takes its server from the settings and
     ``DUPEFILTER_DEBUG``; the key is ours (``DEDUP_REDIS_KEY``, ``dedup:<spider>:seen``) where
     scrapy-redis's starts with ``dupefilter:`` (below)."""
     crawler = get_crawler(MySpider, settings_dict={**given, "DUPEFILTER_DEBUG": True, "DEDUP_BLOOM_CAPACITY": 10_000})
@@ -188,7 +197,7 @@ def test_from_crawler_reads_scrapy_redis_connection_settings(cls, given, host, p
 
 @pytest.mark.parametrize("cls", [RedisDupeFilter, RedisBloomDupeFilter])
 @pytest.mark.parametrize("redis_cls", [OwnClient, f"{__name__}.OwnClient"])
-def test_redis_params_choose_the_client_class(cls, redis_cls):
+def test_redis_params_choose_the_client_class(cls, redis_cls, unchecked):
     crawler = get_crawler(MySpider, settings_dict={"REDIS_PARAMS": {"redis_cls": redis_cls},
                                                    "DEDUP_BLOOM_CAPACITY": 10_000})
     assert isinstance(cls.from_crawler(crawler).server, OwnClient)
@@ -200,7 +209,7 @@ def test_redis_params_choose_the_client_class(cls, redis_cls):
     ({"REDIS_HOST": "127.0.0.1", "REDIS_PORT": 7000}, 5),
     ({"REDIS_URL": "redis://localhost:9001/42"}, 42),  # a database in the URL wins, in scrapy-redis too
 ])
-def test_redis_params_db_applies_as_in_scrapy_redis(cls, given, db):
+def test_redis_params_db_applies_as_in_scrapy_redis(cls, given, db, unchecked):
     """``REDIS_PARAMS = {"db": 5}`` with ``REDIS_HOST``/``REDIS_PORT`` (or neither) is database 5 for
     scrapy-redis's connection (``redis.Redis(host=..., port=..., db=5)``), so for ours too: the
     dupefilter must share the queue's database."""

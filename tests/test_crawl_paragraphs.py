@@ -53,6 +53,16 @@ class PagesSpider(scrapy.Spider):
         yield {"url": response.url}
 
 
+class RedisGoneSpider(PagesSpider):
+    """Stops its ``redis_server`` when it opens: after the start-up checks, before the first page."""
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider.redis_server.stop, signal=scrapy.signals.spider_opened)
+        return spider
+
+
 def expected_fields(order: list[tuple[str, str]], seen: set | None = None) -> dict[tuple[str, str], str]:
     """What each page's field must hold when its page is checked in ``order``, computed here on its own."""
     seen = set() if seen is None else seen
@@ -205,17 +215,20 @@ def test_two_crawls_on_one_redis_share_the_blocks(redis_url):
 
 @inlineCallbacks
 def test_redis_away_keeps_every_item_with_its_whole_text(caplog):
-    """The seen set fails open: blocks taken as new, the field holds the whole text, one ERROR line, counted."""
-    import socket
+    """The seen set fails open: blocks taken as new, the field holds the whole text, one ERROR line, counted.
+    Redis answers at start (unreachable then, the crawl would not start) and is gone when the spider opens."""
+    from tests.support.redis_server import RedisServer
 
-    with socket.socket() as free:  # a loopback port nobody listens on
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    settings = {**ADDON, "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": f"redis://:s3cret@127.0.0.1:{port}/0",
+    server = RedisServer(password="s3cret").start()
+    settings = {**ADDON, "DEDUP_CONTENT_BACKEND": "redis", "DEDUP_REDIS_URL": server.url,
                 "DEDUP_PARAGRAPHS": True, "DEDUP_PARAGRAPHS_FIELD": FIELD, "DEDUP_PARAGRAPHS_CAPACITY": 10_000,
                 "CONCURRENT_REQUESTS": 1}
-    with LocalSite(SITE) as site, caplog.at_level(logging.INFO):
-        crawler = yield run_crawl(PagesSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES])
+    try:
+        with LocalSite(SITE) as site, caplog.at_level(logging.INFO):
+            crawler = yield run_crawl(RedisGoneSpider, settings, start_urls=[site.url(h, p) for h, p in PAGES],
+                                      redis_server=server)
+    finally:
+        server.stop()
     assert {host_path(i["url"]): i[FIELD] for i in crawler.items} == {
         key: " ".join(page_blocks(html(blocks))) for key, blocks in PAGES.items()}
     stats = crawler.stats.get_stats()
@@ -323,3 +336,25 @@ def test_a_redis_filter_of_another_size_is_refused_at_start_naming_the_settings(
     with pytest.raises(DedupConfigError, match="DEDUP_PARAGRAPHS_CAPACITY / DEDUP_PARAGRAPHS_ERROR_RATE"):
         DedupExtension(get_crawler(PagesSpider, {**settings, "DEDUP_PARAGRAPHS_CAPACITY": 50_000})).open_content()
     client.close()
+
+
+def test_the_local_paragraph_seen_set_starts_small_grows_with_the_crawl_and_says_its_memory(caplog):
+    """Unsized (DEDUP_PARAGRAPHS_CAPACITY unset), the local filter starts at 100,000 blocks and grows, its error rate
+    bounded; its memory is in the start line. Before, the default allocated 10,000,000 blocks' worth at start:
+    37.4 MiB (39,190,000 bytes) for a crawl of any size, and said nothing of it."""
+    from scrapy.utils.test import get_crawler
+
+    from scrapy_dedup.extensions import DedupExtension
+    from scrapy_dedup.settings import read_settings
+
+    caplog.set_level(logging.INFO)
+    crawler = get_crawler(PagesSpider, {**ADDON, "DEDUP_PARAGRAPHS": True})
+    seen = DedupExtension(crawler).open_content().paragraph_flow.dedup.seen
+    assert seen.size_bytes() < 2**19, seen.describe()  # 0.4 MiB, not 37.4
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("Paragraph dedup:")]
+    assert len(lines) == 1 and " 0.4 MiB" in lines[0] and "grows with the crawl" in lines[0], lines
+    for i in range(250_000):  # more blocks than it started for: a second slice, its rate still bounded
+        seen.add(i.to_bytes(16, "big"))
+    assert len(seen) == 250_000 and len(seen.slices) == 2
+    assert seen.expected_false_positive_rate() <= read_settings(crawler.settings).paragraphs_error_rate
+    assert seen.size_bytes() < 2 * 2**20

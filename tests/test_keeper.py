@@ -187,14 +187,40 @@ def test_the_view_table_is_literal_and_unique():
     assert all(p.values is None or p.pattern is None for p in VIEW_PARAMETERS)
 
 
-def test_a_fallback_released_over_the_bound_leaves_the_passing_page_passing():
-    keeper = ItemKeeper(max_items=0, max_bytes=10**6)
+def test_a_fallback_is_not_released_over_the_bound():
+    """A fallback stands in for items in flight: released, it would be their duplicate (a crawl under Scrapy 2.13
+    kept a diff's item released over the bound and its article's, held behind it, released too)."""
+    keeper = ItemKeeper(max_items=0, max_bytes=0)
     keeper.page_open("/a", True)
     assert keeper.offer("/a", "/a", rank("/a"), False, "a1").action is Action.PASS
     keeper.page_open("/a", False)
-    outcome = keeper.offer("/a", "/b", rank("/b"), False, "b")  # held as the fallback, released at once
-    assert outcome.action is Action.HOLD and [h.item for g in outcome.release for h in g.items] == ["b"]
+    outcome = keeper.offer("/a", "/b", rank("/b"), False, "b", size=10)  # held as the fallback, over both bounds
+    assert outcome.action is Action.HOLD and outcome.release == [] and keeper.overflowed == 0
+    assert keeper.held_items == 1 and keeper.held_bytes == 10  # counted all the same
     assert keeper.offer("/a", "/a", rank("/a"), False, "a2").action is Action.PASS  # /a still yields
+    keeper.page_done("/a")
+    keeper.page_done("/a")
+    assert [held.item for held, _, _ in keeper.scraped("/a").drop] == ["b"]  # /a's item stored: b its duplicate
+
+
+def test_a_view_released_over_the_bound_stays_the_item_and_the_article_behind_it_waits():
+    crawl = Crawl(max_items=0)
+    crawl.page("/x", "/x?print=1", first=True)  # a view, released at once
+    assert crawl.released == ["/x?print=1"] and crawl.keeper.overflowed == 1
+    assert crawl.page("/x", "/x") == [Action.HOLD]  # the release is in flight: the article is its fallback
+    assert crawl.released == ["/x?print=1"] and crawl.keeper.overflowed == 1
+    crawl.carry_out(crawl.keeper.scraped("/x"))
+    assert crawl.dropped == ["/x"] and crawl.keeper.held_items == 0
+
+
+def test_the_bound_releases_views_past_fallbacks_held_before_them():
+    crawl = Crawl(max_items=1)
+    crawl.page("/a", "/a", first=True)  # passes; in flight
+    crawl.page("/a", "/b")  # its fallback, held first
+    crawl.page("/x?print=1", "/x?print=1", first=True)  # within the bound: 1 view
+    assert not crawl.released
+    crawl.page("/y?print=1", "/y?print=1", first=True)  # 2 views: the older view goes, not the older fallback
+    assert crawl.released == ["/x?print=1"] and crawl.keeper.overflowed == 1
 
 
 def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_after():

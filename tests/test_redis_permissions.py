@@ -12,6 +12,8 @@ import logging
 import secrets
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from urllib.parse import urlsplit
 
 import pytest
@@ -32,21 +34,34 @@ KEY = "dedup:acl:seen"
 FILTERS = {"set": "scrapy_dedup.RedisDupeFilter", "bloom": "scrapy_dedup.RedisBloomDupeFilter"}
 
 
-@pytest.fixture
-def acl_user(redis_url, redis_client):
-    """Make an ACL user with the given rules; yields a function rules -> the user's URL."""
+@contextmanager
+def acl_users(nodes: list, url_of: Callable[[str, str], str]) -> Iterator[Callable[..., str]]:
+    """A function rules -> the URL of a new ACL user with those rules on every one of ``nodes`` (ACLs are per
+    node); the users are deleted afterwards."""
     made = []
 
     def make(*rules: str) -> str:
         name, password = f"crawler{secrets.token_hex(3)}", secrets.token_hex(8)
-        redis_client.execute_command("ACL", "SETUSER", name, "reset", "on", f">{password}", *rules)
+        for node in nodes:
+            node.execute_command("ACL", "SETUSER", name, "reset", "on", f">{password}", *rules)
         made.append(name)
-        parts = urlsplit(redis_url)
-        return f"redis://{name}:{password}@{parts.hostname}:{parts.port}/0"
+        return url_of(name, password)
 
-    yield make
-    for name in made:
-        redis_client.execute_command("ACL", "DELUSER", name)
+    try:
+        yield make
+    finally:
+        for node in nodes:
+            for name in made:
+                node.execute_command("ACL", "DELUSER", name)
+
+
+@pytest.fixture
+def acl_user(redis_url, redis_client):
+    """Make an ACL user with the given rules; yields a function rules -> the user's URL."""
+    parts = urlsplit(redis_url)
+    with acl_users([redis_client], lambda name, password: f"redis://{name}:{password}@{parts.hostname}:"
+                                                          f"{parts.port}/0") as make:
+        yield make
 
 
 def start_filter(kind: str, url: str, **settings):
@@ -343,27 +358,18 @@ SHARD_KEY = "dedup:acl:shard"
 
 @pytest.fixture
 def cluster_user(redis_cluster):
-    """Make an ACL user with the given rules on every node of the cluster (ACLs are per node); yields a function
-    rules -> the user's URL (node 0; the client finds the others)."""
+    """Make an ACL user with the given rules on every node of the cluster; yields a function rules -> the user's
+    URL (node 0; the client finds the others)."""
     import redis
 
     nodes = [redis.Redis(port=node.port) for node in redis_cluster]
     for node in nodes:
         if node.execute_command("ROLE")[0] in (b"master", "master"):
             node.flushall()
-    made = []
-
-    def make(*rules: str) -> str:
-        name, password = f"crawler{secrets.token_hex(3)}", secrets.token_hex(8)
-        for node in nodes:
-            node.execute_command("ACL", "SETUSER", name, "reset", "on", f">{password}", *rules)
-        made.append(name)
-        return f"redis://{name}:{password}@127.0.0.1:{redis_cluster[0].port}/0"
-
-    yield make
+    with acl_users(nodes, lambda name, password: f"redis://{name}:{password}@127.0.0.1:"
+                                                 f"{redis_cluster[0].port}/0") as make:
+        yield make
     for node in nodes:
-        for name in made:
-            node.execute_command("ACL", "DELUSER", name)
         node.close()
 
 
@@ -468,6 +474,31 @@ def test_a_sharded_content_index_user_without_scan_is_refused_and_with_it_crawls
         client.close()
 
 
+@pytest.mark.parametrize("node", [0, 1, 2])
+@pytest_twisted.inlineCallbacks
+def test_a_cluster_user_without_scan_on_one_primary_is_refused(cluster_user, redis_cluster, caplog, node):
+    """ACLs are per node and the deletion SCANs every primary: the probe runs where the deletion will, so a user
+    denied SCAN on any one of them (the node of the URL or another) is refused at start, not at the deletion."""
+    import redis
+
+    url = cluster_user(*SHARD_NEEDS, "+scan")
+    primaries = [n for n in redis_cluster
+                 if redis.Redis(port=n.port).execute_command("ROLE")[0] in (b"master", "master")]
+    denied = redis.Redis(port=primaries[node % len(primaries)].port)
+    denied.execute_command("ACL", "SETUSER", urlsplit(url).username, "-scan")
+    denied.close()
+    pages = {("acl.test", "/"): _article(60)}
+    with LocalSite(pages) as site, caplog.at_level(logging.INFO):
+        try:
+            yield run_crawl(_Pages, _sharded_settings(url, DEDUP_BOILERPLATE=False, DEDUP_REDIS_FLUSH_ON_START=True),
+                            start_urls=[site.url("acl.test", "/")])
+        except RedisStartupError:
+            pass
+    assert sum(site.hits.values()) == 0, site.hits
+    assert len(refusal(caplog)) == 1 and "may not run what the crawl needs: SCAN (" in refusal(caplog)[0], \
+        refusal(caplog)
+
+
 # --- AckPriorityQueue: its scripts and the commands they run, on probe keys shaped like its keys ---
 
 QUEUE_KEY = "q:requests"
@@ -541,16 +572,20 @@ _LINKED = {("q.test", "/"): Page('<a href="/a">a</a> <a href="/b">b</a>'),
 @pytest.mark.parametrize("mode", ["retry", "fail_open"])
 @pytest.mark.filterwarnings("ignore:Passing a 'spider' argument:scrapy.exceptions.ScrapyDeprecationWarning")
 @pytest_twisted.inlineCallbacks
-def test_a_queue_crawl_whose_user_may_not_run_evalsha_fetches_nothing(acl_user, caplog, mode):
+def test_a_queue_crawl_whose_user_may_not_run_evalsha_fails_to_start_fetching_nothing(acl_user, caplog, mode):
     url = acl_user("~*", "+@all", "-evalsha")
-    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO):
-        crawler = yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
-                                  start_urls=[site.url("q.test", "/")])
+    with LocalSite(_LINKED) as site, caplog.at_level(logging.INFO), pytest.raises(Exception) as failed:
+        yield run_crawl(_Links, _queue_crawl_settings(url, DEDUP_REDIS_ON_ERROR=mode),
+                        start_urls=[site.url("q.test", "/")])
     assert sum(site.hits.values()) == 0
-    lines = refusal(caplog)  # the one line, no cascade of Scrapy's (the spider is closed, not its start broken)
+    # checked where AckScheduler is built, before Scrapy's engine gives it a slot: the one line, no cascade of Scrapy's
+    lines = refusal(caplog)
     assert len(lines) == 1 and f"EVALSHA on key '{QUEUE_KEY}:probe'" in lines[0], lines
     assert urlsplit(url).password not in lines[0]
-    assert crawler.stats.get_value("finish_reason") == "dedup_redis_refused"
+    error: BaseException | None = failed.value  # (Scrapy's own error closing the engine may come after it)
+    while error is not None and not isinstance(error, RedisStartupError):
+        error = error.__cause__ or error.__context__
+    assert str(error) == lines[0]
 
 
 #: exactly what the queue and the paired RedisDupeFilter need: their keys, their commands

@@ -80,9 +80,9 @@ class Fault:
     the crawl goes on, and must still have pages to fetch once Redis is back, so that
     the recovery and the replay of what it let through are seen). ``retry`` and ``fail_open`` say
     what each policy's crawl must end in: ``finished`` (0 pages lost), ``closed`` (reason
-    ``dedup_redis_unavailable``, unrecorded requests counted and logged), ``closed_at_start`` (the same
-    reason before anything is fetched, Redis unusable as the crawl starts) or ``refused`` (a configuration
-    error: start-up stopped by a :class:`RedisStartupError`); a dict gives it per filter.
+    ``dedup_redis_unavailable``, unrecorded requests counted and logged) or ``refused`` (start-up
+    stopped by a :class:`RedisStartupError`: a configuration error, or Redis unusable as the crawl
+    starts); a dict gives it per filter.
     """
 
     name: str
@@ -306,8 +306,8 @@ FAULTS = [
     Fault("full_from_start", fill_until_full, at=0,
           server_args=("--maxmemory", "1mb", "--maxmemory-policy", "noeviction"),
           # the exact filter starts (it only reads at start) and closes at the first write; the Bloom filter
-          # writes its layout at start, so retry's wait for it happens there
-          retry={"exact": "closed", "bloom": "closed_at_start"}),
+          # writes its layout at start, so retry's wait for it happens there, and the start fails
+          retry={"exact": "closed", "bloom": "refused"}),
     Fault("full_mid_crawl", memory_full, memory_freed),
     Fault("readonly_replica", demote_to_replica, promote_back, prepare=start_replica),
     Fault("misconf", snapshots_failing, snapshots_fixed, server_args=("--enable-protected-configs", "yes")),
@@ -320,8 +320,8 @@ FAULTS = [
     Fault("hung", stop, resume, lasts=3.0),
     Fault("hung_for_good", stop, retry="closed"),
     Fault("killed_restarted", kill, restart, server_args=AOF),
-    # no TLS handshake answers within DEDUP_REDIS_STARTUP_SECONDS: like an unreachable server
-    Fault("tls_to_plain_port", nothing, at=0, retry="closed_at_start",
+    # no TLS handshake answers within DEDUP_REDIS_STARTUP_SECONDS: like an unreachable server, a start-up failure
+    Fault("tls_to_plain_port", nothing, at=0, retry="refused", fail_open="refused",
           url=lambda env: f"rediss://127.0.0.1:{env.server.port}/0"),
 ]
 
@@ -457,12 +457,6 @@ def crawl_under_fault(fault: Fault, policy: str, flt: str, env: Env, caplog, bud
     assert refused is None, str(refused)
     assert not tracebacks, [r.getMessage()[:300] for r in tracebacks]
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
-    if expected == "closed_at_start":
-        assert stats["finish_reason"] == CLOSE_REASON
-        assert not site.hits
-        closing = [r for r in errors if r.name == "scrapy_dedup.dupefilters"]
-        assert len(closing) == 1 and "before it fetches anything" in closing[0].getMessage()
-        return
     outage_lines = [r for r in errors if r.name == "scrapy_dedup._util.redis_policy" and "giving up" not in r.getMessage()]
     content_lines = [r for r in errors if r.name == "scrapy_dedup.extensions"]
     assert len(outage_lines) == 1, [r.getMessage() for r in outage_lines]  # one line per outage

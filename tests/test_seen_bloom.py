@@ -309,3 +309,9 @@ def test_memory_per_key_at_one_in_a_million():
     bloom = BloomSeenSet(capacity=1_000_000, error_rate=1e-6)
     # first slice sized for 5e-7: about 31.4 bits per key; Scrapy's set costs ~90 bytes per key
     assert bloom.size_bytes() / 1_000_000 < 4.0
+
+
+def test_an_empty_filter_states_a_rate_of_zero_not_minus_zero():
+    bloom = BloomSeenSet(capacity=1_000, error_rate=1e-6)
+    assert math.copysign(1.0, bloom.estimated_false_positive_rate()) == 1.0
+    assert bloom.describe().endswith("false-positive rate 0")

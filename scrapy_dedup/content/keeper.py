@@ -18,9 +18,12 @@ is dropped as a duplicate. Two guarantees:
   item of the cluster is scraped.
 
 The bound: at most ``max_items`` items and about ``max_bytes`` bytes (the caller's size of
-each item) held at once, and one member's items per cluster. Past it the group held
-longest is released at once (:attr:`overflowed` counts them); such a released view then
-stays its cluster's item. Memory beyond what is held: one entry per cluster with a page
+each item) held at once by views waiting for their better member, and one member's items per
+cluster. Past it the view held longest is released at once (:attr:`overflowed` counts them);
+such a released view then stays its cluster's item. A fallback is not released over the bound:
+it would be a duplicate of the items in flight it stands in for, and it lives only as long as
+they do (Scrapy's concurrency bounds them), so it counts in :attr:`held_items` but never forces
+a release. Memory beyond what is held: one entry per cluster with a page
 whose items are in flight (gone once one is scraped), and one per cluster whose first page
 yielded no item (a crawl's link-only pages), with the URL of the member whose items passed
 instead once one has (:meth:`adopted_by`), and the id of each cluster an item of which went through
@@ -315,10 +318,17 @@ class ItemKeeper:
         self._held_bytes -= held.size
 
     def _overflow(self) -> list[Group]:
-        released = []
-        while self._held and (self._held_items > self.max_items or self._held_bytes > self.max_bytes):
-            oldest = next(iter(self._held))
-            group = self._release(self._clusters[oldest])
+        """Release the views held longest while what the views hold passes the bound (fallbacks never)."""
+        released: list[Group] = []
+        if self._held_items <= self.max_items and self._held_bytes <= self.max_bytes:
+            return released  # (the common case, without a look at the groups)
+        waiting = [group for group in self._held.values() if group.waiting]  # the oldest first
+        items = sum(len(group.items) for group in waiting)
+        size = sum(group.size for group in waiting)
+        for group in waiting:
+            if items <= self.max_items and size <= self.max_bytes:
+                break
+            items, size = items - len(group.items), size - group.size
+            released.append(self._release(self._clusters[group.cluster]))
             self.overflowed += len(group.items)
-            released.append(group)
         return released

@@ -146,17 +146,27 @@ class PageReader:
             return page
         page.policy = policy = self.policies.lookup(host_of(url))
         source_value, encoding = source(policy)
+        text = self._extracted(page, policy, source_value, encoding, "the response", "page not fingerprinted")
+        if text is not None:
+            page.fingerprint = self.fingerprint(self.fingerprinter_for(policy), text)
+        return page
+
+    @staticmethod
+    def _extracted(page: PageReading, policy: ExtractionPolicy, value: Any, encoding: str | None, what: str,
+                   then: str) -> str | None:
+        """``value``'s main text under ``policy``, its truncation, blocks and title set on ``page``; None
+        (``page.skipped``) when its markup cannot be read, told in one WARNING line naming ``what`` was read and
+        what ``then`` happens."""
         try:
-            extraction = extract_text(source_value, policy, encoding=encoding, blocks=policy.needs_blocks)
+            extraction = extract_text(value, policy, encoding=encoding, blocks=policy.needs_blocks)
         except Exception as exc:  # hostile markup never stops the crawl
-            logger.warning("Could not extract text from %s (%s: %s); page not fingerprinted",
-                           url, type(exc).__name__, exc)
+            logger.warning("Could not extract text of %s of %s (%s: %s); %s", what, page.url, type(exc).__name__,
+                           exc, then)
             page.skipped = "extraction_errors"
-            return page
+            return None
         page.truncated = extraction.truncated
         page.blocks, page.title = extraction.blocks, extraction.title
-        page.fingerprint = self.fingerprint(self.fingerprinter_for(policy), extraction.text)
-        return page
+        return extraction.text
 
     def read_content(self, url: str, value: Any) -> PageReading:
         """Read an item's content (``DEDUP_CONTENT_FIELD``) as the page at ``url``: HTML extracted under the
@@ -167,16 +177,10 @@ class PageReader:
         if isinstance(value, (bytearray, memoryview)):  # bytes by another type: its bytes, not its repr
             value = bytes(value)
         if isinstance(value, (bytes, str)) and looks_like_html(value):
-            try:
-                extraction = extract_text(value, policy, blocks=policy.needs_blocks)
-            except Exception as exc:  # hostile markup never stops the crawl
-                logger.warning("Could not extract text of the DEDUP_CONTENT_FIELD HTML of %s (%s: %s); item kept",
-                               url, type(exc).__name__, exc)
-                page.skipped = "extraction_errors"
+            extracted = self._extracted(page, policy, value, None, "the DEDUP_CONTENT_FIELD HTML", "item kept")
+            if extracted is None:
                 return page
-            page.truncated = extraction.truncated
-            page.blocks, page.title = extraction.blocks, extraction.title
-            text = extraction.text
+            text = extracted
         else:
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
             page.lines = text_blocks(text) if policy.paragraphs else None

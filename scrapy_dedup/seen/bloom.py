@@ -376,5 +376,5 @@ class BloomSeenSet(SeenSet):
 
 
 def _union(rates: Iterable[float]) -> float:
-    """``1 - prod(1 - r)`` without losing tiny rates to rounding."""
-    return -math.expm1(sum(math.log1p(-r) for r in rates))
+    """``1 - prod(1 - r)`` without losing tiny rates to rounding (0.0, not the -0.0 of ``-expm1(0)``)."""
+    return 0.0 - math.expm1(sum(math.log1p(-r) for r in rates))

@@ -30,3 +30,16 @@ def run_crawl(spidercls, settings: dict[str, Any] | None = None, **spider_kwargs
     crawler.signals.connect(lambda item, **kw: crawler.items.append(item), signal=signals.item_scraped, weak=False)
     yield crawler.crawl(**spider_kwargs)
     return crawler
+
+
+def refusal_in(error: BaseException | None) -> BaseException:
+    """The start-up refusal of scrapy-dedup (``RedisStartupError``) in the chain of a failed crawl's exception.
+
+    Refused where Scrapy builds the scheduler and its dupefilter (before its engine has a slot), the crawl fails
+    with Scrapy's own error of closing that engine ("Engine slot not assigned"), ours as its context."""
+    from scrapy_dedup._util.redis_policy import RedisStartupError
+
+    while error is not None and not isinstance(error, RedisStartupError):
+        error = error.__cause__ or error.__context__
+    assert error is not None, "the crawl failed, but not for a RedisStartupError"
+    return error

@@ -59,8 +59,7 @@ the crawl's quiet periods (as for the dupefilters' ``DEDUP_REDIS_TTL``).
 """
 from __future__ import annotations
 
-import threading
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule, lsh_keys
 from scrapy_dedup._util.redis_conn import connect, delete_matching, glob_escape
@@ -384,6 +383,41 @@ def check_index_config(prefix: str, *, threshold: int, bands: int, bits: int, tt
         raise ValueError("the key prefix must not be empty")
 
 
+class BandedLayout:
+    """What both Redis content indexes are: a client, a key prefix and a checked banded layout of
+    ``bits``-bit fingerprints (:func:`check_index_config`), whose bucket entries are the fingerprint's
+    bytes and a page id's; the one-slot index (:class:`RedisSimhashIndex`) and the sharded store
+    (:class:`~scrapy_dedup.content.stores.redis_sharded.ShardedRedisContentStore`) lay their keys out
+    their own way on top."""
+
+    def __init__(self, client: Any, prefix: str, *, threshold: int, bands: int, bits: int, ttl: Optional[int],
+                 allow_approximate: bool):
+        check_index_config(prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                           allow_approximate=allow_approximate)
+        self.client = client
+        self.prefix = prefix
+        self.threshold = threshold
+        self.bands = bands
+        self.bits = bits
+        self.ttl = ttl
+        self.allow_approximate = allow_approximate
+        self._fp_bytes = bits // 8
+        self._bands = band_slices(bits, bands)
+
+    def _candidates(self, blobs: Iterable[Optional[bytes]], fp: int, limit: int) -> dict[int, int]:
+        """Page id -> simhash distance of every bucket entry within ``limit`` bits of ``fp``."""
+        width = self._fp_bytes + ID_BYTES
+        found: dict[int, int] = {}
+        for blob in blobs:
+            if not blob:
+                continue
+            for off in range(0, len(blob), width):
+                dist = _popcount(int.from_bytes(blob[off:off + self._fp_bytes], "big") ^ fp)
+                if dist <= limit:
+                    found[int.from_bytes(blob[off + self._fp_bytes:off + width], "big")] = dist
+        return found
+
+
 def encode_key(key: Key) -> str:
     """Store ints and strings apart so that ``7`` and ``"7"`` stay different keys."""
     if isinstance(key, bool) or not isinstance(key, (int, str)):
@@ -396,7 +430,7 @@ def decode_key(raw: Any) -> Key:
     return int(text[2:]) if text.startswith("i:") else text[2:]
 
 
-class RedisSimhashIndex:
+class RedisSimhashIndex(BandedLayout):
     """The banded simhash index of :class:`scrapy_dedup.SimhashIndex`, stored in Redis.
 
     Same guarantee: with ``bands >= threshold + 1``, every stored fingerprint
@@ -411,25 +445,15 @@ class RedisSimhashIndex:
 
     def __init__(self, client: Any, prefix: str, *, threshold: int = 3, bands: int = 4,
                  bits: int = 64, ttl: Optional[int] = None, allow_approximate: bool = False):
-        check_index_config(prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
-                           allow_approximate=allow_approximate)
-        self.client = client
-        self.prefix = prefix
-        self.threshold = threshold
-        self.bands = bands
-        self.bits = bits
-        self.ttl = ttl
-        self.allow_approximate = allow_approximate
-        self._fp_bytes = bits // 8
+        super().__init__(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                         allow_approximate=allow_approximate)
         self._tag = hash_tagged(prefix)
         self.meta_key = f"{self._tag}:meta"
         self.keys_key = f"{self._tag}:keys"
         self.exact_key = f"{self._tag}:exact"
         self.sketch_key = f"{self._tag}:sketch"
         self._config = f"bits={bits};bands={bands};layout={LAYOUT_VERSION}"
-        self._bands = band_slices(bits, bands)
         self._script = client.register_script(LUA_CHECK_AND_ADD)
-        self._lock = threading.Lock()
 
     def permission_probes(self) -> tuple[list[tuple[Any, ...]], list[str]]:
         """The commands this index sends (its script, and the commands the script runs), on probe keys under its
@@ -536,17 +560,7 @@ class RedisSimhashIndex:
         pipe = self.client.pipeline(transaction=False)
         for name, field in self.bucket_keys(fp):
             pipe.hget(name, field)
-        buckets = pipe.execute()
-        width = self._fp_bytes + ID_BYTES
-        found: dict[int, int] = {}
-        for blob in buckets:
-            if not blob:
-                continue
-            for off in range(0, len(blob), width):
-                cand = int.from_bytes(blob[off:off + self._fp_bytes], "big")
-                dist = _popcount(cand ^ fp)
-                if dist <= self.threshold:
-                    found[int.from_bytes(blob[off + self._fp_bytes:off + width], "big")] = dist
+        found = self._candidates(pipe.execute(), fp, self.threshold)
         if not found:
             return []
         ids = sorted(found, key=lambda i: (found[i], i))

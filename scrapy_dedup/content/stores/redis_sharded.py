@@ -73,7 +73,7 @@ import threading
 from typing import Any, Iterator, Optional
 
 from scrapy_dedup.content.stores.redis_index import (
-    ID_BYTES, MAX_ID, ContentIndexMismatch, band_bucket_slots, band_slices, check_index_config, decode_key,
+    ID_BYTES, MAX_ID, BandedLayout, ContentIndexMismatch, band_bucket_slots, decode_key,
     encode_key, lsh_bucket_slots,
 )
 from scrapy_dedup.content.sketch import DEFAULT_SKETCH_SIZE, Sketch, VerifyRule
@@ -102,11 +102,7 @@ return v
 """
 
 
-def _popcount(x: int) -> int:
-    return bin(x).count("1")
-
-
-class ShardedRedisContentStore:
+class ShardedRedisContentStore(BandedLayout):
     """The content store of :class:`scrapy_dedup.content.engine.ContentDeduplicator` over a Redis Cluster.
 
     Same interface and decision rule as :class:`~scrapy_dedup.content.stores.redis_index.RedisContentStore`;
@@ -117,25 +113,17 @@ class ShardedRedisContentStore:
     def __init__(self, client: Any, prefix: str, *, threshold: int = 3, bands: int = 4, bits: int = 64,
                  ttl: Optional[int] = None, allow_approximate: bool = False, owns_client: bool = False,
                  sketch_size: int = DEFAULT_SKETCH_SIZE, verify: Optional[VerifyRule] = VerifyRule()):
-        check_index_config(prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
-                           allow_approximate=allow_approximate)
+        super().__init__(client, prefix, threshold=threshold, bands=bands, bits=bits, ttl=ttl,
+                         allow_approximate=allow_approximate)
         if "{" in prefix or "}" in prefix:
             raise ValueError(f"the key prefix {prefix!r} of a sharded content index must not contain braces: "
                              "the store puts its own hash tags in every key name")
         if verify is not None and not sketch_size:
             raise ValueError("verification needs sketches: sketch_size must be > 0 when verify is set")
-        self.client = client
-        self.prefix = prefix
-        self.threshold = threshold
-        self.bands = bands
-        self.bits = bits
-        self.ttl = ttl
         self.verify = verify
         self.sketch_size = sketch_size if verify is not None else 0
         self.meta_key = f"{{{prefix}}}:meta"
         self.races_key = f"{{{prefix}}}:races"
-        self._fp_bytes = bits // 8
-        self._bands = band_slices(bits, bands)
         self._config = f"bits={bits};bands={bands};layout=sharded{SHARDED_LAYOUT_VERSION}"
         if self.sketch_size:
             self._config += f";sketch={self.sketch_size}"
@@ -280,19 +268,6 @@ class ShardedRedisContentStore:
                 hint = (f"; it is a one-slot index: to go on using it on this cluster, name its hash tag in "
                         f"DEDUP_REDIS_INDEX_KEY ('{{{self.prefix}}}'), or choose another key")
             raise ContentIndexMismatch(self.prefix, str(stored), self._config, hint)
-
-    def _candidates(self, blobs: list[Optional[bytes]], fp: int, limit: int) -> dict[int, int]:
-        """Page id -> simhash distance of every bucket entry within ``limit`` bits."""
-        width = self._fp_bytes + ID_BYTES
-        found: dict[int, int] = {}
-        for blob in blobs:
-            if not blob:
-                continue
-            for off in range(0, len(blob), width):
-                dist = _popcount(int.from_bytes(blob[off:off + self._fp_bytes], "big") ^ fp)
-                if dist <= limit:
-                    found[int.from_bytes(blob[off + self._fp_bytes:off + width], "big")] = dist
-        return found
 
     def _records(self, ids: list[int], touched: list[str]) -> list[Optional[tuple[Optional[Sketch], str]]]:
         """``(sketch or None, url)`` of each page id (None: no record, e.g. a page that lost its exact claim)."""
