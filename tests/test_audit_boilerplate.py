@@ -121,3 +121,56 @@ def test_pages_of_nothing_but_the_template_are_undecidable_and_named(tmp_path, c
     assert main(["report", str(dump), *_learning(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "Undecidable pages" in text and f"http://{HOST}/empty/2" in text
+
+
+def test_recent_page_words_are_shared_by_pages_of_the_same_blocks():
+    # a page read again (a mirror) takes the words of its first reading; other blocks (the same text cut
+    # elsewhere) or another fingerprinter's parameters are tokenized anew
+    from scrapy_dedup.audit.boilerplate import RecentPageWords
+    from scrapy_dedup.content.engine import ContentFingerprinter
+
+    fingerprinter = ContentFingerprinter()
+    recent = RecentPageWords(size=2)
+    first = recent.words(fingerprinter, ["Title of a page", "its one paragraph of words"])
+    cases = [  # (blocks, fingerprinter, the first page's words expected)
+        (["Title of a page", "its one paragraph of words"], fingerprinter, True),
+        (["Title of a page its one paragraph of words"], fingerprinter, False),  # the same text, other blocks
+        (["Title of a page", "its one paragraph of words"], ContentFingerprinter(shingle_size=3), False),
+    ]
+    for blocks, made_by, shared in cases:
+        words = recent.words(made_by, list(blocks))
+        assert (words is first) == shared
+        assert words.fingerprint() == made_by.fingerprint(" ".join(blocks))
+    assert recent.words(fingerprinter, ["a\nb", "c"]) is not recent.words(fingerprinter, ["a", "b\nc"])
+    for i in range(3):  # past its size, the oldest leave
+        recent.words(fingerprinter, [f"page {i}"])
+    assert recent.words(fingerprinter, ["Title of a page", "its one paragraph of words"]) is not first
+
+
+def test_mirrors_sharing_their_words_give_the_same_report(tmp_path, capsys, monkeypatch):
+    # exact mirrors (the same HTML under tracking URLs) take the words of their first reading: the report is
+    # the one of a run that tokenizes every page (numbers, clusters, pairs)
+    import scrapy_dedup.audit.boilerplate as audit_boilerplate
+
+    site = TemplatedSite()
+    lines = []
+    for i in range(site.docs):
+        html = site.html(f"/doc/{i}")
+        lines += [{"url": f"http://{HOST}/doc/{i}", "html": html},
+                  {"url": f"http://{HOST}/doc/{i}?utm_source={i}", "html": html}]
+    lines += [{"url": f"http://{HOST}/doc/{i}?ref=again", "html": site.html(f"/doc/{i}")} for i in range(site.docs)]
+    dump = write_dump(tmp_path / "mirrors.jsonl", lines)
+    tokenized = []
+    page_words = audit_boilerplate.PageWords
+    monkeypatch.setattr(audit_boilerplate, "PageWords", lambda *args: tokenized.append(1) or page_words(*args))
+    outputs = []
+    for size in (audit_boilerplate.RECENT_PAGES, 0):
+        monkeypatch.setattr(audit_boilerplate, "RECENT_PAGES", size)
+        tokenized.clear()
+        clusters, pairs = tmp_path / f"clusters{size}", tmp_path / f"pairs{size}"
+        report = _report([str(dump), "--clusters", str(clusters), "--pairs", str(pairs)], capsys)
+        report.pop("elapsed_seconds", None)
+        outputs.append((report, clusters.read_bytes(), pairs.read_bytes(), len(tokenized)))
+    assert outputs[0][:3] == outputs[1][:3]
+    assert outputs[0][0]["numbers"]["exact"] >= site.docs  # the mirrors are exact duplicates
+    assert (outputs[0][3], outputs[1][3]) == (len(lines) - site.docs, len(lines))  # each mirror not tokenized

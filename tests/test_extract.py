@@ -2,7 +2,7 @@
 import pytest
 from lxml import html as lxml_html
 
-from scrapy_dedup.content.extract import POLICY_KEYS, ExtractionPolicy, extract_text
+from scrapy_dedup.content.extract import POLICY_KEYS, Extraction, ExtractionPolicy, extract_text
 from scrapy_dedup.content.params import BY_KEY, ParamError
 
 PAGE = "<html><body><nav>menu words</nav><div class='ad'>buy now</div><p>the main text here</p></body></html>"
@@ -68,3 +68,20 @@ def test_a_bad_selector_is_refused_when_the_policy_is_made_not_per_page():
         ExtractionPolicy().overridden({"strip_selectors": ["div[["]}, "site")
     with pytest.raises(AuditConfigError, match="strip_selectors: invalid CSS selector"):
         build_config(overrides={"strip_selectors": "p, div[["})
+
+
+@pytest.mark.parametrize("html", [
+    "<html><head><title>T</title></head><body><p>one two</p><div>three <b>fo</b>ur</div><p></p></body></html>",
+    "<p>caf\u00e9 \u2014 na\u00efve</p><p>ascii only</p><ul><li>\u6771\u4eac</li><li>x</li></ul>",  # widths mixed
+    "<p>   </p>",  # no block
+    "",
+])
+def test_an_extraction_with_blocks_joins_them_to_its_text_when_read(html):
+    # with blocks, the text is joined from them when first read (the audit reads only the blocks): the same text
+    # as an extraction without blocks, the blocks and the title as given
+    policy = ExtractionPolicy()
+    with_blocks = extract_text(html, policy, blocks=True)
+    assert with_blocks.given_text is None
+    assert with_blocks.text == " ".join(with_blocks.blocks or []) == extract_text(html, policy).text
+    assert with_blocks.text is with_blocks.text  # joined once
+    assert Extraction("given", False, ["not", "joined"]).text == "given"

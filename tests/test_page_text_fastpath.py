@@ -147,3 +147,22 @@ def test_example_site_pages_same_text_both_paths():
             tree = Selector(body=body, type="html", encoding="utf-8").root  # how Scrapy parses a response
             expected = reference(tree, selectors)
             assert fast(tree, selectors) == expected, page["url"]
+
+
+@pytest.mark.parametrize("raw, held", [
+    ("", False),
+    ("plain text, tabs\tnewlines\nreturns\r and spaces", False),
+    ("caf\u00e9 \u2014 \u6771\u4eac \U0001f600 \x9e block separators \x7f \x85", False),  # none of them is one
+    ("nul\x00", True), ("bell\x07", True), ("vertical tab\x0b", True), ("form feed\x0c", True), ("esc\x1b", True),
+    ("unit separator\x1f", True), ("lone \ud800 surrogate", True), ("\udfff", True),
+    ("noncharacter \ufffe", True), ("\uffff", True), ("\u00e9\x01", True),
+])
+def test_control_characters_are_told_as_the_expression_tells_them(raw, held):
+    # what sends a page to the reference path: lxml refuses these characters
+    assert T._has_control(raw) == held == (T._CONTROL.search(raw) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x10FFFF), max_size=40))
+def test_control_characters_are_told_as_the_expression_tells_them_on_any_text(raw):
+    assert T._has_control(raw) == (T._CONTROL.search(raw) is not None)

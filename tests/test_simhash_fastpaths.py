@@ -91,3 +91,23 @@ def test_word_bytes_and_their_hashes_are_the_words_and_their_hashes(blocks):
     assert [t.decode("utf-8", "surrogatepass") for t in tokens] == ref_words(" ".join(blocks))
     assert counts.tolist() == [len(ref_words(b)) for b in blocks]
     assert S.byte_token_hashes(tokens).tolist() == [S.word_hash(t.decode("utf-8", "surrogatepass")) for t in tokens]
+
+
+@pytest.mark.parametrize("blocks", [
+    ["ASCII Only, with punctuation: (yes)!", "Second BLOCK 42"],
+    ["don\u2019t \u00b6 \u2014 \u2192 \u00bbquoted\u00ab", "\u00a9 2024 \u2026"],  # separators of real pages
+    ["\u00c9COLE \u00dcber \u00c2ge", "KELVIN \u212a"],  # capitals lowered one character each (K: to ASCII)
+    ["\u0130stanbul", "\u0130I"],  # lowered to two characters: the text lowered whole
+    ["\u0391\u03a3 \u03a3\u039f\u03a6\u039f\u03a3.", "\u03c3\u03c2 \u03a3"],  # a capital sigma: by its neighbours
+    ["a\u2028b", "x\x85y\u00a0z", "tab\tand\x1cseparator"],  # Unicode separators and whitespace
+    ["lone \ud800 surrogate", "snake_case __init__"],
+    ["a block\nwith a newline", "next"],
+])
+def test_word_bytes_per_block_table(blocks):
+    """Cases of the byte tokenizer, each against the definition (the regex on the lowered text), per block."""
+    tokens, counts = S.word_bytes_per_block(blocks)
+    assert [t.decode("utf-8", "surrogatepass") for t in tokens] == ref_words(" ".join(blocks))
+    assert counts.tolist() == [len(ref_words(b)) for b in blocks]
+    hashes = S.byte_token_hashes(tokens)
+    assert hashes.dtype == np.uint64 and hashes.flags.writeable
+    assert hashes.tolist() == [S.word_hash(t.decode("utf-8", "surrogatepass")) for t in tokens]

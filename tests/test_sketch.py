@@ -262,3 +262,55 @@ def test_packed_store_writes_the_fixed_slot_file_layout_and_reads_it_back():
         if sk is not None:
             assert i in loaded.candidates(sk)
     assert loaded.add(sketches[1]) == 2600 and loaded.get(2600) == sketches[1]
+
+
+def _merged_resemblance(a, b, size: int) -> tuple[int, int]:
+    """The definition: walk the union of the two sorted sketches, the first ``size`` values, counting those of
+    both (matches) and all (taken)."""
+    va, vb = a.ints, b.ints
+    i = j = taken = matches = 0
+    while taken < size and (i < len(va) or j < len(vb)):
+        if j >= len(vb) or (i < len(va) and va[i] < vb[j]):
+            i += 1
+        elif i >= len(va) or vb[j] < va[i]:
+            j += 1
+        else:
+            matches, i, j = matches + 1, i + 1, j + 1
+        taken += 1
+    return matches, taken
+
+
+@pytest.mark.parametrize("a, b, size, expected", [
+    ([1, 2, 3], [1, 2, 3], 8, (3, 3)),  # the union fits: exact
+    ([1, 2, 3], [4, 5, 6], 8, (0, 6)),
+    ([1, 3, 5, 7], [1, 2, 5, 9], 3, (1, 3)),  # U = 1 2 3: only 1 is of both
+    ([1, 3, 5, 7], [1, 2, 5, 9], 4, (2, 4)),  # U = 1 2 3 5
+    ([10, 20], [5, 10, 15, 20], 3, (1, 3)),  # U = 5 10 15
+    ([0, 2**32 - 1], [2**32 - 1], 2, (1, 2)),  # the extremes of 32 bits
+])
+def test_resemblance_counts_the_first_size_values_of_the_union(a, b, size, expected):
+    from scrapy_dedup.content.sketch import Sketch
+
+    sa, sb = Sketch.from_ints(a, 100), Sketch.from_ints(b, 90)
+    matches, taken = expected
+    assert _merged_resemblance(sa, sb, size) == expected
+    assert resemblance(sa, sb, size).jaccard == matches / taken
+
+
+def test_resemblance_is_the_merge_of_the_sorted_sketches_on_drawn_pairs():
+    # the numpy merge against the walk over the union, on sketches of every fill, near and far pairs
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        n = int(rng.choice([3, 40, 300, 3000]))
+        base = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+        other = base.copy()
+        changed = int(rng.integers(0, n + 1))
+        other[rng.choice(n, changed, replace=False)] = rng.integers(0, 2**64 - 1, size=changed, dtype=np.uint64)
+        other = other[: int(rng.integers(1, n + 1))] if trial % 3 == 0 else other
+        size = int(rng.choice([16, 64, 256]))
+        sa, sb = make_sketch(base, size), make_sketch(other, size)
+        matches, taken = _merged_resemblance(sa, sb, size)
+        r = resemblance(sa, sb, size)
+        assert r.jaccard == matches / taken
+        common = r.jaccard * (sa.shingles + sb.shingles) / (1 + r.jaccard)
+        assert (r.only_a, r.only_b) == (sa.shingles - common, sb.shingles - common)

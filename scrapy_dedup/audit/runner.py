@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 import numpy as np
 
 from scrapy_dedup._util.batching import batches
-from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, learn_templates, \
+from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, RecentPageWords, learn_templates, \
     learns_boilerplate
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames, decode_record, input_items, open_input, page_record, \
@@ -106,6 +106,7 @@ class PageWorker:
         self.blocks = learns_boilerplate(cfg)
         self.paragraphs = bool(cfg.paragraphs)
         self.feeds_miner = feeds_miner
+        self.recent_words = RecentPageWords()  # a page read again (a mirror) is not tokenized again
 
     def text_of(self, record: PageRecord) -> str:
         if not record.is_html:
@@ -147,7 +148,8 @@ class PageWorker:
                 blocks, title = self.titled_blocks_of(parsed)
             if self.blocks:
                 # blocks are asked for with the simhash method only (learns_boilerplate): its fingerprinter
-                fingerprint = PageBlocks.of(cast(SimhashMethod, self.method).fingerprinter, blocks or [], title)
+                fingerprint = PageBlocks.of(cast(SimhashMethod, self.method).fingerprinter, blocks or [], title,
+                                            self.recent_words)
             elif blocks is not None:
                 fingerprint = self.method.fingerprint(" ".join(blocks))
             else:
@@ -190,7 +192,7 @@ def _feed(miner: DustMiner, mining: tuple, fingerprint: Any, url_of: Optional[Ca
         miner.add_record(SharedJudgements.log_record(mining[0], mining[3], url_of))
         return
     record, blocks, title = mining[:3]
-    extraction = Extraction(" ".join(blocks), False, blocks, title) if blocks is not None else None
+    extraction = Extraction(None, False, blocks, title) if blocks is not None else None
     miner.add_record(record, extraction, fingerprint.words if isinstance(fingerprint, PageBlocks) else None)
 
 

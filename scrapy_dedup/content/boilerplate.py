@@ -67,8 +67,9 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from hashlib import blake2b
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,7 +80,7 @@ from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, word_byt
 from scrapy_dedup.content.text import SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
-           "normalize_block", "block_hashes", "text_to_fingerprint", "host_of"]
+           "normalize_block", "normal_lines", "normal_digest", "block_hashes", "text_to_fingerprint", "host_of"]
 
 # One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
 # punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
@@ -117,6 +118,18 @@ def _normal_lines(text: str) -> list[bytes]:
     for i, line in zip(numbered, done):
         lines[i] = line
     return lines
+
+
+def normal_lines(text: str) -> list[bytes]:
+    """The normal form (:func:`normalize_block`) of each line of ``text``, as UTF-8: of each block of a page,
+    given its blocks joined by newlines."""
+    return _normal_lines(text)
+
+
+def normal_digest(lines: list[bytes]) -> str:
+    """The hash of a page's whole text in normal form, from its :func:`normal_lines`: BLAKE2b, 8 bytes, hex
+    (``content/judge.py``, :func:`~scrapy_dedup.content.judge.normal_text_hash`)."""
+    return blake2b(b"\n".join(lines), digest_size=8).hexdigest()
 
 
 def normalize_block(block: str) -> str:
@@ -160,9 +173,11 @@ def _substituted(ours: list[str], theirs: list[str], numbers: bool = True) -> bo
 MAX_BLOCK_CHARS = 400
 
 
-def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
+def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None,
+                 normal: list[bytes] | None = None) -> np.ndarray:
     """Hashes (uint64, top bit set: 63 bits) of the normalized blocks; 0 for a block that does not count:
-    fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`.
+    fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`. ``normal``: the normal form
+    of every block (:func:`normal_lines` of the blocks joined by newlines) when the caller has it.
 
     BLAKE2b (8 bytes), keyed by ``key`` when given (a table shared through Redis, whose key is a random salt
     kept there): the same in every process, so that which blocks a full table evicts, or a host's last room
@@ -186,7 +201,8 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     values = list(map(cache.get, picked))
     new = [i for i, value in enumerate(values) if value is None]
     if new:
-        normalized = _normal_lines("\n".join([picked[i] for i in new]))
+        normalized = (_normal_lines("\n".join([picked[i] for i in new])) if normal is None
+                      else [normal[i] for i in candidates[new].tolist()])
         digest = functools.partial(blake2b, digest_size=8, key=key) if key else functools.partial(blake2b,
                                                                                                    digest_size=8)
         hashes = [int.from_bytes(digest(norm).digest(), "little") | _TOP_BIT for norm in normalized]
@@ -199,6 +215,12 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
 #: key -> block -> its hash (see block_hashes); emptied when past the limit (about 100 bytes a block)
 _BLOCK_HASH_CACHE: dict[bytes | None, dict[str, int]] = {}
 _BLOCK_HASH_CACHE_LIMIT = 1 << 15
+
+
+def _block_words(blocks: Sequence[str]) -> np.ndarray:
+    """The words of each block as the rule counts them: its spaces and one (``page_blocks`` collapsed its
+    whitespace), counted in C, summed by the caller in numpy (a Python sum over a page's blocks cost more)."""
+    return np.fromiter(map(str.count, blocks, repeat(" ")), dtype=np.int64, count=len(blocks)) + 1
 
 
 def in_sorted(table: np.ndarray, hashes: np.ndarray) -> np.ndarray:
@@ -322,7 +344,8 @@ class Reduction:
     :class:`BoilerplateJudge` keeps it undecided; ``text`` is the whole text).
     """
 
-    text: str
+    #: the text less boilerplate (``reduced``); None: the whole text, :attr:`text` joins it when first read
+    given_text: str | None
     state: str
     removed: int = 0
     hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64), repr=False)
@@ -330,6 +353,19 @@ class Reduction:
     #: the page's words (:class:`PageWords`) when the judge tokenized it: its other texts, and its
     #: re-checks while it is a recent kept page, are fingerprinted from them without tokenizing again
     words: PageWords | None = field(default=None, repr=False, compare=False)
+    #: which blocks its text holds (``reduced``: a boolean per block; None: all of them)
+    kept: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def text(self) -> str:
+        """The text to fingerprint: the text given, else its blocks (those kept) joined, only when read (a judge
+        with the page's words fingerprints from them, and the join widens every block of another string width
+        character by character)."""
+        if self.given_text is not None:
+            return self.given_text
+        if self.kept is not None:
+            return " ".join(compress(self.blocks, self.kept.tolist()))
+        return " ".join(self.blocks)
 
 
 def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: BoilerplateRule = BoilerplateRule(),
@@ -346,14 +382,16 @@ def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: Boilerpl
         hashes = block_hashes(list(blocks), rule.min_block_words)
     blocks = tuple(blocks)  # a recent page's are a tuple already: not copied
     if warmup and table.pages < rule.warmup_pages:
-        return Reduction(" ".join(blocks), "warmup", 0, hashes, blocks, words)
+        return Reduction(None, "warmup", 0, hashes, blocks, words)
     boiler = table.is_boilerplate(hashes)
     if not boiler.any():
-        return Reduction(" ".join(blocks), "whole", 0, hashes, blocks, words)
-    text = " ".join([block for block, drop in zip(blocks, boiler.tolist()) if not drop])
-    if text.count(" ") + 1 < rule.min_words:
-        return Reduction(" ".join(blocks), "template", 0, hashes, blocks, words)
-    return Reduction(text, "reduced", int(boiler.sum()), hashes, blocks, words)
+        return Reduction(None, "whole", 0, hashes, blocks, words)
+    kept = ~boiler
+    # the words of the text less boilerplate, " ".join of the kept blocks (an empty text: one word), counted as
+    # the rule counts them (spaces and one) without joining it
+    if (int(_block_words(blocks)[kept].sum()) if kept.any() else 1) < rule.min_words:
+        return Reduction(None, "template", 0, hashes, blocks, words)
+    return Reduction(None, "reduced", int(boiler.sum()), hashes, blocks, words, kept)
 
 
 class BoilerplateLearner:
@@ -521,7 +559,7 @@ class PageWords:
     size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
     block)."""
 
-    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints", "_normal_hash")
 
     def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
         self.fingerprinter = fingerprinter
@@ -531,6 +569,7 @@ class PageWords:
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._block_hashes: dict[tuple, np.ndarray] = {}
         self._prints: dict[tuple, ContentFingerprint] = {}  # (kept blocks, exact) -> fingerprint
+        self._normal_hash: str | None = None
 
     def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
         """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
@@ -539,8 +578,22 @@ class PageWords:
         memo = (min_block_words, key)
         hashes = self._block_hashes.get(memo)
         if hashes is None:
-            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key)
+            normal = None
+            if self._normal_hash is None:  # the first time: every block normalized, for the normal hash too
+                normal = normal_lines("\n".join(blocks))
+                self._normal_hash = normal_digest(normal)
+                if len(normal) != len(blocks):  # a block holding a newline (page_blocks makes none)
+                    normal = None
+            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key, normal)
         return hashes
+
+    def normal_hash(self, blocks: list[str]) -> str:
+        """:func:`~scrapy_dedup.content.judge.normal_text_hash` of the page's ``blocks`` (those it was made of),
+        from the normal form its block hashes were made of: the audit's first pass asks for both (boilerplate
+        learning, the URL-level sameness), and each normalizes every block of the page."""
+        if self._normal_hash is None:
+            self._normal_hash = normal_digest(normal_lines("\n".join(blocks)))
+        return self._normal_hash
 
     def made_like(self, fingerprinter: ContentFingerprinter) -> bool:
         """Whether this page's fingerprints are those ``fingerprinter`` makes (shingles, bits, sketch): a copy
@@ -576,6 +629,26 @@ class PageWords:
                 del self._prints[next(iter(self._prints))]  # the oldest
             self._prints[memo] = fp
         return fp
+
+    def __reduce__(self) -> tuple:
+        # Pickled (the audit's spool between its passes, a worker's pages) with its arrays as bytes: numpy
+        # pickles an array by a generic path, about ten times the time of its bytes, and a page has several.
+        # Where its words start and end in ``text`` is left out (made again when asked for).
+        return (_page_words, (self.fingerprinter, self.text, self.hashes.tobytes(), self.counts.tobytes(),
+                              {memo: hashes.tobytes() for memo, hashes in self._block_hashes.items()},
+                              self._prints, self._normal_hash))
+
+
+def _page_words(fingerprinter: ContentFingerprinter, text: bytes, hashes: bytes, counts: bytes,
+                block_hashes: dict[tuple, bytes], prints: dict[tuple, ContentFingerprint],
+                normal_hash: str | None) -> PageWords:
+    """A :class:`PageWords` unpickled (:meth:`PageWords.__reduce__`); its arrays read-only views of the bytes."""
+    words = PageWords.__new__(PageWords)
+    words.fingerprinter, words.text, words._bounds = fingerprinter, text, None
+    words.hashes, words.counts = np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(counts, dtype=np.int64)
+    words._block_hashes = {memo: np.frombuffer(value, dtype=np.uint64) for memo, value in block_hashes.items()}
+    words._prints, words._normal_hash = prints, normal_hash
+    return words
 
 
 class BoilerplateJudge:
@@ -658,9 +731,9 @@ class BoilerplateJudge:
             elif fingerprinter is not None and (whole is None or reduction.state == "reduced"):
                 page = PageWords(fingerprinter, blocks)
                 reduction = replace(reduction, words=page)
-            text = " ".join(blocks)
+            text = functools.partial(" ".join, blocks)  # the whole text: joined where read (without the page's words)
             if whole is None and reduction.state != "reduced":
-                whole = page.fingerprint() if page is not None else fingerprint(text)
+                whole = page.fingerprint() if page is not None else fingerprint(text())
             if whole is not None and degenerate(whole):
                 return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             store = engine.store
@@ -668,21 +741,21 @@ class BoilerplateJudge:
             if reduction.state == "reduced":
                 # the page's first entry: its reduced text's simhash and sketch under its whole text's exact
                 # hash, so that an exact copy is found exact whatever its host's template did since
-                exact = whole.exact if whole is not None else page.exact() if page is not None else exact_hash(text)
+                exact = whole.exact if whole is not None else page.exact() if page is not None else exact_hash(text())
                 if page is not None:
                     reduced = page.fingerprint(~table.is_boilerplate(reduction.hashes), exact)
                 else:
                     reduced = replace(fingerprint(reduction.text), exact=exact)
             if reduced is not None and degenerate(reduced):  # the host's min_words is above the rule's
-                reduction = replace(reduction, text=text, state="template", removed=0)
+                reduction = replace(reduction, given_text=None, state="template", removed=0, kept=None)
                 reduced = None
                 whole = whole or (page.fingerprint(exact=exact) if page is not None
-                                  else fingerprint(text))
+                                  else fingerprint(text()))
                 if degenerate(whole):
                     return Judgement(engine.check_fingerprint(url, whole, degenerate=True), whole, reduction)
             if reduction.state == "template" and self._site_words(host, reduction) < learner.rule.min_words:
                 # only what most of its host's pages carry: no text of its own to judge it by
-                whole = whole or (page.fingerprint() if page is not None else fingerprint(text))
+                whole = whole or (page.fingerprint() if page is not None else fingerprint(text()))
                 return Judgement(engine.record_undecidable(url, timestamp=timestamp, declares=declares), whole,
                                  reduction, undecidable=True)
             reduced_stored = False
@@ -698,7 +771,7 @@ class BoilerplateJudge:
                 if reduced_stored:  # its entry stays under its URL: a later page matching it is told by its name
                     self._remember_title(host, url, title)
             whole = whole or (page.fingerprint(exact=reduced.exact if reduced is not None else None)
-                              if page is not None else fingerprint(text))
+                              if page is not None else fingerprint(text()))
             # a page whose first entry holds its whole text's exact hash stores its whole text under another key
             answer = store.check_and_add(url, replace(whole, exact=second_key(whole.exact)) if reduced_stored
                                          else whole)
@@ -790,7 +863,7 @@ class BoilerplateJudge:
         table = self.learner.table(host)
         floor = max(self.learner.rule.min_pages, table.pages // 2)
         site = table.is_boilerplate(page.hashes) & (table.counts(page.hashes) >= floor)
-        return sum(block.count(" ") + 1 for block, chrome in zip(page.blocks, site.tolist()) if not chrome)
+        return int(_block_words(page.blocks)[~site].sum())
 
     def _own_words(self, host: str, page: Reduction) -> int:
         """Words of the page's reduced text in blocks of its own: neither boilerplate nor counted on two
@@ -803,7 +876,7 @@ class BoilerplateJudge:
         lengths = np.fromiter(map(len, page.blocks), dtype=np.int64, count=len(page.blocks))
         own = ~table.is_boilerplate(page.hashes) & np.where(page.hashes == 0, lengths > MAX_BLOCK_CHARS,
                                                              table.counts(page.hashes) <= 1)
-        return sum(block.count(" ") + 1 for block, mine in zip(page.blocks, own.tolist()) if mine)
+        return int(_block_words(page.blocks)[own].sum())
 
     def _template_undoes(self, host: str, page: Reduction, kept_url: str,
                          fingerprint: Callable[[str], ContentFingerprint],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from scrapy_dedup.content.params import BY_KEY, ParamError
@@ -63,15 +64,22 @@ class ExtractionPolicy:
 
 @dataclass(frozen=True)
 class Extraction:
-    """The main text of one page, whether its source was cut at the policy's ``max_bytes``, and its blocks
-    (``" ".join(blocks) == text``) and name when blocks are asked for (else None): ``title``, its ``<title>``,
-    headings and subtitle (:func:`~scrapy_dedup.content.text.page_blocks_titled`; None without a title or a
-    heading)."""
+    """The main text of one page (:attr:`text`), whether its source was cut at the policy's ``max_bytes``, and
+    its blocks (``" ".join(blocks) == text``) and name when blocks are asked for (else None): ``title``, its
+    ``<title>``, headings and subtitle (:func:`~scrapy_dedup.content.text.page_blocks_titled`; None without a
+    title or a heading). Made with blocks, ``given_text`` is None and the text is joined from them when first
+    read: a caller that learns boilerplate may read only the blocks (the offline audit), and the join of a
+    page's blocks is not free (blocks of other string widths are widened character by character)."""
 
-    text: str
+    given_text: str | None
     truncated: bool
     blocks: list[str] | None = None
     title: str | None = None
+
+    @cached_property
+    def text(self) -> str:
+        """The page's main text: the text given, or its blocks joined by spaces."""
+        return self.given_text if self.given_text is not None else " ".join(self.blocks or ())
 
 
 def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None = None,
@@ -91,6 +99,6 @@ def extract_text(source: Any, policy: ExtractionPolicy, *, encoding: str | None 
     if blocks:  # the same text, cut at block elements (one pass): a caller that learns boilerplate
         cut, title = page_blocks_titled(source, strip_tags=policy.strip_tags,
                                         strip_selectors=policy.strip_selectors, encoding=encoding)
-        return Extraction(" ".join(cut), truncated, cut, title)
+        return Extraction(None, truncated, cut, title)
     text = page_text(source, strip_tags=policy.strip_tags, strip_selectors=policy.strip_selectors, encoding=encoding)
     return Extraction(text, truncated)

@@ -26,11 +26,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from hashlib import blake2b
 from typing import Any, Literal
 
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule, Judgement, \
-    host_of, normalize_block
+    PageWords, host_of, normal_digest, normal_lines
 from scrapy_dedup.content.engine import (
     ContentDeduplicator,
     ContentFingerprint,
@@ -59,8 +58,7 @@ def normal_text_hash(blocks: list[str]) -> str:
     (:func:`~scrapy_dedup.content.boilerplate.normalize_block`: case, punctuation, and digits, dates and
     hexadecimal ids to one placeholder), hashed: BLAKE2b, 8 bytes, hex (the same in every process). Two
     fetches of one page that differ only in a per-fetch number, date or id have the same."""
-    normal = normalize_block("\n".join(blocks)).encode("utf-8", "surrogatepass")
-    return blake2b(normal, digest_size=8).hexdigest()
+    return normal_digest(normal_lines("\n".join(blocks)))
 
 
 def same_page_evidence(kind: Any, basis: Any = None, normal_hash: Any = None, kept_normal_hash: Any = None) -> bool:
@@ -204,7 +202,7 @@ class PageJudge:
                 whole = words.fingerprint()  # the page's words, tokenized once by the caller
             else:
                 whole = (fingerprint or self.engine.fingerprint)(" ".join(blocks))
-        return self._noted(page, whole, blocks)
+        return self._noted(page, whole, blocks, kwargs.get("words"))
 
     def judge_page(self, url: str, fp: ContentFingerprint, fingerprinter: ContentFingerprinter,
                    blocks: list[str] | None = None, *, learns_boilerplate: bool = False,
@@ -225,16 +223,20 @@ class PageJudge:
             return call(self.judge_text, url, fp, degenerate, **kwargs)
         return self.judge_text(url, fp, degenerate, **kwargs)
 
-    def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None) -> PageVerdict:
+    def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None,
+               words: PageWords | None = None) -> PageVerdict:
         """``page`` with its page at the URL strictness; a kept page (or a new page of a cluster at the URL
-        strictness) noted for the later ones."""
+        strictness) noted for the later ones (``words``: the :class:`PageWords` of ``blocks``, if any: their
+        normal hash was made with their block hashes)."""
         verdict = page.verdict
         cluster = verdict.cluster
         if cluster is None or not (verdict.kind == "unique" or page.reduced_match):
             return page
         if not self.url_sameness:
             return _with(page, url_page=verdict.url) if page.reduced_match else page
-        normal = normal_text_hash(blocks) if blocks is not None else None
+        normal = None
+        if blocks is not None:
+            normal = words.normal_hash(blocks) if words is not None else normal_text_hash(blocks)
         with self._lock:
             pages = self._url_pages.setdefault(cluster, [])
             if verdict.kind != "unique":

@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -68,6 +69,8 @@ _ASCII_BYTES = bytes(range(128))
 # the same, but a newline stays a newline (words_per_block: where one block ends)
 _ASCII_NON_WORD_BUT_NEWLINE = {c: s for c, s in _ASCII_NON_WORD.items() if c != 10}
 _ASCII_NON_WORD_BUT_NEWLINE_BYTES = bytes(0x20 if c in _ASCII_NON_WORD_BUT_NEWLINE else c for c in range(256))
+# ... and ASCII capitals lowercased too: the lowercasing and the cutting of UTF-8 text in one C pass
+_LOWER_WORD_BYTES = bytes(c + 32 if 65 <= c <= 90 else _ASCII_NON_WORD_BUT_NEWLINE_BYTES[c] for c in range(256))
 
 
 def words(text: str) -> list[str]:
@@ -105,15 +108,25 @@ def word_bytes_per_block(blocks: Sequence[str]) -> tuple[list[bytes], np.ndarray
     several times faster on text that is not ASCII."""
     if not blocks:
         return [], np.zeros(0, dtype=np.int64)
-    lowered = "\n".join(blocks).lower()
-    if lowered.isascii():
-        data = lowered.translate(_ASCII_NON_WORD_BUT_NEWLINE).encode("ascii")
-    else:  # as words(): the non-ASCII separators to spaces in UTF-8, then the ASCII ones (newline kept)
-        data = lowered.encode("utf-8", "surrogatepass")
-        for char in set(data.translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")):
-            if not (char.isalnum() or char == "_"):
-                data = data.replace(char.encode("utf-8", "surrogatepass"), b" ")
-        data = data.translate(_ASCII_NON_WORD_BUT_NEWLINE_BYTES)
+    text = "\n".join(blocks)
+    if not text.isascii():
+        # Lowercased and cut as UTF-8 bytes below; first each distinct non-ASCII character becomes the one
+        # character it reads as (:func:`_char_form`: its lowercase, or a space for a separator) by
+        # str.replace, which is a copy and a scan when the replacement is one character (str.lower() of a
+        # text that is not ASCII costs more than the rest of the cutting together; bytes.replace of a
+        # multi-byte character, more again). A character's lowercase is its own lowercase again, so the
+        # replacements do not meet and their order does not matter. A text holding a character without one
+        # form (a capital sigma, lowered by its neighbours; a capital I with a dot, two characters lowered)
+        # is lowered whole first: its characters then have one.
+        chars = _non_ascii_chars(text)
+        if any(_char_form(char) is None for char in chars):
+            text = text.lower()
+            chars = _non_ascii_chars(text)
+        for char in chars:
+            form = _char_form(char)
+            if form != char:
+                text = text.replace(char, form)  # type: ignore[arg-type]  # not None: see above
+    data = text.encode("utf-8", "surrogatepass").translate(_LOWER_WORD_BYTES)
     tokens = data.split()  # only spaces and newlines are left between words (every other separator is a space)
     codes = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(codes == 10)
@@ -124,6 +137,22 @@ def word_bytes_per_block(blocks: Sequence[str]) -> tuple[list[bytes], np.ndarray
     starts[1:] &= gap[:-1]
     before = np.cumsum(starts, dtype=np.int64)[newlines]  # words started before each newline
     return tokens, np.diff(np.concatenate(([0], before, [len(tokens)])))
+
+
+def _non_ascii_chars(text: str) -> set[str]:
+    """The distinct non-ASCII characters of ``text`` (its UTF-8 less the ASCII bytes, decoded: in C)."""
+    return set(text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass"))
+
+
+@lru_cache(maxsize=4096)
+def _char_form(char: str) -> str | None:
+    """The character ``char`` reads as in :func:`words`: its lowercase, a space when that is no word character;
+    None when that is not one character of its own (a capital sigma's lowercase depends on its neighbours,
+    the lowercase of a capital I with a dot above is two characters)."""
+    lower = char.lower()
+    if char == "\u03a3" or len(lower) != 1:
+        return None
+    return lower if lower.isalnum() or lower == "_" else " "
 
 
 def word_hash(word: str) -> int:
@@ -140,10 +169,12 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
 
 
 class _ByteWordHashCache(dict):
-    """UTF-8 word -> :func:`word_hash` of the word (BLAKE2b-64 of those bytes), as :class:`_WordHashCache`."""
+    """UTF-8 word -> the 8 bytes of its BLAKE2b-64 digest (:func:`word_hash` read little-endian), as
+    :class:`_WordHashCache`: kept as bytes, so that a page's hashes are one ``bytes.join`` read by numpy, not a
+    Python int converted per word."""
 
-    def __missing__(self, word: bytes) -> int:
-        value = self[word] = int.from_bytes(_blake2b(word, digest_size=8).digest(), "little")
+    def __missing__(self, word: bytes) -> bytes:
+        value = self[word] = _blake2b(word, digest_size=8).digest()
         return value
 
 
@@ -155,7 +186,8 @@ def byte_token_hashes(tokens: Sequence[bytes]) -> np.ndarray:
     cache = _BYTE_WORD_CACHE
     if len(cache) > _WORD_CACHE_LIMIT:
         cache.clear()
-    return np.fromiter(map(cache.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
+    digests = b"".join(map(cache.__getitem__, tokens))
+    return np.frombuffer(digests, dtype=_LITTLE_U64).astype(np.uint64)  # a copy: writable, native order
 
 
 def _shingle_states(hashes: np.ndarray, shingle_size: int) -> np.ndarray:

@@ -172,21 +172,20 @@ def resemblance(a: Sketch, b: Sketch, size: int) -> Resemblance:
 
     The arithmetic is mirrored exactly by the Redis script (IEEE doubles, same order).
     """
-    va, vb = a.ints, b.ints
-    if not va or not vb:
-        return Resemblance(1.0 if va == vb else 0.0, float(a.shingles), float(b.shingles))
-    i = j = taken = matches = 0
-    la, lb = len(va), len(vb)
-    while taken < size and (i < la or j < lb):
-        if j >= lb or (i < la and va[i] < vb[j]):
-            i += 1
-        elif i >= la or vb[j] < va[i]:
-            j += 1
-        else:
-            matches += 1
-            i += 1
-            j += 1
-        taken += 1
+    if not a.values or not b.values:
+        return Resemblance(1.0 if a.values == b.values else 0.0, float(a.shingles), float(b.shingles))
+    # The merge of the two sorted lists, in numpy (a Python loop over 256 values each took 3-4 times as long):
+    # both sorted together, a value of both pages is there twice in a row. U is the first ``size`` distinct
+    # values; the values of both pages among them are the repeats at or below U's last value.
+    merged = np.frombuffer(a.values + b.values, dtype=">u4").astype(np.uint32)
+    merged.sort()
+    repeated = merged[1:] == merged[:-1]
+    distinct = len(merged) - int(np.count_nonzero(repeated))
+    if distinct <= size:
+        taken, matches = distinct, len(merged) - distinct
+    else:
+        last = merged[np.concatenate(([True], ~repeated))][size - 1]
+        taken, matches = size, int(np.searchsorted(merged, last, side="right")) - size
     jaccard = matches / taken
     common = jaccard * (a.shingles + b.shingles) / (1 + jaccard)
     return Resemblance(jaccard, a.shingles - common, b.shingles - common)
