@@ -321,7 +321,7 @@ class DedupExtension:
             judged = self.judge.judge_page(url, fp, fingerprinter, blocks, learns_boilerplate=policy.boilerplate,
                                            fingerprint=lambda text: self.reader.fingerprint(fingerprinter, text),
                                            call=self.store_calls.call, timestamp=timestamp, declares=declares,
-                                           title=title)
+                                           title=title, media=page.media if page is not None else None)
             if judged.judgement is not None:  # the boilerplate rule's account
                 self._count_boilerplate(url, judged.judgement)
         except RedisUnavailable:  # Redis is away (the policy logged it once): fail open, the item is kept

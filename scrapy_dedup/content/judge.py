@@ -13,8 +13,10 @@
   also forgoes its links). At ``"url"`` the sameness must hold on the two pages' *whole* texts:
   an exact match, a near match of the whole texts, or a near match of the texts less
   boilerplate whose whole texts are alike too (by the engine's own pair rule on the kept page's
-  whole fingerprint, or, when that is no longer at hand, by :func:`normal_text_hash`). A verdict
-  that fails it names the page by its own URL at ``"url"``.
+  whole fingerprint, or, when that is no longer at hand, by :func:`normal_text_hash`); and the two
+  pages must be of one media kind (:data:`MEDIA_KINDS`, when the caller tells it): a raw file
+  (``text/plain``) and the HTML page that renders it have the same text, yet are two resources, and
+  a URL merge of the two loses one. A verdict that fails it names the page by its own URL at ``"url"``.
 
 The crawl log (``DEDUP_LOG_FILE``) writes ``"basis": "reduced"`` exactly when a verdict fails the
 URL-level sameness, so ``mine-dust`` (:func:`same_page_evidence` on the log's fields) reads the
@@ -40,12 +42,14 @@ from scrapy_dedup.content.engine import (
 from scrapy_dedup.content.representative import UrlKey
 from scrapy_dedup.content.stores import memory_store, open_store
 
-__all__ = ["STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
+__all__ = ["MEDIA_KINDS", "STRICTNESS", "Strictness", "REDUCED_BASIS", "KEPT_WHOLE_PAGES", "PageJudge", "PageVerdict",
            "build_engine", "memory_store", "normal_text_hash", "same_page_evidence"]
 
 Strictness = Literal["item", "url"]
 #: the two strictnesses of "same page": an item drop's, a URL merge's
 STRICTNESS: tuple[str, ...] = ("item", "url")
+#: what a page is, for the URL-level sameness: HTML, or another text (a raw file, ``text/plain``, Markdown)
+MEDIA_KINDS: tuple[str, ...] = ("html", "text")
 #: a crawl log's ``basis`` of a verdict that fails the URL-level sameness (it rests on the texts less boilerplate)
 REDUCED_BASIS = "reduced"
 #: kept pages whose whole fingerprint the judge keeps for the URL-level sameness (the most recent ones; an older
@@ -133,11 +137,13 @@ class PageVerdict:
 @dataclass
 class _UrlPage:
     """A page of a cluster at the URL strictness: its name (the first URL of it), its whole text's normal
-    hash and fingerprint (None once the judge let it go: only the normal hash compares then)."""
+    hash and fingerprint (None once the judge let it go: only the normal hash compares then), its media kind
+    (:data:`MEDIA_KINDS`; None: not told)."""
 
     name: str
     normal: str | None
     whole: ContentFingerprint | None
+    media: str | None = None
 
 
 class PageJudge:
@@ -179,18 +185,19 @@ class PageJudge:
             judge = BoilerplateJudge(engine, learner, host_of_key=host_of_key)
         return cls(engine, judge, url_sameness=url_sameness, kept_whole_pages=kept_whole_pages)
 
-    def judge_text(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None,
-                   **kwargs: Any) -> PageVerdict:
+    def judge_text(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None, *,
+                   media: str | None = None, **kwargs: Any) -> PageVerdict:
         """A page's whole text (fingerprinted as ``fp``) judged by the engine alone (its host learns no
-        boilerplate); ``kwargs``: ``timestamp``, ``declares`` (the representative policy)."""
+        boilerplate); ``media``: its kind (:data:`MEDIA_KINDS`; None: not told); ``kwargs``: ``timestamp``,
+        ``declares`` (the representative policy)."""
         verdict = self.engine.check_fingerprint(url, fp, degenerate, **kwargs)
-        return self._noted(PageVerdict(verdict, fp), fp, None)
+        return self._noted(PageVerdict(verdict, fp), fp, None, media=media)
 
     def judge_blocks(self, url: str, blocks: list[str], *, whole: ContentFingerprint | None = None,
-                     **kwargs: Any) -> PageVerdict:
+                     media: str | None = None, **kwargs: Any) -> PageVerdict:
         """A page made of ``blocks`` judged by the boilerplate rule (:meth:`BoilerplateJudge.check`; ``kwargs``:
         ``host``, ``fingerprint``, ``degenerate``, ``timestamp``, ``declares``, ``title``, ``words``); ``whole``:
-        the whole text's fingerprint when the caller has it."""
+        the whole text's fingerprint when the caller has it; ``media`` as in :meth:`judge_text`."""
         assert self.boilerplate is not None, "judge_blocks needs the boilerplate rule"
         judgement = self.boilerplate.check(url, blocks, whole=whole, **kwargs)
         verdict = judgement.verdict
@@ -202,7 +209,7 @@ class PageJudge:
                 whole = words.fingerprint()  # the page's words, tokenized once by the caller
             else:
                 whole = (fingerprint or self.engine.fingerprint)(" ".join(blocks))
-        return self._noted(page, whole, blocks, kwargs.get("words"))
+        return self._noted(page, whole, blocks, kwargs.get("words"), media=media)
 
     def judge_page(self, url: str, fp: ContentFingerprint, fingerprinter: ContentFingerprinter,
                    blocks: list[str] | None = None, *, learns_boilerplate: bool = False,
@@ -213,7 +220,8 @@ class PageJudge:
         degenerate pages): with its ``blocks`` and a host that ``learns_boilerplate``, judged by the boilerplate
         rule (:meth:`judge_blocks`; ``fingerprint``: the caller's fingerprint of a text, cached or not), else by
         its whole text (:meth:`judge_text`). ``call`` runs each call that reaches the store (the crawl's Redis
-        outage policy); a degenerate page reaches none. ``kwargs``: ``timestamp``, ``declares``, ``title``."""
+        outage policy); a degenerate page reaches none. ``kwargs``: ``timestamp``, ``declares``, ``title``,
+        ``media``."""
         degenerate = fingerprinter.is_degenerate(fp)
         if blocks is not None and learns_boilerplate and self.boilerplate is not None and not degenerate:
             return call(self.judge_blocks, url, blocks, fingerprint=fingerprint or fingerprinter.fingerprint,
@@ -224,13 +232,15 @@ class PageJudge:
         return self.judge_text(url, fp, degenerate, **kwargs)
 
     def _noted(self, page: PageVerdict, whole: ContentFingerprint | None, blocks: list[str] | None,
-               words: PageWords | None = None) -> PageVerdict:
+               words: PageWords | None = None, *, media: str | None = None) -> PageVerdict:
         """``page`` with its page at the URL strictness; a kept page (or a new page of a cluster at the URL
         strictness) noted for the later ones (``words``: the :class:`PageWords` of ``blocks``, if any: their
-        normal hash was made with their block hashes)."""
+        normal hash was made with their block hashes; ``media``: its kind, None when not told). A match of
+        the whole texts is the kept page's only when both are of one media kind."""
         verdict = page.verdict
         cluster = verdict.cluster
-        if cluster is None or not (verdict.kind == "unique" or page.reduced_match):
+        if cluster is None or not (verdict.kind == "unique" or page.reduced_match
+                                   or self._media_differs(cluster, media)):
             return page
         if not self.url_sameness:
             return _with(page, url_page=verdict.url) if page.reduced_match else page
@@ -240,16 +250,26 @@ class PageJudge:
         with self._lock:
             pages = self._url_pages.setdefault(cluster, [])
             if verdict.kind != "unique":
-                for known in pages:  # the first of the cluster's pages whose whole text is alike
+                for known in pages:  # the first of the cluster's pages of its kind whose whole text is alike
+                    if None not in (media, known.media) and media != known.media:
+                        continue
                     if (normal is not None and normal == known.normal) or (
                             whole is not None and known.whole is not None
                             and self.engine.pair_matches(known.whole, whole)):
                         return _with(page, normal_hash=normal, url_page=known.name)
             name = cluster if verdict.kind == "unique" else verdict.url
-            pages.append(_UrlPage(name, normal, whole))
+            pages.append(_UrlPage(name, normal, whole, media))
             if whole is not None:
                 self._hold_whole(cluster)
         return _with(page, normal_hash=normal, url_page=name)
+
+    def _media_differs(self, cluster: str, media: str | None) -> bool:
+        """Is the kept page of ``cluster`` of another media kind than ``media`` (both known)?"""
+        if media is None or not self.url_sameness:
+            return False
+        with self._lock:
+            kept = self._url_pages.get(cluster)
+            return kept[0].media not in (None, media) if kept else False
 
     def _hold_whole(self, cluster: str) -> None:
         """Count one more whole fingerprint held for ``cluster``; past the bound, the oldest clusters' go."""

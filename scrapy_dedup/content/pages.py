@@ -25,7 +25,8 @@ from scrapy_dedup.content.params import ParamError
 from scrapy_dedup.content.structured import SNIFF_BYTES, looks_binary, structured_kind
 from scrapy_dedup._util.domains import DomainMap
 
-__all__ = ["FINGERPRINT_CACHE_SIZE", "extraction_policies", "PageReading", "PageReader", "looks_like_html"]
+__all__ = ["FINGERPRINT_CACHE_SIZE", "extraction_policies", "PageReading", "PageReader", "looks_like_html",
+           "media_kind"]
 
 logger = logging.getLogger("scrapy_dedup.extensions")  # the crawl's lines, under the logger they always had
 
@@ -73,6 +74,8 @@ class PageReading:
     paragraphs: ParagraphCheck | None = None
     #: a plain text's lines (an item's text content): its blocks for paragraph dedup, never judged as blocks
     lines: list[str] | None = None
+    #: what it is for the URL-level sameness (``content/judge.py``: ``MEDIA_KINDS``), None when not told
+    media: str | None = None
 
 
 class PageReader:
@@ -146,6 +149,7 @@ class PageReader:
             page.skipped = "skipped_non_html"
             return page
         page.policy = policy = self.policies.lookup(host_of(url))
+        page.media = media_kind(content_type, body)
         source_value, encoding = source(policy)
         text = self._extracted(page, policy, source_value, encoding, "the response", "page not fingerprinted")
         if text is not None:
@@ -187,6 +191,15 @@ class PageReader:
             page.lines = text_blocks(text) if policy.paragraphs else None
         page.fingerprint = self.fingerprint(self.fingerprinter_for(policy), text)
         return page
+
+
+def media_kind(content_type: bytes | None, body: bytes) -> str:
+    """``"html"`` for a response whose Content-Type names HTML (or, without one, whose body looks like it), else
+    ``"text"`` (a raw file: ``text/plain``, Markdown, source code): the media kinds of the URL-level sameness."""
+    media = (content_type or b"").split(b";", 1)[0].strip().lower()
+    if media:
+        return "html" if b"html" in media else "text"
+    return "html" if looks_like_html(body[:2048]) else "text"
 
 
 def looks_like_html(value: str | bytes) -> bool:
