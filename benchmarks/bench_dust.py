@@ -343,6 +343,15 @@ async def _crawl_site(site, keep: str | None, contenders: tuple[str, ...] = CONT
                                           start_urls=[local.url(site.host)], allowed_domains=[site.host])
                 fetched = list(site.log)
             s = dustgen.score(site, fetched, [item["url"] for item in crawler.items])
+            if keep:  # each fetch in order, with what it showed: where a contender's waste comes from
+                with open(os.path.join(tmp, f"fetches-{name}.txt"), "w", encoding="utf-8") as f:
+                    seen_pages: set = set()
+                    for path_qs in fetched:
+                        t = site.truth(path_qs)
+                        mark = "new" if t.kind == "page" and t.page not in seen_pages else "WASTE"
+                        if t.kind == "page":
+                            seen_pages.add(t.page)
+                        f.write(f"{mark}\t{t.kind}\t{t.page}\t{','.join(t.forms)}\t{path_qs}\n")
             stats = crawler.stats.get_stats()
             out["contenders"][name] = {
                 "fetches": s.fetches, "distinct": s.distinct, "reachable": s.reachable, "wasted": s.wasted,
