@@ -371,9 +371,10 @@ class DustMiner:
         """A page the rules leave under two keys (an opaque id served as a page, ``/item.php?id=4711``
         beside ``/shoes/blue-runner``): the key fewer URLs reached becomes an alias of the other.
 
-        Under three keys or more, only when each other key is of an id scheme of the server (a URL form
-        ``min_support`` pages or more are under once each, and this page once: ``/?p=<n>`` beside
-        ``/content.asp?cid=<n>``): otherwise a page behind many keys the rules do not fold is a soft 404, an
+        Under three keys or more, only when each other key is an opaque id of a scheme of the server (a URL
+        form ``min_support`` pages or more are under once each, and this page once: ``/?p=<n>`` beside
+        ``/content.asp?cid=<n>``; naming nothing of the main key: MediaWiki's ``action=edit&section=new`` of a
+        page is a view of that page, another resource): otherwise a page behind many keys the rules do not fold is a soft 404, an
         error page or a form the vocabulary misses, and an alias table of it would hide a fault."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
@@ -410,9 +411,10 @@ class DustMiner:
             # the main key: reached by more URLs, then one without a query, then the shorter
             (_main, (_, target)), *others = sorted(
                 keys.items(), key=lambda kv: (-kv[1][0], "?" in kv[0], len(kv[0]), kv[0]))
-            if len(others) > 1 and any(forms_of[page][form] > 1 or once[form] < self.config.min_support
-                                       for form in map(_url_form, (other for other, _ in others))):
-                continue  # three keys or more, one of them of no id scheme: a soft 404, an error page
+            if len(others) > 1 and any(
+                    forms_of[page][form] > 1 or once[form] < self.config.min_support or _names_target(other, target)
+                    for other, form in ((other, _url_form(other)) for other, _ in others)):
+                continue  # three keys or more, one of them of no id scheme: a soft 404, an error page, a view
             for other, _ in others:
                 if other not in aliases and len(aliases) < self.config.max_aliases:
                     aliases[other] = target
