@@ -209,8 +209,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=None, help="content pages per generated site (default 30)")
     parser.add_argument("--json", metavar="FILE", help="write every figure of the generated sites as JSON")
     parser.add_argument("--keep", metavar="DIR",
-                        help="keep each generated site's crawl log, mined rules and `mine-dust -v` output in "
-                             "DIR/<seed>/ (to study the miner on the tuning seeds)")
+                        help="keep each generated site's crawl log, mined rules, `mine-dust -v` output and each "
+                             "contender's fetches (fetches-<contender>.txt) in DIR/<seed>/ (to study the miner on "
+                             "the tuning seeds)")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help="generated sites: the contenders to run, comma-separated (mined needs addon)")
     parser.add_argument("--repeat", type=int, default=1, help="generated sites: crawl each site this many times")

@@ -374,8 +374,9 @@ class DustMiner:
         Under three keys or more, only when each other key is an opaque id of a scheme of the server (a URL
         form ``min_support`` pages or more are under once each, and this page once: ``/?p=<n>`` beside
         ``/content.asp?cid=<n>``; naming nothing of the main key: MediaWiki's ``action=edit&section=new`` of a
-        page is a view of that page, another resource): otherwise a page behind many keys the rules do not fold is a soft 404, an
-        error page or a form the vocabulary misses, and an alias table of it would hide a fault."""
+        page is a view of that page, another resource): otherwise a page behind many keys the rules do not fold
+        is a soft 404, an error page or a form the vocabulary misses, and an alias table of it would hide a
+        fault."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
         redirecting = []
