@@ -80,6 +80,7 @@ import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
 from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, hamming, word_bytes_per_block
+from scrapy_dedup.content.sketch import VerifyRule
 from scrapy_dedup.content.text import SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
@@ -895,16 +896,35 @@ class BoilerplateJudge:
         return int(_block_words(page.blocks)[own].sum())
 
     def _shown_elsewhere(self, host: str, page: Reduction, kept: Reduction) -> tuple[np.ndarray, np.ndarray]:
-        """Which blocks of ``page`` and of ``kept`` (one of its host's kept pages, counted) the host shows on a
-        counted page other than ``kept``: a block of ``kept`` counted twice or more, a block of the page
-        alone counted at all; and the host's boilerplate. What is left of the two is what they hold and the
-        rest of the host does not: a page's text, and what only one of them holds and no other page
-        shows (a paragraph edited, a banner never served elsewhere)."""
+        """Which blocks of ``page`` and of ``kept`` (one of its host's kept pages, counted) the host shows on at
+        least two counted pages other than the two (a block of ``kept`` counted three times or more, a block of
+        the page alone counted twice; a block on one other page only is a teaser of a post, a part of a
+        view-all page, a spec row of a comparison page: text, not chrome), and the host's boilerplate. What
+        is left of the two is what they hold and the rest of the host shows at most once: a page's text, and
+        what only one of them holds (a paragraph edited, a banner never served elsewhere). The counts are
+        read once (one request for a shared table)."""
         table = self.learner.table(host)
+        union = np.union1d(page.hashes, kept.hashes)
+        union = union[union != 0]
+        counted = table.counts(union)
         both = np.isin(page.hashes, kept.hashes[kept.hashes != 0])  # the page's blocks the kept page holds too
-        ours = (page.hashes != 0) & (table.counts(page.hashes) >= np.where(both, 2, 1))
-        theirs = (kept.hashes != 0) & (table.counts(kept.hashes) >= 2)
+        ours = (page.hashes != 0) & (_lookup(union, counted, page.hashes) >= np.where(both, 3, 2))
+        theirs = (kept.hashes != 0) & (_lookup(union, counted, kept.hashes) >= 3)
         return ours | table.is_boilerplate(page.hashes), theirs | table.is_boilerplate(kept.hashes)
+
+    def _fingerprints_less(self, pages: tuple[Reduction, Reduction], out: tuple[np.ndarray, np.ndarray],
+                           fingerprint: Callable[[str], ContentFingerprint],
+                           fingerprinter: ContentFingerprinter | None,
+                           texts: tuple[str, str] | None = None) -> tuple[ContentFingerprint, ContentFingerprint]:
+        """The fingerprints of two pages' texts less the blocks ``out`` marks (one boolean a block): from their
+        words when both have them (the engine's fingerprinter), else ``fingerprint`` of ``texts`` (those
+        texts, when the caller joined them) or of their other blocks joined."""
+        if fingerprinter is not None and pages[0].words is not None and pages[1].words is not None:
+            return pages[0].words.fingerprint(~out[0]), pages[1].words.fingerprint(~out[1])
+        if texts is None:
+            texts = (" ".join(compress(pages[0].blocks, (~out[0]).tolist())),
+                     " ".join(compress(pages[1].blocks, (~out[1]).tolist())))
+        return fingerprint(texts[0]), fingerprint(texts[1])
 
     def _warmup_match(self, host: str, url: str, page: Reduction, title: str | None,
                       fingerprint: Callable[[str], ContentFingerprint],
@@ -917,26 +937,30 @@ class BoilerplateJudge:
 
         In the warm-up nothing is left out of a page's text yet, so two fetches of one page that differ in
         per-fetch chrome (a rotating list, a banner, an A/B block: blocks the host serves on other pages
-        too) are apart by their whole texts. A page and a kept page whose names differ are never matched;
-        while the host has fewer than ``min_pages`` pages counted (too few to tell its template from a
+        too) are apart by their whole texts. Limits: a page and a kept page whose names differ are never
+        matched; while the host has fewer than ``min_pages`` pages counted (too few to tell its template from a
         page's text by counts: the guard's caution), only a page whose name is the kept page's own, with
-        another page counted besides it."""
+        another page counted besides it; and the words left out of the two must balance, within the pair
+        rule's slack (``max_diff``, or ``1 - jaccard`` of the longer page's words): per-fetch chrome swaps a
+        block for another, an aggregate (a view-all page, a digest) adds the text of other pages."""
         table, rule = self.learner.table(host), self.learner.rule
         early = table.pages < rule.min_pages
         if early and (title is None or table.pages < 2):
             return None
         names: dict[str, str] = self._titles.get(host) or {}
+        verify = getattr(self.engine.store, "verify", None) or VerifyRule()
+        words = _block_words(page.blocks)
         best = None
         for kept_url, kept in self.learner.recent_pages(host):
             if kept_url == url or (names.get(kept_url) != title if early else
                                    self._titles_differ(host, title, kept_url)):
                 continue
             ours, theirs = self._shown_elsewhere(host, page, kept)
-            if fingerprinter is not None and page.words is not None and kept.words is not None:
-                fa, fb = kept.words.fingerprint(~theirs), page.words.fingerprint(~ours)
-            else:
-                fa = fingerprint(" ".join(compress(kept.blocks, (~theirs).tolist())))
-                fb = fingerprint(" ".join(compress(page.blocks, (~ours).tolist())))
+            kept_words = _block_words(kept.blocks)
+            slack = max(verify.max_diff, (1 - verify.jaccard) * max(int(words.sum()), int(kept_words.sum())))
+            if abs(int(words[ours].sum()) - int(kept_words[theirs].sum())) > slack:
+                continue
+            fb, fa = self._fingerprints_less((page, kept), (ours, theirs), fingerprint, fingerprinter)
             if degenerate(fa) or degenerate(fb) or not self.engine.pair_matches(fa, fb):
                 continue
             distance = hamming(fa.simhash, fb.simhash)
@@ -974,10 +998,8 @@ class BoilerplateJudge:
             texts.append(" ".join(b for b, gone in zip(reduction.blocks, drop.tolist()) if not gone))
         if texts[0] == page.text and texts[1] == " ".join(kept.blocks):
             return False  # nothing would leave either text
-        if fingerprinter is not None and page.words is not None and kept.words is not None:
-            fa, fb = page.words.fingerprint(~drops[0]), kept.words.fingerprint(~drops[1])
-        else:
-            fa, fb = fingerprint(texts[0]), fingerprint(texts[1])
+        fa, fb = self._fingerprints_less((page, kept), (drops[0], drops[1]), fingerprint, fingerprinter,
+                                         (texts[0], texts[1]))
         if degenerate(fa) or degenerate(fb):
             return False  # too little left to judge: the match stands, as without learning
         return not self.engine.pair_matches(fa, fb)
