@@ -332,12 +332,14 @@ def _specs(title: str | None) -> list[tuple[str, list[str], str | None]]:
 @pytest.mark.parametrize("by_text", [False, True], ids=["words", "crawl's fingerprint"])
 @pytest.mark.parametrize("pages", [
     _blog(0),  # page 2's teasers each on one post, page 1's on one post and page 1: text, not chrome
+    # each teaser on two other pages (its post, a tag page): page 2 is mostly text shown elsewhere
+    _blog(1), _blog(2),
     _view_all("Guide", False), _view_all("Guide (all parts)", False), _view_all(None, False),
     # parts 2 and 3 on two other pages each (their own and the news page): the view-all page adds their
     # 240 words to part 1's; left out of one side only, they do not balance
     _view_all("Guide", True),
     _specs(None), _specs("Acme tools"),  # each product's spec rows on one other page: the comparison page
-], ids=["pagination", "view-all", "view-all titled", "view-all untitled", "view-all, parts quoted",
+], ids=["pagination", "pagination, a tag page", "pagination, two tag pages", "view-all", "view-all titled", "view-all untitled", "view-all, parts quoted",
         "spec rows", "spec rows titled"])
 def test_judge_keeps_a_warm_up_page_whose_text_other_pages_show_once(pages, by_text):
     """Distinct pages in a host's warm-up whose differing text is shown on one other page (a teaser, a part, a

@@ -940,9 +940,11 @@ class BoilerplateJudge:
         too) are apart by their whole texts. Limits: a page and a kept page whose names differ are never
         matched; while the host has fewer than ``min_pages`` pages counted (too few to tell its template from a
         page's text by counts: the guard's caution), only a page whose name is the kept page's own, with
-        another page counted besides it; and the words left out of the two must balance, within the pair
-        rule's slack (``max_diff``, or ``1 - jaccard`` of the longer page's words): per-fetch chrome swaps a
-        block for another, an aggregate (a view-all page, a digest) adds the text of other pages."""
+        another page counted besides it; at most two thirds of either page's words left out (chrome is
+        around a page's text: a listing's next page, whose teasers other pages show, is mostly text shown
+        elsewhere); and the words left out of the two must balance, within the pair rule's slack
+        (``max_diff``, or ``1 - jaccard`` of the longer page's words): per-fetch chrome swaps a block for
+        another, an aggregate (a view-all page, a digest) adds the text of other pages."""
         table, rule = self.learner.table(host), self.learner.rule
         early = table.pages < rule.min_pages
         if early and (title is None or table.pages < 2):
@@ -957,8 +959,12 @@ class BoilerplateJudge:
                 continue
             ours, theirs = self._shown_elsewhere(host, page, kept)
             kept_words = _block_words(kept.blocks)
-            slack = max(verify.max_diff, (1 - verify.jaccard) * max(int(words.sum()), int(kept_words.sum())))
-            if abs(int(words[ours].sum()) - int(kept_words[theirs].sum())) > slack:
+            out, kept_out = int(words[ours].sum()), int(kept_words[theirs].sum())
+            size, kept_size = int(words.sum()), int(kept_words.sum())
+            # chrome is around a page's text: a page that is mostly text shown elsewhere (a listing's teasers)
+            # is judged by its whole text; and per-fetch chrome swaps, an aggregate adds
+            if (3 * out > 2 * size or 3 * kept_out > 2 * kept_size
+                    or abs(out - kept_out) > max(verify.max_diff, (1 - verify.jaccard) * max(size, kept_size))):
                 continue
             fb, fa = self._fingerprints_less((page, kept), (ours, theirs), fingerprint, fingerprinter)
             if degenerate(fa) or degenerate(fb) or not self.engine.pair_matches(fa, fb):
