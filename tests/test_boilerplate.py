@@ -237,8 +237,8 @@ def test_judge_guard_applies_in_the_warm_up_with_the_template_known_so_far():
 # A live site in its warm-up: a one-line template, a hero block drawn per fetch from a few variants (12 words
 # each), a page's own text of 80 words. Two fetches of one page with other heroes are apart by their whole
 # texts (about 16 shingles of its own each side: the engine's pair rule wants at most 10 on one side, or
-# J >= 0.85). The pages counted before the kept page show the heroes ``shown`` (one each); a hero is chrome
-# there once the host shows it on two pages other than the two compared.
+# J >= 0.85). The pages counted before the kept page show the heroes ``shown`` (one each); a hero is
+# boilerplate once on min_pages (4) counted pages.
 _HEROES = [_own(900 + n, 12) for n in range(5)]
 
 
@@ -250,31 +250,33 @@ def _name(own: int) -> str:
     return f"Page {_own(own, 2)}"
 
 
+_ROTATED = (0, 0, 0, 1, 1, 1, 1)  # heroes 0 (with the kept page's) and 1 on four counted pages each
+
+
 @pytest.mark.parametrize("by_text", [False, True], ids=["words", "crawl's fingerprint"])
 @pytest.mark.parametrize(
     "shown, kept_hero, hero, own, name, expected",
     [
-        # the kept page's hero (0) and the re-fetch's (1) are each on two other pages: both left out, what is
-        # left of the two is the page's own text
-        ((0, 0, 1, 1), 0, 1, 4, 4, "near"),
+        # the kept page's hero (0) and the re-fetch's (1) are boilerplate: both left out, what is left of the
+        # two is the page's own text
+        (_ROTATED, 0, 1, 4, 4, "near"),
         # the re-fetch shows a hero no other page serves: its text less the rest is the kept page's with a
         # block added, a near duplicate by the engine's rule (as a page with a footer added is)
-        ((0, 0, 1, 1), 0, 3, 4, 4, "near"),
-        ((0, 0, 1, 1), 3, 4, 4, 4, "unique"),  # each shows a hero no other page serves: 12 words of its own each
-        ((0, 0, 1, 1), 0, 1, 9, 9, "unique"),  # another page: its own text differs
-        ((0, 0, 1, 1), 0, 1, 4, 9, "unique"),  # the same text under another name (the next release's notes)
-        # each hero on one other page only: a block one other page shows is text (a post's teaser), not chrome
+        (_ROTATED, 0, 3, 4, 4, "near"),
+        (_ROTATED, 3, 4, 4, 4, "unique"),  # each shows a hero no other page serves: 12 words of its own each
+        (_ROTATED, 0, 1, 9, 9, "unique"),  # another page: its own text differs
+        (_ROTATED, 0, 1, 4, 9, "unique"),  # the same text under another name (the next release's notes)
+        # heroes on two or three pages, or on one other page, are not boilerplate yet: text (a block a few
+        # other pages show may be a post's teaser)
+        ((0, 0, 1, 1), 0, 1, 4, 4, "unique"),
         ((0, 1, 2, 3), 0, 1, 4, 4, "unique"),
-        # fewer than min_pages (4) counted, counts cannot tell template from text: only the same name matches
-        ((1, 1), 0, 1, 4, 4, "near"),
-        ((1, 1), 0, 1, 4, None, "unique"),
-        ((), 0, 1, 4, 4, "unique"),  # the kept page alone counted: nothing is shown elsewhere
+        ((1, 1), 0, 1, 4, 4, "unique"),  # fewer than min_pages counted: nothing is boilerplate yet
     ],
 )
-def test_judge_matches_a_warm_up_refetch_less_the_blocks_its_host_shows_on_other_pages(shown, kept_hero, hero,
-                                                                                        own, name, expected, by_text):
+def test_judge_matches_a_warm_up_refetch_less_its_hosts_boilerplate_so_far(shown, kept_hero, hero, own, name,
+                                                                            expected, by_text):
     """In the warm-up (nothing left out of a text yet), a page judged unique on its whole text is compared
-    with each of its host's recent kept pages, both less what the host shows on two other counted pages."""
+    with each of its host's recent kept pages, both less the host's boilerplate learnt so far."""
     judge = _judge()  # the defaults: min_pages 4, warm-up 10 pages
     kwargs = {"fingerprint": judge.engine.fingerprint} if by_text else {}
     for n, shown_hero in enumerate(shown):
@@ -317,20 +319,29 @@ def _view_all(title: str | None, digest: bool) -> list[tuple[str, list[str], str
     return pages + [("https://h.test/guide?all=1", [nav] + parts[1] + parts[2] + parts[3], title)]
 
 
-def _specs(title: str | None) -> list[tuple[str, list[str], str | None]]:
+def _specs(title: str | None, comparisons: int = 1) -> list[tuple[str, list[str], str | None]]:
     """A small shop: two products of one family (one marketing text, their own spec rows, 48 words) whose
-    spec rows are also on its one comparison page."""
+    spec rows are also on its ``comparisons`` comparison pages."""
     nav, family = "Acme tools home shop contact", _own(7, 60)
     rows = {m: [_own(300 + 10 * m + k, 8) for k in range(6)] for m in (100, 200)}
-    return [("https://acme.test/about", [nav, _own(1, 60)], title and "About"),
-            ("https://acme.test/faq", [nav, _own(2, 60)], title and "FAQ"),
-            ("https://acme.test/compare", [nav] + rows[100] + rows[200], title and "Compare"),
-            ("https://acme.test/w100", [nav] + rows[100] + [family], title),
-            ("https://acme.test/w200", [nav] + rows[200] + [family], title)]
+    pages = [("https://acme.test/about", [nav, _own(1, 60)], title and "About"),
+             ("https://acme.test/faq", [nav, _own(2, 60)], title and "FAQ")]
+    pages += [(f"https://acme.test/compare{n}", [nav, _own(10 + n, 150)] + rows[100] + rows[200],
+               title and "Compare") for n in range(comparisons)]
+    return pages + [("https://acme.test/w100", [nav] + rows[100] + [family], title),
+                    ("https://acme.test/w200", [nav] + rows[200] + [family], title)]
+
+
+def _one_title(counted: int) -> list[tuple[str, list[str], str | None]]:
+    """A small site whose every page has its name as title: two siblings that match by their whole texts only
+    through the template (30 lines), after ``counted`` other pages: the guard keeps them apart."""
+    pages = [(f"https://h.test/p{n}", CHROME + [_own(100 + n)], "Acme") for n in range(counted)]
+    return pages + [("https://h.test/a", CHROME + [_own(1)], "Acme"), ("https://h.test/b", CHROME + [_own(2)], "Acme")]
 
 
 @pytest.mark.parametrize("by_text", [False, True], ids=["words", "crawl's fingerprint"])
 @pytest.mark.parametrize("pages", [
+    _one_title(1), _one_title(2),
     _blog(0),  # page 2's teasers each on one post, page 1's on one post and page 1: text, not chrome
     # each teaser on two other pages (its post, a tag page): page 2 is mostly text shown elsewhere
     _blog(1), _blog(2),
@@ -339,12 +350,14 @@ def _specs(title: str | None) -> list[tuple[str, list[str], str | None]]:
     # 240 words to part 1's; left out of one side only, they do not balance
     _view_all("Guide", True),
     _specs(None), _specs("Acme tools"),  # each product's spec rows on one other page: the comparison page
-], ids=["pagination", "pagination, a tag page", "pagination, two tag pages", "view-all", "view-all titled", "view-all untitled", "view-all, parts quoted",
-        "spec rows", "spec rows titled"])
-def test_judge_keeps_a_warm_up_page_whose_text_other_pages_show_once(pages, by_text):
-    """Distinct pages in a host's warm-up whose differing text is shown on one other page (a teaser, a part, a
-    spec row), or added to the other page's (an aggregate): the warm-up comparison keeps them apart (at
-    defaults, every page unique, as by their whole texts)."""
+    _specs("Acme tools", 2),  # on two comparison pages: three pages in all, not boilerplate
+], ids=["one title, 1 page before", "one title, 2 pages before", "pagination", "pagination, a tag page",
+        "pagination, two tag pages", "view-all", "view-all titled", "view-all untitled", "view-all, parts quoted",
+        "spec rows", "spec rows titled", "spec rows, two comparisons"])
+def test_judge_keeps_distinct_warm_up_pages_whose_text_other_pages_show(pages, by_text):
+    """Distinct pages in a host's warm-up whose differing text other pages show (a teaser, a part, a spec row),
+    or that is added to the other page's (an aggregate), or that match only by their template: the warm-up
+    comparison keeps them apart (at defaults, every page unique, as by their whole texts)."""
     judge = _judge()  # the defaults: min_pages 4, warm-up 10 pages
     kwargs = {"fingerprint": judge.engine.fingerprint} if by_text else {}
     for url, blocks, title in pages:

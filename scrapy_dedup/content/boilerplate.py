@@ -895,23 +895,6 @@ class BoilerplateJudge:
                                                              table.counts(page.hashes) <= 1)
         return int(_block_words(page.blocks)[own].sum())
 
-    def _shown_elsewhere(self, host: str, page: Reduction, kept: Reduction) -> tuple[np.ndarray, np.ndarray]:
-        """Which blocks of ``page`` and of ``kept`` (one of its host's kept pages, counted) the host shows on at
-        least two counted pages other than the two (a block of ``kept`` counted three times or more, a block of
-        the page alone counted twice; a block on one other page only is a teaser of a post, a part of a
-        view-all page, a spec row of a comparison page: text, not chrome), and the host's boilerplate. What
-        is left of the two is what they hold and the rest of the host shows at most once: a page's text, and
-        what only one of them holds (a paragraph edited, a banner never served elsewhere). The counts are
-        read once (one request for a shared table)."""
-        table = self.learner.table(host)
-        union = np.union1d(page.hashes, kept.hashes)
-        union = union[union != 0]
-        counted = table.counts(union)
-        both = np.isin(page.hashes, kept.hashes[kept.hashes != 0])  # the page's blocks the kept page holds too
-        ours = (page.hashes != 0) & (_lookup(union, counted, page.hashes) >= np.where(both, 3, 2))
-        theirs = (kept.hashes != 0) & (_lookup(union, counted, kept.hashes) >= 3)
-        return ours | table.is_boilerplate(page.hashes), theirs | table.is_boilerplate(kept.hashes)
-
     def _fingerprints_less(self, pages: tuple[Reduction, Reduction], out: tuple[np.ndarray, np.ndarray],
                            fingerprint: Callable[[str], ContentFingerprint],
                            fingerprinter: ContentFingerprinter | None,
@@ -932,38 +915,36 @@ class BoilerplateJudge:
                       fingerprinter: ContentFingerprinter | None = None) -> tuple[str, str, int] | None:
         """A near match (the store's answer: ``("near", kept URL, distance)``) of a page of ``host`` in its
         warm-up, judged unique on its whole text, with the closest of the host's recent kept pages (all of
-        its kept pages while it warms up) when both, less what the host shows on its other counted pages
-        (:meth:`_shown_elsewhere`), match by the engine's pair rule; None when none does.
+        its kept pages while it warms up) when both, less the host's boilerplate so far, match by the engine's
+        pair rule; None when none does.
 
         In the warm-up nothing is left out of a page's text yet, so two fetches of one page that differ in
-        per-fetch chrome (a rotating list, a banner, an A/B block: blocks the host serves on other pages
-        too) are apart by their whole texts. Limits: a page and a kept page whose names differ are never
-        matched; while the host has fewer than ``min_pages`` pages counted (too few to tell its template from a
-        page's text by counts: the guard's caution), only a page whose name is the kept page's own, with
-        another page counted besides it; at most two thirds of either page's words left out (chrome is
-        around a page's text: a listing's next page, whose teasers other pages show, is mostly text shown
-        elsewhere); and the words left out of the two must balance, within the pair rule's slack
-        (``max_diff``, or ``1 - jaccard`` of the longer page's words): per-fetch chrome swaps a block for
-        another, an aggregate (a view-all page, a digest) adds the text of other pages."""
-        table, rule = self.learner.table(host), self.learner.rule
-        early = table.pages < rule.min_pages
-        if early and (title is None or table.pages < 2):
-            return None
-        names: dict[str, str] = self._titles.get(host) or {}
+        per-fetch chrome (a rotating list, a banner, an A/B block drawn from a few variants) are apart by their
+        whole texts. The table has counted every unique page of the warm-up: a block already on ``min_pages``
+        of them is boilerplate by the rule itself (a block on fewer is a post's teaser on a listing, a part of
+        a guide on its view-all page, a product's spec rows on a comparison page: text). Limits besides: a
+        page and a kept page whose names differ are never matched; at most two thirds of either page's words
+        left out (chrome is around a page's text: a listing's next page, whose teasers other pages show, is
+        mostly text shown elsewhere); and the words left out of the two must balance, within the pair rule's
+        slack (``max_diff``, or ``1 - jaccard`` of the longer page's words): per-fetch chrome swaps a block
+        for another, an aggregate (a view-all page, a digest) adds the text of other pages."""
+        table = self.learner.table(host)
+        if not len(table.boilerplate):
+            return None  # nothing would be left out: the whole texts, judged already
         verify = getattr(self.engine.store, "verify", None) or VerifyRule()
-        words = _block_words(page.blocks)
+        ours, words = table.is_boilerplate(page.hashes), _block_words(page.blocks)
+        out, size = int(words[ours].sum()), int(words.sum())
+        if 3 * out > 2 * size:
+            return None
         best = None
         for kept_url, kept in self.learner.recent_pages(host):
-            if kept_url == url or (names.get(kept_url) != title if early else
-                                   self._titles_differ(host, title, kept_url)):
+            if kept_url == url or self._titles_differ(host, title, kept_url):
                 continue
-            ours, theirs = self._shown_elsewhere(host, page, kept)
-            kept_words = _block_words(kept.blocks)
-            out, kept_out = int(words[ours].sum()), int(kept_words[theirs].sum())
-            size, kept_size = int(words.sum()), int(kept_words.sum())
-            # chrome is around a page's text: a page that is mostly text shown elsewhere (a listing's teasers)
-            # is judged by its whole text; and per-fetch chrome swaps, an aggregate adds
-            if (3 * out > 2 * size or 3 * kept_out > 2 * kept_size
+            theirs, kept_words = table.is_boilerplate(kept.hashes), _block_words(kept.blocks)
+            kept_out, kept_size = int(kept_words[theirs].sum()), int(kept_words.sum())
+            # chrome is around a page's text (a page mostly text shown elsewhere, a listing's teasers, is judged by
+            # its whole text); and per-fetch chrome swaps, an aggregate adds
+            if (not (out or kept_out) or 3 * kept_out > 2 * kept_size
                     or abs(out - kept_out) > max(verify.max_diff, (1 - verify.jaccard) * max(size, kept_size))):
                 continue
             fb, fa = self._fingerprints_less((page, kept), (ours, theirs), fingerprint, fingerprinter)
