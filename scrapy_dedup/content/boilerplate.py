@@ -23,9 +23,9 @@ The rules (:class:`BoilerplateRule`), and why:
   page is fingerprinted on its whole text (a page made only of template is judged as today).
 * **Warm-up.** Until a host has ``warmup_pages`` unique pages counted, its pages are
   fingerprinted on their whole text: no verdict rests on a template seen on a handful of pages.
-  A page unique by it is compared with the host's recent kept pages, both less the blocks the host
-  shows on its other counted pages (:meth:`BoilerplateJudge._warmup_match`): per-fetch chrome the
-  host serves elsewhere no longer keeps two fetches of one page apart.
+  A page unique by it is compared with the host's recent kept pages, both less the host's boilerplate
+  so far (:meth:`BoilerplateJudge._warmup_match`; the table counts the warm-up's pages too): per-fetch
+  chrome already on ``min_pages`` pages no longer keeps two fetches of one page apart.
 * **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
   counts never turns a learnt block back into content, so a page's text does not flip back.
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
@@ -690,8 +690,8 @@ class BoilerplateJudge:
        name, a sibling that shares most of its text (the next release's notes, a listing of another
        subject) has its own (docs/content.md).
        In the warm-up, a page left unique so is compared with each of the host's recent kept pages,
-       both less what the host shows on its other counted pages (:meth:`_warmup_match`); a match there
-       is a near match (``reduced_match``).
+       both less the host's boilerplate so far (:meth:`_warmup_match`); a match there is a near match
+       (``reduced_match``).
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
        stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
        text that was new is stored (a page whose reduced text differs from its whole text has two
