@@ -596,3 +596,27 @@ def test_a_view_naming_its_page_is_no_key_of_an_id_scheme(tmp_path):
     result = mine_logs([_write(tmp_path, lines)])
     assert not result.rules.aliases.get(H), result.rules.aliases
 
+
+def test_no_visitors_session_in_the_rules_file_or_the_verbose_output(tmp_path, capsys):
+    """A crawl's URLs carry its visitor's session (on an authenticated crawl, a live credential): the rules
+    file's ``examples`` showed ``/guide/api.html;JSESSIONID=<the token>``, and ``-v`` a context candidate
+    ``drop ?page= when ?sid=<the token>``. Examples show ``<token>`` instead; a token is never a context."""
+    rng = random.Random(17)
+    token, sid = "9f8e7d6c5b4a39281706f5e4", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
+    lines = []
+    for name in ("intro", "setup", "usage", "faq", "api", "tools"):
+        lines.append(_page(f"/guide/{name}.html", f"/guide/{name}.html", rng))
+        lines.append(_page(f"/guide/{name}.html;JSESSIONID={token}", f"/guide/{name}.html", rng, "near"))
+        lines.append(_page(f"/shop/{name}", f"/shop/{name}", rng))
+        lines += [_page(f"/shop/{name}?sid={sid}&page={n}", f"/shop/{name}", rng, "near") for n in (1, 2)]
+    rules_file = tmp_path / "rules.json"
+    assert cli_main([_write(tmp_path, lines), "-v", "-o", str(rules_file)]) == 0
+    err, text = capsys.readouterr().err, rules_file.read_text()
+    assert token not in text and sid not in text and token not in err and sid not in err
+    rules = RuleSet.load(str(rules_file))
+    by_kind = {rule.kind: rule for rule in rules.hosts[H]}
+    assert ["/guide/api.html;JSESSIONID=<token>", "/guide/api.html"] in \
+        [list(pair) for pair in by_kind["drop_pathparam"].examples]
+    # the rules themselves are those of the URLs as they were
+    assert canonical(rules, f"/guide/faq.html;JSESSIONID={token}") == "/guide/faq.html"
+    assert canonical(rules, f"/shop/faq?sid={sid}&page=2") == "/shop/faq"
