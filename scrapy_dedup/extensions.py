@@ -197,6 +197,11 @@ class DedupExtension:
             return None
         return fp
 
+    def blocks_of_response(self, response: Response) -> list[str] | None:
+        """The main text of ``response`` cut at block elements (None when its host neither learns boilerplate nor
+        dedups paragraphs, or it is not a page). Read once per response object, as its fingerprint."""
+        return self._page_of(response).blocks
+
     def _page_of(self, response: Response) -> PageReading:
         page = self._pages.get(response)
         if page is None:
