@@ -35,7 +35,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
-from scrapy_dedup.content.boilerplate import block_digests, strictly_nested
+from scrapy_dedup.content.paragraphs import page_blocks_held, strictly_nested
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.sketch import Sketch, resemblance
 from scrapy_dedup.engine_hook import internal, on_close_start
@@ -125,7 +125,7 @@ class ContentFingerprintMiddleware:
             #: page key -> (cluster, URL, sketch) of the first page that is no view; -> views kept apart from it
             self._page_by_key: OrderedDict[str, tuple[Hashable, str, Sketch]] = OrderedDict()
             self._views_by_key: OrderedDict[str, list[tuple[Hashable, Sketch]]] = OrderedDict()
-            #: URL -> the block digests of a kept page whose URL has a query (content/boilerplate.py block_digests)
+            #: URL -> the blocks of a kept page whose URL has a query (content/paragraphs.py page_blocks_held)
             self._blocks_by_url: OrderedDict[str, Any] = OrderedDict()
             #: the cluster of each response whose items went through the keeper (the signals name the response)
             self._cluster_of_response: weakref.WeakKeyDictionary[Response, Hashable] = weakref.WeakKeyDictionary()
@@ -307,7 +307,7 @@ class ContentFingerprintMiddleware:
     def _other_selection(self, response: "Response", verdict: "Verdict") -> bool:
         """Whether a near duplicate is another selection of the kept page: the same script asked with another
         value of a parameter (url/views.py ``names_other_selection``) and a text that holds every block of the
-        kept page's and more, or whose blocks are all the kept page's and fewer (content/boilerplate.py
+        kept page's and more, or whose blocks are all the kept page's and fewer (content/paragraphs.py
         ``strictly_nested``): the last 100 changes of a wiki that holds 101 and the last 250. Remembers the
         blocks of each kept page whose URL has a query. A page edited in place (a sentence rewritten) is not
         nested; a page with a block added under another value of a parameter the default canonicalization
@@ -318,15 +318,15 @@ class ContentFingerprintMiddleware:
         if verdict.kind == "near" and not (kept_url in self._blocks_by_url
                                            and names_other_selection(verdict.url, kept_url)):
             return False
-        blocks = self.content.blocks_of_response(response)
+        blocks = self.content.page_of(response).blocks
         if blocks is None:
             return False
         if verdict.kind == "unique":
-            self._blocks_by_url[verdict.url] = block_digests(blocks)
+            self._blocks_by_url[verdict.url] = page_blocks_held(blocks)
             if len(self._blocks_by_url) > SELECTION_PAGES_KEPT:
                 self._blocks_by_url.popitem(last=False)
             return False
-        return strictly_nested(block_digests(blocks), self._blocks_by_url[kept_url])
+        return strictly_nested(page_blocks_held(blocks), self._blocks_by_url[kept_url])
 
     def _carry_out(self, outcome: Outcome, response: "Response | None") -> None:
         """Drop the held items ``outcome`` supersedes; send on the groups it releases."""

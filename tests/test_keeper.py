@@ -6,7 +6,7 @@ import itertools
 import pytest
 
 from scrapy_dedup.content.keeper import Action, ItemKeeper
-from scrapy_dedup.content.boilerplate import block_digests, strictly_nested
+from scrapy_dedup.content.paragraphs import page_blocks_held, strictly_nested
 from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource, names_other_selection, page_key
 
 
@@ -284,16 +284,16 @@ def test_names_other_selection(url, other, differ):
 
 def test_strictly_nested_pages_hold_every_block_of_the_other_and_more():
     entries = [f"10:{i:02d} Page {i} diff hist" for i in range(5)]
-    shorter, longer = block_digests(["Recent changes", *entries[:4]]), block_digests(["Recent changes", *entries])
+    shorter, longer = page_blocks_held(["Recent changes", *entries[:4]]), page_blocks_held(["Recent changes", *entries])
     assert strictly_nested(shorter, longer) and strictly_nested(longer, shorter)
-    assert not strictly_nested(longer, block_digests(["Recent changes", *entries]))  # the same blocks
-    assert not strictly_nested(longer, block_digests(["Recent changes", "10:00 Page 0 diff hist edited", *entries[1:]]))
+    assert not strictly_nested(longer, page_blocks_held(["Recent changes", *entries]))  # the same blocks
+    assert not strictly_nested(longer, page_blocks_held(["Recent changes", "10:00 Page 0 diff hist edited", *entries[1:]]))
     # entries that differ only in numbers are one block in normal form, counted as often as the page holds it
     tickets = [f"Ticket {i} opened" for i in range(5)]
-    assert strictly_nested(block_digests(tickets[:4]), block_digests(tickets))
+    assert strictly_nested(page_blocks_held(tickets[:4]), page_blocks_held(tickets))
     # a per-fetch number is no difference (the normal form): still the same blocks
-    assert not strictly_nested(block_digests(["Served in 12 ms", "Text"]), block_digests(["Served in 9 ms", "Text"]))
-    assert not strictly_nested(block_digests([]), block_digests([]))
+    assert not strictly_nested(page_blocks_held(["Served in 12 ms", "Text"]), page_blocks_held(["Served in 9 ms", "Text"]))
+    assert not strictly_nested(page_blocks_held([]), page_blocks_held([]))
 
 
 def test_views_held_in_clusters_of_their_own_join_their_article_when_it_arrives():

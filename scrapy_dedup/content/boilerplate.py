@@ -80,8 +80,7 @@ from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, word_byt
 from scrapy_dedup.content.text import SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
-           "normalize_block", "normal_lines", "normal_digest", "block_hashes", "block_digests", "strictly_nested",
-           "text_to_fingerprint", "host_of"]
+           "normalize_block", "normal_lines", "normal_digest", "block_hashes", "text_to_fingerprint", "host_of"]
 
 # One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
 # punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
@@ -211,35 +210,6 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
             values[i] = cache[picked[i]] = value
     out[candidates] = np.array(values, dtype=np.uint64)
     return out
-
-
-def block_digests(blocks: Sequence[str]) -> np.ndarray:
-    """The blocks of a page in normal form (:func:`normalize_block`: a per-fetch number or date is no
-    difference), each as its BLAKE2b digest (8 bytes, uint64), sorted, a block as often as the page holds it
-    (two entries of a list that differ only in a number are two of one block): every block counts, whatever
-    its length (unlike :func:`block_hashes`, which leaves out what boilerplate learning does not count). 8 bytes
-    a block."""
-    if not blocks:
-        return np.zeros(0, dtype=np.uint64)
-    digests = [int.from_bytes(blake2b(line, digest_size=8).digest(), "little")
-               for line in _normal_lines("\n".join(blocks))]
-    return np.sort(np.array(digests, dtype=np.uint64))
-
-
-def strictly_nested(ours: np.ndarray, theirs: np.ndarray) -> bool:
-    """Whether one of two pages (their :func:`block_digests`) holds every block of the other, as often, and more:
-    a window of a listing and a longer window of it (the last 100 changes and the last 250, when there are
-    101). False when they hold the same blocks, or each holds a block the other lacks (a page edited in place:
-    a sentence rewritten)."""
-    if len(ours) == len(theirs):
-        return False
-    small, large = (ours, theirs) if len(ours) < len(theirs) else (theirs, ours)
-    values, counts = np.unique(small, return_counts=True)
-    known, known_counts = np.unique(large, return_counts=True)
-    found = in_sorted(known, values)
-    if not found.all():
-        return False
-    return bool((counts <= known_counts[np.searchsorted(known, values)]).all())
 
 
 #: key -> block -> its hash (see block_hashes); emptied when past the limit (about 100 bytes a block)
