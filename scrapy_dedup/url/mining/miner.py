@@ -25,6 +25,7 @@ from scrapy_dedup.url.dust import (
     split_key,
 )
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
+from scrapy_dedup.url.views import page_key
 from scrapy_dedup.url.mining.config import HASH_FIELDS, MAX_REDIRECT_HOPS, HostReport, MiningConfig, MiningResult
 from scrapy_dedup.url.mining.host import _HostMiner, _loadable, _url_order
 
@@ -150,7 +151,8 @@ class DustMiner:
         records that bring their text or HTML but no verdict get the verdict a crawl would have given them, in
         order, and its URL-level sameness (the boilerplate rule in front when the defaults learn boilerplate)."""
         if self._judge is None:
-            self._judge = PageJudge.from_params(self._defaults, min_words=self.config.min_words, url_sameness=True)
+            self._judge = PageJudge.from_params(self._defaults, min_words=self.config.min_words, url_sameness=True,
+                                                page_of_key=page_key)
         return self._judge
 
     def engine(self) -> ContentDeduplicator:
