@@ -10,6 +10,7 @@ page's shortest URLs are path forms that show the same form).
 """
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -55,7 +56,7 @@ def router(host: str, path_qs: str) -> Page | None:
         page = parts.path[11:]
         i = PAGES.index(page)
         links = [f"/index.php/{PAGES[(i + 1) % len(PAGES)]}", f"/index.php/{PAGES[(i + 7) % len(PAGES)]}",
-                 _login_url(page)] + (LOGIN_PATHS if i == 0 else [])
+                 _login_url(page)] + (LOGIN_PATHS + ["/index.php?title=Special:UserLogin"] if i == 0 else [])
         return _html(page, dustsite.text_of(page), links)
     return None
 
@@ -79,7 +80,13 @@ def test_a_login_form_that_is_all_template_gets_its_context_rule(tmp_path):
     log, rules_file = tmp_path / "crawl.jsonl", tmp_path / "rules.json"
     with LocalSite(router) as site:
         yield run_crawl(SiteSpider, {**ADDON, "DEDUP_LOG_FILE": str(log)}, start_urls=[site.url(HOST, "/index.php/Page0")])
-        assert _login_query_fetches(site) == len(PAGES)  # one per page: the form under every page's name
+        assert _login_query_fetches(site) == len(PAGES) + 1  # one per page's name, and the form alone
+    # the crawl's judge: every fetch of the form is one page at the URL strictness (the undecided ones too)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    forms = [r for r in records if r.get("kind") != "redirect" and "Special:" in r["url"]]
+    assert len(forms) == len(PAGES) + 1 + len(LOGIN_PATHS)
+    assert any(r["kind"] == "unique" and r["cluster"] == r["url"] for r in forms[1:])  # kept undecided
+    assert len({r.get("page") or r["cluster"] for r in forms}) == 1, {r.get("page") or r["cluster"] for r in forms}
     assert mine_dust_main([str(log), "-o", str(rules_file)]) == 0
     rules = RuleSet.load(rules_file)
     assert [(r.kind, r.param, r.when) for r in rules.hosts.get(HOST, [])] == [
