@@ -733,3 +733,16 @@ def test_unique_pages_of_one_exact_text_are_one_page(tmp_path, same_text, path_f
     result = mine_logs([_login_form_log(tmp_path / "l.jsonl", same_text, path_forms)])
     rules = [(r.kind, r.param, r.when) for r in _rules(result)]
     assert rules == ([("drop_param_when", "returnto", "title=Special:UserLogin")] if same_text else [])
+
+
+def test_pages_one_only_by_their_exact_text_get_no_content_alias(tmp_path):
+    """MediaWiki's create-page and create-section forms of a missing page show one text, both undecided: one
+    page for the rules' evidence, but an alias would stand on that one pair and merge two resources."""
+    base = f"http://{HOST}/index.php?title=User_talk:Reader&action=edit"
+    lines = [{"url": url, "kind": "unique", "cluster": url, "exact_hash": "form", "words": 120}
+             for url in (f"{base}&section=new", base)]
+    path = tmp_path / "l.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = mine_logs([str(path)])
+    assert result.stats["unique_pages_same_text"] == 1
+    assert not result.rules.aliases.get(HOST)

@@ -17,9 +17,6 @@
   pages must be of one media kind (:data:`MEDIA_KINDS`, when the caller tells it): a raw file
   (``text/plain``) and the HTML page that renders it have the same text, yet are two resources, and
   a URL merge of the two loses one. A verdict that fails it names the page by its own URL at ``"url"``.
-  A page boilerplate learning keeps undecided (too few words of its own to judge; never stored) is, at
-  ``"url"``, the kept or undecided page of its host with the very same whole text, if any (a login form
-  linked with every page's name).
 
 The crawl log (``DEDUP_LOG_FILE``) writes ``"basis": "reduced"`` exactly when a verdict fails the
 URL-level sameness, so ``mine-dust`` (:func:`same_page_evidence` on the log's fields) reads the
@@ -168,9 +165,6 @@ class PageJudge:
         self._with_whole: OrderedDict[str, int] = OrderedDict()  # clusters holding whole fingerprints -> how many
         self._wholes = 0
         self._kept_whole_pages = kept_whole_pages
-        #: (host, exact hash of a whole text) -> the first kept or undecided page of that text (boilerplate
-        #: learning's pages; the most recent ``kept_whole_pages`` texts)
-        self._whole_texts: OrderedDict[tuple[str, bytes], str] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -208,18 +202,6 @@ class PageJudge:
         judgement = self.boilerplate.check(url, blocks, whole=whole, **kwargs)
         verdict = judgement.verdict
         page = PageVerdict(verdict, judgement.fingerprint, judgement, judgement.reduced_match)
-        if (self.url_sameness and whole is not None and verdict.cluster is not None
-                and (judgement.undecidable or verdict.kind == "unique")):
-            # a page kept undecided is never stored: at the URL strictness it is the kept or undecided page of
-            # its host with the very same whole text (an exact match of the whole texts is the URL-level sameness)
-            key = (kwargs.get("host") or self.boilerplate.host_of(url), whole.exact)
-            with self._lock:
-                first = self._whole_texts.setdefault(key, verdict.cluster)
-                self._whole_texts.move_to_end(key)
-                if len(self._whole_texts) > self._kept_whole_pages:
-                    self._whole_texts.popitem(last=False)
-            if judgement.undecidable and first != verdict.cluster:
-                return _with(page, url_page=first)
         if (whole is None and self.url_sameness and verdict.cluster is not None
                 and (verdict.kind == "unique" or page.reduced_match)):
             words, fingerprint = kwargs.get("words"), kwargs.get("fingerprint")

@@ -67,6 +67,8 @@ class DustMiner:
         #: (host, exact hash of a unique page's whole text) -> that page's cluster: a later unique page of the same
         #: text (an undecided one the engine never stored) is that page
         self._unique_texts: dict[tuple[str, str], str] = {}
+        #: those pages, joined so: evidence for rules (many URLs of a form), never for a content alias (one pair)
+        self._joined_by_text: set[str] = set()
         self._normal_hashes: dict[str, str] = {}  # a kept page's cluster -> its normal_text_hash, when logged
         #: the content engine's parameters at their defaults: what a crawl with the default settings uses
         self._defaults: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
@@ -283,6 +285,7 @@ class DustMiner:
             first = self._unique_texts.setdefault((parts[0] if parts else "", text_hash), cluster)
             if first != cluster:
                 self.stats["unique_pages_same_text"] += 1
+                self._joined_by_text.add(first)
                 return first
         if kind == "unique" and isinstance(normal_hash, str):
             self._normal_hashes[cluster] = normal_hash
@@ -399,6 +402,10 @@ class DustMiner:
         redirecting = []
         inexact: set[int] = set()  # pages some URL of which served another text, on a host without per-fetch noise
         exact_host = self._exact_joins[host] >= self.config.min_support
+        # a page the engine never judged (undecided), one only by its exact text, gets no alias: an alias stands
+        # on one pair (MediaWiki's create-page and create-section forms of a missing page show one text)
+        inexact.update(representative(hash(("cluster", page))) for page in self._joined_by_text
+                       if hash(("cluster", page)) in self._contents)
         for raw in sorted(urls, key=_url_order):  # the URL to request: the shortest, whatever the log's order
             cid = urls[raw]
             if exact_host and cid in self._inexact:
