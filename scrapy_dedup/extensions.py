@@ -47,6 +47,7 @@ from scrapy_dedup.redis_content import RedisContentState, StoreCalls, index_key
 from scrapy_dedup.responses import KeptRequests, declared_canonical, source_of
 from scrapy_dedup.settings import DedupConfigError, read_settings, refusing_start
 from scrapy_dedup.url.preference import url_preference
+from scrapy_dedup.url.views import page_key
 from scrapy_dedup._util.redis_policy import RedisUnavailable, secrets_of
 
 if TYPE_CHECKING:
@@ -142,14 +143,13 @@ class DedupExtension:
                 self._index_checkpoint = IndexCheckpoint(self.crawler, self.store, self._jobdir)
             # the one page judge; the URL-level sameness kept when a crawl log or DUST learning reads it
             self.judge = PageJudge.from_params(
-                cfg, self.store, boilerplate=False, min_words=self.policies.default.min_words,
+                cfg, self.store, boilerplate=uses["boilerplate"], min_words=self.policies.default.min_words,
                 representative=cfg.representative, times_are_arrivals=not cfg.timestamp_field,
-                url_sameness=bool(cfg.log_file) or cfg.dust_learn, url_key=url_preference)
-            self.engine = self.judge.engine
+                url_sameness=bool(cfg.log_file) or cfg.dust_learn, url_key=url_preference, page_of_key=page_key,
+                learner=BoilerplateLearner(BoilerplateRule.from_params(cfg), *self.redis_state.block_tables())
+                if uses["boilerplate"] and self.redis_state else None)
+            self.engine, self.boilerplate = self.judge.engine, self.judge.boilerplate
             self.reader.use(self.engine.fingerprinter)
-            if any(p.boilerplate for p in policies):
-                self.boilerplate = self.judge.boilerplate = BoilerplateJudge(self.engine, BoilerplateLearner(
-                    BoilerplateRule.from_params(cfg), *(self.redis_state.block_tables() if self.redis_state else ())))
             check_paragraphs_field(cfg, policies)
             if any(p.paragraphs for p in policies):
                 self.paragraph_flow = CrawlParagraphs(cfg, self.stats, self.events, secrets=self._secrets,

@@ -15,6 +15,7 @@ import pytest
 from scrapy_dedup.content.boilerplate import BoilerplateJudge, BoilerplateLearner, BoilerplateRule
 from scrapy_dedup.content.engine import ContentDeduplicator
 from scrapy_dedup.content.extract import ExtractionPolicy, extract_text
+from scrapy_dedup.url.views import page_key
 from tests.contentsite import words
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
@@ -105,10 +106,15 @@ def _named_page(title: str, heading: str, under: str = "", section: str = "", he
      dict(title="Related changes", heading="Related changes", under="&larr; Lighthouse"), False),
     (dict(title="Timeline", heading="25 events by user field occurring around 2026-12-03 10:55:07."),
      dict(title="Timeline", heading="26 events occurring around c45b2e096d9d82b1."), False),
+    # a heading with words added in its place, under URLs that are no view of one page: what it shows is named
+    (dict(title="Timeline", heading="1 check-in"), dict(title="Timeline", heading='1 check-in related to "trunk"'),
+     False),
+    (dict(title="Harbor", heading="Harbor"), dict(title="Harbor", heading="Harbor: Difference between revisions"),
+     False),
     # the same page, edited or viewed: a number changed, a section or words added, a per-fetch line, the chrome
     (dict(title="Notes", heading="Changes in release 3.2"), dict(title="Notes", heading="Changes in release 3.3"), True),
     (dict(title="Notes", heading="Notes"), dict(title="Notes", heading="Notes", section="See also"), True),
-    (dict(title="Harbor", heading="Harbor"), dict(title="Harbor", heading="Harbor: Difference between revisions"),
+    (dict(title="Harbor", heading="Harbor"), dict(title="Harbor: Difference between revisions", heading="Harbor"),
      True),
     (dict(title="Harbor", heading="Harbor", under="Served at 12:00 by node-7 in 31 ms"),
      dict(title="Harbor", heading="Harbor", under="Served at 14:05 by node-3 in 8 ms"), True),
@@ -126,6 +132,26 @@ def test_headings_and_the_line_under_the_first_tell_a_sibling_from_the_same_page
     for url, html in pages:
         unnamed.check(url, extract_text(html, ExtractionPolicy(), blocks=True).blocks or [])
     assert unnamed.engine.report().near == 1
+
+
+@pytest.mark.parametrize("first, second, same", [
+    ("https://w.test/index.php?title=Harbor", "https://w.test/index.php?title=Harbor&diff=2&oldid=1", True),
+    ("https://w.test/index.php?title=Harbor&diff=2&oldid=1", "https://w.test/index.php/Harbor", True),
+    ("https://w.test/index.php?title=Harbor", "https://w.test/index.php?title=Lighthouse&diff=2&oldid=1", False),
+    ("https://w.test/timeline", "https://w.test/timeline?r=trunk", False),
+])
+def test_a_heading_with_words_added_is_the_same_page_only_under_a_view_of_it(first, second, same):
+    """A diff headed "X: Difference between revisions" is a view of X by its URL (url/views.py page_key, the
+    crawl's): the same page, whichever comes first; a heading grown under another page's URL names what that page
+    shows."""
+    judge = BoilerplateJudge(ContentDeduplicator.in_memory(), BoilerplateLearner(BoilerplateRule()),
+                             page_of_key=page_key)
+    article = _named_page(title="Harbor", heading="Harbor")
+    diff = _named_page(title="Harbor", heading="Harbor: Difference between revisions", edit="lambda")
+    pages = [(url, diff if "diff=" in url or "r=" in url else article) for url in (first, second)]
+    judgements = _judge_all(judge, pages)
+    assert judgements[0].verdict.kind == "unique"
+    assert judgements[1].verdict.is_duplicate is same, judgements[1].verdict
 
 
 def test_a_page_whose_text_stayed_in_the_store_is_told_by_its_name_though_it_was_a_duplicate():

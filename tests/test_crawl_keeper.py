@@ -208,11 +208,12 @@ SOURCE = "/index.php?title=Harbor&action=edit"
 
 
 def wiki_with_source(host: str, path: str) -> Page | None:
-    """The wiki above, and its article's source view: the article's words as markup in a text area."""
+    """The wiki above, and its article's source view: the article's words as markup in a text area, under the
+    article's heading (a heading "Editing Harbor" would tell it apart already: words added to a heading)."""
     if path == SOURCE:
         markup = "== Harbor ==\n" + product_text(1)
         return Page(template(f"<form method='post'><textarea name='text'>{markup}</textarea></form>",
-                             title="Editing Harbor"))
+                             title="Editing Harbor").replace("<h1>Editing Harbor</h1>", "<h1>Harbor</h1>"))
     return wiki(host, path)
 
 
@@ -537,3 +538,33 @@ def test_two_windows_of_a_listing_keep_their_items_and_an_edited_page_under_anot
     assert crawler.stats.get_value("dedup/content/near", 0) >= 2  # (the windows, and the article edited)
     assert urls_of(crawler, site) == sorted([CHANGES_100, CHANGES_250, ARTICLE_REF_A])
     assert crawler.stats.get_value("dedup/items/other_resource_kept") == 1
+
+
+# A repository's timeline and the same timeline filtered to one branch that holds every check-in: the same entries
+# under the same title; the caption over them names the filter ("40 check-ins related to "trunk""). Two resources.
+TIMELINE, TIMELINE_TRUNK = "/timeline", "/timeline?r=trunk"
+CHECKINS = [f"2026-12-0{i % 3 + 1} 10:{i:02d} {' '.join(words(7300 + i, 12))} check-in: {i:010x} user: field"
+            for i in range(40)]
+
+
+def timelines(host: str, path: str) -> Page | None:
+    def timeline(caption: str) -> Page:
+        entries = "".join(f"<li>{entry}</li>" for entry in CHECKINS)
+        return Page("<!DOCTYPE html><html><head><title>Harbor Project: Timeline</title></head><body><main>"
+                    f"<h1>Harbor Project</h1><h2>{caption}</h2><ul>{entries}</ul></main></body></html>")
+
+    pages = {TIMELINE: lambda: timeline("40 check-ins"),
+             TIMELINE_TRUNK: lambda: timeline('40 check-ins related to "trunk"')}
+    return pages[path]() if path in pages else None
+
+
+@pytest.mark.parametrize("order", [[TIMELINE, TIMELINE_TRUNK], [TIMELINE_TRUNK, TIMELINE]])
+@inlineCallbacks
+def test_a_listing_whose_heading_names_its_filter_keeps_its_item_whatever_the_order(order):
+    """The content engine takes either timeline for the other's near duplicate (the same entries); their headings
+    differ by the words that name the filter. Each keeps its item, whichever comes first."""
+    with LocalSite(timelines) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=order)
+    assert all(site.hits[("wiki.test", path)] == 1 for path in order)
+    assert urls_of(crawler, site) == sorted([TIMELINE, TIMELINE_TRUNK])
+    assert crawler.stats.get_value("dedup/content/boilerplate/guarded", 0) == 1  # (near by their text: the name guard)

@@ -64,6 +64,7 @@ keys BLAKE2b with a salt kept there. No Scrapy imports.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import threading
@@ -81,7 +82,7 @@ import numpy as np
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
 from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, hamming, word_bytes_per_block
 from scrapy_dedup.content.sketch import VerifyRule
-from scrapy_dedup.content.text import SUBTITLE_MARK
+from scrapy_dedup.content.text import MAX_NAME_CHARS, SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
            "normalize_block", "normal_lines", "normal_digest", "block_hashes", "text_to_fingerprint", "host_of"]
@@ -170,6 +171,27 @@ def _substituted(ours: list[str], theirs: list[str], numbers: bool = True) -> bo
         return any(not any(m <= o or o <= m for o in other) for m in mine if m)
 
     return unmatched(a, b) and unmatched(b, a)
+
+
+def _name_lines(named: str) -> list[str]:
+    """A page's ``<title>`` and headings, one a line (``Extraction.title`` before its subtitle), less the last line
+    when the name was cut at ``text.MAX_NAME_CHARS``: that line may be a heading cut short, not the page's."""
+    lines = named.split("\n")
+    return lines[:-1] if len(named) >= MAX_NAME_CHARS else lines
+
+
+def _words_added(ours: list[str], theirs: list[str]) -> bool:
+    """Whether, of two pages' headings (digits one word, as in :func:`_substituted` without ``numbers``), one has a
+    heading that holds every word of the other's heading in its place and more: ``"40 check-ins related to
+    "trunk""`` where the other has ``"40 check-ins"``. The headings are aligned by those both have the same (a
+    heading added or left out between two others, a section of a page edited, is no heading changed)."""
+    if not ours or not theirs or ours == theirs:
+        return False
+    a, b = ([frozenset(_TITLE_WORD.findall(_DIGITS.sub("0", line).lower())) for line in lines]
+            for lines in (ours, theirs))
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return any(m and o and (m < o or o < m) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag == "replace"
+               for m in a[i1:i2] for o in b[j1:j2])
 
 
 #: blocks longer than this (characters) are content, never boilerplate: a cookie banner or a footer is
@@ -702,11 +724,14 @@ class BoilerplateJudge:
     """
 
     def __init__(self, engine: ContentDeduplicator, learner: BoilerplateLearner,
-                 host_of_key: Callable[[str], str] = host_of):
+                 host_of_key: Callable[[str], str] = host_of, page_of_key: Callable[[str], str] | None = None):
         self.engine = engine
         self.learner = learner
         #: the host of a store key (a URL; the audit's keys are page numbers, their hosts known apart)
         self.host_of = host_of_key
+        #: the page a store key's URL shows or is a view of, by its URL alone (the crawl's: url/views.py page_key;
+        #: None: each key its own), for :meth:`_titles_differ`
+        self.page_of = page_of_key
         #: host -> the names of its last stored pages (URL -> title, headings, subtitle), for :meth:`_titles_differ`
         self._titles: dict[str, OrderedDict[str, str]] = {}
         self._lock = threading.Lock()
@@ -776,7 +801,7 @@ class BoilerplateJudge:
                     return Judgement(record(url, answer), reduced, reduction)
                 if (answer[0] == "near" and self.host_of(answer[1] or "") == host
                         and (learner.frozen or self._own_words(host, reduction) >= learner.rule.min_words)
-                        and not self._titles_differ(host, title, answer[1] or "")):
+                        and not self._titles_differ(host, title, answer[1] or "", url)):
                     return Judgement(record(url, answer), reduced, reduction, reduced_match=True)
                 reduced_stored = answer[0] == "unique"
                 if reduced_stored:  # its entry stays under its URL: a later page matching it is told by its name
@@ -791,7 +816,7 @@ class BoilerplateJudge:
             if answer[0] == "near" and answer[1] == url and reduced_stored:
                 answer = ("unique", None, None)  # its own reduced text, stored a moment ago
             guarded = answer[0] == "near" and (
-                self._titles_differ(host, title, answer[1] or "")
+                self._titles_differ(host, title, answer[1] or "", url)
                 or self._template_undoes(host, reduction, answer[1] or "", fingerprint, degenerate, fingerprinter))
             if answer[0] == "near" and not guarded:  # the kept page's entry may be its text less boilerplate
                 return Judgement(record(url, answer), whole, reduction,
@@ -829,7 +854,7 @@ class BoilerplateJudge:
         if len(titles) > TITLES_KEPT:
             titles.popitem(last=False)
 
-    def _titles_differ(self, host: str, title: str | None, kept_url: str) -> bool:
+    def _titles_differ(self, host: str, title: str | None, kept_url: str, url: str) -> bool:
         """Whether the page and ``kept_url`` (of ``host``, one of its last ``TITLES_KEPT`` stored pages with a
         name) have different names (``<title>``, headings, subtitle: ``title`` and the kept page's): the same
         page re-fetched or edited keeps its name; a sibling that shares most of its text (the release notes of
@@ -842,19 +867,28 @@ class BoilerplateJudge:
         if kept is None or kept == title:
             return False
         # A name is the page's <title>, then its headings one a line (text.page_blocks_titled); the titles and
-        # the headings are compared apart. A title (a heading) that only adds words to the other's names a
-        # view of that page (a wiki's "X: difference between revisions", "X (printable version)") or the page
-        # edited (a section added): the same page, whose item the keeper chooses. A sibling substitutes words:
-        # "GLib 2.74 release notes" for "GLib 2.76 release notes"; under one title, a listing of another
-        # subject its heading ("Search in [root]" for "Files in [root]", "26 events occurring around C." for
-        # "25 events by user U occurring around T."), or its subtitle ("<- X" under "Related changes", the
-        # related changes of page X). In headings a number is any number: a page edited may change one
+        # the headings are compared apart. A title that only adds words to the other's names a view of that
+        # page (a wiki's "X (printable version)", "X: difference between revisions") or the page again; headings
+        # or subtitle lines added or left out, the page edited (a section added): the same page, whose item the
+        # keeper chooses. A sibling substitutes words: "GLib 2.74 release notes" for "GLib 2.76 release notes";
+        # under one title, a listing of another subject its heading ("Search in [root]" for "Files in [root]",
+        # "26 events occurring around C." for "25 events by user U occurring around T."), or its subtitle ("<- X"
+        # under "Related changes", the related changes of page X). A heading that adds words in its place names
+        # what the page shows too: '40 check-ins related to "trunk"' over the same entries as "40 check-ins", a
+        # listing filtered (_words_added), unless the two URLs show one page by their view parameters (page_of:
+        # a wiki's diff, headed "X: Difference between revisions", and its article; a view's item waits for its
+        # page's in the item keeper). In headings a number is any number: a page edited may change one
         # ("Changes in release 3.2"); its title names the version. A subtitle is read in the normal form, and
         # only its lines of the page's own (_naming_lines).
         (named, _, our_sub), (kept_named, _, their_sub) = title.partition(SUBTITLE_MARK), kept.partition(SUBTITLE_MARK)
-        ours, theirs = named.split("\n"), kept_named.split("\n")
+        ours, theirs = _name_lines(named), _name_lines(kept_named)
         return (_substituted(ours[:1], theirs[:1]) or _substituted(ours[1:], theirs[1:], numbers=False)
+                or (_words_added(ours[1:], theirs[1:]) and not self._one_page(url, kept_url))
                 or _substituted(self._naming_lines(host, our_sub), self._naming_lines(host, their_sub)))
+
+    def _one_page(self, key: str, other: str) -> bool:
+        """Whether two store keys' URLs show one page by the URLs alone (``page_of``: a view and its page)."""
+        return key == other or (self.page_of is not None and self.page_of(key) == self.page_of(other))
 
     def _naming_lines(self, host: str, subtitle: str) -> list[str]:
         """The lines of a page's subtitle that name it, in boilerplate's normal form (a per-fetch line, "Served
@@ -938,7 +972,7 @@ class BoilerplateJudge:
             return None
         best = None
         for kept_url, kept in self.learner.recent_pages(host):
-            if kept_url == url or self._titles_differ(host, title, kept_url):
+            if kept_url == url or self._titles_differ(host, title, kept_url, url):
                 continue
             theirs, kept_words = table.is_boilerplate(kept.hashes), _block_words(kept.blocks)
             kept_out, kept_size = int(kept_words[theirs].sum()), int(kept_words.sum())

@@ -172,17 +172,18 @@ class PageJudge:
                     boilerplate: bool | None = None, host_of_key: Callable[[str], str] = host_of,
                     min_words: int | None = None, representative: str = "first", times_are_arrivals: bool = False,
                     url_sameness: bool = False, kept_whole_pages: int = KEPT_WHOLE_PAGES,
-                    url_key: UrlKey | None = None) -> PageJudge:
+                    url_key: UrlKey | None = None, page_of_key: Callable[[str], str] | None = None) -> PageJudge:
         """The judge of ``params`` (the factory every caller uses): the engine over ``store`` (None: in memory),
         with the boilerplate rule when ``boilerplate`` (None: ``params.boilerplate``), its learner ``learner``
-        (None: a fresh one with ``params``' thresholds)."""
+        (None: a fresh one with ``params``' thresholds); ``page_of_key``: the page a key's URL shows by its view
+        parameters (``BoilerplateJudge``)."""
         engine = build_engine(params, store, min_words=min_words, representative=representative,
                               times_are_arrivals=times_are_arrivals, url_key=url_key)
         learns = bool(params.boilerplate) if boilerplate is None else boilerplate
         judge = None
         if learns:
             learner = learner or BoilerplateLearner(BoilerplateRule.from_params(params))
-            judge = BoilerplateJudge(engine, learner, host_of_key=host_of_key)
+            judge = BoilerplateJudge(engine, learner, host_of_key=host_of_key, page_of_key=page_of_key)
         return cls(engine, judge, url_sameness=url_sameness, kept_whole_pages=kept_whole_pages)
 
     def judge_text(self, url: str, fp: ContentFingerprint, degenerate: bool | None = None, *,
