@@ -580,8 +580,9 @@ class PageWords:
         self.fingerprinter = fingerprinter
         self._recent = recent
         read = recent.words(blocks) if recent is not None else None
+        self._rule_words: np.ndarray | None = None
         if read is not None:
-            self.hashes, self.counts, self.text = read
+            self.hashes, self.counts, self.text, self._rule_words = read
         else:
             tokens, self.counts = word_bytes_per_block(blocks)
             self.hashes = byte_token_hashes(tokens)
@@ -590,7 +591,6 @@ class PageWords:
         self._block_hashes: dict[tuple, np.ndarray] = {}
         self._prints: dict[tuple, ContentFingerprint] = {}  # (kept blocks, exact) -> fingerprint
         self._normal_hash: str | None = None
-        self._rule_words: np.ndarray | None = None
 
     def rule_words(self, blocks: Sequence[str]) -> np.ndarray:
         """:func:`_block_words` of the page's ``blocks`` (those it was made of), counted once."""
@@ -702,13 +702,15 @@ class RecentBlocks:
 
     def __init__(self, max_chars: int | None = None):
         self.max_chars = RECENT_BLOCK_CHARS if max_chars is None else max_chars
-        #: block -> [its words' digests (8 bytes each), its words joined by spaces, how many, its normal form or None]
+        #: block -> [its words' digests (8 bytes each), its words joined by spaces, how many, its normal form or None,
+        #: its words as the rule counts them (:func:`_block_words`)]
         self._blocks: OrderedDict[str, list[Any]] = OrderedDict()
         self._chars = 0
 
-    def words(self, blocks: Sequence[str]) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+    def words(self, blocks: Sequence[str]) -> tuple[np.ndarray, np.ndarray, bytes, np.ndarray] | None:
         """The word hashes, the words of each block and the words joined by spaces of the page of ``blocks``
-        (what :func:`word_bytes_per_block` and :func:`byte_token_hashes` give of it); None without blocks."""
+        (what :func:`word_bytes_per_block` and :func:`byte_token_hashes` give of it), and the words of each
+        block as the rule counts them (:func:`_block_words`); None without blocks."""
         if not blocks:
             return None
         entries: list[Any] = list(map(self._blocks.get, blocks))  # (None: a block not read lately)
@@ -718,21 +720,23 @@ class RecentBlocks:
             tokens, counts = word_bytes_per_block(texts)
             digests = byte_token_digests(tokens)
             ends = np.cumsum(counts)
-            new = [[digests[8 * start:8 * end], b" ".join(tokens[start:end]), end - start, None]
-                   for start, end in zip((ends - counts).tolist(), ends.tolist())]
+            new = [[digests[8 * start:8 * end], b" ".join(tokens[start:end]), end - start, None, rule]
+                   for start, end, rule in zip((ends - counts).tolist(), ends.tolist(), _block_words(texts).tolist())]
             for i, entry in zip(missing, new):
                 entries[i] = entry
             self._remember(dict(zip(texts, new)))  # (a block twice on the page: once)
         return (hashes_of_digests(b"".join(map(itemgetter(0), entries))),
                 np.fromiter(map(itemgetter(2), entries), dtype=np.int64, count=len(entries)),
-                b" ".join(filter(None, map(itemgetter(1), entries))))  # (a block without words: none)
+                b" ".join(filter(None, map(itemgetter(1), entries))),  # (a block without words: none)
+                np.fromiter(map(itemgetter(4), entries), dtype=np.int64, count=len(entries)))
 
     def normal_lines(self, blocks: Sequence[str]) -> list[bytes] | None:
         """:func:`normal_lines` of ``blocks`` joined by newlines (None when a block holds a newline itself)."""
         if not blocks:
             return None
         entries: list[Any] = list(map(self._blocks.get, blocks))
-        lines = [None if entry is None else entry[3] for entry in entries]
+        lines = (list(map(itemgetter(3), entries)) if None not in entries
+                 else [None if entry is None else entry[3] for entry in entries])
         missing = list(compress(range(len(lines)), map(is_, lines, repeat(None))))
         if missing:
             normal = normal_lines("\n".join([blocks[i] for i in missing]))
