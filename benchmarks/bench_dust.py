@@ -209,8 +209,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=None, help="content pages per generated site (default 30)")
     parser.add_argument("--json", metavar="FILE", help="write every figure of the generated sites as JSON")
     parser.add_argument("--keep", metavar="DIR",
-                        help="keep each generated site's crawl log, mined rules and `mine-dust -v` output in "
-                             "DIR/<seed>/ (to study the miner on the tuning seeds)")
+                        help="keep each generated site's crawl log, mined rules, `mine-dust -v` output and each "
+                             "contender's fetches (fetches-<contender>.txt) in DIR/<seed>/ (to study the miner on "
+                             "the tuning seeds)")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help="generated sites: the contenders to run, comma-separated (mined needs addon)")
     parser.add_argument("--repeat", type=int, default=1, help="generated sites: crawl each site this many times")
@@ -343,6 +344,15 @@ async def _crawl_site(site, keep: str | None, contenders: tuple[str, ...] = CONT
                                           start_urls=[local.url(site.host)], allowed_domains=[site.host])
                 fetched = list(site.log)
             s = dustgen.score(site, fetched, [item["url"] for item in crawler.items])
+            if keep:  # each fetch in order, with what it showed: where a contender's waste comes from
+                with open(os.path.join(tmp, f"fetches-{name}.txt"), "w", encoding="utf-8") as f:
+                    seen_pages: set = set()
+                    for path_qs in fetched:
+                        t = site.truth(path_qs)
+                        mark = "new" if t.kind == "page" and t.page not in seen_pages else "WASTE"
+                        if t.kind == "page":
+                            seen_pages.add(t.page)
+                        f.write(f"{mark}\t{t.kind}\t{t.page}\t{','.join(t.forms)}\t{path_qs}\n")
             stats = crawler.stats.get_stats()
             out["contenders"][name] = {
                 "fetches": s.fetches, "distinct": s.distinct, "reachable": s.reachable, "wasted": s.wasted,

@@ -188,7 +188,7 @@ class DedupExtension:
     def fingerprint_of_response(self, response: Response) -> ContentFingerprint | None:
         """The fingerprint of a page's main text under its host's policy; None if not a page, not readable,
         or degenerate (too few words). Computed once per response object, whoever asks first."""
-        page = self._page_of(response)
+        page = self.page_of(response)
         fp = page.fingerprint
         if fp is None:
             return None
@@ -197,7 +197,7 @@ class DedupExtension:
             return None
         return fp
 
-    def _page_of(self, response: Response) -> PageReading:
+    def page_of(self, response: Response) -> PageReading:
         page = self._pages.get(response)
         if page is None:
             page = self._pages[response] = self.reader.read(
@@ -215,12 +215,12 @@ class DedupExtension:
         verdict = self.verdict_for_response(response)
         if verdict is None or verdict.cluster is None:
             return None
-        return self._page_of(response).url_page or verdict.cluster
+        return self.page_of(response).url_page or verdict.cluster
 
     def verdict_for_response(self, response: Response) -> Verdict | None:
         """The verdict of ``response``, taken once (None for what is not judged: not a page, unreadable,
         the store away)."""
-        page = self._page_of(response)
+        page = self.page_of(response)
         if page.judged:
             return page.verdict
         page.judged = True
@@ -251,7 +251,7 @@ class DedupExtension:
         """The main text of ``response`` less its repeated blocks (``DEDUP_PARAGRAPHS_FIELD``), judging it first
         if need be; None when its host has paragraph dedup off or it has no main text."""
         self.verdict_for_response(response)
-        check = self._page_of(response).paragraphs
+        check = self.page_of(response).paragraphs
         return check.text if check is not None else None
 
     def _paragraph_flow(self) -> CrawlParagraphs:

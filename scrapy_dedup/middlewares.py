@@ -35,6 +35,7 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.log import logformatter_adapter
 from w3lib.url import safe_url_string
 
+from scrapy_dedup.content.paragraphs import page_blocks_held, strictly_nested
 from scrapy_dedup.content.keeper import Action, Group, ItemKeeper, Outcome
 from scrapy_dedup.content.sketch import Sketch, resemblance
 from scrapy_dedup.engine_hook import internal, on_close_start
@@ -55,7 +56,7 @@ from scrapy_dedup.jobdir import uses_scrapys_scheduler
 from scrapy_dedup.logformatter import formatter_logs_duplicates_itself
 from scrapy_dedup.url.canonical import Canonicalizer, safe_parts
 from scrapy_dedup.url.policy import SWITCHES, UrlPolicy
-from scrapy_dedup.url.views import is_view, names_other_resource, page_key
+from scrapy_dedup.url.views import is_view, names_other_resource, names_other_selection, page_key
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -86,6 +87,9 @@ VIEW_OWN_TEXT = 1.0
 #: about a sketch (1 KB at the default size); a view of a page older than that is judged as before
 VIEW_PAGES_KEPT = 4096
 VIEWS_PER_PAGE = 16
+#: kept pages whose URL has a query, remembered with their blocks (about 8 bytes a distinct block) for the
+#: pages of the same script asked with another value of a parameter (url/views.py names_other_selection)
+SELECTION_PAGES_KEPT = 4096
 
 
 class DuplicateResponse(IgnoreRequest):
@@ -121,6 +125,8 @@ class ContentFingerprintMiddleware:
             #: page key -> (cluster, URL, sketch) of the first page that is no view; -> views kept apart from it
             self._page_by_key: OrderedDict[str, tuple[Hashable, str, Sketch]] = OrderedDict()
             self._views_by_key: OrderedDict[str, list[tuple[Hashable, Sketch]]] = OrderedDict()
+            #: URL -> the blocks of a kept page whose URL has a query (content/paragraphs.py page_blocks_held)
+            self._blocks_by_url: OrderedDict[str, Any] = OrderedDict()
             #: the cluster of each response whose items went through the keeper (the signals name the response)
             self._cluster_of_response: weakref.WeakKeyDictionary[Response, Hashable] = weakref.WeakKeyDictionary()
             crawler.signals.connect(self._item_scraped, signal=signals.item_scraped)
@@ -162,20 +168,22 @@ class ContentFingerprintMiddleware:
         decide, field = self.decide, self.paragraphs_field
         unique_text = self.content.paragraph_text_of(response) if field is not None else None
         member = self._member(verdict)
-        shown = None
+        shown, selection = None, False
         if member is not None:
             assert self.keeper is not None and verdict is not None  # (_member)
             self.keeper.page_open(member, first=verdict.kind == "unique")
             shown = self._page_shown(response, verdict, member)
             if shown is not None:  # a view of a page kept apart: its items are that page's duplicates
                 verdict = replace(verdict, kind="near", kept_url=shown[1], cluster=str(shown[0]), distance=None)
+            selection = shown is None and self._other_selection(response, verdict)
         try:
             async for obj in result:
                 if field is not None and obj is not None and not isinstance(obj, Request):
                     field.fill(obj, unique_text)
                 if member is not None and obj is not None and not isinstance(obj, Request):
                     assert verdict is not None
-                    obj = self._keep(obj, verdict, verdict.cluster if shown is not None else member, response)
+                    obj = self._keep(obj, verdict, verdict.cluster if shown is not None else member, response,
+                                     other_selection=selection)
                     if obj is None:
                         continue
                 elif decide is not None and obj is not None and not isinstance(obj, Request):
@@ -245,8 +253,10 @@ class ContentFingerprintMiddleware:
                 self._carry_out(self.keeper.join(view_cluster, cluster, url, verdict), response)
         return None
 
-    def _keep(self, item: Any, verdict: "Verdict", cluster: Hashable, response: "Response") -> Any:
-        """The item to pass on now, or None (held back, or dropped as a duplicate)."""
+    def _keep(self, item: Any, verdict: "Verdict", cluster: Hashable, response: "Response", *,
+              other_selection: bool = False) -> Any:
+        """The item to pass on now, or None (held back, or dropped as a duplicate); ``other_selection``: the page
+        is another selection of the page it matched (:meth:`_other_selection`)."""
         assert self.keeper is not None and self.decide is not None
         url = verdict.url
         refetch = verdict.kept_url == url
@@ -270,9 +280,9 @@ class ContentFingerprintMiddleware:
             except DuplicateItem as exc:
                 self._dropped(item, exc, response)
                 return None
-        if verdict.kept_url and names_other_resource(url, verdict.kept_url):
-            # another resource of the page it matched (its source, its history): an item of its own, outside the
-            # cluster's bookkeeping (url/views.py)
+        if other_selection or (verdict.kept_url and names_other_resource(url, verdict.kept_url)):
+            # another resource of the page it matched (its source, its history; another window of a listing): an
+            # item of its own, outside the cluster's bookkeeping (url/views.py)
             self.stats.inc_value("dedup/items/other_resource_kept")
             return item
         view = is_view(url) and not refetch  # (a refetch is kept in every mode: never held)
@@ -293,6 +303,30 @@ class ContentFingerprintMiddleware:
         except DuplicateItem as exc:
             self._dropped(item, exc, response)
             return None
+
+    def _other_selection(self, response: "Response", verdict: "Verdict") -> bool:
+        """Whether a near duplicate is another selection of the kept page: the same script asked with another
+        value of a parameter (url/views.py ``names_other_selection``) and a text that holds every block of the
+        kept page's and more, or whose blocks are all the kept page's and fewer (content/paragraphs.py
+        ``strictly_nested``): the last 100 changes of a wiki that holds 101 and the last 250. Remembers the
+        blocks of each kept page whose URL has a query. A page edited in place (a sentence rewritten) is not
+        nested; a page with a block added under another value of a parameter the default canonicalization
+        does not know (``?ref=a``, ``?ref=b``) keeps a second item (a duplicate, never a loss)."""
+        if verdict.kind not in ("unique", "near") or "?" not in verdict.url:
+            return False
+        kept_url = verdict.kept_url or ""
+        if verdict.kind == "near" and not (kept_url in self._blocks_by_url
+                                           and names_other_selection(verdict.url, kept_url)):
+            return False
+        blocks = self.content.page_of(response).blocks
+        if blocks is None:
+            return False
+        if verdict.kind == "unique":
+            self._blocks_by_url[verdict.url] = page_blocks_held(blocks)
+            if len(self._blocks_by_url) > SELECTION_PAGES_KEPT:
+                self._blocks_by_url.popitem(last=False)
+            return False
+        return strictly_nested(page_blocks_held(blocks), self._blocks_by_url[kept_url])
 
     def _carry_out(self, outcome: Outcome, response: "Response | None") -> None:
         """Drop the held items ``outcome`` supersedes; send on the groups it releases."""

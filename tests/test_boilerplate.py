@@ -234,6 +234,62 @@ def test_judge_guard_applies_in_the_warm_up_with_the_template_known_so_far():
     assert judgement.reduction.state == "warmup" and judgement.guarded and judgement.verdict.kind == "unique"
 
 
+# A live site in its warm-up: a one-line template, a hero block drawn per fetch from a few variants (12 words
+# each), a page's own text of 60 words. Two fetches of one page with other heroes are apart by their whole
+# texts (about 16 shingles of its own each side: the engine's pair rule wants at most 10 on one side, or
+# J >= 0.85). Pages 0, 1, 2 (counted before the kept page) show heroes 0, 1, 2; heroes 3 and 4 no other page.
+_HEROES = [_own(900 + n, 12) for n in range(5)]
+
+
+def _live(own: int, hero: int) -> list[str]:
+    return ["Example docs home search the site", _HEROES[hero], _own(own, 60)]
+
+
+def _name(own: int) -> str:
+    return f"Page {_own(own, 2)}"
+
+
+@pytest.mark.parametrize("by_text", [False, True], ids=["words", "crawl's fingerprint"])
+@pytest.mark.parametrize(
+    "counted, kept_hero, hero, own, name, expected",
+    [
+        # the kept page's hero (0) is on page 0 too, the re-fetch's (1) on page 1: both left out, what is left
+        # of the two is the page's own text
+        (4, 0, 1, 4, 4, "near"),
+        # the re-fetch shows a hero no other page serves: its text less the rest is the kept page's with a
+        # block added, a near duplicate by the engine's rule (as a page with a footer added is)
+        (4, 0, 3, 4, 4, "near"),
+        (4, 3, 4, 4, 4, "unique"),  # each shows a hero no other page serves: 12 words of its own each side
+        (4, 0, 1, 9, 9, "unique"),  # another page: its own text differs
+        (4, 0, 1, 4, 9, "unique"),  # the same text under another name (the next release's notes): never merged
+        # fewer than min_pages (4) counted, counts cannot tell template from text: only the same name matches,
+        # and only with another page counted besides the kept one
+        (2, 0, 1, 4, 4, "near"),
+        (2, 0, 1, 4, None, "unique"),
+        (1, 0, 1, 4, 4, "unique"),
+    ],
+)
+def test_judge_matches_a_warm_up_refetch_less_the_blocks_its_host_shows_on_other_pages(counted, kept_hero, hero,
+                                                                                        own, name, expected, by_text):
+    """In the warm-up (nothing left out of a text yet), a page judged unique on its whole text is compared
+    with each of its host's recent kept pages, both less what the host shows on its other counted pages."""
+    judge = _judge()  # the defaults: min_pages 4, warm-up 10 pages
+    kwargs = {"fingerprint": judge.engine.fingerprint} if by_text else {}
+    for n in range(counted - 1):
+        judge.check(f"https://h.test/p{n}", _live(100 + n, n), title=_name(100 + n), **kwargs)
+    kept = _live(4, kept_hero)
+    assert judge.check("https://h.test/k", kept, title=_name(4), **kwargs).verdict.kind == "unique"
+    judgement = judge.check("https://h.test/k?session=2", _live(own, hero),
+                            title=None if name is None else _name(name), **kwargs)
+    assert judgement.reduction.state == "warmup"
+    assert judgement.verdict.kind == expected
+    # the whole texts alone are not near (what the judge found without this comparison)
+    whole = [judge.engine.fingerprint(" ".join(blocks)) for blocks in (kept, _live(own, hero))]
+    assert not judge.engine.pair_matches(*whole)
+    if expected == "near":
+        assert judgement.verdict.kept_url == "https://h.test/k" and judgement.reduced_match
+
+
 def test_judge_counts_a_copy_of_a_warm_up_page_as_exact_and_matches_reduced_text_only_within_its_host():
     judge = _judge(min_pages=2, warmup_pages=2)
     page = CHROME + [_own(7, 40)]

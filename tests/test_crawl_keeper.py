@@ -495,3 +495,45 @@ def test_listings_under_one_title_keep_their_items_when_their_heading_or_subtitl
     assert all(site.hits[("wiki.test", path)] == 1 for path in order)
     assert urls_of(crawler, site) == sorted([RELATED_HARBOR, RELATED_LIGHTHOUSE, MEDIA_FILES, MEDIA_SEARCH])
     assert crawler.stats.get_value("dedup/items/near_duplicates") == 1  # the filtered listing's
+
+
+# A wiki's recent changes asked for the last 100 and the last 250 when it holds 101: one entry more under the same
+# title, heading and form. Two windows of one listing, each a resource of its own (the parameter selects what the
+# page shows); the same page with a word edited under another value of a parameter stays one page.
+CHANGES_100 = "/index.php?title=Special:RecentChanges&limit=100"
+CHANGES_250 = "/index.php?title=Special:RecentChanges&limit=250"
+CHANGES_500 = "/index.php?title=Special:RecentChanges&limit=500"
+ARTICLE_REF_A, ARTICLE_REF_B = "/index.php?title=Harbor&ref=a", "/index.php?title=Harbor&ref=b"
+CHANGE_ENTRIES = [f"10:{i:02d} Page {word} diff hist Maintenance script talk contribs (revision {i % 3 + 1})"
+                  for i, word in enumerate(words(7200, 41))]
+
+
+def recent_changes(host: str, path: str) -> Page | None:
+    """Recent changes at three limits (the wiki holds 41 changes: the first limit shows 40), and an article under
+    two values of a parameter that changes nothing, the second with words edited."""
+    def changes(entries: int) -> Page:
+        items = "".join(f"<li>{entry}</li>" for entry in CHANGE_ENTRIES[:entries])
+        return Page("<!DOCTYPE html><html><head><title>Recent changes - Wiki</title></head><body><main>"
+                    f"<h1>Recent changes</h1>{LIST_CHROME}<p>Show last 40 | 100 | 500 changes</p><ul>{items}</ul>"
+                    "</main></body></html>")
+
+    pages = {CHANGES_100: lambda: changes(40), CHANGES_250: lambda: changes(41), CHANGES_500: lambda: changes(41),
+             ARTICLE_REF_A: lambda: Page(template(product_text(3), title="Harbor")),
+             ARTICLE_REF_B: lambda: Page(template(edited_text(3), title="Harbor"))}
+    return pages[path]() if path in pages else None
+
+
+@pytest.mark.parametrize("order", [[CHANGES_250, CHANGES_100, CHANGES_500], [CHANGES_100, CHANGES_250]])
+@inlineCallbacks
+def test_two_windows_of_a_listing_keep_their_items_and_an_edited_page_under_another_value_stays_one(order):
+    """The content engine takes the shorter window for the longer one's near duplicate: it holds every entry of
+    it but one. Another value of the parameter that selects the window, and one text nested in the other: each
+    keeps its item (the same window again is still a duplicate). The article under ``ref=a`` and ``ref=b``, a
+    word edited: not nested, one item."""
+    paths = [*order, ARTICLE_REF_A, ARTICLE_REF_B]
+    with LocalSite(recent_changes) as site:
+        crawler = yield run_crawl(OrderedSpider, ADDON, base=site.url("wiki.test", ""), paths=paths)
+    assert all(site.hits[("wiki.test", path)] == 1 for path in paths)
+    assert crawler.stats.get_value("dedup/content/near", 0) >= 2  # (the windows, and the article edited)
+    assert urls_of(crawler, site) == sorted([CHANGES_100, CHANGES_250, ARTICLE_REF_A])
+    assert crawler.stats.get_value("dedup/items/other_resource_kept") == 1

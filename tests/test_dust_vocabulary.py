@@ -502,3 +502,54 @@ def test_a_page_number_seen_only_beside_a_session_is_not_dropped(tmp_path):
     pages = {canonical(rules, f"/news/?pagenum={n}&sid=feedc0ffee") for n in (2, 3)} | {canonical(rules, "/news/")}
     assert len(pages) == 3
     assert canonical(rules, "/news/?pagenum=1") == "/news/"
+
+
+def test_a_visitors_session_token_is_never_a_rules_literal(tmp_path):
+    """Generated site 6208: each page rendered for one visitor links its directory form with that visitor's
+    ``;JSESSIONID=<token>``. The miner took the pair ``/x.html`` ~ ``/x/;JSESSIONID=<token>`` as they were and
+    wrote ``.html -> /;JSESSIONID=<one token>`` (and a ``query_to_path`` from ``/page.asp;JSESSIONID=<token>``):
+    rules that hold for one visitor only, whose trial cost the second crawl half its fetches. The path
+    parameter is dropped by name; the other candidates come from the paths without it."""
+    rng = random.Random(17)
+    tokens = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24)) for _ in range(2)]
+    lines = []
+    for name in ("intro", "setup", "usage", "faq", "api", "tools"):  # met as a file and as one visitor's directory
+        lines.append(_page(f"/guide/{name}.html", f"/guide/{name}.html", rng))
+        lines.append(_page(f"/guide/{name}/;JSESSIONID={tokens[0]}", f"/guide/{name}.html", rng, "near"))
+        lines.append(_page(f"/page.asp;JSESSIONID={tokens[0]}?f=guide/{name}.html", f"/guide/{name}.html",
+                           rng, "near"))
+    for name in ("git", "make", "tar", "sed"):  # met with and without another visitor's session
+        lines.append(_page(f"/ref/{name}/", f"/ref/{name}/", rng))
+        lines.append(_page(f"/ref/{name}/;JSESSIONID={tokens[1]}", f"/ref/{name}/", rng, "near"))
+        lines.append(_page(f"/page.asp?f=ref/{name}/", f"/ref/{name}/", rng, "near"))
+    result = mine_logs([_write(tmp_path, lines)])
+    literals = json.dumps([{k: v for k, v in r.to_json().items() if k != "examples"} for r in result.rules.hosts[H]])
+    assert not any(token in literals for token in tokens), literals
+    assert ("drop_pathparam", "JSESSIONID") in _kinds(result)
+    rules = result.rules
+    assert canonical(rules, "/guide/other/;JSESSIONID=abcdef0123456789abcdef01") == "/guide/other.html"
+    assert canonical(rules, "/page.asp;JSESSIONID=abcdef0123456789abcdef01?f=guide/other.html") == \
+        "/guide/other.html"
+
+
+def test_a_page_under_several_id_schemes_gets_an_alias_from_each(tmp_path):
+    """Generated site 6213: each page is served at its canonical URL, as a permalink ``/?p=<n>`` and as an
+    opaque ``/content.asp?cid=<n>``. Three keys: no alias was written (a page under three keys or more was
+    taken for a soft 404), and the second crawl fetched every page three times. Each key beyond the main one
+    is of an id scheme (every key of its form shows a page of its own, on 3 pages or more): aliased. A page
+    behind keys of a form that shows one page for several (a soft 404) still gets none."""
+    rng = random.Random(18)
+    lines = []
+    slugs = ("blue-runner", "red-trail", "green-walker", "grey-hiker")
+    for i, slug in enumerate(slugs):
+        lines.append(_page(f"/shoes/{slug}/", f"/shoes/{slug}/", rng))
+        lines.append(_page(f"/shoes/{slug}/", f"/shoes/{slug}/", rng, "exact"))  # linked twice: the main key
+        lines.append(_page(f"/?p={4711 + i}", f"/shoes/{slug}/", rng, "near"))
+        lines.append(_page(f"/content.asp?cid={4711 + i}", f"/shoes/{slug}/", rng, "near"))
+    lines.append(_page("/notfound", "/notfound", rng))
+    lines += [_page(p, "/notfound", rng, "exact") for p in ("/?p=9998", "/?p=9999", "/content.asp?cid=9999")]
+    result = mine_logs([_write(tmp_path, lines)])
+    aliases = result.rules.aliases[H]
+    for i, slug in enumerate(slugs):
+        assert aliases[f"/?p={4711 + i}"] == aliases[f"/content.asp?cid={4711 + i}"] == f"/shoes/{slug}/"
+    assert not any(alias.endswith("999") or alias.endswith("9998") for alias in aliases), aliases

@@ -6,7 +6,8 @@ import itertools
 import pytest
 
 from scrapy_dedup.content.keeper import Action, ItemKeeper
-from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource, page_key
+from scrapy_dedup.content.paragraphs import page_blocks_held, strictly_nested
+from scrapy_dedup.url.views import VIEW_PARAMETERS, is_view, names_other_resource, names_other_selection, page_key
 
 
 def rank(url: str) -> tuple:
@@ -257,6 +258,42 @@ def test_a_crawl_closing_before_its_end_releases_what_is_held_and_holds_nothing_
 def test_names_other_resource(url, other, differ):
     assert names_other_resource(url, other) is differ
     assert names_other_resource(other, url) is differ
+
+
+@pytest.mark.parametrize("url,other,differ", [
+    ("https://w.test/index.php?title=Special:RecentChanges&limit=100",
+     "https://w.test/index.php?title=Special:RecentChanges&limit=250", True),
+    ("https://w.test/index.php?limit=100&title=Special:RecentChanges",  # the same script, parameters in any order
+     "https://w.test/index.php?title=Special:RecentChanges&limit=250", True),
+    ("https://w.test/list?page=2", "https://w.test/list?page=3", True),
+    ("https://w.test/index.php?title=Special:RecentChanges&limit=100",  # a parameter added: the page renamed
+     "https://w.test/index.php/Special:RecentChanges", False),
+    ("https://w.test/index.php?title=A&limit=100", "https://w.test/index.php?title=B&limit=100", False),  # other pages
+    ("https://w.test/list?page=2", "https://w.test/other?page=3", False),  # another script
+    ("https://w.test/list?page=2", "https://w.test/list?page=2", False),
+    ("https://w.test/list?page=2", "https://w.test/list?page=2&sort=asc", False),
+    ("https://w.test/p?utm_source=a", "https://w.test/p?utm_source=b", False),  # tracking: known to change nothing
+    ("https://w.test/index.php?title=A&oldid=1", "https://w.test/index.php?title=A&oldid=2", False),  # views
+    ("https://g.test/tree/a.md?id=" + "a" * 40, "https://g.test/tree/a.md?id=" + "b" * 40, False),  # views
+    ("http://[::1", "https://w.test/list?page=2", False),
+])
+def test_names_other_selection(url, other, differ):
+    assert names_other_selection(url, other) is differ
+    assert names_other_selection(other, url) is differ
+
+
+def test_strictly_nested_pages_hold_every_block_of_the_other_and_more():
+    entries = [f"10:{i:02d} Page {i} diff hist" for i in range(5)]
+    shorter, longer = page_blocks_held(["Recent changes", *entries[:4]]), page_blocks_held(["Recent changes", *entries])
+    assert strictly_nested(shorter, longer) and strictly_nested(longer, shorter)
+    assert not strictly_nested(longer, page_blocks_held(["Recent changes", *entries]))  # the same blocks
+    assert not strictly_nested(longer, page_blocks_held(["Recent changes", "10:00 Page 0 diff hist edited", *entries[1:]]))
+    # entries that differ only in numbers are one block in normal form, counted as often as the page holds it
+    tickets = [f"Ticket {i} opened" for i in range(5)]
+    assert strictly_nested(page_blocks_held(tickets[:4]), page_blocks_held(tickets))
+    # a per-fetch number is no difference (the normal form): still the same blocks
+    assert not strictly_nested(page_blocks_held(["Served in 12 ms", "Text"]), page_blocks_held(["Served in 9 ms", "Text"]))
+    assert not strictly_nested(page_blocks_held([]), page_blocks_held([]))
 
 
 def test_views_held_in_clusters_of_their_own_join_their_article_when_it_arrives():

@@ -23,6 +23,9 @@ The rules (:class:`BoilerplateRule`), and why:
   page is fingerprinted on its whole text (a page made only of template is judged as today).
 * **Warm-up.** Until a host has ``warmup_pages`` unique pages counted, its pages are
   fingerprinted on their whole text: no verdict rests on a template seen on a handful of pages.
+  A page unique by it is compared with the host's recent kept pages, both less the blocks the host
+  shows on its other counted pages (:meth:`BoilerplateJudge._warmup_match`): per-fetch chrome the
+  host serves elsewhere no longer keeps two fetches of one page apart.
 * **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
   counts never turns a learnt block back into content, so a page's text does not flip back.
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
@@ -77,8 +80,8 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
-from scrapy_dedup.content.simhash import byte_token_digests, byte_token_hashes, exact_hash, hashes_of_digests, \
-    word_bytes_per_block
+from scrapy_dedup.content.simhash import byte_token_digests, byte_token_hashes, exact_hash, hamming, \
+    hashes_of_digests, word_bytes_per_block
 from scrapy_dedup.content.text import SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
@@ -490,6 +493,10 @@ class BoilerplateLearner:
                                                     words=reduction.words)))
         return out
 
+    def recent_pages(self, host: str) -> list[tuple[str, Reduction]]:
+        """The last ``recheck_pages`` kept pages of ``host`` (URL, blocks), the most recent first."""
+        return list(reversed(self._recent.get(host, ())))
+
     def recent(self, host: str, url: str) -> Reduction | None:
         """The blocks of ``url`` if it is one of the last ``recheck_pages`` kept pages of ``host``."""
         for kept_url, reduction in reversed(self._recent.get(host, ())):
@@ -786,6 +793,9 @@ class BoilerplateJudge:
        headings, subtitle) is not taken either (:meth:`_titles_differ`): the same page edited keeps its
        name, a sibling that shares most of its text (the next release's notes, a listing of another
        subject) has its own (docs/content.md).
+       In the warm-up, a page left unique so is compared with each of the host's recent kept pages,
+       both less what the host shows on its other counted pages (:meth:`_warmup_match`); a match there
+       is a near match (``reduced_match``).
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
        stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
        text that was new is stored (a page whose reduced text differs from its whole text has two
@@ -890,6 +900,12 @@ class BoilerplateJudge:
             if answer[0] == "near" and not guarded:  # the kept page's entry may be its text less boilerplate
                 return Judgement(record(url, answer), whole, reduction,
                                  reduced_match=learner.blocks_learned(self.host_of(answer[1] or "")) > 0)
+            if reduction.state == "warmup":  # nothing left out yet: the host's other pages tell its chrome
+                paired = self._warmup_match(host, url, reduction, title, fingerprint, degenerate, fingerprinter)
+                if paired is not None:
+                    if answer[0] == "unique":  # its whole text stays in the store under its URL
+                        self._remember_title(host, url, title)
+                    return Judgement(record(url, paired), whole, reduction, reduced_match=True)
             verdict = record(url, ("unique", None, None))
             self._remember_title(host, url, title)
             rechecked = 0
@@ -982,6 +998,56 @@ class BoilerplateJudge:
         own = ~table.is_boilerplate(page.hashes) & np.where(page.hashes == 0, lengths > MAX_BLOCK_CHARS,
                                                              table.counts(page.hashes) <= 1)
         return int(_rule_words(page.blocks, page.words)[own].sum())
+
+    def _shown_elsewhere(self, host: str, page: Reduction, kept: Reduction) -> tuple[np.ndarray, np.ndarray]:
+        """Which blocks of ``page`` and of ``kept`` (one of its host's kept pages, counted) the host shows on a
+        counted page other than ``kept``: a block of ``kept`` counted twice or more, a block of the page
+        alone counted at all; and the host's boilerplate. What is left of the two is what they hold and the
+        rest of the host does not: a page's text, and what only one of them holds and no other page
+        shows (a paragraph edited, a banner never served elsewhere)."""
+        table = self.learner.table(host)
+        both = np.isin(page.hashes, kept.hashes[kept.hashes != 0])  # the page's blocks the kept page holds too
+        ours = (page.hashes != 0) & (table.counts(page.hashes) >= np.where(both, 2, 1))
+        theirs = (kept.hashes != 0) & (table.counts(kept.hashes) >= 2)
+        return ours | table.is_boilerplate(page.hashes), theirs | table.is_boilerplate(kept.hashes)
+
+    def _warmup_match(self, host: str, url: str, page: Reduction, title: str | None,
+                      fingerprint: Callable[[str], ContentFingerprint],
+                      degenerate: Callable[[ContentFingerprint], bool],
+                      fingerprinter: ContentFingerprinter | None = None) -> tuple[str, str, int] | None:
+        """A near match (the store's answer: ``("near", kept URL, distance)``) of a page of ``host`` in its
+        warm-up, judged unique on its whole text, with the closest of the host's recent kept pages (all of
+        its kept pages while it warms up) when both, less what the host shows on its other counted pages
+        (:meth:`_shown_elsewhere`), match by the engine's pair rule; None when none does.
+
+        In the warm-up nothing is left out of a page's text yet, so two fetches of one page that differ in
+        per-fetch chrome (a rotating list, a banner, an A/B block: blocks the host serves on other pages
+        too) are apart by their whole texts. A page and a kept page whose names differ are never matched;
+        while the host has fewer than ``min_pages`` pages counted (too few to tell its template from a
+        page's text by counts: the guard's caution), only a page whose name is the kept page's own, with
+        another page counted besides it."""
+        table, rule = self.learner.table(host), self.learner.rule
+        early = table.pages < rule.min_pages
+        if early and (title is None or table.pages < 2):
+            return None
+        names: dict[str, str] = self._titles.get(host) or {}
+        best = None
+        for kept_url, kept in self.learner.recent_pages(host):
+            if kept_url == url or (names.get(kept_url) != title if early else
+                                   self._titles_differ(host, title, kept_url)):
+                continue
+            ours, theirs = self._shown_elsewhere(host, page, kept)
+            if fingerprinter is not None and page.words is not None and kept.words is not None:
+                fa, fb = kept.words.fingerprint(~theirs), page.words.fingerprint(~ours)
+            else:
+                fa = fingerprint(" ".join(compress(kept.blocks, (~theirs).tolist())))
+                fb = fingerprint(" ".join(compress(page.blocks, (~ours).tolist())))
+            if degenerate(fa) or degenerate(fb) or not self.engine.pair_matches(fa, fb):
+                continue
+            distance = hamming(fa.simhash, fb.simhash)
+            if best is None or distance < best[2]:
+                best = ("near", kept_url, distance)
+        return best
 
     def _template_undoes(self, host: str, page: Reduction, kept_url: str,
                          fingerprint: Callable[[str], ContentFingerprint],

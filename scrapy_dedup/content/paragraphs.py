@@ -37,11 +37,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
 
-from scrapy_dedup.content.boilerplate import normalize_block
+import numpy as np
+
+from scrapy_dedup.content.boilerplate import in_sorted, normalize_block
 from scrapy_dedup.seen.base import SeenSet
 
 __all__ = ["ParagraphDeduplicator", "ParagraphCheck", "BlockCounts", "ExactBlockSet", "block_digests",
-           "text_blocks", "DEFAULT_MIN_CHARS"]
+           "page_blocks_held", "strictly_nested", "text_blocks", "DEFAULT_MIN_CHARS"]
 
 #: blocks whose normal form is shorter than this are not deduplicated (``DEDUP_PARAGRAPHS_MIN_CHARS``)
 DEFAULT_MIN_CHARS = 40
@@ -58,6 +60,29 @@ def block_digests(blocks: Sequence[str], min_chars: int = DEFAULT_MIN_CHARS) -> 
     normalized = normalize_block("\n".join(blocks)).split("\n")
     return [blake2b(norm.encode("utf-8", "surrogatepass"), digest_size=20).digest() if len(norm) >= min_chars
             else None for norm in normalized]
+
+
+def page_blocks_held(blocks: Sequence[str]) -> np.ndarray:
+    """Every block of a page, short ones too, as the first 8 bytes of its :func:`block_digests` (uint64), sorted,
+    a block as often as the page holds it (two entries of a list that differ only in a number are two of one
+    block in normal form): what :func:`strictly_nested` compares. 8 bytes a block."""
+    digests = block_digests(blocks, min_chars=0)
+    return np.sort(np.array([int.from_bytes(d[:8], "little") for d in digests if d is not None], dtype=np.uint64))
+
+
+def strictly_nested(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    """Whether one of two pages (their :func:`page_blocks_held`) holds every block of the other, as often, and
+    more: a window of a listing and a longer window of it (the last 100 changes and the last 250, when there
+    are 101). False when they hold the same blocks, or each holds a block the other lacks (a page edited in
+    place: a sentence rewritten)."""
+    if len(ours) == len(theirs):
+        return False
+    small, large = (ours, theirs) if len(ours) < len(theirs) else (theirs, ours)
+    values, counts = np.unique(small, return_counts=True)
+    known, known_counts = np.unique(large, return_counts=True)
+    if not in_sorted(known, values).all():
+        return False
+    return bool((counts <= known_counts[np.searchsorted(known, values)]).all())
 
 
 def text_blocks(text: str) -> list[str]:

@@ -284,6 +284,7 @@ class OnlineDustLearner:
             if url in self._evidence_urls or url in self._redirected:
                 budget.collapsed += 1
                 budget.explored += 1
+            budget.seen_shapes.add(_path_shape((parts if single.fired(parts[1], parts[2]) else first_parts)[1]))
             if rule.kind not in _VALUE_KINDS:
                 continue
             mine = _value_class(_dropped_value(rule, parts[1], parts[2]))
@@ -464,8 +465,14 @@ class OnlineDustLearner:
         ``/v1/`` nothing of ``/v2/`` (generated tokens of 8 characters or more count as one value: one
         session id says what another says); and only against a page fetched without
         that value (the key's page fetched as ``?lang=de`` says nothing of ``?lang=de``); the values of the
-        pages the rule was learned from count as checked (:meth:`_credit_evidence`). Decided once
-        per distinct URL: a URL already fetched, explored, or judged is never explored (again).
+        pages the rule was learned from count as checked (:meth:`_credit_evidence`). A learned rule that folds
+        both directories (a path ending in ``/``) and files (:func:`_path_shape`) is also checked on the first
+        URL of each of the two it folds after its activation, whatever its evidence (at most two fetches per
+        rule): its evidence, met first, is often of one part of its domain only (cgit's ``drop ?id=`` under
+        ``/tree/``, learned from three recent commits, where the tree is the newest one's, folded 23 parked
+        trees and files of older commits, none explored, as its three evidence pages had taken its share; the
+        directory listings of older commits are other pages). Decided once per distinct URL: a URL already
+        fetched, explored, or judged is never explored (again).
         ``new_values_only``: explored only for a value not checked yet (not for the share).
         """
         if self.explore <= 0 or url in self._decided or url in self.fetched:
@@ -480,22 +487,29 @@ class OnlineDustLearner:
             return False
         self._decided.add(url)
         explore = False
-        checks: list[tuple[tuple[str, tuple], str | None]] = []  # (rule, the value it checks here)
+        checks: list[tuple[tuple[str, tuple], tuple[str | None, str | None]]] = []  # (rule, (value, shape) it checks)
         for ident in rules:
             budget = self._budget.get(ident)
             if budget is None:
                 budget = self._budget[ident] = _Budget()
             budget.collapsed += 1
             if ident in self._vouched:
-                checks.append((ident, None))  # checked within its host's share (below)
+                checks.append((ident, (None, None)))  # checked within its host's share (below)
                 continue
             value = self._checked_value(ident, parts, key)
             if value is not None and value not in budget.values and len(budget.values) < self.config.min_support:
                 budget.values.add(value)
-                checks.append((ident, value))
                 explore = True
             else:
-                checks.append((ident, None))
+                value = None
+            shape = _path_shape(parts[1])
+            budget.seen_shapes.add(shape)
+            # a learned rule that folds directories and files: its first of each after activation checked apart
+            new_shape = ident in self.learned and len(budget.seen_shapes) > 1 and shape not in budget.shapes
+            if new_shape:
+                budget.shapes.add(shape)
+                explore = True
+            checks.append((ident, (value, shape if new_shape else None)))
             explore = explore or (not new_values_only
                                   and budget.explored < math.ceil(budget.collapsed * self.explore))
         if not explore and not new_values_only and self._vouched_turn(parts[0], rules):
@@ -712,7 +726,8 @@ class OnlineDustLearner:
             budget = self._budget.get(ident)
             if budget is not None:
                 budget.explored -= 1
-                budget.values.discard(value)
+                budget.values.discard(value[0])
+                budget.shapes.discard(value[1])
 
     def redirect_agrees(self, source: str, target: str) -> bool:
         """The exploration of ``source`` answered a redirect to ``target``, which is, under the rules in force
@@ -983,14 +998,23 @@ _VALUE_KINDS = ("drop_param", "drop_pathparam", "drop_segment", "drop_param_when
 
 class _Budget:
     """Exploration of one learned rule: distinct URLs it collapsed, how many were explored, the values of
-    the parameter it drops that were explored."""
+    the parameter it drops that were explored, the shapes of paths it folded and those explored."""
 
-    __slots__ = ("collapsed", "explored", "values")
+    __slots__ = ("collapsed", "explored", "seen_shapes", "shapes", "values")
 
     def __init__(self) -> None:
         self.collapsed = 0
         self.explored = 0
+        self.seen_shapes: set[str] = set()  # the shapes of the paths it folded or was learned from (_path_shape)
+        self.shapes: set[str] = set()  # those an exploration after its activation checked
         self.values: set[str] = set()
+
+
+def _path_shape(path: str) -> str:
+    """What a rule folds, as exploration tells its parts apart: a directory (a path ending in ``/``: a listing,
+    which another revision or view changes as a whole) or a file. cgit's ``drop ?id=`` under ``/tree/`` agrees
+    on a file unchanged between two commits and not on the directory listing of the older commit."""
+    return "directory" if path.endswith("/") else "file"
 
 
 def _value_class(value: str | None) -> str | None:

@@ -28,8 +28,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from scrapy_dedup.url.canonical import Canonicalizer
+from scrapy_dedup.url.policy import UrlPolicy
+
 __all__ = ["ViewParameter", "VIEW_PARAMETERS", "PAGE_NAME_PARAMETERS", "is_view", "names_other_resource",
-           "page_key"]
+           "names_other_selection", "page_key"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,9 @@ _BY_NAME: dict[str, ViewParameter] = {p.name: p for p in VIEW_PARAMETERS}
 #: ``index.php?title=X`` is ``index.php/X`` (the article's links use the second, its views the first)
 PAGE_NAME_PARAMETERS: dict[str, str] = {"title": "MediaWiki: script.php?title=X is script.php/X"}
 
+#: the default canonicalization: what it leaves out of a query (tracking and session parameters) changes nothing
+_CANONICAL = Canonicalizer(UrlPolicy())
+
 
 def is_view(url: str) -> bool:
     """Whether ``url``'s query names a view parameter of :data:`VIEW_PARAMETERS` (names and values compared
@@ -123,6 +129,42 @@ def names_other_resource(url: str, other: str) -> bool:
     value is no view (``?title=X&action=edit`` and ``?title=X``, or ``?title=X&action=history``); False when
     neither names one, or both the same (``action=edit`` of a page and of its section). Never raises."""
     return _resource_actions(url) != _resource_actions(other)
+
+
+def _path_and_query(url: str) -> tuple[tuple[str, str], frozenset[tuple[str, str]]] | None:
+    """``url`` canonicalized with the default policy (tracking and session parameters left out: they are known
+    to change nothing), as (host, path) and its query's pairs, a lone page-name parameter of a ``.php`` script
+    moved into the path as in :func:`page_key`; None when unparsable."""
+    try:
+        parts = urlsplit(_CANONICAL.canonicalize(url))
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return None
+    path = parts.path
+    named = [value for name, value in pairs if name in PAGE_NAME_PARAMETERS]
+    if len(named) == 1 and named[0] and path.endswith(".php"):
+        path = f"{path}/{quote(named[0].replace(' ', '_'), safe='/:')}"
+        pairs = [(name, value) for name, value in pairs if name not in PAGE_NAME_PARAMETERS]
+    return (parts.netloc.lower(), path), frozenset(pairs)
+
+
+def names_other_selection(url: str, other: str) -> bool:
+    """Whether ``url`` and ``other`` are one script or page (host and path, a page-name parameter read as in
+    :func:`page_key`) asked with the same query parameters, of which one has another value in each, and none of
+    the parameters that differ is a view parameter of :data:`VIEW_PARAMETERS` (a view has its own rules) nor a
+    tracking or session parameter (known to change nothing; left out as the default canonicalization does):
+    ``?title=Special:RecentChanges&limit=100`` and ``...&limit=250``, ``?page=2`` and ``?page=3``. Such a
+    parameter selects what the page shows (a window of a listing, a filter, another record), so two such
+    pages may be distinct resources though their texts are near. False for the page under another name
+    (another path, a parameter added or left out). Never raises."""
+    ours, theirs = _path_and_query(url), _path_and_query(other)
+    if ours is None or theirs is None or ours[0] != theirs[0] or ours[1] == theirs[1]:
+        return False
+    if {name for name, _ in ours[1]} != {name for name, _ in theirs[1]}:
+        return False
+    differing = ours[1] ^ theirs[1]
+    return not any((parameter := _BY_NAME.get(name.lower())) is not None and parameter.makes_view(value)
+                   for name, value in differing)
 
 
 def page_key(url: str) -> str:

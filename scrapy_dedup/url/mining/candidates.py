@@ -85,8 +85,10 @@ def _candidates(k1: str, k2: str, out: set[tuple]) -> None:
         names = {m.group(1) for p in (p1, p2) for m in _PATHPARAM.finditer(p)}
         for name in names:
             out.add(("drop_pathparam", name))
-        s1, s2 = _PATHPARAM.sub("", p1), _PATHPARAM.sub("", p2)
-        if names and (s1, q1) == (s2, q2):
+        # the other candidates come from the paths without them: a path parameter's value (a session id, one
+        # per visitor) is never a rule's literal (``.html`` -> ``/;jsessionid=<one visitor's token>``)
+        p1, p2 = _PATHPARAM.sub("", p1), _PATHPARAM.sub("", p2)
+        if (p1, q1) == (p2, q2):
             return
     if p1 == p2:
         if q1 != q2:
@@ -178,7 +180,7 @@ def _q2p_candidates(path_q: str, query: str, path_p: str, other_query: str, out:
             after_ok = end == len(path_p) or not path_p[end].isalnum()
             if before_ok and after_ok:
                 to = path_p[:start] + "{value}" + path_p[end:]
-                if "{" not in path_p and "}" not in path_p:
+                if "{" not in path_p and "}" not in path_p and not _has_token(path_q, to):
                     out.add(("query_to_path", path_q, name, shape, to))
                 break
             start = path_p.find(value, start + 1)
@@ -198,7 +200,7 @@ def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
             i -= 1
         i -= 1
     a, b = p1[i:], p2[i:]
-    if i > 1 and a != b and (a or b) and "/" not in a[1:-1] and "/" not in b[1:-1]:
+    if i > 1 and a != b and (a or b) and "/" not in a[1:-1] and "/" not in b[1:-1] and not _has_token(a, b):
         out.add(("substitute", "suffix", *sorted((a, b))))
     # a differing start of the path, cut after a "/": "/~editors/" ~ "/people/editors/"
     j = 0
@@ -213,7 +215,7 @@ def _substitute_candidates(p1: str, p2: str, out: set[tuple]) -> None:
     if end1 >= len(p1) or end1 + shift < 1 or p1[end1 - 1] != "/" or p2[end1 + shift - 1] != "/":
         return
     a, b = p1[:end1], p2[: end1 + shift]
-    if a != b and a.startswith("/") and b.startswith("/") and b.endswith("/"):
+    if a != b and a.startswith("/") and b.startswith("/") and b.endswith("/") and not _has_token(a, b):
         out.add(("substitute", "prefix", *sorted((a, b))))
 
 
@@ -222,3 +224,16 @@ def _is_token(value: str) -> bool:
     a parameter's default value: what is the default today (cgit's ``id=`` of the newest commit) is not tomorrow,
     and a session id merely seen on the page's other URL is no default at all."""
     return len(value) >= 8 and shape_of_segment(value) is not None
+
+
+
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
+_SWITCH = re.compile(r"(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
+
+
+def _has_token(*literals: str) -> bool:
+    """A literal of a rule holds a generated token (one visitor's session id in ``/s/<token>/``, a path
+    parameter's value): the rule would hold for that visitor's URLs only. A token is a run of 8 letters and
+    digits or more that switches between the two at least 3 times (``3jrupffvm9qy...``; not ``sha256sums``,
+    ``maint-guide2``, a date): what varies per visitor is dropped by shape (``drop_segment``), never named."""
+    return any(len(_SWITCH.findall(run)) >= 3 for literal in literals for run in _ALNUM_RUN.findall(literal))

@@ -368,11 +368,15 @@ class DustMiner:
 
     def _content_aliases(self, host: str, urls: dict[str, int], redirects: dict[str, str], rewritten: Any,
                          aliases: dict[str, str], report: HostReport) -> None:
-        """A page the rules leave under exactly two keys (an opaque id served as a page, ``/item.php?id=4711``
+        """A page the rules leave under two keys (an opaque id served as a page, ``/item.php?id=4711``
         beside ``/shoes/blue-runner``): the key fewer URLs reached becomes an alias of the other.
 
-        Only two: a page behind three keys or more the rules do not fold is a soft 404, an error page or
-        a form the vocabulary misses, and an alias table of it would hide a fault, not learn the site."""
+        Under three keys or more, only when each other key is an opaque id of a scheme of the server (a URL
+        form ``min_support`` pages or more are under once each, and this page once: ``/?p=<n>`` beside
+        ``/content.asp?cid=<n>``; naming nothing of the main key: MediaWiki's ``action=edit&section=new`` of a
+        page is a view of that page, another resource): otherwise a page behind many keys the rules do not fold
+        is a soft 404, an error page or a form the vocabulary misses, and an alias table of it would hide a
+        fault."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
         redirecting = []
@@ -393,8 +397,12 @@ class DustMiner:
             into = pages.get(representative(cid), {}).get(rewritten(raw))
             if into is not None:
                 into[0] += 1
+        # an id scheme of the server (``/?p=<n>``, ``/content.asp?cid=<n>``): a URL form min_support pages or more
+        # are under once each; a page under two keys of one form (a soft 404's many ids) is no page of a scheme
+        forms_of = {page: Counter(_url_form(key) for key in keys) for page, keys in pages.items()}
+        once = Counter(form for forms in forms_of.values() for form, n in forms.items() if n == 1)
         for page, keys in pages.items():
-            if len(keys) != 2:
+            if len(keys) < 2:
                 continue
             if page in inexact:
                 # two texts the judge joined as near duplicates (a wiki page's two revisions): same enough for
@@ -402,12 +410,17 @@ class DustMiner:
                 self.stats["content_aliases_inexact"] += 1
                 continue
             # the main key: reached by more URLs, then one without a query, then the shorter
-            (_main, (_, target)), (other, _) = sorted(
+            (_main, (_, target)), *others = sorted(
                 keys.items(), key=lambda kv: (-kv[1][0], "?" in kv[0], len(kv[0]), kv[0]))
-            if other not in aliases and len(aliases) < self.config.max_aliases:
-                aliases[other] = target
-                report.content_aliases += 1
-                self.stats["content_aliases"] += 1
+            if len(others) > 1 and any(
+                    forms_of[page][form] > 1 or once[form] < self.config.min_support or _names_target(other, target)
+                    for other, form in ((other, _url_form(other)) for other, _ in others)):
+                continue  # three keys or more, one of them of no id scheme: a soft 404, an error page, a view
+            for other, _ in others:
+                if other not in aliases and len(aliases) < self.config.max_aliases:
+                    aliases[other] = target
+                    report.content_aliases += 1
+                    self.stats["content_aliases"] += 1
 
     def _aliases(self, host: str, rules: HostRules, report: HostReport) -> dict[str, str]:
         """The host's redirects as an alias table: rewritten source -> the page it ends at, as fetched.
