@@ -694,7 +694,9 @@ def _page_words(fingerprinter: ContentFingerprinter, text: bytes, hashes: bytes,
 
 
 #: characters of the blocks whose words and normal form a :class:`RecentBlocks` remembers: about 5 bytes each (the
-#: block, its words, their hashes, its normal form), so about 20 MB
+#: block, its words, their hashes, its normal form), so about 20 MB. Set with the audit benchmark's real corpus at
+#: hand (development material for this choice): it holds the last 4.2 of its 5.3 million characters of distinct
+#: blocks, and 71% of the text of the pages it tokenizes is among them (82% with no bound)
 RECENT_BLOCK_CHARS = 1 << 22
 
 
