@@ -341,3 +341,17 @@ def test_url_variants_and_another_port_are_named_mirrors_and_counted_as_hosts(tm
     text = capsys.readouterr().out
     assert "on 2 host(s): shop.test, shop.test:8080" in text or "on 2 host(s): shop.test:8080, shop.test" in text
     assert "regional mirror" not in text
+
+
+def test_the_mirrors_examples_show_no_visitors_session():
+    """The report lists unexplained pairs and the mine-dust command to run: the crawl's URLs as they were
+    carried its visitor's session ids and tokens (a live credential on an authenticated crawl)."""
+    token = "9f8e7d6c5b4a39281706f5e4"
+    urls = [f"http://a.test/x;JSESSIONID={token}?utm_source=news", f"http://b.test/x?PHPSESSID={token}&id=17",
+            f"http://user:secret@c.test/s/{token}/x"]
+    report = explain_mirrors(urls, [0, 0, 0], [(0, 1), (0, 2)], lambda i: True)
+    text = "\n".join(report.lines()) + json.dumps(report.to_dict())
+    assert token not in text and "secret" not in text
+    assert report.examples == [("http://a.test/x;JSESSIONID=<token>?utm_source=<token>",
+                                "http://b.test/x?PHPSESSID=<token>&id=17"),
+                               ("http://a.test/x;JSESSIONID=<token>?utm_source=<token>", "http://c.test/s/<token>/x")]

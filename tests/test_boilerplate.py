@@ -235,48 +235,52 @@ def test_judge_guard_applies_in_the_warm_up_with_the_template_known_so_far():
 
 
 # A live site in its warm-up: a one-line template, a hero block drawn per fetch from a few variants (12 words
-# each), a page's own text of 60 words. Two fetches of one page with other heroes are apart by their whole
+# each), a page's own text of 80 words. Two fetches of one page with other heroes are apart by their whole
 # texts (about 16 shingles of its own each side: the engine's pair rule wants at most 10 on one side, or
-# J >= 0.85). Pages 0, 1, 2 (counted before the kept page) show heroes 0, 1, 2; heroes 3 and 4 no other page.
+# J >= 0.85). The pages counted before the kept page show the heroes ``shown`` (one each); a hero is
+# boilerplate once on min_pages (4) counted pages.
 _HEROES = [_own(900 + n, 12) for n in range(5)]
 
 
 def _live(own: int, hero: int) -> list[str]:
-    return ["Example docs home search the site", _HEROES[hero], _own(own, 60)]
+    return ["Example docs home search the site", _HEROES[hero], _own(own, 80)]
 
 
 def _name(own: int) -> str:
     return f"Page {_own(own, 2)}"
 
 
+_ROTATED = (0, 0, 0, 1, 1, 1, 1)  # heroes 0 (with the kept page's) and 1 on four counted pages each
+
+
 @pytest.mark.parametrize("by_text", [False, True], ids=["words", "crawl's fingerprint"])
 @pytest.mark.parametrize(
-    "counted, kept_hero, hero, own, name, expected",
+    "shown, kept_hero, hero, own, name, expected",
     [
-        # the kept page's hero (0) is on page 0 too, the re-fetch's (1) on page 1: both left out, what is left
-        # of the two is the page's own text
-        (4, 0, 1, 4, 4, "near"),
+        # the kept page's hero (0) and the re-fetch's (1) are boilerplate: both left out, what is left of the
+        # two is the page's own text
+        (_ROTATED, 0, 1, 4, 4, "near"),
         # the re-fetch shows a hero no other page serves: its text less the rest is the kept page's with a
         # block added, a near duplicate by the engine's rule (as a page with a footer added is)
-        (4, 0, 3, 4, 4, "near"),
-        (4, 3, 4, 4, 4, "unique"),  # each shows a hero no other page serves: 12 words of its own each side
-        (4, 0, 1, 9, 9, "unique"),  # another page: its own text differs
-        (4, 0, 1, 4, 9, "unique"),  # the same text under another name (the next release's notes): never merged
-        # fewer than min_pages (4) counted, counts cannot tell template from text: only the same name matches,
-        # and only with another page counted besides the kept one
-        (2, 0, 1, 4, 4, "near"),
-        (2, 0, 1, 4, None, "unique"),
-        (1, 0, 1, 4, 4, "unique"),
+        (_ROTATED, 0, 3, 4, 4, "near"),
+        (_ROTATED, 3, 4, 4, 4, "unique"),  # each shows a hero no other page serves: 12 words of its own each
+        (_ROTATED, 0, 1, 9, 9, "unique"),  # another page: its own text differs
+        (_ROTATED, 0, 1, 4, 9, "unique"),  # the same text under another name (the next release's notes)
+        # heroes on two or three pages, or on one other page, are not boilerplate yet: text (a block a few
+        # other pages show may be a post's teaser)
+        ((0, 0, 1, 1), 0, 1, 4, 4, "unique"),
+        ((0, 1, 2, 3), 0, 1, 4, 4, "unique"),
+        ((1, 1), 0, 1, 4, 4, "unique"),  # fewer than min_pages counted: nothing is boilerplate yet
     ],
 )
-def test_judge_matches_a_warm_up_refetch_less_the_blocks_its_host_shows_on_other_pages(counted, kept_hero, hero,
-                                                                                        own, name, expected, by_text):
+def test_judge_matches_a_warm_up_refetch_less_its_hosts_boilerplate_so_far(shown, kept_hero, hero, own, name,
+                                                                            expected, by_text):
     """In the warm-up (nothing left out of a text yet), a page judged unique on its whole text is compared
-    with each of its host's recent kept pages, both less what the host shows on its other counted pages."""
+    with each of its host's recent kept pages, both less the host's boilerplate learnt so far."""
     judge = _judge()  # the defaults: min_pages 4, warm-up 10 pages
     kwargs = {"fingerprint": judge.engine.fingerprint} if by_text else {}
-    for n in range(counted - 1):
-        judge.check(f"https://h.test/p{n}", _live(100 + n, n), title=_name(100 + n), **kwargs)
+    for n, shown_hero in enumerate(shown):
+        judge.check(f"https://h.test/p{n}", _live(100 + n, shown_hero), title=_name(100 + n), **kwargs)
     kept = _live(4, kept_hero)
     assert judge.check("https://h.test/k", kept, title=_name(4), **kwargs).verdict.kind == "unique"
     judgement = judge.check("https://h.test/k?session=2", _live(own, hero),
@@ -288,6 +292,78 @@ def test_judge_matches_a_warm_up_refetch_less_the_blocks_its_host_shows_on_other
     assert not judge.engine.pair_matches(*whole)
     if expected == "near":
         assert judgement.verdict.kept_url == "https://h.test/k" and judgement.reduced_match
+
+
+def _blog(tags: int) -> list[tuple[str, list[str], str | None]]:
+    """Pagination: a blog's six posts, then its listing's pages 1 and 2, whose teasers are the posts' lead
+    paragraphs, under one blurb and one name (``tags``: tag pages showing each teaser too)."""
+    nav, blurb = "My blog home archive about", _own(77, 30)
+    lead = {n: _own(600 + n, 40) for n in range(1, 7)}
+    pages = [(f"https://b.test/post{n}", [nav, f"Post {n}", lead[n], _own(700 + n, 150)], f"Post {_own(n, 2)}")
+             for n in range(1, 7)]
+    pages += [(f"https://b.test/tag{t}", [nav, f"Tag {t}"] + [lead[n] for n in range(1, 7)], f"Tag {_own(t, 2)}")
+              for t in range(tags)]
+    return pages + [("https://b.test/", [nav, blurb] + [lead[n] for n in (1, 2, 3)], "My blog"),
+                    ("https://b.test/page/2", [nav, blurb] + [lead[n] for n in (4, 5, 6)], "My blog")]
+
+
+def _view_all(title: str | None, digest: bool) -> list[tuple[str, list[str], str | None]]:
+    """A guide in three parts of 120 words under one name, then its view-all page (every part on one page,
+    a resource of its own), after part 1 (``digest``: parts 2 and 3 quoted on a news page too)."""
+    nav = "Example docs home search the site"
+    parts = {n: [_own(500 + 10 * n + k, 40) for k in range(3)] for n in (1, 2, 3)}
+    pages = [("https://h.test/about", [nav, _own(1, 60)], "About")]
+    pages += [(f"https://h.test/guide?part={n}", [nav] + parts[n], "Guide") for n in (2, 3)]
+    pages += [("https://h.test/news", [nav, _own(2, 400)] + parts[2] + parts[3], "News")] if digest else []
+    pages += [("https://h.test/guide?part=1", [nav] + parts[1], "Guide")]
+    return pages + [("https://h.test/guide?all=1", [nav] + parts[1] + parts[2] + parts[3], title)]
+
+
+def _specs(title: str | None, comparisons: int = 1) -> list[tuple[str, list[str], str | None]]:
+    """A small shop: two products of one family (one marketing text, their own spec rows, 48 words) whose
+    spec rows are also on its ``comparisons`` comparison pages."""
+    nav, family = "Acme tools home shop contact", _own(7, 60)
+    rows = {m: [_own(300 + 10 * m + k, 8) for k in range(6)] for m in (100, 200)}
+    pages = [("https://acme.test/about", [nav, _own(1, 60)], title and "About"),
+             ("https://acme.test/faq", [nav, _own(2, 60)], title and "FAQ")]
+    pages += [(f"https://acme.test/compare{n}", [nav, _own(10 + n, 150)] + rows[100] + rows[200],
+               title and "Compare") for n in range(comparisons)]
+    return pages + [("https://acme.test/w100", [nav] + rows[100] + [family], title),
+                    ("https://acme.test/w200", [nav] + rows[200] + [family], title)]
+
+
+def _one_title(counted: int) -> list[tuple[str, list[str], str | None]]:
+    """A small site whose every page has its name as title: two siblings that match by their whole texts only
+    through the template (30 lines), after ``counted`` other pages: the guard keeps them apart."""
+    pages = [(f"https://h.test/p{n}", CHROME + [_own(100 + n)], "Acme") for n in range(counted)]
+    return pages + [("https://h.test/a", CHROME + [_own(1)], "Acme"), ("https://h.test/b", CHROME + [_own(2)], "Acme")]
+
+
+@pytest.mark.parametrize("by_text", [False, True], ids=["words", "crawl's fingerprint"])
+@pytest.mark.parametrize("pages", [
+    _one_title(1), _one_title(2),
+    _blog(0),  # page 2's teasers each on one post, page 1's on one post and page 1: text, not chrome
+    # each teaser on two other pages (its post, a tag page): page 2 is mostly text shown elsewhere
+    _blog(1), _blog(2),
+    _view_all("Guide", False), _view_all("Guide (all parts)", False), _view_all(None, False),
+    # parts 2 and 3 on two other pages each (their own and the news page): the view-all page adds their
+    # 240 words to part 1's; left out of one side only, they do not balance
+    _view_all("Guide", True),
+    _specs(None), _specs("Acme tools"),  # each product's spec rows on one other page: the comparison page
+    _specs("Acme tools", 2),  # on two comparison pages: three pages in all, not boilerplate
+], ids=["one title, 1 page before", "one title, 2 pages before", "pagination", "pagination, a tag page",
+        "pagination, two tag pages", "view-all", "view-all titled", "view-all untitled", "view-all, parts quoted",
+        "spec rows", "spec rows titled", "spec rows, two comparisons"])
+def test_judge_keeps_distinct_warm_up_pages_whose_text_other_pages_show(pages, by_text):
+    """Distinct pages in a host's warm-up whose differing text other pages show (a teaser, a part, a spec row),
+    or that is added to the other page's (an aggregate), or that match only by their template: the warm-up
+    comparison keeps them apart (at defaults, every page unique, as by their whole texts)."""
+    judge = _judge()  # the defaults: min_pages 4, warm-up 10 pages
+    kwargs = {"fingerprint": judge.engine.fingerprint} if by_text else {}
+    for url, blocks, title in pages:
+        judgement = judge.check(url, blocks, title=title, **kwargs)
+        assert judgement.reduction.state == "warmup"
+        assert judgement.verdict.kind == "unique", (url, judgement.verdict)
 
 
 def test_judge_counts_a_copy_of_a_warm_up_page_as_exact_and_matches_reduced_text_only_within_its_host():

@@ -553,3 +553,70 @@ def test_a_page_under_several_id_schemes_gets_an_alias_from_each(tmp_path):
     for i, slug in enumerate(slugs):
         assert aliases[f"/?p={4711 + i}"] == aliases[f"/content.asp?cid={4711 + i}"] == f"/shoes/{slug}/"
     assert not any(alias.endswith("999") or alias.endswith("9998") for alias in aliases), aliases
+
+
+def _three_key_pages(rng: random.Random) -> list[dict]:
+    """Four pages each under its slug, a permalink ``/?p=<n>`` and an opaque ``/content.asp?cid=<n>``."""
+    lines = []
+    for i, slug in enumerate(("blue-runner", "red-trail", "green-walker", "grey-hiker")):
+        lines.append(_page(f"/shoes/{slug}/", f"/shoes/{slug}/", rng))
+        lines.append(_page(f"/shoes/{slug}/", f"/shoes/{slug}/", rng, "exact"))  # linked twice: the main key
+        lines.append(_page(f"/?p={4711 + i}", f"/shoes/{slug}/", rng, "near"))
+        lines.append(_page(f"/content.asp?cid={4711 + i}", f"/shoes/{slug}/", rng, "near"))
+    return lines
+
+
+def test_a_soft_404_met_once_under_each_id_scheme_gets_no_alias(tmp_path):
+    """A soft 404 (status 200, one text) reached from one dead link of each id scheme: ``/?p=9999`` and
+    ``/content.asp?cid=5000``, each form common on the host and met once on that page. The aliases sent
+    both dead ids to ``/notfound``: a record published later under either would never be fetched. The keys
+    of a page of the schemes name one record (``4711`` in each); these two name two."""
+    rng = random.Random(18)
+    lines = _three_key_pages(rng)
+    lines.append(_page("/notfound", "/notfound", rng))
+    lines += [_page(p, "/notfound", rng, "exact") for p in ("/?p=9999", "/content.asp?cid=5000")]
+    aliases = mine_logs([_write(tmp_path, lines)]).rules.aliases[H]
+    assert "/notfound" not in aliases.values(), aliases
+    assert aliases["/?p=4711"] == aliases["/content.asp?cid=4711"] == "/shoes/blue-runner/"
+
+
+def test_a_view_naming_its_page_is_no_key_of_an_id_scheme(tmp_path):
+    """MediaWiki links a missing talk page as ``action=edit&redlink=1`` and its "add topic" as
+    ``action=edit&section=new``: one edit form under two keys of forms common on the wiki, each once per
+    page, and both naming ``title=Talk:X``. They are views of the page (another resource), not its ids: no
+    alias (the keys name the main key ``/wiki/Talk:X``)."""
+    rng = random.Random(19)
+    lines = []
+    for name in ("Alpha", "Beta_test", "Gamma", "Delta_page"):
+        talk = f"Talk:{name}"
+        lines.append(_page(f"/wiki/{talk}", f"/wiki/{talk}", rng))
+        lines.append(_page(f"/wiki/{talk}", f"/wiki/{talk}", rng, "exact"))
+        lines.append(_page(f"/w/index.php?title={talk}&action=edit&section=new", f"/wiki/{talk}", rng, "near"))
+        lines.append(_page(f"/w/index.php?title={talk}&action=edit&redlink=1", f"/wiki/{talk}", rng, "near"))
+    result = mine_logs([_write(tmp_path, lines)])
+    assert not result.rules.aliases.get(H), result.rules.aliases
+
+
+def test_no_visitors_session_in_the_rules_file_or_the_verbose_output(tmp_path, capsys):
+    """A crawl's URLs carry its visitor's session (on an authenticated crawl, a live credential): the rules
+    file's ``examples`` showed ``/guide/api.html;JSESSIONID=<the token>``, and ``-v`` a context candidate
+    ``drop ?page= when ?sid=<the token>``. Examples show ``<token>`` instead; a token is never a context."""
+    rng = random.Random(17)
+    token, sid = "9f8e7d6c5b4a39281706f5e4", "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
+    lines = []
+    for name in ("intro", "setup", "usage", "faq", "api", "tools"):
+        lines.append(_page(f"/guide/{name}.html", f"/guide/{name}.html", rng))
+        lines.append(_page(f"/guide/{name}.html;JSESSIONID={token}", f"/guide/{name}.html", rng, "near"))
+        lines.append(_page(f"/shop/{name}", f"/shop/{name}", rng))
+        lines += [_page(f"/shop/{name}?sid={sid}&page={n}", f"/shop/{name}", rng, "near") for n in (1, 2)]
+    rules_file = tmp_path / "rules.json"
+    assert cli_main([_write(tmp_path, lines), "-v", "-o", str(rules_file)]) == 0
+    err, text = capsys.readouterr().err, rules_file.read_text()
+    assert token not in text and sid not in text and token not in err and sid not in err
+    rules = RuleSet.load(str(rules_file))
+    by_kind = {rule.kind: rule for rule in rules.hosts[H]}
+    assert ["/guide/api.html;JSESSIONID=<token>", "/guide/api.html"] in \
+        [list(pair) for pair in by_kind["drop_pathparam"].examples]
+    # the rules themselves are those of the URLs as they were
+    assert canonical(rules, f"/guide/faq.html;JSESSIONID={token}") == "/guide/faq.html"
+    assert canonical(rules, f"/shop/faq?sid={sid}&page=2") == "/shop/faq"

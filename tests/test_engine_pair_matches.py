@@ -21,8 +21,8 @@ from scrapy_dedup.content.sketch import Sketch, VerifyRule
 def two_page_answer(engine: ContentDeduplicator, a: ContentFingerprint, b: ContentFingerprint) -> bool:
     store = engine.store
     size = getattr(store, "sketch_size", 0)
-    pair = MemoryContentStore(getattr(store, "threshold", 3), bits=engine.fingerprinter.bits, sketch_size=size,
-                              verify=getattr(store, "verify", None) if size else None)
+    pair = MemoryContentStore(store.threshold, store.bands, engine.fingerprinter.bits, store.allow_approximate,
+                              sketch_size=size, verify=getattr(store, "verify", None) if size else None)
     pair.check_and_add("a", a)
     return pair.check_and_add("b", b)[0] != "unique"
 
@@ -58,17 +58,20 @@ def _pages(fingerprinter: ContentFingerprinter, rng: random.Random, count: int) 
             for _ in range(count)]
 
 
-@pytest.mark.parametrize("threshold, bits, sketch_size, verify", [
-    (3, 64, 256, VerifyRule()),
-    (0, 64, 256, VerifyRule()),
-    (2, 64, 16, VerifyRule(radius=30, jaccard=0.7, min_jaccard=0.3, max_diff=200, long_page=20)),
-    (3, 128, 256, VerifyRule(radius=40)),
-    (3, 64, 256, None),
+@pytest.mark.parametrize("threshold, bands, bits, sketch_size, verify", [
+    (3, 4, 64, 256, VerifyRule()),
+    (0, 4, 64, 256, VerifyRule()),
+    (2, 4, 64, 16, VerifyRule(radius=30, jaccard=0.7, min_jaccard=0.3, max_diff=200, long_page=20)),
+    (3, 4, 128, 256, VerifyRule(radius=40)),
+    (3, 4, 64, 256, None),
+    # the store's banding, not a default one: an approximate index (bands <= threshold), more bands
+    (4, 4, 64, 256, VerifyRule()),
+    (3, 8, 64, 256, VerifyRule(radius=24)),
 ])
-def test_pair_matches_is_the_two_page_store_answer(threshold, bits, sketch_size, verify):
-    rng = random.Random(threshold * 1000 + bits + sketch_size)
+def test_pair_matches_is_the_two_page_store_answer(threshold, bands, bits, sketch_size, verify):
+    rng = random.Random(threshold * 1000 + bands * 100 + bits + sketch_size)
     fingerprinter = ContentFingerprinter(bits=bits, sketch_size=sketch_size)
-    store = MemoryContentStore(threshold, bands=4, bits=bits, sketch_size=sketch_size, verify=verify)
+    store = MemoryContentStore(threshold, bands, bits, bands <= threshold, sketch_size=sketch_size, verify=verify)
     engine = ContentDeduplicator(fingerprinter, store)
     seen = {True: 0, False: 0}
     bucket_only = 0  # candidates beyond the threshold that only a chance bucket brings, then judged
@@ -80,7 +83,8 @@ def test_pair_matches_is_the_two_page_store_answer(threshold, bits, sketch_size,
             seen[expected] += 1
             if (verify is not None and threshold < bin(a.simhash ^ b.simhash).count("1") <= verify.radius
                     and a.exact != b.exact):
-                empty = MemoryContentStore(threshold, bits=bits, sketch_size=sketch_size, verify=verify)
+                empty = MemoryContentStore(threshold, bands, bits, bands <= threshold, sketch_size=sketch_size,
+                                           verify=verify)
                 bucket_only += empty.index.bucket_mates(a.simhash, b.simhash) or (
                     a.sketch is not None and b.sketch is not None and empty.sketches.bucket_mates(a.sketch, b.sketch))
     assert seen[True] > 100 and seen[False] > 100

@@ -42,7 +42,7 @@ from scrapy_dedup.audit.pairs import site_of
 from scrapy_dedup.audit.records import DumpError
 from scrapy_dedup.url.canonical import Canonicalizer, looks_like_session_token
 from scrapy_dedup.url.dust import RuleSet
-from scrapy_dedup.url.mining import DustMiner, MiningConfig, MiningResult
+from scrapy_dedup.url.mining import DustMiner, MiningConfig, MiningResult, redact_url
 from scrapy_dedup.url.policy import SWITCHES, PolicyMap, UrlPolicy
 
 __all__ = ["MirrorReport", "explain_mirrors", "RULES_FILE"]
@@ -367,12 +367,12 @@ def explain_mirrors(urls: _Urls, roots: Sequence[int], pairs: Iterable[tuple[int
         report.rules = _rule_causes(mined, folded, parts)
         report.unexplained = len(unexplained)
         report.across_hosts = sum(1 for a, b in unexplained if _host(parts, a) != _host(parts, b))
-        report.examples = [(urls[a], urls[b]) for a, b in unexplained[:EXAMPLES]]
+        report.examples = [(redact_url(urls[a]), redact_url(urls[b])) for a, b in unexplained[:EXAMPLES]]
         # what the crawl would lose: the dump's own distinct pages under one key
         evidence = (i for i in range(len(urls)) if usable(i) and urls[i])
         merged = _distinct_merges(urls, roots, evidence, with_aliases, default)
         report.merged = len(merged)
-        report.merged_examples = [(urls[a], urls[b]) for a, b in merged[:EXAMPLES]]
+        report.merged_examples = [(redact_url(urls[a]), redact_url(urls[b])) for a, b in merged[:EXAMPLES]]
         firing = _rule_causes(mined, merged, lambda i: parts(i) or ("", "", ""))
         report.merged_rules = [(f"{r.host}: {r.description}", r.pairs) for r in firing]
     return report

@@ -23,9 +23,9 @@ The rules (:class:`BoilerplateRule`), and why:
   page is fingerprinted on its whole text (a page made only of template is judged as today).
 * **Warm-up.** Until a host has ``warmup_pages`` unique pages counted, its pages are
   fingerprinted on their whole text: no verdict rests on a template seen on a handful of pages.
-  A page unique by it is compared with the host's recent kept pages, both less the blocks the host
-  shows on its other counted pages (:meth:`BoilerplateJudge._warmup_match`): per-fetch chrome the
-  host serves elsewhere no longer keeps two fetches of one page apart.
+  A page unique by it is compared with the host's recent kept pages, both less the host's boilerplate
+  so far (:meth:`BoilerplateJudge._warmup_match`; the table counts the warm-up's pages too): per-fetch
+  chrome already on ``min_pages`` pages no longer keeps two fetches of one page apart.
 * **Once boilerplate, always** (per host, at most ``capacity // 4`` blocks): eviction from the
   counts never turns a learnt block back into content, so a page's text does not flip back.
 * **Re-check.** The learner remembers the last ``recheck_pages`` kept pages of each host. When
@@ -82,6 +82,7 @@ import numpy as np
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
 from scrapy_dedup.content.simhash import byte_token_digests, byte_token_hashes, exact_hash, hamming, \
     hashes_of_digests, word_bytes_per_block
+from scrapy_dedup.content.sketch import VerifyRule
 from scrapy_dedup.content.text import SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
@@ -796,8 +797,8 @@ class BoilerplateJudge:
        name, a sibling that shares most of its text (the next release's notes, a listing of another
        subject) has its own (docs/content.md).
        In the warm-up, a page left unique so is compared with each of the host's recent kept pages,
-       both less what the host shows on its other counted pages (:meth:`_warmup_match`); a match there
-       is a near match (``reduced_match``).
+       both less the host's boilerplate so far (:meth:`_warmup_match`); a match there is a near match
+       (``reduced_match``).
     4. A page kept is learnt (its blocks counted) and the recent kept pages whose text changed are
        stored again under their URLs (the re-check; under keys no whole text's exact hash finds). Each
        text that was new is stored (a page whose reduced text differs from its whole text has two
@@ -1001,17 +1002,19 @@ class BoilerplateJudge:
                                                              table.counts(page.hashes) <= 1)
         return int(_rule_words(page.blocks, page.words)[own].sum())
 
-    def _shown_elsewhere(self, host: str, page: Reduction, kept: Reduction) -> tuple[np.ndarray, np.ndarray]:
-        """Which blocks of ``page`` and of ``kept`` (one of its host's kept pages, counted) the host shows on a
-        counted page other than ``kept``: a block of ``kept`` counted twice or more, a block of the page
-        alone counted at all; and the host's boilerplate. What is left of the two is what they hold and the
-        rest of the host does not: a page's text, and what only one of them holds and no other page
-        shows (a paragraph edited, a banner never served elsewhere)."""
-        table = self.learner.table(host)
-        both = np.isin(page.hashes, kept.hashes[kept.hashes != 0])  # the page's blocks the kept page holds too
-        ours = (page.hashes != 0) & (table.counts(page.hashes) >= np.where(both, 2, 1))
-        theirs = (kept.hashes != 0) & (table.counts(kept.hashes) >= 2)
-        return ours | table.is_boilerplate(page.hashes), theirs | table.is_boilerplate(kept.hashes)
+    def _fingerprints_less(self, pages: tuple[Reduction, Reduction], out: tuple[np.ndarray, np.ndarray],
+                           fingerprint: Callable[[str], ContentFingerprint],
+                           fingerprinter: ContentFingerprinter | None,
+                           texts: tuple[str, str] | None = None) -> tuple[ContentFingerprint, ContentFingerprint]:
+        """The fingerprints of two pages' texts less the blocks ``out`` marks (one boolean a block): from their
+        words when both have them (the engine's fingerprinter), else ``fingerprint`` of ``texts`` (those
+        texts, when the caller joined them) or of their other blocks joined."""
+        if fingerprinter is not None and pages[0].words is not None and pages[1].words is not None:
+            return pages[0].words.fingerprint(~out[0]), pages[1].words.fingerprint(~out[1])
+        if texts is None:
+            texts = (" ".join(compress(pages[0].blocks, (~out[0]).tolist())),
+                     " ".join(compress(pages[1].blocks, (~out[1]).tolist())))
+        return fingerprint(texts[0]), fingerprint(texts[1])
 
     def _warmup_match(self, host: str, url: str, page: Reduction, title: str | None,
                       fingerprint: Callable[[str], ContentFingerprint],
@@ -1019,31 +1022,39 @@ class BoilerplateJudge:
                       fingerprinter: ContentFingerprinter | None = None) -> tuple[str, str, int] | None:
         """A near match (the store's answer: ``("near", kept URL, distance)``) of a page of ``host`` in its
         warm-up, judged unique on its whole text, with the closest of the host's recent kept pages (all of
-        its kept pages while it warms up) when both, less what the host shows on its other counted pages
-        (:meth:`_shown_elsewhere`), match by the engine's pair rule; None when none does.
+        its kept pages while it warms up) when both, less the host's boilerplate so far, match by the engine's
+        pair rule; None when none does.
 
         In the warm-up nothing is left out of a page's text yet, so two fetches of one page that differ in
-        per-fetch chrome (a rotating list, a banner, an A/B block: blocks the host serves on other pages
-        too) are apart by their whole texts. A page and a kept page whose names differ are never matched;
-        while the host has fewer than ``min_pages`` pages counted (too few to tell its template from a
-        page's text by counts: the guard's caution), only a page whose name is the kept page's own, with
-        another page counted besides it."""
-        table, rule = self.learner.table(host), self.learner.rule
-        early = table.pages < rule.min_pages
-        if early and (title is None or table.pages < 2):
+        per-fetch chrome (a rotating list, a banner, an A/B block drawn from a few variants) are apart by their
+        whole texts. The table has counted every unique page of the warm-up: a block already on ``min_pages``
+        of them is boilerplate by the rule itself (a block on fewer is a post's teaser on a listing, a part of
+        a guide on its view-all page, a product's spec rows on a comparison page: text). Limits besides: a
+        page and a kept page whose names differ are never matched; at most two thirds of either page's words
+        left out (chrome is around a page's text: a listing's next page, whose teasers other pages show, is
+        mostly text shown elsewhere); and the words left out of the two must balance, within the pair rule's
+        slack (``max_diff``, or ``1 - jaccard`` of the longer page's words): per-fetch chrome swaps a block
+        for another, an aggregate (a view-all page, a digest) adds the text of other pages."""
+        table = self.learner.table(host)
+        if not len(table.boilerplate):
+            return None  # nothing would be left out: the whole texts, judged already
+        verify = getattr(self.engine.store, "verify", None) or VerifyRule()
+        ours, words = table.is_boilerplate(page.hashes), _block_words(page.blocks)
+        out, size = int(words[ours].sum()), int(words.sum())
+        if 3 * out > 2 * size:
             return None
-        names: dict[str, str] = self._titles.get(host) or {}
         best = None
         for kept_url, kept in self.learner.recent_pages(host):
-            if kept_url == url or (names.get(kept_url) != title if early else
-                                   self._titles_differ(host, title, kept_url)):
+            if kept_url == url or self._titles_differ(host, title, kept_url):
                 continue
-            ours, theirs = self._shown_elsewhere(host, page, kept)
-            if fingerprinter is not None and page.words is not None and kept.words is not None:
-                fa, fb = kept.words.fingerprint(~theirs), page.words.fingerprint(~ours)
-            else:
-                fa = fingerprint(" ".join(compress(kept.blocks, (~theirs).tolist())))
-                fb = fingerprint(" ".join(compress(page.blocks, (~ours).tolist())))
+            theirs, kept_words = table.is_boilerplate(kept.hashes), _block_words(kept.blocks)
+            kept_out, kept_size = int(kept_words[theirs].sum()), int(kept_words.sum())
+            # chrome is around a page's text (a page mostly text shown elsewhere, a listing's teasers, is judged by
+            # its whole text); and per-fetch chrome swaps, an aggregate adds
+            if (not (out or kept_out) or 3 * kept_out > 2 * kept_size
+                    or abs(out - kept_out) > max(verify.max_diff, (1 - verify.jaccard) * max(size, kept_size))):
+                continue
+            fb, fa = self._fingerprints_less((page, kept), (ours, theirs), fingerprint, fingerprinter)
             if degenerate(fa) or degenerate(fb) or not self.engine.pair_matches(fa, fb):
                 continue
             distance = hamming(fa.simhash, fb.simhash)
@@ -1081,10 +1092,8 @@ class BoilerplateJudge:
             texts.append(" ".join(b for b, gone in zip(reduction.blocks, drop.tolist()) if not gone))
         if texts[0] == page.text and texts[1] == " ".join(kept.blocks):
             return False  # nothing would leave either text
-        if fingerprinter is not None and page.words is not None and kept.words is not None:
-            fa, fb = page.words.fingerprint(~drops[0]), kept.words.fingerprint(~drops[1])
-        else:
-            fa, fb = fingerprint(texts[0]), fingerprint(texts[1])
+        fa, fb = self._fingerprints_less((page, kept), (drops[0], drops[1]), fingerprint, fingerprinter,
+                                         (texts[0], texts[1]))
         if degenerate(fa) or degenerate(fb):
             return False  # too little left to judge: the match stands, as without learning
         return not self.engine.pair_matches(fa, fb)

@@ -220,6 +220,14 @@ class MemoryContentStore:
     def bits(self) -> int:
         return self.index.bits
 
+    @property
+    def bands(self) -> int:
+        return self.index.bands
+
+    @property
+    def allow_approximate(self) -> bool:
+        return self.index.allow_approximate
+
     def __len__(self) -> int:
         """Kept (unique) pages stored."""
         return len(self._urls)
@@ -413,10 +421,11 @@ def _exact_key(exact: bytes) -> bytes:
 
 
 @functools.lru_cache(maxsize=16)
-def _empty_store(threshold: int, bits: int, sketch_size: int, verify: VerifyRule | None) -> MemoryContentStore:
+def _empty_store(threshold: int, bands: int, bits: int, allow_approximate: bool, sketch_size: int,
+                 verify: VerifyRule | None) -> MemoryContentStore:
     """An empty store of these parameters, never written to: its tables' buckets at their first size, for
     :meth:`ContentDeduplicator.pair_matches`."""
-    return MemoryContentStore(threshold, bits=bits, sketch_size=sketch_size, verify=verify)
+    return MemoryContentStore(threshold, bands, bits, allow_approximate, sketch_size=sketch_size, verify=verify)
 
 
 def verify_rule_from_settings(cfg: Any) -> VerifyRule | None:
@@ -555,23 +564,28 @@ class ContentDeduplicator:
 
     def pair_matches(self, a: ContentFingerprint, b: ContentFingerprint) -> bool:
         """Whether ``b`` is a duplicate of ``a`` by this deduplicator's store rule: the answer for ``b`` of a
-        two-page store holding ``a`` (a :class:`MemoryContentStore` of the store's threshold, bits, sketch size
+        two-page store holding ``a`` (a :class:`MemoryContentStore` of the store's threshold, bands, bits, sketch size
         and verification rule), taken directly: the exact hashes, the distance, then, for a candidate of that
         store (within the threshold, or within the radius and in one bucket of its simhash or sketch tables),
         the sketch rule."""
         store = self.store
         size = getattr(store, "sketch_size", 0)
-        empty = _empty_store(getattr(store, "threshold", 3), self.fingerprinter.bits, size,
+        # The store's banding too (an approximate index raised here before, from a store the user set up).
+        empty = _empty_store(getattr(store, "threshold", 3), getattr(store, "bands", 4), self.fingerprinter.bits,
+                             getattr(store, "allow_approximate", False), size,
                              getattr(store, "verify", None) if size else None)
         if _exact_key(a.exact) == _exact_key(b.exact):
             return True
         distance = hamming(a.simhash, b.simhash)
         threshold, rule, sketches = empty.threshold, empty.verify, empty.sketches
+        # An exact index finds every page within the threshold (more bands than bits of threshold); an
+        # approximate one only those sharing a band, as beyond the threshold.
+        banded = distance > threshold or empty.allow_approximate
         if sketches is None or rule is None:
-            return distance <= threshold  # the index finds every page within the threshold
+            return distance <= threshold and (not banded or empty.index.bucket_mates(a.simhash, b.simhash))
         if distance > max(rule.radius, threshold):
             return False
-        if distance > threshold and not empty.index.bucket_mates(a.simhash, b.simhash) and not (
+        if banded and not empty.index.bucket_mates(a.simhash, b.simhash) and not (
                 a.sketch is not None and b.sketch is not None and sketches.bucket_mates(a.sketch, b.sketch)):
             return False  # not a candidate of the two-page store
         kept = sketches.stored(a.sketch)

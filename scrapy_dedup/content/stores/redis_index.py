@@ -612,6 +612,14 @@ class RedisContentStore:
     def bits(self) -> int:
         return self.index.bits
 
+    @property
+    def bands(self) -> int:
+        return self.index.bands
+
+    @property
+    def allow_approximate(self) -> bool:
+        return self.index.allow_approximate
+
     @classmethod
     def from_redis(cls, client_or_url: Any, prefix: str, threshold: int = 3, bands: int = 4,
                    bits: int = 64, ttl: Optional[int] = None, *,

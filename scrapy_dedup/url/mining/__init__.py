@@ -33,6 +33,7 @@ from scrapy_dedup.url.canonical import safe_parts as safe_parts  # importable fr
 from scrapy_dedup.url.mining.candidates import _PATHPARAM as _PATHPARAM
 from scrapy_dedup.url.mining.candidates import _candidates as _candidates
 from scrapy_dedup.url.mining.candidates import _rule_of as _rule_of
+from scrapy_dedup.url.mining.candidates import redact_url
 from scrapy_dedup.url.mining.config import HASH_FIELDS as HASH_FIELDS
 from scrapy_dedup.url.mining.config import MAX_REDIRECT_HOPS as MAX_REDIRECT_HOPS
 from scrapy_dedup.url.mining.config import HostReport as HostReport
@@ -42,4 +43,4 @@ from scrapy_dedup.url.mining.host import _loadable as _loadable
 from scrapy_dedup.url.mining.miner import DustMiner
 
 __all__ = ["MiningConfig", "DustMiner", "MiningResult", "RuleValidation", "REDUCED_BASIS", "normal_text_hash",
-           "same_page_evidence"]
+           "same_page_evidence", "redact_url"]

@@ -10,6 +10,7 @@ from scrapy_dedup.url.dust import (
     shape_of_segment,
     split_key,
 )
+from scrapy_dedup.url.canonical import SESSION_PARAMS, TRACKING_PARAMS
 from scrapy_dedup.url.mining.config import _VALUE_SHAPE_ORDER
 
 
@@ -122,7 +123,7 @@ def _param_candidates(path: str, q1: str, q2: str, out: set[tuple]) -> None:
         # the parameter may matter only outside a context: another parameter both URLs carry with one value
         # (``doku.php?id=X&do=recent`` ~ ``doku.php?id=Y&do=recent``: under ``do=recent``, ``id`` is irrelevant)
         for other, other_value in sa & sb:
-            if other != name:
+            if other != name and not _is_token(other_value):  # one visitor's ``sid=<token>`` is no context
                 out.add(("context", name, f"{other}={other_value}", "/"))
 
 
@@ -226,7 +227,6 @@ def _is_token(value: str) -> bool:
     return len(value) >= 8 and shape_of_segment(value) is not None
 
 
-
 _ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
 _SWITCH = re.compile(r"(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 
@@ -237,3 +237,34 @@ def _has_token(*literals: str) -> bool:
     digits or more that switches between the two at least 3 times (``3jrupffvm9qy...``; not ``sha256sums``,
     ``maint-guide2``, a date): what varies per visitor is dropped by shape (``drop_segment``), never named."""
     return any(len(_SWITCH.findall(run)) >= 3 for literal in literals for run in _ALNUM_RUN.findall(literal))
+
+
+REDACTED = "<token>"
+_SECRET_NAMES = [name.lower() for name in (*SESSION_PARAMS, *TRACKING_PARAMS)]
+_SECRET_EXACT = frozenset(name for name in _SECRET_NAMES if not name.endswith("*"))
+_SECRET_PREFIXES = tuple(name[:-1] for name in _SECRET_NAMES if name.endswith("*"))
+_PATHPARAM_VALUE = re.compile(r"(;[^;/?#=]*=)[^;/?#]*")
+_ORIGIN = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)(?:[^/?#@]*@)?([^/?#]*)")  # user information left out
+
+
+def redact_url(url: str) -> str:
+    """``url`` (a URL or a key) as the miner shows it in a rules file's ``examples`` and in reports: a crawl's
+    URLs carry its visitor's session (on an authenticated crawl, a live credential). Path parameter values,
+    the values of the session and tracking parameters the canonicalizer knows and every token (``_has_token``,
+    in a query value or the path) become ``<token>``; user information goes. The rules keep their own
+    literals, which never hold a token (``_has_token`` refuses such a candidate)."""
+    origin = _ORIGIN.match(url)
+    head, question, query = url[origin.end() if origin else 0:].partition("?")
+    head = _ALNUM_RUN.sub(_redact_run, _PATHPARAM_VALUE.sub(r"\1" + REDACTED, head))
+    query, hash_, fragment = query.partition("#")
+    parts = []
+    for part in query.split("&") if query else ():
+        name, equals, value = part.partition("=")
+        lowered = name.lower()
+        secret = lowered in _SECRET_EXACT or lowered.startswith(_SECRET_PREFIXES) or _has_token(value)
+        parts.append(f"{name}={REDACTED}" if equals and value and secret else part)
+    return (origin.group(1) + origin.group(2) if origin else "") + head + question + "&".join(parts) + hash_ + fragment
+
+
+def _redact_run(run: re.Match) -> str:
+    return REDACTED if _has_token(run.group()) else run.group()

@@ -15,7 +15,7 @@ from scrapy_dedup.url.dust import (
     join_key,
     split_key,
 )
-from scrapy_dedup.url.mining.candidates import _candidates, _describe_candidate, _params, _rule_of
+from scrapy_dedup.url.mining.candidates import _candidates, _describe_candidate, _params, _rule_of, redact_url
 from scrapy_dedup.url.mining.config import _VALUE_SHAPE_ORDER, HostReport, MiningConfig, MiningResult, RuleValidation
 
 
@@ -352,7 +352,7 @@ class _HostMiner:
                 continue
             groups.setdefault(target, []).append(urls[key])
             if len(examples) < cfg.examples and target in urls and urls[target] == urls[key]:
-                examples.append((key, target))
+                examples.append((redact_url(key), redact_url(target)))  # no visitor's session in a rules file
             if named is not None:
                 named.append((path, query))
         support = violations = distinct = 0

@@ -374,9 +374,11 @@ class DustMiner:
         Under three keys or more, only when each other key is an opaque id of a scheme of the server (a URL
         form ``min_support`` pages or more are under once each, and this page once: ``/?p=<n>`` beside
         ``/content.asp?cid=<n>``; naming nothing of the main key: MediaWiki's ``action=edit&section=new`` of a
-        page is a view of that page, another resource): otherwise a page behind many keys the rules do not fold
-        is a soft 404, an error page or a form the vocabulary misses, and an alias table of it would hide a
-        fault."""
+        page is a view of that page, another resource), and the other keys name one record (``4711`` in each: a
+        soft 404 met once under ``/?p=9999`` and once under ``/content.asp?cid=5000`` is two dead ids, and an
+        alias would keep a page published later under either from ever being fetched): otherwise a page behind
+        many keys the rules do not fold is a soft 404, an error page or a form the vocabulary misses, and an alias
+        table of it would hide a fault."""
         representative = self._contents.representative
         pages: dict[int, dict[str, list]] = {}  # page -> {key: [URLs reaching it, a fetched URL of it]}
         redirecting = []
@@ -412,10 +414,12 @@ class DustMiner:
             # the main key: reached by more URLs, then one without a query, then the shorter
             (_main, (_, target)), *others = sorted(
                 keys.items(), key=lambda kv: (-kv[1][0], "?" in kv[0], len(kv[0]), kv[0]))
-            if len(others) > 1 and any(
+            if len(others) > 1 and (any(
                     forms_of[page][form] > 1 or once[form] < self.config.min_support or _names_target(other, target)
-                    for other, form in ((other, _url_form(other)) for other, _ in others)):
-                continue  # three keys or more, one of them of no id scheme: a soft 404, an error page, a view
+                    for other, form in ((other, _url_form(other)) for other, _ in others))
+                    or not set.intersection(*(_form_values(other) for other, _ in others))):
+                continue  # three keys or more, one of them of no id scheme or naming another record: a soft 404,
+                # an error page, a view
             for other, _ in others:
                 if other not in aliases and len(aliases) < self.config.max_aliases:
                     aliases[other] = target
@@ -468,6 +472,14 @@ def _url_form(key: str) -> str:
     segments = [shape_of_segment(segment) or segment for segment in path.split("/")]
     names = sorted({part.partition("=")[0] for part in query.split("&")}) if query else []
     return join_key("/".join(segments), "&".join(names))
+
+
+def _form_values(key: str) -> set[str]:
+    """What a URL's form leaves out of it: its query values and token path segments (``/?p=4711``,
+    ``/content.asp?cid=4711`` and ``/node/4711`` -> ``{"4711"}``), the record a key of an id scheme names."""
+    path, query = split_key(key)
+    values = {segment for segment in path.split("/") if shape_of_segment(segment)}
+    return values | ({part.partition("=")[2] for part in query.split("&")} if query else set())
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:~\-]*")
