@@ -658,3 +658,91 @@ def test_a_withdrawn_mined_rule_does_not_stop_the_turns_of_the_others():
                 learner.check_explored(url, page, None)
     assert explored[:3] == ["sid", "ref", "tab"] and learner.events["loaded_withdrawn"] == 1
     assert explored[3:] == ["sid", "ref", "sid", "ref"]  # the two in force take turns to the end
+
+
+def _fossil_like_log(path, checkins: list[str], lone_tickets: int = 0) -> str:
+    """Fossil's scheme: a ticket under ``/tktview/<10-digit id>`` and ``/info/<id>`` (Fossil's info page hands
+    a ticket's id to the ticket view), a check-in or a wiki version under ``/info/<its hash>`` only (Fossil
+    never links ``/tktview/<hash>``: an empty ticket form). ``lone_tickets``: tickets seen under
+    ``/info/<id>`` alone."""
+    rng = random.Random(5)
+    lines = []
+
+    def serve(url_path: str, page: str) -> None:
+        lines.append({"url": f"http://{HOST}{url_path}", "exact_hash": page, "kind": "unique", "words": 300,
+                      "simhash": format(hash(page) & (2 ** 64 - 1), "016x")})
+
+    for i in range(12 + lone_tickets):
+        ticket = f"{rng.getrandbits(40):010x}"
+        serve(f"/info/{ticket}", f"ticket-{i}")
+        if i < 12:
+            serve(f"/tktview/{ticket}", f"ticket-{i}")
+    for n, commit in enumerate(checkins):
+        serve(f"/info/{commit}", f"commit-{n}")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+@pytest.mark.parametrize("checkins", [["c45b2e096d9d82b1"], ["c45b2e096d9d82b1", "1346ab6ff160b9b657a602b0204430715f"
+                                                             "81951b5e8ccc5db340683ce5cb612b"]])
+def test_a_substitution_is_not_believed_on_urls_of_a_form_its_evidence_never_had(tmp_path, checkins):
+    """Twelve tickets agree that ``/info/<id>`` is ``/tktview/<id>``; the check-ins' ``/info/<hash>`` (another
+    form: a 16- or 64-digit hash) were never seen beside a ``/tktview/`` URL, and the rule would name them
+    empty ticket forms. Counted as violations, they refuse that direction; the other (``/tktview/`` ->
+    ``/info/``: true wherever Fossil links it) is kept. Before, ``/info/`` -> ``/tktview/`` was kept with 0
+    violations (the longer target wins a tie)."""
+    result = mine_logs([_fossil_like_log(tmp_path / "f.jsonl", checkins)])
+    rules = RuleSet({HOST: _rules(result)}, aliases={})
+    for commit in checkins:
+        url = f"http://{HOST}/info/{commit}"
+        assert rules.rewrite(url) == url
+    assert rules.rewrite(f"http://{HOST}/tktview/c0ffee1234") == f"http://{HOST}/info/c0ffee1234"
+    refused = [v for v in result.validations if v.rule.kind == "substitute" and v.rule.from_ == "/info/"]
+    assert refused and not refused[0].kept and refused[0].violations == len(checkins)
+
+
+def test_urls_of_the_evidences_form_whose_twin_was_never_fetched_do_not_count_against_a_substitution(tmp_path):
+    result = mine_logs([_fossil_like_log(tmp_path / "f.jsonl", [], lone_tickets=2)])
+    assert [(r.kind, r.from_, r.to) for r in _rules(result)] == [("substitute", "/info/", "/tktview/")]
+
+
+def _login_form_log(path, same_text: bool, path_forms: int) -> str:
+    """Crawl-log lines of a wiki's login form as the crawl writes them with boilerplate learning: linked with
+    every page's name (``returnto``), all template, so kept undecided: each line a unique page of its own,
+    ``same_text``: one exact text (the form), else each its own (a view that names the page). ``path_forms``:
+    shorter URLs of the form logged before it (the engine's exact duplicates of the first)."""
+    lines = []
+    first = f"http://{HOST}/index.php/Special:Form0"
+    for n in range(path_forms):
+        url = f"http://{HOST}/index.php/Special:Form{n}"
+        lines.append({"url": url, "kind": "unique" if n == 0 else "exact", "cluster": first,
+                      "exact_hash": "form", "words": 60})
+    for i in range(20):
+        url = f"http://{HOST}/index.php?title=Special:UserLogin&returnto=Page{i}"
+        lines.append({"url": url, "kind": "unique", "cluster": url, "exact_hash": "form" if same_text else f"p{i}",
+                      "words": 60})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+@pytest.mark.parametrize("path_forms", [0, 1, 8])
+@pytest.mark.parametrize("same_text", [True, False])
+def test_unique_pages_of_one_exact_text_are_one_page(tmp_path, same_text, path_forms):
+    """Before, each undecided page was a page of its own (no rule), and with 8 shorter path forms the query forms
+    were paired with the shortest URL only (no context candidate)."""
+    result = mine_logs([_login_form_log(tmp_path / "l.jsonl", same_text, path_forms)])
+    rules = [(r.kind, r.param, r.when) for r in _rules(result)]
+    assert rules == ([("drop_param_when", "returnto", "title=Special:UserLogin")] if same_text else [])
+
+
+def test_pages_one_only_by_their_exact_text_get_no_content_alias(tmp_path):
+    """MediaWiki's create-page and create-section forms of a missing page show one text, both undecided: one
+    page for the rules' evidence, but an alias would stand on that one pair and merge two resources."""
+    base = f"http://{HOST}/index.php?title=User_talk:Reader&action=edit"
+    lines = [{"url": url, "kind": "unique", "cluster": url, "exact_hash": "form", "words": 120}
+             for url in (f"{base}&section=new", base)]
+    path = tmp_path / "l.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = mine_logs([str(path)])
+    assert result.stats["unique_pages_same_text"] == 1
+    assert not result.rules.aliases.get(HOST)

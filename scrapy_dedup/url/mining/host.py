@@ -2,6 +2,7 @@
 rules put in force round after round. This module imports nothing from Scrapy."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
@@ -13,9 +14,11 @@ from scrapy_dedup.url.dust import (
     HostRules,
     check_host,
     join_key,
+    shape_of_segment,
     split_key,
 )
-from scrapy_dedup.url.mining.candidates import _candidates, _describe_candidate, _params, _rule_of, redact_url
+from scrapy_dedup.url.mining.candidates import _candidates, _describe_candidate, _has_token, _params, _rule_of, \
+    redact_url
 from scrapy_dedup.url.mining.config import _VALUE_SHAPE_ORDER, HostReport, MiningConfig, MiningResult, RuleValidation
 
 
@@ -100,8 +103,17 @@ class _HostMiner:
             for i in range(head):
                 for j in range(i + 1, head):
                     _candidates(keys[i], keys[j], found)
+            # a later URL is paired with the first of its own path too: a view's query forms pair with each
+            # other even when the page's shortest URLs are all path forms (MediaWiki's login form behind
+            # ``/index.php/Special:...`` paths, then ``?title=Special:UserLogin&returnto=<every page>``)
+            first_of_path: dict[str, str] = {}
+            for key in keys[:head]:
+                first_of_path.setdefault(split_key(key)[0], key)
             for j in range(head, len(keys)):
                 _candidates(keys[0], keys[j], found)
+                first = first_of_path.setdefault(split_key(keys[j])[0], keys[j])
+                if first not in (keys[0], keys[j]):
+                    _candidates(first, keys[j], found)
             if cid in self.boilerplate:
                 found = {cand for cand in found if cand[0] == "context"}
             counts.update(found)
@@ -334,6 +346,17 @@ class _HostMiner:
             return (k for k in self.urls if split_key(k)[0].endswith(rule.from_))
         return self.urls
 
+    def _uncovered(self, forms: dict[str, tuple[str, str]], groups: dict[str, list[int]]) -> int:
+        """URLs a substitution rewrites to a URL never fetched (no evidence either way) whose rest (what the
+        rule leaves alone) is of a form no agreeing pair had: counted as violations. The evidence shows the
+        rule on the forms it was seen on only: Fossil's ``/info/<id>`` is ``/tktview/<id>`` for a ticket's
+        10-digit id, while ``/info/<check-in hash>`` shows a check-in and ``/tktview/<that hash>`` an empty
+        ticket; the hash's length (another form) is what tells the crawl apart before the fetch."""
+        urls = self.urls
+        covered = {form for key, (target, form) in forms.items() if urls.get(target) == urls[key]}
+        return sum(1 for key, (target, form) in forms.items()
+                   if target not in urls and len(groups.get(target, ())) == 1 and form not in covered)
+
     def _judge(self, rule: DustRule, record: bool = True) -> RuleValidation:
         cfg = self.config
         compiled = HostRules(self.host, [rule])
@@ -342,6 +365,9 @@ class _HostMiner:
         groups: dict[str, list[int]] = {}
         examples: list[tuple[str, str]] = []
         named: list[tuple[str, str]] | None = [] if rule.kind in ("drop_param", "drop_param_when") else None
+        # a substitution maps each URL to a URL of its own: a target never fetched is no evidence either way,
+        # so the forms of what it leaves alone are noted (see ``uncovered`` below)
+        forms: dict[str, tuple[str, str]] | None = {} if rule.kind == "substitute" else None
         for key in self._affected(rule):
             path, query = split_key(key)
             new_path, new_query = compiled.apply(path, query)
@@ -355,6 +381,8 @@ class _HostMiner:
                 examples.append((redact_url(key), redact_url(target)))  # no visitor's session in a rules file
             if named is not None:
                 named.append((path, query))
+            if forms is not None:
+                forms[key] = (target, _rest_form(rule, path))
         support = violations = distinct = 0
         item_of = self.item_of
         agreeing: dict[int, int] = {}  # reference page -> agreeing URLs
@@ -390,6 +418,8 @@ class _HostMiner:
         support = sum(agreeing[c] for c in pages)
         if named:
             violations += self._pages_named_by(rule.param, named)
+        uncovered = self._uncovered(forms, groups) if forms else 0
+        violations += uncovered
         rate = violations / (support + violations) if support + violations else 0.0
         if context and support < 2 * cfg.min_support:
             # one view linked with every page's id folds dozens of URLs; a page's own few views (an old
@@ -409,6 +439,8 @@ class _HostMiner:
             kept = False
         elif rate > cfg.max_violation_rate:
             reason = f"violation rate {rate:.1%} > {cfg.max_violation_rate:.1%}: the rewrite merges different pages"
+            if uncovered:
+                reason += f" ({uncovered} of them URLs of a form no pair of the evidence had)"
             kept = False
         else:
             reason = f"violation rate {rate:.1%}"
@@ -419,6 +451,21 @@ class _HostMiner:
         if record:
             self.validations[rule.key] = verdict
         return verdict
+
+
+def _rest_form(rule: DustRule, path: str) -> str:
+    """The form of the segment a substitution leaves next to its literal (after a prefix, before a suffix):
+    the exact shape of a generated token (a hash, an id: its length names the kind of object, Fossil's
+    10-digit ticket ids beside its 16- and 64-digit artifact hashes), ``digits`` for a number, else ``name``."""
+    if rule.anchor == "prefix":
+        segment = path[len(rule.from_):].split("/", 1)[0]
+    else:
+        segment = path[: len(path) - len(rule.from_)].rsplit("/", 1)[-1]
+    if segment.isdigit():
+        return "digits"
+    if _has_token(segment) and re.fullmatch(r"[A-Za-z0-9]+", segment):
+        return shape_of_segment(segment) or "name"
+    return "name"
 
 
 def _value_of(query: str, name: str) -> str | None:

@@ -64,6 +64,11 @@ class DustMiner:
         self._contents: Clusters[int] = Clusters()  # content ids, near duplicates joined
         self._simhashes: SimhashIndex | None = None
         self._judge: PageJudge | None = None  # for records with text or html and no verdict
+        #: (host, exact hash of a unique page's whole text) -> that page's cluster: a later unique page of the same
+        #: text (an undecided one the engine never stored) is that page
+        self._unique_texts: dict[tuple[str, str], str] = {}
+        #: those pages, joined so: evidence for rules (many URLs of a form), never for a content alias (one pair)
+        self._joined_by_text: set[str] = set()
         self._normal_hashes: dict[str, str] = {}  # a kept page's cluster -> its normal_text_hash, when logged
         #: the content engine's parameters at their defaults: what a crawl with the default settings uses
         self._defaults: Any = SimpleNamespace(**{param.key: param.default for param in ENGINE_PARAMS})
@@ -198,7 +203,8 @@ class DustMiner:
             if isinstance(page, str) and page:
                 self.stats["reduced_verdicts"] += page != cluster
             else:
-                page = self._evidence(url, cluster, record.get("kind"), record.get("basis"), record.get("normal_hash"))
+                page = self._evidence(url, cluster, record.get("kind"), record.get("basis"), record.get("normal_hash"),
+                                      record.get("exact_hash"))
             exact = ("cluster", page)
         for name in HASH_FIELDS if exact is None else ():
             value = record.get(name)
@@ -264,9 +270,23 @@ class DustMiner:
                 self._add_redirect(source, url, False)
         return ok
 
-    def _evidence(self, url: str, cluster: str, kind: Any, basis: Any, normal_hash: Any) -> str:
+    def _evidence(self, url: str, cluster: str, kind: Any, basis: Any, normal_hash: Any,
+                  text_hash: Any = None) -> str:
         """The content a page's URL serves by its verdict: its ``cluster``, or the page itself (its URL) when
-        the verdict is no evidence that the URL serves its kept page (:func:`same_page_evidence`)."""
+        the verdict is no evidence that the URL serves its kept page (:func:`same_page_evidence`).
+
+        A page kept as unique whose whole text is exactly an earlier kept page's of its host (``text_hash``,
+        the log's ``exact_hash``) is that page: the engine never compared the two (with boilerplate learning,
+        a page with fewer than ``min_words`` words of its own is kept undecided and not stored: a login form
+        linked with every page's name, cgit's list of branches at every commit), and an exact match of the
+        whole texts is the URL-level sameness."""
+        if kind == "unique" and isinstance(text_hash, str) and text_hash:
+            parts = self.split_url(url)
+            first = self._unique_texts.setdefault((parts[0] if parts else "", text_hash), cluster)
+            if first != cluster:
+                self.stats["unique_pages_same_text"] += 1
+                self._joined_by_text.add(first)
+                return first
         if kind == "unique" and isinstance(normal_hash, str):
             self._normal_hashes[cluster] = normal_hash
         if same_page_evidence(kind, basis, normal_hash, self._normal_hashes.get(cluster)):
@@ -384,6 +404,10 @@ class DustMiner:
         redirecting = []
         inexact: set[int] = set()  # pages some URL of which served another text, on a host without per-fetch noise
         exact_host = self._exact_joins[host] >= self.config.min_support
+        # a page the engine never judged (undecided), one only by its exact text, gets no alias: an alias stands
+        # on one pair (MediaWiki's create-page and create-section forms of a missing page show one text)
+        inexact.update(representative(hash(("cluster", page))) for page in self._joined_by_text
+                       if hash(("cluster", page)) in self._contents)
         for raw in sorted(urls, key=_url_order):  # the URL to request: the shortest, whatever the log's order
             cid = urls[raw]
             if exact_host and cid in self._inexact:
