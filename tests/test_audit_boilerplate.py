@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from scrapy_dedup.cli import main
 from tests.templatedsite import TemplatedSite
 from tests.test_cli_report import write_dump
@@ -174,3 +176,39 @@ def test_mirrors_sharing_their_words_give_the_same_report(tmp_path, capsys, monk
     assert outputs[0][:3] == outputs[1][:3]
     assert outputs[0][0]["numbers"]["exact"] >= site.docs  # the mirrors are exact duplicates
     assert (outputs[0][3], outputs[1][3]) == (len(lines) - site.docs, len(lines))  # each mirror not tokenized
+
+
+@pytest.mark.parametrize("size, refs", [(0, []), (2, [2, 7]), (1024, [2, 5, 6, 7])])
+def test_spooled_words_are_read_back_as_the_words_of_their_first_spooling(size, refs):
+    # pass one spools a page whose words were spooled lately (a mirror: the worker gave it the same words) as a
+    # reference, pass two reads the same object back; each page read back has its own words, blocks and
+    # fingerprint, whatever the bound evicted (size 2: words 0 leave after 2 and 3 come, and are spooled whole
+    # again), each batch pickled apart as the spool does
+    import pickle
+
+    from scrapy_dedup.audit.boilerplate import PageBlocks
+    from scrapy_dedup.audit.runner import SpooledWords
+    from scrapy_dedup.content.boilerplate import PageWords
+    from scrapy_dedup.content.engine import ContentFingerprinter
+
+    fingerprinter = ContentFingerprinter(shingle_size=3, min_words=3)
+    pages = [[f"Page {i} title", f"the words of page number {i} here"] for i in range(4)]
+    words = [PageWords(fingerprinter, blocks) for blocks in pages]
+    order = [0, 1, 0, 2, 3, 0, 1, 1]
+    items = [("page", n, f"http://{HOST}/{n}", PageBlocks(words[w].fingerprint(), pages[w], f"Page {w}", words[w]),
+              None, None, None) for n, w in enumerate(order)]
+    items.insert(4, ("bad", "a bad line", ()))
+    spooling, reading = SpooledWords(size), SpooledWords(size)
+    spooled = [spooling.spooled(item) for item in items]
+    read = [reading.read(pickle.loads(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))) for item in spooled]
+    pages_spooled = [item for item in spooled if item[0] == "page"]
+    assert [i for i, item in enumerate(pages_spooled) if not isinstance(item[3], PageBlocks)] == refs
+    assert read[4] == items[4]
+    got = [item for item in read if item[0] == "page"]
+    for item, back in zip([item for item in items if item[0] == "page"], got):
+        assert back[:3] == item[:3] and back[4:] == item[4:]
+        assert (back[3].whole, back[3].blocks, back[3].title) == (item[3].whole, item[3].blocks, item[3].title)
+        assert (back[3].words.text, back[3].words.fingerprint()) == (item[3].words.text, item[3].words.fingerprint())
+    for ref in refs:  # the same object as the last page of the same words read before it
+        previous = max(i for i in range(ref) if order[i] == order[ref])
+        assert got[ref][3].words is got[previous][3].words

@@ -497,6 +497,59 @@ def test_a_pages_words_pickled_give_the_same_fingerprints_block_hashes_and_norma
     assert (again.hashes.dtype, again.counts.dtype) == (words.hashes.dtype, words.counts.dtype)
 
 
+def _same_words(made, reference, blocks: list[str]) -> None:
+    """Every answer of the :class:`PageWords` ``made`` is the one of ``reference`` (the same page cut directly)."""
+    assert made.text == reference.text
+    assert made.hashes.tolist() == reference.hashes.tolist() and made.hashes.dtype == reference.hashes.dtype
+    assert made.counts.tolist() == reference.counts.tolist() and made.counts.dtype == reference.counts.dtype
+    assert made.rule_words(blocks).tolist() == [b.count(" ") + 1 for b in blocks]
+    assert made.block_hashes(blocks, 2).tolist() == block_hashes(blocks, 2).tolist()
+    assert made.normal_hash(blocks) == reference.normal_hash(blocks)
+    assert made.fingerprint() == reference.fingerprint()
+
+
+@settings(max_examples=200)
+@given(st.lists(st.lists(st.one_of(_BLOCK_TEXT, _BLOCK_TEXT.map(lambda b: b + "\n" + b)), max_size=8), max_size=6),
+       st.sampled_from([None, 0, 12]))
+def test_a_page_made_from_its_recent_blocks_is_the_page_cut_anew(pages, max_chars):
+    # a page's words and normal form are its blocks' one after the other: a page made of blocks read before (their
+    # words, hashes and normal forms remembered, RecentBlocks) has every answer of the page cut directly, for any
+    # neighbours (a capital sigma, a dotted capital I, a block holding a newline, a block twice, an empty block),
+    # remembered or evicted (a small bound)
+    from scrapy_dedup.content.boilerplate import PageWords, RecentBlocks
+    from scrapy_dedup.content.engine import ContentFingerprinter
+
+    fingerprinter = ContentFingerprinter(shingle_size=3, min_words=3)
+    recent = RecentBlocks(max_chars)
+    shared = ["a block of every page", "ΑΣ σ İ Tue 03"]
+    for blocks in [*pages, *(page + shared for page in pages), shared]:
+        _same_words(PageWords(fingerprinter, blocks, recent), PageWords(fingerprinter, blocks), blocks)
+        assert recent._chars <= recent.max_chars
+
+
+@pytest.mark.parametrize("pages", [
+    [["Intro words here", "A shared footer line"], ["Other words", "A shared footer line", "Intro words here"]],
+    [["Σ final ΑΣ", "x"], ["x", "Σ final ΑΣ", "İstanbul İ"]],
+    [["one\ntwo three", "four"], ["four", "one\ntwo three"]],
+    [["", "words 12", ""], ["words 12", "words 12"]],
+])
+def test_recent_blocks_remember_each_block_once_within_their_bound(pages):
+    from scrapy_dedup.content.boilerplate import PageWords, RecentBlocks
+    from scrapy_dedup.content.engine import ContentFingerprinter
+
+    fingerprinter = ContentFingerprinter(shingle_size=3, min_words=3)
+    recent = RecentBlocks()
+    for blocks in pages:
+        _same_words(PageWords(fingerprinter, blocks, recent), PageWords(fingerprinter, blocks), blocks)
+    distinct = {b for blocks in pages for b in blocks}
+    assert set(recent._blocks) == distinct and recent._chars == sum(map(len, distinct))
+    small = RecentBlocks(max(map(len, distinct)))
+    for blocks in pages:
+        _same_words(PageWords(fingerprinter, blocks, small), PageWords(fingerprinter, blocks), blocks)
+        assert small._chars == sum(map(len, small._blocks)) <= small.max_chars
+    assert RecentBlocks().words([]) is None and RecentBlocks().normal_lines([]) is None
+
+
 @pytest.mark.parametrize("blocks", [
     [],
     ["Generated 2026-01-05 12:00 by app-07", "Tue, 03 Mar", "plain words"],

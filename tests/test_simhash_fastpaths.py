@@ -108,6 +108,13 @@ def test_word_bytes_per_block_table(blocks):
     tokens, counts = S.word_bytes_per_block(blocks)
     assert [t.decode("utf-8", "surrogatepass") for t in tokens] == ref_words(" ".join(blocks))
     assert counts.tolist() == [len(ref_words(b)) for b in blocks]
+    start = 0
+    for block, count in zip(blocks, counts.tolist()):  # a block's words cut alone are its words on the page
+        assert S.word_bytes_per_block([block])[0] == tokens[start:start + count]  # (content/boilerplate.py's
+        start += count  # RecentBlocks keeps them by block)
+    digests = S.byte_token_digests(tokens)
+    assert digests == b"".join(hashlib.blake2b(t, digest_size=8).digest() for t in tokens)
+    assert S.hashes_of_digests(digests).tolist() == S.byte_token_hashes(tokens).tolist()
     hashes = S.byte_token_hashes(tokens)
     assert hashes.dtype == np.uint64 and hashes.flags.writeable
     assert hashes.tolist() == [S.word_hash(t.decode("utf-8", "surrogatepass")) for t in tokens]

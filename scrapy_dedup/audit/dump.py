@@ -228,7 +228,7 @@ def read_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
     number = 0
     try:
         for number, raw in enumerate(stream, 1):
-            if raw.strip():
+            if raw and not raw.isspace():  # (raw.strip() of a page's line would copy it)
                 yield number, raw
     except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DumpError(f"dump is truncated or corrupt after line {number}: {exc}") from None

@@ -34,20 +34,20 @@ import tempfile
 import time
 from array import array
 from bisect import bisect_left
-from collections import Counter, deque
+from collections import Counter, OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, suppress
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import partial
 from hashlib import blake2b
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, cast
 
 import numpy as np
 
 from scrapy_dedup._util.batching import batches
-from scrapy_dedup.audit.boilerplate import BoilerplateDecider, PageBlocks, RecentPageWords, learn_templates, \
-    learns_boilerplate
+from scrapy_dedup.audit.boilerplate import RECENT_PAGES, BoilerplateDecider, PageBlocks, RecentPageWords, \
+    learn_templates, learns_boilerplate
 from scrapy_dedup.audit.config import AuditConfig
 from scrapy_dedup.audit.dump import BadLines, FieldNames, decode_record, input_items, open_input, page_record, \
     parse_record
@@ -450,9 +450,10 @@ def audit_dump(path: str, cfg: AuditConfig, *, jobs: int = 1, strict: bool = Fal
         # gave and counts every host's template; pass two judges the spooled pages with it
         spool = opened.enter_context(tempfile.TemporaryFile(prefix="scrapy-dedup-pass-"))
         shared = SharedJudgements() if feeding and SharedJudgements.applies(cfg, miner) else None
-        learner = learn_templates(cfg, method.fingerprinter, _spooling(results, spool, shared),
+        size = RECENT_PAGES if jobs <= 1 else 0  # (a worker's words come back as new objects with each batch)
+        learner = learn_templates(cfg, method.fingerprinter, _spooling(results, spool, shared, SpooledWords(size)),
                                   shared.judged if shared is not None else None)
-        results = _unspooled(spool)
+        results = _unspooled(spool, SpooledWords(size))
         decider = BoilerplateDecider(cfg, method.fingerprinter, learner)
         judged_by_pass_one = shared is not None and shared.valid()
 
@@ -544,12 +545,12 @@ def _counted(results: Iterable[list], counts: Counter) -> Iterator[list]:
         yield batch
 
 
-def _spooling(results: Iterable[list], spool: Any, shared: Optional[SharedJudgements] = None
-              ) -> Iterator[tuple[str, Any]]:
+def _spooling(results: Iterable[list], spool: Any, shared: Optional[SharedJudgements] = None,
+              words: Optional[SpooledWords] = None) -> Iterator[tuple[str, Any]]:
     """Pass one: (url, fingerprint) of every page, in dump order, each batch of ``results`` pickled into
     ``spool`` once pass one judged it (bad lines, skips and revisits too: pass two reports them; a page's
-    words with the block hashes pass one computed; with ``shared``, each page's miner record with pass one's
-    verdict)."""
+    words with the block hashes pass one computed, or with ``words``, a reference to the same words spooled
+    lately; with ``shared``, each page's miner record with pass one's verdict)."""
     number = 0
     for batch in results:
         first = number
@@ -560,17 +561,72 @@ def _spooling(results: Iterable[list], spool: Any, shared: Optional[SharedJudgem
         if shared is not None:
             pages = iter(range(first, number))
             batch = [shared.attach(next(pages), item) if item[0] == "page" else item for item in batch]
+        if words is not None:
+            batch = [words.spooled(item) for item in batch]
         pickle.dump(batch, spool, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _unspooled(spool: Any) -> Iterator[list]:
-    """Pass two: the batches pass one spooled, in order (no record parsed again)."""
+def _unspooled(spool: Any, words: Optional[SpooledWords] = None) -> Iterator[list]:
+    """Pass two: the batches pass one spooled, in order (no record parsed again); ``words``: the reader of the
+    references :func:`_spooling` wrote with its own."""
     spool.seek(0)
     while True:
         try:
-            yield pickle.load(spool)
+            batch = pickle.load(spool)
         except EOFError:
             return
+        yield batch if words is None else [words.read(item) for item in batch]
+
+
+class _SameWords(NamedTuple):
+    """In the spool, a page whose words were spooled lately: their number, and the page less them."""
+
+    number: int
+    page: PageBlocks
+
+
+class SpooledWords:
+    """A page's words (:class:`~scrapy_dedup.content.boilerplate.PageWords`) spooled once while they are among
+    the last ``size`` words spooled: a page of the same blocks as one read lately (a mirror, which the worker
+    gives the words of its first reading, ``RecentPageWords``) is spooled with a reference to them, and pass
+    two reads the same words back, with the fingerprints pass two made of them already. One object spools
+    (:meth:`spooled`), another reads (:meth:`read`): both number the words spooled whole in spool order and
+    keep the last ``size`` used, so a reference always finds its words. Only with the pages' words made in this
+    process (``--jobs 1``): a worker's come back as new objects with each batch."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._recent: OrderedDict[int, Any] = OrderedDict()  # (spooling) id of words -> (number, words): held,
+        # so that no other object takes the id; (reading) number -> words
+        self._count = 0
+
+    def spooled(self, item: tuple) -> tuple:
+        """``item`` as spooled: a page whose words were spooled lately refers to them."""
+        page = item[3] if item[0] == "page" else None
+        if not self.size or not isinstance(page, PageBlocks) or page.words is None:
+            return item
+        known = self._recent.get(id(page.words))
+        if known is not None:
+            self._recent.move_to_end(id(page.words))
+            return item[:3] + (_SameWords(known[0], replace(page, words=None)),) + item[4:]
+        self._add(id(page.words), (self._count, page.words))
+        return item
+
+    def read(self, item: tuple) -> tuple:
+        """``item`` as pass one gave it (:meth:`spooled` undone, by the reading object)."""
+        page = item[3] if item[0] == "page" else None
+        if isinstance(page, _SameWords):
+            self._recent.move_to_end(page.number)
+            return item[:3] + (replace(page.page, words=self._recent[page.number]),) + item[4:]
+        if self.size and isinstance(page, PageBlocks) and page.words is not None:
+            self._add(self._count, page.words)
+        return item
+
+    def _add(self, key: int, value: Any) -> None:
+        self._recent[key] = value
+        self._count += 1
+        if len(self._recent) > self.size:
+            self._recent.popitem(last=False)
 
 
 def _cluster_roots(pages: _Pages) -> list[int]:

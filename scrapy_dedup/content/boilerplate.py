@@ -74,18 +74,21 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from hashlib import blake2b
 from itertools import compress, repeat
+from operator import is_, itemgetter
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from scrapy_dedup.content.engine import ContentDeduplicator, ContentFingerprint, ContentFingerprinter, Verdict
-from scrapy_dedup.content.simhash import byte_token_hashes, exact_hash, hamming, word_bytes_per_block
+from scrapy_dedup.content.simhash import byte_token_digests, byte_token_hashes, exact_hash, hamming, \
+    hashes_of_digests, word_bytes_per_block
 from scrapy_dedup.content.sketch import VerifyRule
 from scrapy_dedup.content.text import MAX_NAME_CHARS, SUBTITLE_MARK
 
 __all__ = ["BoilerplateRule", "BlockTable", "BoilerplateLearner", "BoilerplateJudge", "Judgement", "Reduction",
-           "normalize_block", "normal_lines", "normal_digest", "block_hashes", "text_to_fingerprint", "host_of"]
+           "normalize_block", "normal_lines", "normal_digest", "block_hashes", "text_to_fingerprint", "host_of",
+           "RecentBlocks"]
 
 # One byte table does all of the normal form on UTF-8 bytes, in C: ASCII letters lowercased, ASCII
 # punctuation and symbols deleted (as CCNet: "app-07" is "app0"), every digit to "0" (runs of "0" then
@@ -200,10 +203,11 @@ MAX_BLOCK_CHARS = 400
 
 
 def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = None,
-                 normal: list[bytes] | None = None) -> np.ndarray:
+                 normal: list[bytes] | None = None, block_words: np.ndarray | None = None) -> np.ndarray:
     """Hashes (uint64, top bit set: 63 bits) of the normalized blocks; 0 for a block that does not count:
     fewer than ``min_block_words`` words or longer than :data:`MAX_BLOCK_CHARS`. ``normal``: the normal form
-    of every block (:func:`normal_lines` of the blocks joined by newlines) when the caller has it.
+    of every block (:func:`normal_lines` of the blocks joined by newlines) when the caller has it;
+    ``block_words``: the words of each block as the rule counts them (:func:`_block_words`) when it has them.
 
     BLAKE2b (8 bytes), keyed by ``key`` when given (a table shared through Redis, whose key is a random salt
     kept there): the same in every process, so that which blocks a full table evicts, or a host's last room
@@ -213,8 +217,9 @@ def block_hashes(blocks: list[str], min_block_words: int, key: bytes | None = No
     if not blocks:
         return out
     lengths = np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks))
-    spaces = np.fromiter(map(str.count, blocks, repeat(" ")), dtype=np.int64, count=len(blocks))
-    candidates = np.flatnonzero((lengths <= MAX_BLOCK_CHARS) & (spaces >= min_block_words - 1))
+    if block_words is None:
+        block_words = _block_words(blocks)
+    candidates = np.flatnonzero((lengths <= MAX_BLOCK_CHARS) & (block_words >= min_block_words))
     if not len(candidates):
         return out
     # A host's template blocks recur on each of its pages, as the same strings: their hashes are remembered
@@ -247,6 +252,13 @@ def _block_words(blocks: Sequence[str]) -> np.ndarray:
     """The words of each block as the rule counts them: its spaces and one (``page_blocks`` collapsed its
     whitespace), counted in C, summed by the caller in numpy (a Python sum over a page's blocks cost more)."""
     return np.fromiter(map(str.count, blocks, repeat(" ")), dtype=np.int64, count=len(blocks)) + 1
+
+
+def _rule_words(blocks: Sequence[str], words: PageWords | None) -> np.ndarray:
+    """:func:`_block_words` of a page's ``blocks``, from its :class:`PageWords` of them (counted once) when given:
+    counting the spaces of a page's blocks costs about a tokenization's tenth, and a page is asked several times
+    (its block hashes, its text to fingerprint in both passes of the audit, its own words)."""
+    return words.rule_words(blocks) if words is not None else _block_words(blocks)
 
 
 def in_sorted(table: np.ndarray, hashes: np.ndarray) -> np.ndarray:
@@ -415,7 +427,7 @@ def text_to_fingerprint(table: BlockTable, blocks: Sequence[str], rule: Boilerpl
     kept = ~boiler
     # the words of the text less boilerplate, " ".join of the kept blocks (an empty text: one word), counted as
     # the rule counts them (spaces and one) without joining it
-    if (int(_block_words(blocks)[kept].sum()) if kept.any() else 1) < rule.min_words:
+    if (int(_rule_words(blocks, words)[kept].sum()) if kept.any() else 1) < rule.min_words:
         return Reduction(None, "template", 0, hashes, blocks, words)
     return Reduction(None, "reduced", int(boiler.sum()), hashes, blocks, words, kept)
 
@@ -462,7 +474,7 @@ class BoilerplateLearner:
             self.hash_key = self.hash_key()
         hashes = (words.block_hashes(blocks, self.rule.min_block_words, self.hash_key) if words is not None
                   else block_hashes(blocks, self.rule.min_block_words, self.hash_key))
-        return text_to_fingerprint(table, blocks, self.rule, hashes, warmup=not self.frozen)
+        return text_to_fingerprint(table, blocks, self.rule, hashes, warmup=not self.frozen, words=words)
 
     def learn(self, host: str, url: str, reduction: Reduction) -> list[tuple[str, str]]:
         """Count a page judged unique; returns the recent kept pages whose text to fingerprint changed.
@@ -589,17 +601,32 @@ class PageWords:
     size of the page's text), ``hashes`` (8 bytes a word), ``counts`` (the words of each block, 8 bytes a
     block)."""
 
-    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints", "_normal_hash")
+    __slots__ = ("fingerprinter", "text", "hashes", "counts", "_bounds", "_block_hashes", "_prints", "_normal_hash",
+                 "_rule_words", "_recent")
 
-    def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str]):
+    def __init__(self, fingerprinter: ContentFingerprinter, blocks: list[str], recent: RecentBlocks | None = None):
+        """``recent``: the words and normal forms of the last blocks read (:class:`RecentBlocks`), which a block
+        read again takes instead of being cut, hashed and normalized again (not pickled with the page)."""
         self.fingerprinter = fingerprinter
-        tokens, self.counts = word_bytes_per_block(blocks)
-        self.hashes = byte_token_hashes(tokens)
-        self.text = b" ".join(tokens)
+        self._recent = recent
+        read = recent.words(blocks) if recent is not None else None
+        self._rule_words: np.ndarray | None = None
+        if read is not None:
+            self.hashes, self.counts, self.text, self._rule_words = read
+        else:
+            tokens, self.counts = word_bytes_per_block(blocks)
+            self.hashes = byte_token_hashes(tokens)
+            self.text = b" ".join(tokens)
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._block_hashes: dict[tuple, np.ndarray] = {}
         self._prints: dict[tuple, ContentFingerprint] = {}  # (kept blocks, exact) -> fingerprint
         self._normal_hash: str | None = None
+
+    def rule_words(self, blocks: Sequence[str]) -> np.ndarray:
+        """:func:`_block_words` of the page's ``blocks`` (those it was made of), counted once."""
+        if self._rule_words is None:
+            self._rule_words = _block_words(blocks)
+        return self._rule_words
 
     def block_hashes(self, blocks: list[str], min_block_words: int, key: bytes | None = None) -> np.ndarray:
         """:func:`block_hashes` of the page's ``blocks`` (those it was made of), computed once for each
@@ -610,11 +637,12 @@ class PageWords:
         if hashes is None:
             normal = None
             if self._normal_hash is None:  # the first time: every block normalized, for the normal hash too
-                normal = normal_lines("\n".join(blocks))
+                normal = self._normal_lines(blocks)
                 self._normal_hash = normal_digest(normal)
                 if len(normal) != len(blocks):  # a block holding a newline (page_blocks makes none)
                     normal = None
-            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key, normal)
+            hashes = self._block_hashes[memo] = block_hashes(blocks, min_block_words, key, normal,
+                                                             self.rule_words(blocks))
         return hashes
 
     def normal_hash(self, blocks: list[str]) -> str:
@@ -622,8 +650,13 @@ class PageWords:
         from the normal form its block hashes were made of: the audit's first pass asks for both (boilerplate
         learning, the URL-level sameness), and each normalizes every block of the page."""
         if self._normal_hash is None:
-            self._normal_hash = normal_digest(normal_lines("\n".join(blocks)))
+            self._normal_hash = normal_digest(self._normal_lines(blocks))
         return self._normal_hash
+
+    def _normal_lines(self, blocks: list[str]) -> list[bytes]:
+        """:func:`normal_lines` of the page's ``blocks`` joined by newlines (those of its recent blocks remembered)."""
+        normal = self._recent.normal_lines(blocks) if self._recent is not None else None
+        return normal_lines("\n".join(blocks)) if normal is None else normal
 
     def made_like(self, fingerprinter: ContentFingerprinter) -> bool:
         """Whether this page's fingerprints are those ``fingerprinter`` makes (shingles, bits, sketch): a copy
@@ -666,19 +699,93 @@ class PageWords:
         # Where its words start and end in ``text`` is left out (made again when asked for).
         return (_page_words, (self.fingerprinter, self.text, self.hashes.tobytes(), self.counts.tobytes(),
                               {memo: hashes.tobytes() for memo, hashes in self._block_hashes.items()},
-                              self._prints, self._normal_hash))
+                              self._prints, self._normal_hash,
+                              None if self._rule_words is None else self._rule_words.tobytes()))
 
 
 def _page_words(fingerprinter: ContentFingerprinter, text: bytes, hashes: bytes, counts: bytes,
                 block_hashes: dict[tuple, bytes], prints: dict[tuple, ContentFingerprint],
-                normal_hash: str | None) -> PageWords:
+                normal_hash: str | None, rule_words: bytes | None = None) -> PageWords:
     """A :class:`PageWords` unpickled (:meth:`PageWords.__reduce__`); its arrays read-only views of the bytes."""
     words = PageWords.__new__(PageWords)
-    words.fingerprinter, words.text, words._bounds = fingerprinter, text, None
+    words.fingerprinter, words.text, words._bounds, words._recent = fingerprinter, text, None, None
     words.hashes, words.counts = np.frombuffer(hashes, dtype=np.uint64), np.frombuffer(counts, dtype=np.int64)
     words._block_hashes = {memo: np.frombuffer(value, dtype=np.uint64) for memo, value in block_hashes.items()}
     words._prints, words._normal_hash = prints, normal_hash
+    words._rule_words = None if rule_words is None else np.frombuffer(rule_words, dtype=np.int64)
     return words
+
+
+#: characters of the blocks whose words and normal form a :class:`RecentBlocks` remembers: about 5 bytes each (the
+#: block, its words, their hashes, its normal form), so about 20 MB. Set with the audit benchmark's real corpus at
+#: hand (development material for this choice): it holds the last 4.2 of its 5.3 million characters of distinct
+#: blocks, and 71% of the text of the pages it tokenizes is among them (82% with no bound)
+RECENT_BLOCK_CHARS = 1 << 22
+
+
+class RecentBlocks:
+    """The words (their hashes, how many, their UTF-8 bytes joined by spaces) and the normal form
+    (:func:`normal_lines`) of the last blocks read, by their text, at most :data:`RECENT_BLOCK_CHARS` characters
+    of them (the oldest leave first): a page's words and normal form are its blocks' one after the other (a
+    block's words and normal form are a function of the block alone: a newline separates two blocks and no word,
+    lowercasing or normal-form match crosses one), so a page is cut, hashed and normalized only in the blocks
+    not read lately. The pages of a site share blocks: those of its template that survive the extraction, and
+    a near duplicate most of its paragraphs. Not thread-safe (one per worker)."""
+
+    def __init__(self, max_chars: int | None = None):
+        self.max_chars = RECENT_BLOCK_CHARS if max_chars is None else max_chars
+        #: block -> [its words' digests (8 bytes each), its words joined by spaces, how many, its normal form or None,
+        #: its words as the rule counts them (:func:`_block_words`)]
+        self._blocks: OrderedDict[str, list[Any]] = OrderedDict()
+        self._chars = 0
+
+    def words(self, blocks: Sequence[str]) -> tuple[np.ndarray, np.ndarray, bytes, np.ndarray] | None:
+        """The word hashes, the words of each block and the words joined by spaces of the page of ``blocks``
+        (what :func:`word_bytes_per_block` and :func:`byte_token_hashes` give of it), and the words of each
+        block as the rule counts them (:func:`_block_words`); None without blocks."""
+        if not blocks:
+            return None
+        entries: list[Any] = list(map(self._blocks.get, blocks))  # (None: a block not read lately)
+        missing = list(compress(range(len(entries)), map(is_, entries, repeat(None))))
+        if missing:
+            texts = [blocks[i] for i in missing]
+            tokens, counts = word_bytes_per_block(texts)
+            digests = byte_token_digests(tokens)
+            ends = np.cumsum(counts)
+            new = [[digests[8 * start:8 * end], b" ".join(tokens[start:end]), end - start, None, rule]
+                   for start, end, rule in zip((ends - counts).tolist(), ends.tolist(), _block_words(texts).tolist())]
+            for i, entry in zip(missing, new):
+                entries[i] = entry
+            self._remember(dict(zip(texts, new)))  # (a block twice on the page: once)
+        return (hashes_of_digests(b"".join(map(itemgetter(0), entries))),
+                np.fromiter(map(itemgetter(2), entries), dtype=np.int64, count=len(entries)),
+                b" ".join(filter(None, map(itemgetter(1), entries))),  # (a block without words: none)
+                np.fromiter(map(itemgetter(4), entries), dtype=np.int64, count=len(entries)))
+
+    def normal_lines(self, blocks: Sequence[str]) -> list[bytes] | None:
+        """:func:`normal_lines` of ``blocks`` joined by newlines (None when a block holds a newline itself)."""
+        if not blocks:
+            return None
+        entries: list[Any] = list(map(self._blocks.get, blocks))
+        lines = (list(map(itemgetter(3), entries)) if None not in entries
+                 else [None if entry is None else entry[3] for entry in entries])
+        missing = list(compress(range(len(lines)), map(is_, lines, repeat(None))))
+        if missing:
+            normal = normal_lines("\n".join([blocks[i] for i in missing]))
+            if len(normal) != len(missing):
+                return None
+            for i, line in zip(missing, normal):
+                lines[i] = line
+                if entries[i] is not None:
+                    entries[i][3] = line
+        return lines  # type: ignore[return-value]  # every line filled
+
+    def _remember(self, new: dict[str, list[Any]]) -> None:
+        self._blocks.update(new)
+        self._chars += sum(map(len, new))
+        while self._chars > self.max_chars and self._blocks:
+            oldest, _ = self._blocks.popitem(last=False)
+            self._chars -= len(oldest)
 
 
 class BoilerplateJudge:
@@ -914,7 +1021,7 @@ class BoilerplateJudge:
         table = self.learner.table(host)
         floor = max(self.learner.rule.min_pages, table.pages // 2)
         site = table.is_boilerplate(page.hashes) & (table.counts(page.hashes) >= floor)
-        return int(_block_words(page.blocks)[~site].sum())
+        return int(_rule_words(page.blocks, page.words)[~site].sum())
 
     def _own_words(self, host: str, page: Reduction) -> int:
         """Words of the page's reduced text in blocks of its own: neither boilerplate nor counted on two
@@ -927,7 +1034,7 @@ class BoilerplateJudge:
         lengths = np.fromiter(map(len, page.blocks), dtype=np.int64, count=len(page.blocks))
         own = ~table.is_boilerplate(page.hashes) & np.where(page.hashes == 0, lengths > MAX_BLOCK_CHARS,
                                                              table.counts(page.hashes) <= 1)
-        return int(_block_words(page.blocks)[own].sum())
+        return int(_rule_words(page.blocks, page.words)[own].sum())
 
     def _fingerprints_less(self, pages: tuple[Reduction, Reduction], out: tuple[np.ndarray, np.ndarray],
                            fingerprint: Callable[[str], ContentFingerprint],

@@ -40,7 +40,8 @@ import numpy as np
 
 from scrapy_dedup._util.mix import fmix64_array as _fmix64
 
-__all__ = ["words", "words_per_block", "word_bytes_per_block", "byte_token_hashes", "simhash", "simhash_words",
+__all__ = ["words", "words_per_block", "word_bytes_per_block", "byte_token_hashes", "byte_token_digests",
+           "hashes_of_digests", "simhash", "simhash_words",
            "exact_hash", "exact_hash_words", "hamming", "word_hash", "SUPPORTED_BITS"]
 
 SUPPORTED_BITS = (64, 128)
@@ -183,10 +184,20 @@ _BYTE_WORD_CACHE = _ByteWordHashCache()
 
 def byte_token_hashes(tokens: Sequence[bytes]) -> np.ndarray:
     """:func:`token_hashes` of words given as their UTF-8 bytes (:func:`word_bytes_per_block`)."""
+    return hashes_of_digests(byte_token_digests(tokens))
+
+
+def byte_token_digests(tokens: Sequence[bytes]) -> bytes:
+    """The 8 digest bytes of each of ``tokens`` (UTF-8 words) one after the other: what
+    :func:`byte_token_hashes` reads (:func:`hashes_of_digests`), and what a part of a page's hashes is kept as."""
     cache = _BYTE_WORD_CACHE
     if len(cache) > _WORD_CACHE_LIMIT:
         cache.clear()
-    digests = b"".join(map(cache.__getitem__, tokens))
+    return b"".join(map(cache.__getitem__, tokens))
+
+
+def hashes_of_digests(digests: bytes) -> np.ndarray:
+    """The word hashes (uint64) of :func:`byte_token_digests`."""
     return np.frombuffer(digests, dtype=_LITTLE_U64).astype(np.uint64)  # a copy: writable, native order
 
 
