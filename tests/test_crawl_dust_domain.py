@@ -40,9 +40,9 @@ def router(host: str, path_qs: str) -> Page | None:
     commit = query[len("id="):] if query.startswith("id=") else COMMITS[-1]
     if (query and not query.startswith("id=")) or commit not in COMMITS:
         return None
-    if path == "/":  # the directories first: Scrapy's queue is LIFO, so the files are crawled first
-        return _page("repo", "a repository", [f"/repo/tree/d{d}/" for d in range(DIRS)]
-                     + [f"/repo/tree/file{n}.md" for n in range(FILES)])
+    if path == "/":  # the files first (the crawl is breadth-first: the files' history before the listings')
+        return _page("repo", "a repository", [f"/repo/tree/file{n}.md" for n in range(FILES)]
+                     + [f"/repo/tree/d{d}/" for d in range(DIRS)])
     for d in range(DIRS):
         if path == f"/repo/tree/d{d}/":  # a listing: another page at every commit
             k = COMMITS.index(commit)
@@ -79,7 +79,11 @@ class RepoSpider(scrapy.Spider):
 @pytest.mark.crawl
 @inlineCallbacks
 def test_a_learned_rule_wrong_on_directories_is_found_out_on_the_first_one_it_folds():
-    addon = {"ADDONS": {"scrapy_dedup.Addon": 0}, "CONCURRENT_REQUESTS": 1}
+    # Breadth-first, one request at a time: the same order under every Scrapy version (2.13 fetches a page's
+    # first link before it queues the others, so a LIFO crawl's order depended on timing there).
+    addon = {"ADDONS": {"scrapy_dedup.Addon": 0}, "CONCURRENT_REQUESTS": 1, "DEPTH_PRIORITY": 1,
+             "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+             "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue"}
     with LocalSite(router) as site:
         yield run_crawl(RepoSpider, addon, start_urls=[site.url(HOST)])
         addon_fetched = [path for _, path in site.fetched()]
