@@ -15,11 +15,10 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-import scrapy
 from pytest_twisted import inlineCallbacks
 
 from tests.contentsite import words
-from tests.support.crawl import run_crawl
+from tests.support.crawl import LinkSpider, run_crawl
 from tests.support.localsite import LocalSite, Page
 
 HOST = "git.test"
@@ -67,15 +66,6 @@ def listings() -> set[str]:
     return {f"/repo/tree/d{d}/?id={c}" for d in range(DIRS) for c in COMMITS[:-1]}
 
 
-class RepoSpider(scrapy.Spider):
-    name = "repo"
-
-    def parse(self, response):
-        yield {"url": response.url}
-        for href in response.css("a::attr(href)").getall():
-            yield response.follow(href)
-
-
 @pytest.mark.crawl
 @inlineCallbacks
 def test_a_learned_rule_wrong_on_directories_is_found_out_on_the_first_one_it_folds():
@@ -85,12 +75,12 @@ def test_a_learned_rule_wrong_on_directories_is_found_out_on_the_first_one_it_fo
              "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
              "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue"}
     with LocalSite(router) as site:
-        yield run_crawl(RepoSpider, addon, start_urls=[site.url(HOST)])
+        yield run_crawl(LinkSpider, addon, start_urls=[site.url(HOST)])
         addon_fetched = [path for _, path in site.fetched()]
     assert set(addon_fetched) == every_url()  # the add-on alone fetches every URL (each its own key)
 
     with LocalSite(router) as site:
-        crawler = yield run_crawl(RepoSpider, {**addon, "DEDUP_DUST_LEARN": True}, start_urls=[site.url(HOST)])
+        crawler = yield run_crawl(LinkSpider, {**addon, "DEDUP_DUST_LEARN": True}, start_urls=[site.url(HOST)])
         fetched = [path for _, path in site.fetched()]
     stats = crawler.stats
     assert stats.get_value("dedup/dust/activated"), "the files' history teaches a rule of ?id="

@@ -1,18 +1,8 @@
 import pytest
-import scrapy
 from pytest_twisted import inlineCallbacks
 
-from tests.support.crawl import run_crawl
+from tests.support.crawl import LinkSpider, run_crawl
 from tests.support.localsite import LocalSite, Page
-
-
-class LinkSpider(scrapy.Spider):
-    name = "links"
-
-    def parse(self, response):
-        yield {"url": response.url}
-        for href in response.css("a::attr(href)").getall():
-            yield response.follow(href)
 
 
 @pytest.mark.crawl

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import scrapy
 from scrapy import signals
 from scrapy.crawler import Crawler, CrawlerRunner
 from twisted.internet.defer import inlineCallbacks
@@ -18,6 +19,17 @@ BASE_SETTINGS: dict[str, Any] = {
     "RETRY_ENABLED": False,
     "COOKIES_ENABLED": False,
 }
+
+
+class LinkSpider(scrapy.Spider):
+    """Yields an item per page and follows every link of it."""
+
+    name = "links"
+
+    def parse(self, response):
+        yield {"url": response.url}
+        for href in response.css("a::attr(href)").getall():
+            yield response.follow(href)
 
 
 @inlineCallbacks
